@@ -1,0 +1,133 @@
+"""Settings, read once from the environment, `.env` and `.streamlit/secrets.toml`.
+
+Every setting has an embedded default so a fresh clone runs with no accounts and
+no network. The embedded-vs-hosted choice is made here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+SECRETS_TOML = PROJECT_ROOT / ".streamlit" / "secrets.toml"
+MIGRATIONS_DIR = PROJECT_ROOT / "supabase" / "migrations"
+LOCAL_SHIM_DIR = PROJECT_ROOT / "supabase" / "local"
+SEED_DIR = PROJECT_ROOT / "supabase" / "seed"
+
+
+class Settings(BaseSettings):
+    """Each field is read from the env var of the same name (upper case) or the
+    same key in `.streamlit/secrets.toml`; env wins."""
+
+    model_config = SettingsConfigDict(
+        env_file=PROJECT_ROOT / ".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+    )
+
+    # --- storage -----------------------------------------------------------
+    data_dir: Path = Field(PROJECT_ROOT / ".data", description="Embedded database, JWT secret, demo user id.")
+    database_url: str | None = Field(None, description="Any Postgres with pgvector; unset = embedded server.")
+    db_pool_max_size: int = Field(8, ge=1, le=100)
+
+    # --- auth --------------------------------------------------------------
+    supabase_url: str | None = Field(None, description="Hosted auth: https://<ref>.supabase.co")
+    supabase_anon_key: str | None = None
+    supabase_jwt_secret: str | None = Field(None, description="Embedded issuer secret; generated if unset.")
+    access_token_ttl_seconds: int = Field(3600, ge=60, le=7 * 24 * 3600)
+
+    # --- retrieval ---------------------------------------------------------
+    embedding_model: str | None = Field(None, description="Name or path of a 384-d sentence-transformers model.")
+    rrf_vector_weight: float = Field(0.7, ge=0.0, le=10.0)
+    rrf_text_weight: float = Field(0.3, ge=0.0, le=10.0)
+    rrf_k: int = Field(60, ge=1, le=10_000)
+
+    demo_user_id: str | None = Field(None, description="Default user for the worker console and `agent chat`.")
+
+    # --- agent / models -----------------------------------------------------
+    agent_name: str = "memory-playground"
+    livekit_url: str | None = None
+    livekit_api_key: str | None = None
+    livekit_api_secret: str | None = None
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    llm_model: str | None = None
+    stt_model: str | None = None
+    tts_model: str | None = None
+
+    @field_validator("database_url", "supabase_url", "supabase_anon_key", "supabase_jwt_secret",
+                     "embedding_model", "demo_user_id", "livekit_url", "livekit_api_key",
+                     "livekit_api_secret", "openai_api_key", "openai_base_url", "llm_model",
+                     "stt_model", "tts_model", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value):
+        # An empty line in .env (`DATABASE_URL=`) means "not set", not "empty string".
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _absolute_data_dir(cls, value: Path) -> Path:
+        return value if value.is_absolute() else (PROJECT_ROOT / value)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            _LowerCaseToml(settings_cls, toml_file=SECRETS_TOML),
+        )
+
+    # --- derived choices ----------------------------------------------------
+    @property
+    def embedded_database(self) -> bool:
+        return self.database_url is None
+
+    @property
+    def hosted_auth(self) -> bool:
+        return bool(self.supabase_url and self.supabase_anon_key)
+
+    @property
+    def livekit_configured(self) -> bool:
+        return bool(self.livekit_url and self.livekit_api_key and self.livekit_api_secret)
+
+    @property
+    def mode_label(self) -> str:
+        return "hosted" if (not self.embedded_database or self.hosted_auth) else "embedded"
+
+
+class _LowerCaseToml(TomlConfigSettingsSource):
+    """secrets.toml keys are usually written UPPER_CASE like env vars."""
+
+    def __call__(self):
+        return {key.lower(): value for key, value in super().__call__().items()}
+
+
+@functools.cache
+def get_settings() -> Settings:
+    return Settings()
+
+
+def reload_settings() -> Settings:
+    """Forget the cached settings (tests change env vars between cases)."""
+    get_settings.cache_clear()
+    return get_settings()

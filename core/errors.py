@@ -1,0 +1,32 @@
+"""Typed errors. Each message is written for the person using the app: it says
+what went wrong and, where there is one, what to do about it."""
+
+from __future__ import annotations
+
+
+class PlaygroundError(Exception):
+    """Base class; `str(error)` is safe to show to a user."""
+
+
+class InvalidInput(PlaygroundError, ValueError):
+    """The caller's input was rejected before anything was written."""
+
+
+class NotFound(PlaygroundError, LookupError):
+    """The thing asked for does not exist (or is not the caller's)."""
+
+
+class DatabaseUnavailable(PlaygroundError, ConnectionError):
+    """The database could not be reached; retrying later may work."""
+
+
+class AuthError(PlaygroundError, PermissionError):
+    """A token or credential was missing, invalid, expired or revoked."""
+
+
+class EmbeddingUnavailable(PlaygroundError, RuntimeError):
+    """The embedding model could not be loaded or could not embed the text."""
+
+
+class ConfigurationError(PlaygroundError, RuntimeError):
+    """Settings or schema do not fit together (e.g. embedding dimensions)."""

@@ -1,0 +1,179 @@
+"""The user's remembered facts: one row per (user, slot).
+
+Every function takes a Scope: as the user (RLS decides) or as the service
+(bypasses RLS; every statement here filters by scope.user_id, which only
+ever comes from a verified token or the agent's dispatch metadata).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from core import embeddings
+from core.db import Scope, transaction, vector_literal
+from core.errors import InvalidInput, NotFound
+from core.retrieval import MemorySearch, RrfParams, search_memories
+from core.text import clean_text, normalize_slot
+
+MAX_CONTENT_LENGTH = 2000
+MAX_SESSION_ID_LENGTH = 200
+_COLUMNS = "id, memory_type, content, session_id, created_at, updated_at"
+
+
+@dataclass(frozen=True)
+class Memory:
+    id: uuid.UUID
+    memory_type: str
+    content: str
+    session_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "memory_type": self.memory_type,
+            "content": self.content,
+            "session_id": self.session_id,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class Remembered:
+    memory: Memory
+    created: bool  # False: an existing slot was overwritten
+    previous_content: str | None
+
+
+def _clean_session_id(session_id: str | None) -> str | None:
+    if session_id is None:
+        return None
+    return clean_text(session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)
+
+
+def remember(scope: Scope, memory_type: str, content: str, *, session_id: str | None = None,
+             embed=embeddings.embed_one) -> Remembered:
+    """Upsert the slot. The embedding is computed before the transaction, so a
+    failure there leaves nothing written."""
+    slot = normalize_slot(memory_type)
+    content = clean_text(content, what="memory", max_length=MAX_CONTENT_LENGTH)
+    session_id = _clean_session_id(session_id)
+    vector = vector_literal(embed(embeddings.memory_text(slot, content)))
+    with transaction(scope) as cur:
+        cur.execute(
+            "select content from public.memories where user_id = %s and memory_type = %s for update",
+            (scope.user_id, slot),
+        )
+        previous = cur.fetchone()
+        cur.execute(
+            f"""
+            insert into public.memories (user_id, memory_type, content, embedding, session_id)
+            values (%s, %s, %s, %s::extensions.vector, %s)
+            on conflict (user_id, memory_type) do update
+              set content = excluded.content,
+                  embedding = excluded.embedding,
+                  session_id = coalesce(excluded.session_id, public.memories.session_id)
+            returning {_COLUMNS}
+            """,
+            (scope.user_id, slot, content, vector, session_id),
+        )
+        memory = Memory(**cur.fetchone())
+    return Remembered(memory=memory, created=previous is None,
+                      previous_content=previous["content"] if previous else None)
+
+
+def recall(scope: Scope, memory_type: str) -> Memory:
+    slot = normalize_slot(memory_type)
+    with transaction(scope) as cur:
+        cur.execute(f"select {_COLUMNS} from public.memories where user_id = %s and memory_type = %s",
+                    (scope.user_id, slot))
+        row = cur.fetchone()
+    if row is None:
+        raise NotFound(f"Nothing is remembered under {slot!r}.")
+    return Memory(**row)
+
+
+def forget(scope: Scope, memory_type: str) -> Memory:
+    slot = normalize_slot(memory_type)
+    with transaction(scope) as cur:
+        cur.execute(f"delete from public.memories where user_id = %s and memory_type = %s returning {_COLUMNS}",
+                    (scope.user_id, slot))
+        row = cur.fetchone()
+    if row is None:
+        raise NotFound(f"Nothing is remembered under {slot!r}, so there was nothing to forget.")
+    return Memory(**row)
+
+
+def list_memories(scope: Scope) -> list[Memory]:
+    with transaction(scope) as cur:
+        cur.execute(f"select {_COLUMNS} from public.memories where user_id = %s order by updated_at desc, memory_type",
+                    (scope.user_id,))
+        return [Memory(**row) for row in cur.fetchall()]
+
+
+def _parse_memory_id(memory_id) -> uuid.UUID:
+    try:
+        return memory_id if isinstance(memory_id, uuid.UUID) else uuid.UUID(str(memory_id))
+    except ValueError:
+        raise InvalidInput(f"Not a memory id: {memory_id!r}.") from None
+
+
+def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.embed_one) -> Memory:
+    """Edit a memory's text (the slot stays); re-embeds it."""
+    memory_id = _parse_memory_id(memory_id)
+    content = clean_text(content, what="memory", max_length=MAX_CONTENT_LENGTH)
+    with transaction(scope) as cur:
+        cur.execute("select memory_type from public.memories where id = %s and user_id = %s",
+                    (memory_id, scope.user_id))
+        row = cur.fetchone()
+    if row is None:
+        raise NotFound("That memory no longer exists.")
+    vector = vector_literal(embed(embeddings.memory_text(row["memory_type"], content)))
+    with transaction(scope) as cur:
+        cur.execute(
+            f"update public.memories set content = %s, embedding = %s::extensions.vector "
+            f"where id = %s and user_id = %s returning {_COLUMNS}",
+            (content, vector, memory_id, scope.user_id),
+        )
+        updated = cur.fetchone()
+    if updated is None:
+        raise NotFound("That memory was deleted while you were editing it.")
+    return Memory(**updated)
+
+
+def delete_memory(scope: Scope, memory_id) -> Memory:
+    memory_id = _parse_memory_id(memory_id)
+    with transaction(scope) as cur:
+        cur.execute(f"delete from public.memories where id = %s and user_id = %s returning {_COLUMNS}",
+                    (memory_id, scope.user_id))
+        row = cur.fetchone()
+    if row is None:
+        raise NotFound("That memory no longer exists.")
+    return Memory(**row)
+
+
+def delete_all(scope: Scope) -> int:
+    with transaction(scope) as cur:
+        cur.execute("delete from public.memories where user_id = %s", (scope.user_id,))
+        return cur.rowcount
+
+
+def export(scope: Scope) -> dict[str, Any]:
+    """Everything remembered about the user, as JSON-ready data."""
+    memories = list_memories(scope)
+    return {
+        "user_id": str(scope.user_id),
+        "exported_at": datetime.now(timezone.utc).isoformat(),
+        "count": len(memories),
+        "memories": [memory.as_dict() for memory in memories],
+    }
+
+
+def search(scope: Scope, query: str, *, limit: int = 10, params: RrfParams | None = None,
+           embed=embeddings.embed_one) -> MemorySearch:
+    return search_memories(scope, query, limit=limit, params=params, embed=embed)

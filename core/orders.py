@@ -1,0 +1,70 @@
+"""Order lookup over the shared demo orders."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from core.db import Scope, transaction
+from core.errors import InvalidInput, NotFound
+from core.text import clean_text
+
+_ORDER_ID = re.compile(r"^[A-Za-z0-9-]{1,32}$")
+
+
+@dataclass(frozen=True)
+class Order:
+    order_id: str
+    customer_name: str
+    status: str
+    items: list[dict[str, Any]]
+    total: Decimal
+    currency: str
+    carrier: str | None
+    tracking_number: str | None
+    placed_at: datetime
+    estimated_delivery: date | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "order_id": self.order_id, "customer_name": self.customer_name, "status": self.status,
+            "items": self.items, "total": f"{self.total:.2f}", "currency": self.currency,
+            "carrier": self.carrier, "tracking_number": self.tracking_number,
+            "placed_at": self.placed_at.isoformat(),
+            "estimated_delivery": self.estimated_delivery.isoformat() if self.estimated_delivery else None,
+        }
+
+    def summary(self) -> str:
+        items = ", ".join(f"{item.get('qty', 1)} x {item.get('name', item.get('sku', 'item'))}" for item in self.items)
+        text = f"Order {self.order_id} is {self.status}: {items}; total {self.total:.2f} {self.currency}."
+        if self.carrier and self.tracking_number:
+            text += f" Shipped with {self.carrier}, tracking {self.tracking_number}."
+        if self.estimated_delivery and self.status in ("processing", "shipped"):
+            text += f" Estimated delivery {self.estimated_delivery:%B %-d, %Y}."
+        return text
+
+
+def normalize_order_id(order_id) -> str:
+    """'#1001', 'order 1001', ' 1001 ' -> '1001'."""
+    text = clean_text(str(order_id) if order_id is not None else "", what="order number", max_length=64)
+    text = re.sub(r"^(order\s*(number|no\.?|#)?\s*)", "", text, flags=re.IGNORECASE).lstrip("#").strip()
+    if not _ORDER_ID.match(text):
+        raise InvalidInput(f"{order_id!r} is not an order number; order numbers look like 1001.")
+    return text
+
+
+def lookup(scope: Scope, order_id) -> Order:
+    order_id = normalize_order_id(order_id)
+    with transaction(scope) as cur:
+        cur.execute(
+            "select order_id, customer_name, status, items, total, currency, carrier, tracking_number, "
+            "placed_at, estimated_delivery from public.orders where upper(order_id) = upper(%s)",
+            (order_id,),
+        )
+        row = cur.fetchone()
+    if row is None:
+        raise NotFound(f"Order {order_id} not found.")
+    return Order(**row)

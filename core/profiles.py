@@ -1,0 +1,145 @@
+"""The user's profile (name, email, preferences) and the preload the agent
+reads before its first word."""
+
+from __future__ import annotations
+
+import json
+import uuid
+import zoneinfo
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from core.db import Scope, transaction
+from core.errors import InvalidInput, NotFound
+from core.memories import Memory, list_memories
+from core.text import clean_text
+
+# The only fields the agent's update_profile tool (and the pages) may change.
+ALLOWED_FIELDS = ("name", "email", "preferred_language", "timezone", "preferences")
+_LIMITS = {"name": 200, "email": 320, "preferred_language": 64, "timezone": 64}
+MAX_PREFERENCES_BYTES = 8_000
+
+
+@dataclass(frozen=True)
+class Profile:
+    id: uuid.UUID
+    name: str | None
+    email: str | None
+    preferred_language: str | None
+    timezone: str | None
+    preferences: dict[str, Any]
+    last_seen_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id), "name": self.name, "email": self.email,
+            "preferred_language": self.preferred_language, "timezone": self.timezone,
+            "preferences": self.preferences,
+            "last_seen_at": self.last_seen_at.isoformat() if self.last_seen_at else None,
+        }
+
+
+@dataclass(frozen=True)
+class Preload:
+    """What the agent knows about the user before the conversation starts."""
+
+    profile: Profile
+    memories: list[Memory] = field(default_factory=list)
+    returning: bool = False  # seen before this session
+
+    def as_context(self) -> str:
+        lines = []
+        if self.profile.name:
+            lines.append(f"The user's name is {self.profile.name}.")
+        for label in ("preferred_language", "timezone", "email"):
+            value = getattr(self.profile, label)
+            if value:
+                lines.append(f"The user's {label.replace('_', ' ')} is {value}.")
+        if self.profile.preferences:
+            lines.append("User preferences: " + json.dumps(self.profile.preferences, ensure_ascii=False))
+        if self.memories:
+            lines.append("Remembered facts about the user:")
+            lines.extend(f"- {m.memory_type}: {m.content}" for m in self.memories)
+        else:
+            lines.append("Nothing is remembered about this user yet.")
+        return "\n".join(lines)
+
+
+_COLUMNS = "id, name, email, preferred_language, timezone, preferences, last_seen_at, created_at, updated_at"
+
+
+def get_profile(scope: Scope) -> Profile:
+    with transaction(scope) as cur:
+        cur.execute(f"select {_COLUMNS} from public.profiles where id = %s", (scope.user_id,))
+        row = cur.fetchone()
+    if row is None:
+        raise NotFound("No profile exists for this user.")
+    return Profile(**row)
+
+
+def _clean_value(field_name: str, value):
+    if field_name == "preferences":
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise InvalidInput("Preferences must be a JSON object, e.g. {\"units\": \"metric\"}.") from None
+        if not isinstance(value, dict):
+            raise InvalidInput("Preferences must be a JSON object.")
+        encoded = json.dumps(value, ensure_ascii=False)
+        if "\\u0000" in encoded:
+            raise InvalidInput("Preferences contain a NUL character, which cannot be stored.")
+        if len(encoded.encode()) > MAX_PREFERENCES_BYTES:
+            raise InvalidInput("Preferences are too large.")
+        return json.dumps(value)
+    text = clean_text(value, what=field_name.replace("_", " "), max_length=_LIMITS[field_name])
+    if field_name == "timezone":
+        try:
+            zoneinfo.ZoneInfo(text)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise InvalidInput(f"{text!r} is not a time zone; use a name like 'Europe/Paris'.") from None
+    if field_name == "email" and ("@" not in text or " " in text):
+        raise InvalidInput(f"{text!r} does not look like an email address.")
+    return text
+
+
+def update_profile(scope: Scope, field_name: str, value) -> Profile:
+    """Set one allow-listed field. Preferences given as an object are merged in."""
+    field_name = (field_name or "").strip().lower().replace(" ", "_")
+    if field_name not in ALLOWED_FIELDS:
+        raise InvalidInput(f"The profile field {field_name!r} cannot be changed; allowed: {', '.join(ALLOWED_FIELDS)}.")
+    cleaned = _clean_value(field_name, value)
+    if field_name == "preferences":
+        assignment = "preferences = preferences || %s::jsonb"
+    else:
+        assignment = f"{field_name} = %s"  # field_name is from the allow-list above
+    with transaction(scope) as cur:
+        cur.execute(f"update public.profiles set {assignment} where id = %s returning {_COLUMNS}",
+                    (cleaned, scope.user_id))
+        row = cur.fetchone()
+    if row is None:
+        raise NotFound("No profile exists for this user.")
+    return Profile(**row)
+
+
+def touch_last_seen(scope: Scope) -> datetime | None:
+    """Stamp last_seen_at; returns the previous value (None on a first visit)."""
+    with transaction(scope) as cur:
+        cur.execute(
+            "update public.profiles p set last_seen_at = now() from "
+            "(select last_seen_at from public.profiles where id = %s for update) prev "
+            "where p.id = %s returning prev.last_seen_at",
+            (scope.user_id, scope.user_id),
+        )
+        row = cur.fetchone()
+    if row is None:
+        raise NotFound("No profile exists for this user.")
+    return row["last_seen_at"]
+
+
+def preload(scope: Scope) -> Preload:
+    previous_visit = touch_last_seen(scope)
+    return Preload(profile=get_profile(scope), memories=list_memories(scope), returning=previous_visit is not None)

@@ -1,0 +1,214 @@
+"""Hybrid memory search and knowledge search, with the numbers behind each hit.
+
+Both call the SQL functions in supabase/migrations (match_memories_hybrid,
+match_knowledge) so the app, the agent, the benchmark and the eval CLI rank
+exactly the same way.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from core import embeddings
+from core.config import get_settings
+from core.db import Scope, transaction, vector_literal
+from core.errors import EmbeddingUnavailable, InvalidInput
+from core.text import clean_text
+
+MAX_QUERY_LENGTH = 1000
+SearchMode = Literal["hybrid", "vector", "text"]
+
+
+@dataclass(frozen=True)
+class RrfParams:
+    vector_weight: float = 0.7
+    text_weight: float = 0.3
+    k: int = 60
+
+    @classmethod
+    def from_settings(cls) -> RrfParams:
+        s = get_settings()
+        return cls(s.rrf_vector_weight, s.rrf_text_weight, s.rrf_k)
+
+    def validated(self) -> RrfParams:
+        if not (0 <= self.vector_weight <= 10 and 0 <= self.text_weight <= 10):
+            raise InvalidInput("RRF weights must be between 0 and 10.")
+        if self.vector_weight == 0 and self.text_weight == 0:
+            raise InvalidInput("At least one RRF weight must be above 0.")
+        if not (1 <= int(self.k) <= 10_000):
+            raise InvalidInput("RRF k must be between 1 and 10000.")
+        return RrfParams(float(self.vector_weight), float(self.text_weight), int(self.k))
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    id: uuid.UUID
+    memory_type: str
+    content: str
+    session_id: str | None
+    updated_at: datetime
+    vector_rank: int | None
+    vector_distance: float | None
+    text_rank: int | None
+    text_score: float | None
+    vector_rrf: float
+    text_rrf: float
+    rrf_score: float
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["id"] = str(self.id)
+        data["updated_at"] = self.updated_at.isoformat()
+        return data
+
+
+@dataclass(frozen=True)
+class MemorySearch:
+    query: str
+    hits: list[MemoryHit]
+    mode: SearchMode
+    params: RrfParams
+    latency_ms: float
+    embed_ms: float
+    degraded_reason: str | None = None  # set when the vector branch could not run
+
+    @property
+    def degraded(self) -> bool:
+        return self.degraded_reason is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "params": asdict(self.params),
+            "latency_ms": round(self.latency_ms, 2),
+            "embed_ms": round(self.embed_ms, 2),
+            "degraded_reason": self.degraded_reason,
+            "hits": [hit.as_dict() for hit in self.hits],
+        }
+
+
+@dataclass(frozen=True)
+class KnowledgeHit:
+    id: int
+    title: str
+    content: str
+    category: str
+    distance: float
+    similarity: float
+    rank: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class KnowledgeSearch:
+    query: str
+    hits: list[KnowledgeHit]
+    latency_ms: float
+    embed_ms: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "latency_ms": round(self.latency_ms, 2), "embed_ms": round(self.embed_ms, 2),
+                "hits": [hit.as_dict() for hit in self.hits]}
+
+
+def _clean_limit(limit: int, maximum: int) -> int:
+    try:
+        limit = int(limit)
+    except (TypeError, ValueError):
+        raise InvalidInput("The number of results must be a whole number.") from None
+    if not 1 <= limit <= maximum:
+        raise InvalidInput(f"The number of results must be between 1 and {maximum}.")
+    return limit
+
+
+def search_memories(
+    scope: Scope,
+    query: str,
+    *,
+    limit: int = 10,
+    params: RrfParams | None = None,
+    mode: SearchMode = "hybrid",
+    text_match: Literal["any", "all"] = "any",
+    embed=embeddings.embed_one,
+    conninfo: str | None = None,
+) -> MemorySearch:
+    """Hybrid (vector + full-text, fused by RRF) search over the scope's memories.
+
+    If the query cannot be embedded, the search still runs on the text branch
+    and the result says why (`degraded_reason`).
+    """
+    query = clean_text(query, what="search query", max_length=MAX_QUERY_LENGTH)
+    limit = _clean_limit(limit, 200)
+    params = (params or RrfParams.from_settings()).validated()
+    if mode not in ("hybrid", "vector", "text"):
+        raise InvalidInput(f"Unknown search mode {mode!r}.")
+    started = time.perf_counter()
+    degraded_reason = None
+    vector = None
+    if mode in ("hybrid", "vector"):
+        try:
+            vector = vector_literal(embed(query))
+        except EmbeddingUnavailable as exc:
+            degraded_reason = f"Vector search is unavailable ({exc}); showing text matches only."
+    embed_ms = (time.perf_counter() - started) * 1000
+    if mode == "vector" and vector is None:
+        effective_mode: SearchMode = "text"
+    elif mode == "hybrid" and vector is None:
+        effective_mode = "text"
+    else:
+        effective_mode = mode
+    # A branch left out of the mode gets weight 0 and no input: it cannot contribute.
+    vector_weight = params.vector_weight if effective_mode in ("hybrid", "vector") else 0.0
+    text_weight = params.text_weight if effective_mode in ("hybrid", "text") else 0.0
+    if effective_mode == "text" and text_weight == 0:
+        text_weight = 1.0  # text-only fallback must still rank something
+    query_text = query if effective_mode in ("hybrid", "text") else None
+    with transaction(scope, conninfo=conninfo) as cur:
+        cur.execute(
+            "select * from public.match_memories_hybrid(%s::extensions.vector, %s, %s, %s, %s, %s, %s, %s)",
+            (vector, query_text, scope.user_id, limit, vector_weight, text_weight, params.k, text_match),
+        )
+        rows = cur.fetchall()
+    hits = [MemoryHit(**row) for row in rows]
+    return MemorySearch(
+        query=query,
+        hits=hits,
+        mode=effective_mode,
+        params=params,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        embed_ms=embed_ms,
+        degraded_reason=degraded_reason,
+    )
+
+
+def search_knowledge(
+    scope: Scope,
+    query: str,
+    *,
+    limit: int = 5,
+    category: str | None = None,
+    embed=embeddings.embed_one,
+) -> KnowledgeSearch:
+    query = clean_text(query, what="search query", max_length=MAX_QUERY_LENGTH)
+    limit = _clean_limit(limit, 100)
+    if category is not None:
+        category = clean_text(category, what="category", max_length=64)
+    started = time.perf_counter()
+    vector = vector_literal(embed(query))
+    embed_ms = (time.perf_counter() - started) * 1000
+    with transaction(scope) as cur:
+        cur.execute(
+            "select * from public.match_knowledge(%s::extensions.vector, %s, %s)",
+            (vector, limit, category),
+        )
+        hits = [KnowledgeHit(**row) for row in cur.fetchall()]
+    return KnowledgeSearch(query=query, hits=hits, latency_ms=(time.perf_counter() - started) * 1000,
+                           embed_ms=embed_ms)
