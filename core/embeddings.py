@@ -103,6 +103,4 @@ def check_schema_dimensions(cursor) -> None:
         raise ConfigurationError(
             f"public.memories.embedding is vector({schema_dims}) but this code embeds {DIMENSIONS}-d vectors."
         )
-    model_dims = get_model().get_embedding_dimension()
-    if model_dims != schema_dims:
-        raise ConfigurationError(f"Model makes {model_dims}-d vectors; schema stores vector({schema_dims}).")
+    # The model's own dimension is checked when it loads (get_model), so this stays cheap.

@@ -7,7 +7,7 @@ import json
 import uuid
 from pathlib import Path
 
-from core import knowledge, memories
+from core import embeddings, knowledge, memories
 from core.config import SEED_DIR, get_settings
 from core.db import Scope, admin_connection
 from core.errors import ConfigurationError
@@ -94,6 +94,9 @@ def seed_demo_memories(user_id: uuid.UUID) -> int:
 
 def seed_all(echo=print) -> uuid.UUID:
     documents = read_jsonl(SEED_DIR / "knowledge.jsonl")
+    with admin_connection() as conn:
+        # Fail before writing anything if the model and vector(384) disagree.
+        embeddings.check_schema_dimensions(conn.cursor())
 
     def progress(done: int, total: int) -> None:
         echo(f"  embedding knowledge {done}/{total}")
