@@ -1,0 +1,30 @@
+"""``python -m agent <command>``.
+
+  chat [--user-id ID | --new-user]    text chat with the agent in this terminal (tool calls and scores shown)
+  dev | start | console | connect     the LiveKit Agents worker, through livekit-agents' CLI
+  download-files                      fetch plugin model files (nothing needed for the offline defaults)
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(__doc__.strip())
+        return 0
+    if argv[0] == "chat":
+        from agent.chat_cli import main as chat_main
+
+        return chat_main(argv[1:])
+    from agent.worker import run_cli
+
+    sys.argv = [f"{sys.executable} -m agent", *argv]
+    run_cli()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,181 @@
+"""``python -m agent chat``: talk to the agent in the terminal.
+
+The same agent, tools, recall and reports as the Streamlit chat page (it runs
+through ``agent.runtime``). After each reply it prints the tool calls and the
+retrievals with their scores. Lines starting with ``/`` are commands
+(``/help``). Reads stdin, so it also works with piped input::
+
+    printf 'my favorite color is teal\\nwhat is my favorite color?\\n' | python -m agent chat
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import uuid
+
+from agent.models import describe_models
+from core.errors import PlaygroundError
+from core.retrieval import RrfParams
+
+HELP = """commands:
+  /help                 this help
+  /rrf VW TW K          set the fusion weights and k, e.g. /rrf 0.5 0.5 60
+  /events               print every event of the last turn as JSON
+  /quit                 end the session (the report is saved); Ctrl-D works too"""
+
+
+def _short(text: str | None, limit: int = 110) -> str:
+    text = (text or "").replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def format_turn(turn) -> list[str]:
+    """The lines printed after a reply: tool calls, then retrievals with per-hit scores, then timings."""
+    lines = []
+    for call in turn.tool_calls:
+        args = ", ".join(f"{k}={v!r}" for k, v in call["arguments"].items())
+        outcome = f"ERROR {call['error']}" if call["error"] else _short(call["output"], 90)
+        lines.append(f"  [tool] {call['name']}({args}) -> {outcome}  ({call['duration_ms']:.0f} ms)")
+    for event in turn.retrievals:
+        label = f"{event['source']}/{event['trigger']}"
+        if event.get("skipped"):
+            lines.append(f"  [retrieval] {label}: skipped ({event.get('skip_reason')})")
+            continue
+        params = event.get("params") or {}
+        extra = (f" w_vec={params['vector_weight']} w_text={params['text_weight']} k={params['k']}"
+                 if params else "")
+        lines.append(f"  [retrieval] {label} mode={event.get('mode')}{extra} "
+                     f"{len(event['hits'])} hit(s) in {event['latency_ms']:.0f} ms"
+                     + (f" (degraded: {event['degraded_reason']})" if event.get("degraded_reason") else ""))
+        injected = set(event.get("injected") or [])
+        for index, hit in enumerate(event["hits"][:5], start=1):
+            if event["source"] == "memories":
+                vr = f"#{hit['vector_rank']}" if hit["vector_rank"] is not None else "-"
+                tr = f"#{hit['text_rank']}" if hit["text_rank"] is not None else "-"
+                mark = " *" if hit["id"] in injected else ""
+                lines.append(f"     {index}. {hit['memory_type']}: {_short(hit['content'], 50)}  rrf={hit['rrf_score']:.4f} "
+                             f"(vector {vr} {hit['vector_rrf']:.4f} + text {tr} {hit['text_rrf']:.4f}){mark}")
+            else:
+                lines.append(f"     {index}. {hit['title']}  similarity={hit['similarity']:.3f}")
+    timing = ", ".join(f"{k}={v:.0f}ms" for k, v in turn.timings.items() if k.endswith("_ms"))
+    lines.append(f"  [timing] {timing}")
+    return lines
+
+
+def _resolve_user(args) -> uuid.UUID:
+    if args.new_user:
+        from core import identity
+
+        return identity.sign_in_anonymously().user_id
+    if args.user_id:
+        from core.db import parse_user_id
+
+        return parse_user_id(args.user_id)
+    from agent.worker import demo_user_id
+
+    return demo_user_id()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agent chat",
+                                     description="Text chat with the Memory Playground agent in the terminal.")
+    who = parser.add_mutually_exclusive_group()
+    who.add_argument("--user-id", help="act for this existing user (default: the demo user)")
+    who.add_argument("--new-user", action="store_true", help="sign in a brand-new anonymous user")
+    parser.add_argument("--quiet", action="store_true", help="print replies only, no tool calls or scores")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one reply")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    for noisy in ("livekit", "livekit.agents"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+
+    try:
+        user_id = _resolve_user(args)
+    except PlaygroundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+    from agent.runtime import get_runtime
+
+    models = describe_models()
+    print(f"Memory Playground agent: LLM {models.llm}; user {user_id}")
+    if models.offline_brain:
+        print(f"  ({models.help})")
+    print("Type a message, /help for commands, Ctrl-D to end.\n")
+    runtime = get_runtime()
+    chat = runtime.open_text_session(f"cli-{uuid.uuid4().hex}", user_id)
+    try:
+        greeting = chat.ready.result(timeout=args.timeout)
+    except PlaygroundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if greeting:
+        print(f"agent> {greeting}\n")
+
+    interactive = sys.stdin.isatty()
+    last_turn = None
+    exit_code = 0
+    while True:
+        if interactive:
+            print("you> ", end="", flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            break
+        text = line.strip()
+        if not text:
+            continue
+        if not interactive:
+            print(f"you> {text}")
+        if text.startswith("/"):
+            command, *rest = text.split()
+            if command in ("/quit", "/exit"):
+                break
+            if command == "/help":
+                print(HELP)
+            elif command == "/rrf":
+                try:
+                    vw, tw, k = float(rest[0]), float(rest[1]), int(rest[2])
+                    params = chat.set_rrf(RrfParams(vw, tw, k))
+                    print(f"  RRF now vector_weight={params.vector_weight} text_weight={params.text_weight} k={params.k}")
+                except (IndexError, ValueError) as exc:
+                    print(f"  usage: /rrf VECTOR_WEIGHT TEXT_WEIGHT K ({exc})")
+            elif command == "/events":
+                import json
+
+                for event in (last_turn.events if last_turn else []):
+                    print(json.dumps(event, ensure_ascii=False))
+            else:
+                print(f"  unknown command {command}; /help lists them")
+            continue
+        try:
+            turn = chat.send(text).result(timeout=args.timeout)
+        except PlaygroundError as exc:
+            print(f"  error: {exc}")
+            continue
+        except TimeoutError:
+            print("  error: no reply in time")
+            exit_code = 1
+            break
+        last_turn = turn
+        print(f"agent> {turn.reply}")
+        if not args.quiet:
+            for out in format_turn(turn):
+                print(out)
+        print()
+
+    print("ending the session...")
+    try:
+        chat.close().result(timeout=args.timeout)
+        ps = chat.playground_session
+        saved = ps is not None and ps.record is not None
+        print(f"session {chat.session_id} {'saved' if saved else 'NOT saved (kept on disk for a retry)'}")
+    except Exception as exc:  # noqa: BLE001 - report and exit non-zero
+        print(f"error while saving the session: {exc}", file=sys.stderr)
+        exit_code = 1
+    runtime.shutdown(timeout=10)
+    return exit_code

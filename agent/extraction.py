@@ -1,0 +1,131 @@
+"""After a session: pull a few durable facts out of what the user said.
+
+0-5 facts, each with a confidence. Volatile things ("I'm tired today") and
+sensitive ones (health details, card numbers, passwords, government ids) are
+dropped whatever produced them. Slots the tools already wrote or forgot in
+this session are left alone: the conversation decided those explicitly.
+
+With a real LLM the model proposes facts (JSON) and these same rules filter
+them; with the offline brain the brain's own fact parser proposes them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from agent.brain import Fact, parse_fact, split_statements
+from agent.sensitive import rejection_reason
+
+log = logging.getLogger(__name__)
+
+MAX_FACTS = 5
+MIN_CONFIDENCE = 0.6
+
+@dataclass(frozen=True)
+class ExtractedFact:
+    memory_type: str
+    content: str
+    confidence: float
+    evidence: str  # the user's words it came from
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Extraction:
+    facts: list[ExtractedFact]
+    dropped: list[dict[str, Any]]  # proposals rejected, with the reason (for the report)
+    method: str  # "rules" | "llm" | "llm+rules"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "facts": [f.as_dict() for f in self.facts], "dropped": self.dropped}
+
+
+def propose_with_rules(user_turns: Iterable[str]) -> list[tuple[Fact, str]]:
+    """Each user statement through the brain's fact parser; the last word on a slot wins."""
+    proposals: dict[str, tuple[Fact, str]] = {}
+    for text in user_turns:
+        # a turn may hold several statements: "I live in Denver. My dog is Rex."
+        for sentence in split_statements(text):
+            fact = parse_fact(sentence)
+            if fact is not None:
+                proposals.pop(fact.memory_type, None)
+                proposals[fact.memory_type] = (fact, sentence.strip())
+    return list(proposals.values())
+
+
+def filter_facts(proposals: Iterable[tuple[Fact, str]], *, touched_slots: set[str],
+                 existing: dict[str, str]) -> tuple[list[ExtractedFact], list[dict[str, Any]]]:
+    kept: list[ExtractedFact] = []
+    dropped: list[dict[str, Any]] = []
+    for fact, evidence in proposals:
+        reason = None
+        if fact.memory_type in touched_slots:
+            reason = "handled by a tool during the session"
+        elif existing.get(fact.memory_type, "").strip().lower() == fact.content.strip().lower():
+            reason = "already remembered"
+        elif fact.confidence < MIN_CONFIDENCE:
+            reason = f"low confidence ({fact.confidence:.2f})"
+        else:
+            reason = rejection_reason(fact.memory_type, fact.content, evidence=evidence)
+        if reason:
+            dropped.append({"memory_type": fact.memory_type, "content": fact.content, "reason": reason})
+            continue
+        kept.append(ExtractedFact(fact.memory_type, fact.content, round(fact.confidence, 2), evidence))
+    kept.sort(key=lambda f: f.confidence, reverse=True)
+    for extra in kept[MAX_FACTS:]:
+        dropped.append({"memory_type": extra.memory_type, "content": extra.content, "reason": "over the limit of 5"})
+    return kept[:MAX_FACTS], dropped
+
+
+EXTRACTION_PROMPT = """\
+From the user's messages below, list at most 5 lasting facts about the user worth remembering in future \
+conversations. Skip anything temporary, and never include health details, card numbers, passwords or other \
+secrets. Answer with JSON only: [{"memory_type": "snake_case_slot", "content": "...", "confidence": 0.0-1.0, \
+"evidence": "the user's words"}]. Answer [] if there is nothing.
+
+User messages:
+"""
+
+
+async def propose_with_llm(llm_model, user_turns: list[str]) -> list[tuple[Fact, str]]:
+    """Ask a real model for candidate facts; raises on failure (the caller falls back to rules)."""
+    from livekit.agents import llm
+
+    chat_ctx = llm.ChatContext.empty()
+    chat_ctx.add_message(role="user", content=EXTRACTION_PROMPT + "\n".join(f"- {t}" for t in user_turns))
+    response = await llm_model.chat(chat_ctx=chat_ctx).collect()
+    text = response.text.strip()
+    text = text[text.find("["): text.rfind("]") + 1]
+    items = json.loads(text)
+    from core.text import normalize_slot
+
+    proposals = []
+    for item in items[: MAX_FACTS * 2]:
+        slot = normalize_slot(str(item["memory_type"]))
+        confidence = min(1.0, max(0.0, float(item.get("confidence", 0.0))))
+        proposals.append((Fact(slot, str(item["content"]).strip(), confidence), str(item.get("evidence", ""))))
+    return proposals
+
+
+async def extract_facts(user_turns: list[str], *, touched_slots: set[str], existing: dict[str, str],
+                        llm_model=None) -> Extraction:
+    turns = [t for t in (t.strip() for t in user_turns) if t]
+    method = "rules"
+    proposals: list[tuple[Fact, str]] | None = None
+    if llm_model is not None and turns:
+        try:
+            proposals = await propose_with_llm(llm_model, turns)
+            method = "llm"
+        except Exception as exc:  # a model that cannot do JSON must not cost the session its facts
+            log.warning("LLM fact extraction failed (%s); using the rules", exc)
+            method = "llm+rules"
+    if proposals is None:
+        proposals = propose_with_rules(turns)
+    facts, dropped = filter_facts(proposals, touched_slots=touched_slots, existing=existing)
+    return Extraction(facts=facts, dropped=dropped, method=method)

@@ -1,0 +1,171 @@
+"""Which LLM, STT, TTS and VAD the agent uses, chosen once from settings.
+
+=============================  =================================  ==========================================
+settings                       LLM                                STT / TTS
+=============================  =================================  ==========================================
+LIVEKIT_URL + _API_KEY +       LiveKit Inference (``LLM_MODEL``,   LiveKit Inference (``STT_MODEL``,
+_API_SECRET                    default openai/gpt-4.1-mini)        ``TTS_MODEL``)
+OPENAI_API_KEY and/or          OpenAI-compatible endpoint          OpenAI STT/TTS when the key is for OpenAI
+OPENAI_BASE_URL                (Ollama, vLLM, LM Studio, OpenAI)   itself (no base URL); else offline
+nothing                        the offline demo brain              offline: faster-whisper tiny.en, Piper
+=============================  =================================  ==========================================
+
+VAD is always Silero (local). LiveKit Inference only works with LiveKit Cloud
+credentials; a self-hosted ``livekit-server --dev`` has no inference gateway,
+so there set OPENAI_* too or keep the offline brain.
+
+The offline STT/TTS adapters live in ``agent.local_stt`` / ``agent.local_tts``
+and are imported only when needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from core.config import Settings, get_settings
+
+Backend = Literal["livekit", "openai", "offline"]
+
+DEFAULT_INFERENCE_LLM = "openai/gpt-4.1-mini"
+DEFAULT_INFERENCE_STT = "deepgram/nova-3"
+DEFAULT_INFERENCE_TTS = "cartesia/sonic-2"
+DEFAULT_OPENAI_LLM = "gpt-4.1-mini"
+DEFAULT_OPENAI_STT = "gpt-4o-mini-transcribe"
+DEFAULT_OPENAI_TTS = "gpt-4o-mini-tts"
+OFFLINE_BRAIN_LABEL = "Offline demo brain (rule-based)"
+OFFLINE_STT_LABEL = "faster-whisper tiny.en (local, int8)"
+OFFLINE_TTS_LABEL = "Piper joe-us voice (local)"
+VAD_LABEL = "Silero VAD (local)"
+CONFIGURE_HELP = (
+    "The offline demo brain is a rule-based stand-in, not a language model. For a real model set "
+    "OPENAI_API_KEY (plus OPENAI_BASE_URL and LLM_MODEL for Ollama, vLLM or LM Studio), or LIVEKIT_URL, "
+    "LIVEKIT_API_KEY and LIVEKIT_API_SECRET for LiveKit Inference, then restart."
+)
+
+
+def llm_backend(settings: Settings | None = None) -> Backend:
+    settings = settings or get_settings()
+    if settings.livekit_configured:
+        return "livekit"
+    if settings.openai_api_key or settings.openai_base_url:
+        return "openai"
+    return "offline"
+
+
+def speech_backend(settings: Settings | None = None) -> Backend:
+    """STT/TTS: hosted when there is a service that offers them, else local."""
+    settings = settings or get_settings()
+    if settings.livekit_configured:
+        return "livekit"
+    if settings.openai_api_key and not settings.openai_base_url:
+        return "openai"  # a base URL usually means Ollama & co., which have no speech endpoints
+    return "offline"
+
+
+@dataclass(frozen=True)
+class ModelDescription:
+    llm: str
+    stt: str
+    tts: str
+    vad: str
+    llm_backend: Backend
+    speech_backend: Backend
+
+    @property
+    def offline_brain(self) -> bool:
+        return self.llm_backend == "offline"
+
+    @property
+    def help(self) -> str | None:
+        return CONFIGURE_HELP if self.offline_brain else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"llm": self.llm, "stt": self.stt, "tts": self.tts, "vad": self.vad,
+                "llm_backend": self.llm_backend, "speech_backend": self.speech_backend,
+                "offline_brain": self.offline_brain, "help": self.help}
+
+
+def describe_models(settings: Settings | None = None) -> ModelDescription:
+    """Human-readable labels for the sidebar and reports; builds nothing."""
+    settings = settings or get_settings()
+    backend, speech = llm_backend(settings), speech_backend(settings)
+    if backend == "livekit":
+        llm_label = f"LiveKit Inference: {settings.llm_model or DEFAULT_INFERENCE_LLM}"
+    elif backend == "openai":
+        where = settings.openai_base_url or "api.openai.com"
+        llm_label = f"OpenAI-compatible: {settings.llm_model or DEFAULT_OPENAI_LLM} at {where}"
+    else:
+        llm_label = OFFLINE_BRAIN_LABEL
+    if speech == "livekit":
+        stt_label = f"LiveKit Inference: {settings.stt_model or DEFAULT_INFERENCE_STT}"
+        tts_label = f"LiveKit Inference: {settings.tts_model or DEFAULT_INFERENCE_TTS}"
+    elif speech == "openai":
+        stt_label = f"OpenAI: {settings.stt_model or DEFAULT_OPENAI_STT}"
+        tts_label = f"OpenAI: {settings.tts_model or DEFAULT_OPENAI_TTS}"
+    else:
+        stt_label, tts_label = OFFLINE_STT_LABEL, OFFLINE_TTS_LABEL
+    return ModelDescription(llm=llm_label, stt=stt_label, tts=tts_label, vad=VAD_LABEL,
+                            llm_backend=backend, speech_backend=speech)
+
+
+def build_llm(settings: Settings | None = None):
+    settings = settings or get_settings()
+    backend = llm_backend(settings)
+    if backend == "livekit":
+        from livekit.agents import inference
+
+        return inference.LLM(model=settings.llm_model or DEFAULT_INFERENCE_LLM,
+                             api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
+    if backend == "openai":
+        from livekit.plugins import openai
+
+        kwargs: dict[str, Any] = {"model": settings.llm_model or DEFAULT_OPENAI_LLM}
+        if settings.openai_base_url:
+            kwargs["base_url"] = settings.openai_base_url
+        # local servers (Ollama, LM Studio) ignore the key but the client insists on one
+        kwargs["api_key"] = settings.openai_api_key or "not-needed"
+        return openai.LLM(**kwargs)
+    from agent.brain import OfflineBrain
+
+    return OfflineBrain()
+
+
+def build_stt(settings: Settings | None = None):
+    settings = settings or get_settings()
+    backend = speech_backend(settings)
+    if backend == "livekit":
+        from livekit.agents import inference
+
+        return inference.STT(model=settings.stt_model or DEFAULT_INFERENCE_STT,
+                             api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
+    if backend == "openai":
+        from livekit.plugins import openai
+
+        return openai.STT(model=settings.stt_model or DEFAULT_OPENAI_STT, api_key=settings.openai_api_key)
+    from agent.local_stt import LocalWhisperSTT  # written alongside the voice pipeline
+
+    return LocalWhisperSTT()
+
+
+def build_tts(settings: Settings | None = None):
+    settings = settings or get_settings()
+    backend = speech_backend(settings)
+    if backend == "livekit":
+        from livekit.agents import inference
+
+        return inference.TTS(model=settings.tts_model or DEFAULT_INFERENCE_TTS,
+                             api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
+    if backend == "openai":
+        from livekit.plugins import openai
+
+        return openai.TTS(model=settings.tts_model or DEFAULT_OPENAI_TTS, api_key=settings.openai_api_key)
+    from agent.local_tts import LocalPiperTTS  # written alongside the voice pipeline
+
+    return LocalPiperTTS()
+
+
+def build_vad():
+    from livekit.plugins import silero
+
+    return silero.VAD.load()

@@ -1,0 +1,62 @@
+"""What must not be stored without being asked: secrets, card and id numbers, health details, and
+things true only for now. Shared by the offline brain and post-session extraction."""
+
+from __future__ import annotations
+
+import re
+
+_VOLATILE = re.compile(
+    r"\b(today|tonight|tomorrow|yesterday|right now|at the moment|this (?:morning|afternoon|evening|week|weekend|"
+    r"month)|currently|for now|later|soon|just now|next (?:week|month)|last (?:night|week))\b|"
+    r"\b(?:tired|hungry|bored|sleepy|busy|stressed|sick today|in a hurry)\b", re.I)
+_HEALTH = re.compile(
+    r"\b(allerg\w*|diabet\w*|asthma|cancer|depress\w*|anxiety|adhd|autis\w*|hiv|pregnan\w*|medication|medicine|"
+    r"prescription|diagnos\w*|disease|disorder|illness|surgery|therapy|therapist|blood (?:pressure|type|sugar)|"
+    r"insulin|migraine|epilep\w*|lactose intoleran\w*|celiac|intoleran\w*|health|symptom\w*|doctor|"
+    r"mental|chronic|injur\w*|disabilit\w*)\b", re.I)
+_SECRET = re.compile(
+    r"\b(password|passcode|passphrase|pin(?: code| number)?|security code|cvv|cvc|secret|api key|token|"
+    r"social security|ssn|passport number|bank account|routing number|login|credentials?)\b", re.I)
+_CARD_DIGITS = re.compile(r"(?:\d[ -]?){12,19}")
+_SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
+_SENSITIVE_SLOTS = re.compile(r"(allerg|health|medic|diagnos|password|pin|card|ssn|passport|bank|account_number)")
+
+
+def _luhn_ok(digits: str) -> bool:
+    total, parity = 0, len(digits) % 2
+    for index, char in enumerate(digits):
+        value = int(char)
+        if index % 2 == parity:
+            value *= 2
+            if value > 9:
+                value -= 9
+        total += value
+    return total % 10 == 0
+
+
+def secret_reason(text: str) -> str | None:
+    """Why `text` holds a secret that is never stored (even when asked), or None."""
+    if _SECRET.search(text):
+        return "secret (password, PIN, account or id number)"
+    for match in _CARD_DIGITS.finditer(text):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and _luhn_ok(digits):
+            return "payment card number"
+    if _SSN.search(text):
+        return "government id number"
+    return None
+
+
+def rejection_reason(memory_type: str, content: str, *, evidence: str = "") -> str | None:
+    """Why a proposed fact must not be stored automatically, or None if it may be."""
+    text = f"{memory_type.replace('_', ' ')} {content} {evidence}"
+    secret = secret_reason(text)
+    if secret:
+        return secret
+    if _HEALTH.search(text) or _SENSITIVE_SLOTS.search(memory_type):
+        return "health detail"
+    if _VOLATILE.search(f"{content} {evidence}"):
+        return "volatile (true only for now)"
+    return None
+
+

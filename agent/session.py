@@ -1,0 +1,255 @@
+"""One conversation: an ``AgentSession`` running a :class:`PlaygroundAgent`,
+with its events published and its report saved when it ends.
+
+Used by the in-process runtime (text chat), the local voice pipeline and the
+LiveKit worker, so all three publish the same events and write the same
+report. Create it *on the event loop that will run it* (livekit binds the
+session to the running loop)::
+
+    ps = PlaygroundSession(user_id, mode="voice", stt=..., tts=..., vad=..., sinks=[queue_sink])
+    ps.session.input.audio = my_audio_input      # optional custom I/O, before start()
+    ps.session.output.audio = my_audio_output
+    greeting = await ps.start()                  # preload, start, greet (returns the greeting text)
+    ...
+    report = await ps.finish()                   # close, extract facts, save the report
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from livekit.agents import AgentSession, llm as lk_llm
+
+from agent import reports
+from agent.brain import OfflineBrain
+from agent.events import EventBus, EventSink
+from agent.extraction import extract_facts
+from agent.models import build_llm, describe_models
+from agent.playground_agent import PlaygroundAgent, load_preload
+from core import memories
+from core.db import parse_user_id
+from core.errors import PlaygroundError
+from core.profiles import Preload
+from core.retrieval import RrfParams
+
+log = logging.getLogger(__name__)
+
+# message-level metrics (livekit's MetricsReport) -> our metric names, in ms
+_USER_METRICS = {"end_of_turn_delay": "eou_delay_ms", "transcription_delay": "transcription_delay_ms"}
+_ASSISTANT_METRICS = {"llm_node_ttft": "llm_ttft_ms", "tts_node_ttfb": "tts_ttfb_ms", "e2e_latency": "e2e_ms"}
+
+
+def new_session_id(mode: str) -> str:
+    return f"{mode}-{uuid.uuid4().hex[:16]}"
+
+
+def publish_session_events(session: AgentSession, bus: EventBus) -> None:
+    """Turn livekit's session events into ours (transcripts, states, metrics, turn ends)."""
+
+    @session.on("conversation_item_added")
+    def _item(ev) -> None:
+        item = ev.item
+        if getattr(item, "type", None) != "message" or item.role not in ("user", "assistant"):
+            return
+        text = (item.text_content or "").strip()
+        metrics = item.metrics or {}
+        if item.role == "user":
+            bus.begin_user_turn(item.id, text)
+            names = _USER_METRICS
+        else:
+            if text:
+                bus.emit("transcript", role="assistant", text=text, final=True,
+                         interrupted=bool(getattr(item, "interrupted", False)))
+            names = _ASSISTANT_METRICS
+        for key, name in names.items():
+            value = metrics.get(key)
+            if isinstance(value, (int, float)):
+                bus.metric(name, value * 1000)
+
+    @session.on("user_input_transcribed")
+    def _stt(ev) -> None:
+        # speech-to-text segments; the committed user message arrives as a final transcript
+        bus.emit("transcript", role="user", text=ev.transcript, final=False, stt_final=bool(ev.is_final))
+
+    @session.on("agent_state_changed")
+    def _agent_state(ev) -> None:
+        bus.emit("state", who="agent", state=ev.new_state)
+
+    @session.on("user_state_changed")
+    def _user_state(ev) -> None:
+        bus.emit("state", who="user", state=ev.new_state)
+
+    @session.on("speech_created")
+    def _speech(ev) -> None:
+        if ev.source != "generate_reply":
+            return  # fillers and say() do not end a turn
+        ev.speech_handle.add_done_callback(lambda _handle: bus.finish_turn())
+
+    @session.on("metrics_collected")
+    def _metrics(ev) -> None:
+        metrics = ev.metrics
+        kind = getattr(metrics, "type", "")
+        if kind == "stt_metrics" and metrics.duration > 0:
+            bus.metric("stt_ms", metrics.duration * 1000)
+        elif kind == "llm_metrics":
+            bus.metric("llm_duration_ms", metrics.duration * 1000)
+
+    @session.on("error")
+    def _error(ev) -> None:
+        error = ev.error
+        message = str(getattr(error, "error", error))
+        bus.emit("error", message=message, where=type(ev.source).__name__,
+                 recoverable=bool(getattr(error, "recoverable", False)))
+
+
+class PlaygroundSession:
+    def __init__(
+        self,
+        user_id: uuid.UUID | str,
+        *,
+        mode: str = "text",
+        session_id: str | None = None,
+        llm: lk_llm.LLM | None = None,
+        stt=None,
+        tts=None,
+        vad=None,
+        rrf: RrfParams | None = None,
+        greet: bool = True,
+        sinks: Iterable[EventSink] = (),
+        room_name: str | None = None,
+        session_options: dict[str, Any] | None = None,
+        agent_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.user_id = parse_user_id(user_id)
+        self.mode = mode
+        self.session_id = session_id or new_session_id(mode)
+        self.room_name = room_name
+        self.bus = EventBus(self.session_id, sinks)
+        self.llm = llm if llm is not None else build_llm()
+        self.rrf = rrf
+        self.greet = greet
+        self.agent_options = dict(agent_options or {})
+        options: dict[str, Any] = {"llm": self.llm}
+        if mode == "text":
+            # typed turns only: no audio, no turn detector, nobody "away"
+            options.update(vad=None, turn_handling={"turn_detection": "manual"}, user_away_timeout=None)
+        else:
+            options.update(stt=stt, tts=tts, vad=vad)
+        options.update(session_options or {})
+        self.session: AgentSession = AgentSession(**options)
+        self.agent: PlaygroundAgent | None = None
+        self.started_at: float | None = None
+        self.ended_at: float | None = None
+        self.report: dict[str, Any] | None = None
+        self.record = None
+        self._finish_task: asyncio.Task | None = None
+        publish_session_events(self.session, self.bus)
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        return self.bus.events
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self, *, preload: Preload | None = None, room=None, room_options=None) -> str | None:
+        """Preload, start the agent session and (if greeting) wait for the greeting; returns its text."""
+        if preload is None:
+            preload = await asyncio.to_thread(load_preload, self.user_id)
+        self.agent = PlaygroundAgent(self.user_id, preload=preload, bus=self.bus, session_id=self.session_id,
+                                     rrf=self.rrf, greet=self.greet, **self.agent_options)
+        self.started_at = time.time()
+        kwargs: dict[str, Any] = {}
+        if room is not None:
+            kwargs["room"] = room
+            if room_options is not None:
+                kwargs["room_options"] = room_options
+        if not self.greet:
+            await self.session.start(self.agent, **kwargs)
+            return None
+        greeting = await self.session.start(self.agent, capture_run=True, **kwargs)
+        texts = [ev.item.text_content for ev in greeting.events if ev.type == "message"]
+        return " ".join(t for t in texts if t) or None
+
+    async def run_text(self, text: str):
+        """One typed turn; returns livekit's RunResult (its events are this turn's chat items)."""
+        return await self.session.run(user_input=text)
+
+    def set_rrf(self, params: RrfParams) -> RrfParams:
+        self.rrf = params.validated()
+        if self.agent is not None:
+            self.agent.set_rrf(self.rrf)
+        return self.rrf
+
+    async def finish(self, *, base_report: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
+                     extract: bool = True, close_session: bool = True) -> dict[str, Any]:
+        """Close the session, extract facts, build and save the report (once; later calls return it).
+
+        `base_report` is the livekit part of the report, or a function making it once the
+        session is closed (the worker passes ``lambda: ctx.make_session_report(session).to_dict()``);
+        by default it is built from the session the same way.
+        """
+        if self._finish_task is None:
+            self._finish_task = asyncio.ensure_future(self._finish(base_report, extract, close_session))
+        return await asyncio.shield(self._finish_task)
+
+    async def _finish(self, base_report, extract: bool, close_session: bool) -> dict[str, Any]:
+        if close_session:
+            try:
+                await self.session.aclose()
+            except Exception:
+                log.exception("closing the agent session failed; writing the report anyway")
+        self.ended_at = time.time()
+        agent = self.agent
+        extraction = None
+        if extract and agent is not None:
+            extraction = await self._extract(agent)
+        if callable(base_report):
+            try:
+                base_report = base_report()
+            except Exception:
+                log.exception("building the livekit session report failed")
+                base_report = None
+        if base_report is None:
+            try:
+                base_report = reports.livekit_report(self.session, session_id=self.session_id,
+                                                     room_name=self.room_name)
+            except Exception:
+                log.exception("building the livekit part of the report failed")
+                base_report = {}
+        section = reports.playground_section(
+            session_id=self.session_id, user_id=self.user_id, mode=self.mode, events=self.bus.events,
+            started_at=self.started_at or self.ended_at, ended_at=self.ended_at,
+            memories_written=agent.memories_written if agent else [],
+            profile_updates=agent.profile_updates if agent else [],
+            extraction=extraction, models=describe_models().as_dict())
+        self.report = {**base_report, "playground": section}
+        self.record = await asyncio.to_thread(
+            reports.save, self.user_id, self.session_id, self.report, room_name=self.room_name,
+            started_at=self.started_at, ended_at=self.ended_at)
+        return self.report
+
+    async def _extract(self, agent: PlaygroundAgent) -> dict[str, Any] | None:
+        user_turns = [e["text"] for e in self.bus.events
+                      if e["type"] == "transcript" and e["role"] == "user" and e.get("final")]
+        if not user_turns:
+            return None
+        try:
+            existing = {m.memory_type: m.content
+                        for m in await asyncio.to_thread(memories.list_memories, agent.scope)}
+            touched = {w["memory_type"] for w in agent.memories_written}
+            model = None if isinstance(self.llm, OfflineBrain) else self.llm
+            extraction = await extract_facts(user_turns, touched_slots=touched, existing=existing, llm_model=model)
+            for fact in extraction.facts:
+                result = await asyncio.to_thread(memories.remember, agent.scope, fact.memory_type, fact.content,
+                                                 session_id=self.session_id)
+                agent._note_write("remembered" if result.created else "updated", result.memory.memory_type,
+                                  result.memory.content, result.previous_content, source="extraction")
+            return extraction.as_dict()
+        except PlaygroundError as exc:
+            log.warning("fact extraction after session %s failed: %s", self.session_id, exc)
+            return {"method": None, "facts": [], "dropped": [], "error": str(exc)}
