@@ -321,8 +321,9 @@ def reset(conninfo: str | None = None) -> None:
             drop schema if exists supabase_migrations cascade;
             drop extension if exists vector cascade;
             drop extension if exists pg_trgm cascade;
-            create schema public;
-            grant all on schema public to public;
+            -- as PostgreSQL 15+ creates it: owned by pg_database_owner, no CREATE for everyone
+            create schema public authorization pg_database_owner;
+            grant usage on schema public to public;
             """
         )
 

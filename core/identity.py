@@ -236,23 +236,25 @@ class EmbeddedIssuer:
 
     def refresh(self, refresh_token: str) -> AuthSession:
         token_hash = _hash_refresh_token(refresh_token)
-        with self._connection() as conn, conn.transaction():
-            row = conn.execute(
-                "select t.user_id, t.revoked, u.is_anonymous, u.email from auth.refresh_tokens t "
-                "join auth.users u on u.id = t.user_id where t.token_hash = %s for update of t",
-                (token_hash,),
-            ).fetchone()
-            if row is None:
-                raise AuthError("The refresh token is not valid; sign in again.")
-            user_id, revoked, is_anonymous, email = row
-            if revoked:
-                # A used token presented again: someone may have copied it. Revoke the family.
+        with self._connection() as conn:
+            with conn.transaction():
+                row = conn.execute(
+                    "select t.user_id, t.revoked, u.is_anonymous, u.email from auth.refresh_tokens t "
+                    "join auth.users u on u.id = t.user_id where t.token_hash = %s for update of t",
+                    (token_hash,),
+                ).fetchone()
+                if row is None:
+                    raise AuthError("The refresh token is not valid; sign in again.")
+                user_id, revoked, is_anonymous, email = row
+                if not revoked:
+                    conn.execute("update auth.refresh_tokens set revoked = true, updated_at = now() "
+                                 "where token_hash = %s", (token_hash,))
+                    return self._issue(conn, user_id, is_anonymous=is_anonymous, email=email, parent_hash=token_hash)
+                # A used token presented again: someone may have copied it. Revoke the family,
+                # and commit that before refusing (raising inside the transaction would roll it back).
                 conn.execute("update auth.refresh_tokens set revoked = true, updated_at = now() where user_id = %s",
                              (user_id,))
-                raise AuthError("The refresh token was already used; sign in again.")
-            conn.execute("update auth.refresh_tokens set revoked = true, updated_at = now() where token_hash = %s",
-                         (token_hash,))
-            return self._issue(conn, user_id, is_anonymous=is_anonymous, email=email, parent_hash=token_hash)
+            raise AuthError("The refresh token was already used; sign in again.")
 
     def upgrade_to_email(self, session: AuthSession, email: str, password: str) -> AuthSession:
         verified = self.verify(session.access_token)
@@ -323,9 +325,13 @@ class SupabaseAuthIssuer:
 
     def _call(self, fn, *args, **kwargs):
         from supabase_auth.errors import AuthError as SupabaseError
+        from supabase_auth.errors import AuthRetryableError
 
         try:
             return fn(*args, **kwargs)
+        except AuthRetryableError as exc:  # supabase_auth's wrapper for transport errors and 502/503/504
+            raise AuthError(f"Supabase Auth is not reachable at {self.url} right now ({exc.message}); "
+                            "try again in a moment.") from None
         except SupabaseError as exc:
             raise AuthError(f"Supabase Auth refused: {exc.message if hasattr(exc, 'message') else exc}") from None
         except Exception as exc:  # httpx transport errors
@@ -365,13 +371,15 @@ class SupabaseAuthIssuer:
         self._call(client.set_session, session.access_token, session.refresh_token)
         self._call(client.update_user, {"email": email, "password": password})
         # The user id is unchanged; the next refresh carries the new email once confirmed.
-        return self._session(self._call(client.refresh_session, session.refresh_token))
+        # No argument: set_session may already have rotated the refresh token (expired access token).
+        return self._session(self._call(client.refresh_session))
 
     def sign_in_with_password(self, email: str, password: str) -> AuthSession:
         client = self._client()
         return self._session(self._call(client.sign_in_with_password, {"email": email, "password": password}))
 
     def sign_out(self, session: AuthSession) -> None:
+        _verified_cache.pop(session.access_token, None)  # a signed-out token must not stay trusted here
         client = self._client()
         try:
             client.set_session(session.access_token, session.refresh_token)

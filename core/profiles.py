@@ -99,7 +99,7 @@ def _clean_value(field_name: str, value):
     if field_name == "timezone":
         try:
             zoneinfo.ZoneInfo(text)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):  # OSError: "Europe" is a directory
             raise InvalidInput(f"{text!r} is not a time zone; use a name like 'Europe/Paris'.") from None
     if field_name == "email" and ("@" not in text or " " in text):
         raise InvalidInput(f"{text!r} does not look like an email address.")

@@ -3,6 +3,7 @@ seeded, and helpers that sign in real anonymous users with real JWTs."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -46,6 +47,18 @@ def _cleanup_data_dir():
     for child in _TEST_DATA_DIR.iterdir():
         if child.name != "pg":
             shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+
+
+# Registered after pgserver's own exit hook (which deletes pg/), so it runs before it:
+# remove the directory once pgserver has finished, whichever order atexit picks.
+def _remove_empty_data_dir() -> None:
+    try:
+        _TEST_DATA_DIR.rmdir()
+    except OSError:
+        pass  # pg/ still there: pgserver's hook removes it, the empty parent stays in /tmp
+
+
+atexit.register(_remove_empty_data_dir)
 
 
 @dataclass
