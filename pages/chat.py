@@ -1,0 +1,220 @@
+"""Chat: talk to the agent by text. The agent runs in-process (agent.runtime),
+one conversation per browser session. Beside the conversation: per turn, the
+tool calls, what was retrieved with its RRF breakdown, and the timings; and
+the fusion sliders that change the agent's searches live."""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from core.errors import InvalidInput
+from ui import auth, chat_state, rrf
+from ui.errors import reported, show_error
+from ui.shell import run_page
+from ui.format import clip, ms, short_id
+from ui.sidebar import model_rows
+from ui.style import page_header
+from ui.turn_panel import render_tool_calls, render_turn_details
+from ui.turns import Turn, group_turns
+
+TURN_TIMEOUT_SECONDS = 120
+_PENDING = "u_chat_pending_prompt"  # a suggestion clicked: send it on this run
+_ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
+_INSPECT = "u_chat_inspect_turn"
+
+SUGGESTIONS = [
+    "My favorite color is teal",
+    "What is my favorite color?",
+    "Where is order 1001?",
+    "How long does shipping take?",
+    "What do you know about me?",
+]
+
+
+def _suggestion_clicked() -> None:
+    choice = st.session_state.get("u_chat_suggestion")
+    if choice:
+        st.session_state[_PENDING] = choice
+    st.session_state["u_chat_suggestion"] = None
+
+
+def _llm_label() -> tuple[str, bool]:
+    for row in model_rows():
+        if row["role"] == "LLM":
+            return row["label"], bool(row.get("demo_brain"))
+    return "unknown model", False
+
+
+def _render_message(turn: Turn) -> None:
+    if turn.user_text:
+        with st.chat_message("user"):
+            st.markdown(turn.user_text)
+    if turn.assistant_texts or turn.tool_calls:
+        # keyed so the browser tests (and CSS) can tell a finished turn from the live status
+        with st.container(key=f"chat_turn_{turn.number}"), st.chat_message("assistant"):
+            st.markdown(turn.assistant_text or "…")
+            if turn.number > 0:
+                with st.expander(f":material/insights: {turn.summary}"):
+                    render_tool_calls(turn)
+                    if turn.retrievals:
+                        st.caption("Retrieval details for this turn are in the panel on the right "
+                                   "(choose turn " + str(turn.number) + ").")
+
+
+def _wait_for_turn(chat, future, cursor: int) -> None:
+    """Show the agent's steps live while the turn runs (tool calls appear as they happen)."""
+    with st.chat_message("assistant"):
+        with st.status("Thinking…", expanded=True) as status:
+            deadline = time.monotonic() + TURN_TIMEOUT_SECONDS
+            while not future.done() and time.monotonic() < deadline:
+                events, cursor = chat.events_since(cursor)
+                for event in events:
+                    if event["type"] == "tool_call":
+                        status.write(f":material/build: `{event['name']}` · {ms(event.get('duration_ms'))}")
+                    elif event["type"] == "retrieval":
+                        status.write(f":material/manage_search: searched {event.get('source')} "
+                                     f"({len(event.get('hits') or [])} hits)")
+                time.sleep(0.05)
+            if not future.done():
+                status.update(label="The agent is still working", state="error")
+                st.warning("The agent has not answered within two minutes. Its answer will appear here when it "
+                           "is ready; you can also end the session and start again.")
+                st.stop()
+            try:
+                result = future.result()
+            except InvalidInput as exc:
+                status.update(label="Not sent", state="error")
+                st.warning(str(exc))
+                st.stop()
+            except Exception as exc:
+                status.update(label="The turn failed", state="error")
+                show_error(exc)
+                st.stop()
+            status.update(label=f"Answered in {ms(result.timings.get('total_ms'))}", state="complete",
+                          expanded=False)
+    st.session_state[_INSPECT] = None  # follow the newest turn
+    st.rerun()
+
+
+def _end_session(chat) -> None:
+    session_id = chat.session_id
+    with st.spinner("Saving the session report…"):
+        report = chat_state.close_chat_session(reason="end button", wait=True)
+    st.session_state[_ENDED] = (session_id, report is not None)
+    st.session_state.pop(_INSPECT, None)
+    st.rerun()
+
+
+def _inspector(turns: list[Turn]) -> None:
+    answered = [t for t in turns if t.number > 0]
+    st.markdown("#### :material/insights: What the agent did")
+    if not answered:
+        st.caption("Send a message: the tool calls, the memories and knowledge retrieved (with vector rank, text "
+                   "rank, each branch's RRF contribution and the fused score) and the timings of each turn "
+                   "appear here.")
+        return
+    numbers = [t.number for t in answered]
+    wanted = st.session_state.get(_INSPECT)
+    if wanted not in numbers:
+        st.session_state[_INSPECT] = numbers[-1]
+    chosen = st.segmented_control("Turn", numbers, key=_INSPECT, format_func=lambda n: f"Turn {n}",
+                                  required=True) if len(numbers) > 1 else numbers[0]
+    turn = next(t for t in answered if t.number == (chosen or numbers[-1]))
+    st.caption(f"“{clip(turn.user_text, 90)}” · {turn.summary}")
+    render_turn_details(turn, key=f"u_chat_turn{turn.number}")
+
+
+def main() -> None:
+    visitor = auth.current_visitor()
+    label, demo_brain = _llm_label()
+    page_header("Chat", "Talk to the agent. It remembers what you tell it, per user, in Postgres — and shows "
+                        "you why it recalled what it did.", icon=":material/chat:")
+    ok, why = chat_state.runtime_available()
+    if not ok:
+        st.error(f"The in-process agent could not be loaded ({why}). The Memories, Sessions and Knowledge pages "
+                 "still work; check the server log and the agent installation.", icon=":material/smart_toy:")
+        return
+
+    ended = st.session_state.get(_ENDED)
+    prompt = st.chat_input("Message the agent…", key="u_chat_input", max_chars=2000)
+    prompt = prompt or st.session_state.pop(_PENDING, None)
+
+    if ended and not prompt and chat_state.current_chat_session() is None:
+        session_id, saved = ended
+        if saved:
+            st.success(f"Session `{short_id(session_id, 16)}` ended and its report was saved.",
+                       icon=":material/task_alt:")
+            st.page_link("pages/sessions.py", label="Open it on the Sessions page", icon=":material/history:")
+        else:
+            st.warning("The session ended, but its report could not be saved yet; it is kept on disk and "
+                       "saved automatically when the database is reachable.", icon=":material/save:")
+        if st.button("Start a new conversation", type="primary", icon=":material/add_comment:"):
+            st.session_state.pop(_ENDED, None)
+            st.rerun()
+        return
+    st.session_state.pop(_ENDED, None)
+
+    params = rrf.current_params()
+    chat = chat_state.get_chat_session(visitor, rrf=params)
+    if chat.rrf != params:
+        chat.set_rrf(params)  # the sliders changed: the agent's next search uses the new fusion
+    if not chat.ready.done():
+        with st.spinner("Starting the agent (the first start loads the embedding model)…"):
+            try:
+                chat.ready.result(timeout=chat_state.START_TIMEOUT_SECONDS)
+            except TimeoutError:
+                st.warning("The agent is still starting; this page will continue when it is ready.")
+                time.sleep(2)
+                st.rerun()
+    if chat.ready.exception() is not None:
+        show_error(chat.ready.exception())
+        if st.button("Try again", icon=":material/refresh:"):
+            chat_state.close_chat_session(reason="failed start")
+            st.rerun()
+        return
+
+    header_left, header_right = st.columns([4, 1], vertical_alignment="center")
+    with header_left:
+        st.caption(f":material/smart_toy: **{label}**{' — not an LLM; see the sidebar' if demo_brain else ''}"
+                   f" · session `{chat.session_id}` · user `{visitor.short_id}`")
+    with header_right:
+        end = st.button("End session", key="u_chat_end", icon=":material/stop_circle:", width="stretch",
+                        help="Ends this conversation and saves its report to the Sessions page.")
+
+    events, cursor = chat.events_since(0)
+    turns = group_turns(events)
+
+    conversation, inspector = st.columns([1, 1], gap="large")
+    with conversation:
+        box = st.container(height=560, border=True, autoscroll=True)
+        with box:
+            for turn in turns:
+                _render_message(turn)
+            if not turns:
+                st.caption("Connecting…")
+        if not any(t.number > 0 for t in turns) and not prompt:
+            st.pills("Try", SUGGESTIONS, key="u_chat_suggestion", on_change=_suggestion_clicked,
+                     label_visibility="collapsed")
+        if prompt:
+            with box:
+                with st.chat_message("user"):
+                    st.markdown(prompt)
+                with reported():
+                    future = chat.send(prompt)
+                    _wait_for_turn(chat, future, cursor)
+    with inspector:
+        _inspector(turns)
+        with st.expander("Tune the fusion (weights and k) — applies to the agent's next search",
+                         icon=":material/tune:"):
+            rrf.render_controls()
+            st.caption(f"In force for this conversation: w_vector {chat.rrf.vector_weight:g} · "
+                       f"w_text {chat.rrf.text_weight:g} · k {chat.rrf.k}")
+        rrf.render_formula()
+    if end:
+        with reported():
+            _end_session(chat)
+
+
+run_page(main)

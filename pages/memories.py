@@ -1,0 +1,169 @@
+"""Memories: what the agent remembers about the signed-in user. List, hybrid
+search with per-branch ranks and scores, edit, delete one, delete all, export.
+Every call runs as the user (RLS decides)."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from core import memories
+from core.retrieval import search_memories
+from ui import auth, rrf
+from ui.errors import reported
+from ui.shell import run_page
+from ui.format import ago, clip, short_id, when
+from ui.retrieval import render_retrieval
+from ui.style import empty_state, page_header
+
+DELETE_ALL_PHRASE = "DELETE"
+_EDITING = "u_mem_editing"  # id of the memory being edited
+_CONFIRM_DELETE = "u_mem_confirm_delete"  # id of the memory awaiting delete confirmation
+_FLASH = "u_mem_flash"
+
+
+def _flash(message: str) -> None:
+    st.session_state[_FLASH] = message
+
+
+def _memory_card(scope, memory) -> None:
+    mid = str(memory.id)
+    with st.container(border=True, key=f"u_memcard_{mid}"):
+        text_col, meta_col, action_col = st.columns([6, 3, 2], vertical_alignment="center")
+        with text_col:
+            st.markdown(f"**`{memory.memory_type}`**")
+            st.markdown(memory.content)
+        with meta_col:
+            st.caption(f":material/update: updated {ago(memory.updated_at)}  \n{when(memory.updated_at)}")
+            if memory.session_id:
+                st.caption(f":material/forum: written in session `{clip(memory.session_id, 24)}`")
+                if st.button("Open that session", key=f"u_mem_open_{mid}", type="tertiary",
+                             icon=":material/open_in_new:",
+                             help="Its report appears on the Sessions page once the session has ended."):
+                    st.session_state["u_sessions_request"] = memory.session_id
+                    st.switch_page("pages/sessions.py")
+            else:
+                st.caption(":material/edit: written outside a conversation")
+        with action_col:
+            buttons = st.container(horizontal=True, horizontal_alignment="right")
+            if buttons.button("Edit", key=f"u_mem_edit_{mid}", icon=":material/edit:", type="tertiary"):
+                st.session_state[_EDITING] = mid
+                st.session_state.pop(_CONFIRM_DELETE, None)
+            if buttons.button("Delete", key=f"u_mem_delete_{mid}", icon=":material/delete:", type="tertiary"):
+                st.session_state[_CONFIRM_DELETE] = mid
+                st.session_state.pop(_EDITING, None)
+        if st.session_state.get(_EDITING) == mid:
+            _edit_form(scope, memory)
+        if st.session_state.get(_CONFIRM_DELETE) == mid:
+            _confirm_delete(scope, memory)
+
+
+def _edit_form(scope, memory) -> None:
+    mid = str(memory.id)
+    with st.form(f"u_mem_edit_form_{mid}", border=False):
+        new_content = st.text_area(f"Edit `{memory.memory_type}`", value=memory.content, key=f"u_mem_text_{mid}",
+                                   max_chars=memories.MAX_CONTENT_LENGTH)
+        save_col, cancel_col = st.columns([1, 1])
+        save = save_col.form_submit_button("Save", type="primary", icon=":material/check:")
+        cancel = cancel_col.form_submit_button("Cancel")
+    if cancel:
+        st.session_state.pop(_EDITING, None)
+        st.rerun()
+    if save:
+        with reported():
+            memories.update_memory(scope, memory.id, new_content)
+            st.session_state.pop(_EDITING, None)
+            _flash(f"Saved `{memory.memory_type}`.")
+            st.rerun()
+
+
+def _confirm_delete(scope, memory) -> None:
+    mid = str(memory.id)
+    st.warning(f"Delete `{memory.memory_type}`? The agent will no longer know this. This cannot be undone.",
+               icon=":material/delete_forever:")
+    yes_col, no_col, _ = st.columns([1, 1, 3])
+    if yes_col.button("Yes, delete", key=f"u_mem_delete_yes_{mid}", type="primary"):
+        with reported():
+            memories.delete_memory(scope, memory.id)
+            st.session_state.pop(_CONFIRM_DELETE, None)
+            _flash(f"Deleted `{memory.memory_type}`.")
+            st.rerun()
+    if no_col.button("Cancel", key=f"u_mem_delete_no_{mid}"):
+        st.session_state.pop(_CONFIRM_DELETE, None)
+        st.rerun()
+
+
+def _toolbar(scope, visitor, items) -> None:
+    with st.container(horizontal=True):
+        payload = json.dumps(memories.export(scope), indent=2, ensure_ascii=False)
+        st.download_button("Export JSON", data=payload, file_name=f"memories-{visitor.short_id}.json",
+                           mime="application/json", icon=":material/download:", key="u_mem_export",
+                           on_click="ignore", disabled=not items)
+        with st.popover("Delete all…", icon=":material/delete_sweep:", disabled=not items):
+            st.markdown(f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items)} memories'}**"
+                        " the agent keeps about you. It cannot be undone.")
+            typed = st.text_input(f"Type {DELETE_ALL_PHRASE} to confirm", key="u_mem_delete_all_phrase")
+            if st.button("Delete all memories", key="u_mem_delete_all", type="primary",
+                         disabled=typed.strip() != DELETE_ALL_PHRASE):
+                with reported():
+                    count = memories.delete_all(scope)
+                    st.session_state.pop("u_mem_delete_all_phrase", None)
+                    _flash(f"Deleted {count} memor{'y' if count == 1 else 'ies'}.")
+                    st.rerun()
+
+
+def _search_panel(scope) -> None:
+    st.subheader("Search", anchor=False)
+    st.caption("The same hybrid search the agent runs: a vector ranking and a full-text ranking, fused by RRF.")
+    with st.form("u_mem_search_form", border=False):
+        query_col, go_col = st.columns([3, 1], vertical_alignment="bottom")
+        query = query_col.text_input("Search your memories", key="u_mem_query", placeholder="e.g. what car do I drive?")
+        go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
+    mode = st.segmented_control("Ranking", ["hybrid", "vector", "text"], default="hybrid", key="u_mem_mode",
+                                help="hybrid = both branches fused; vector or text = one branch alone.")
+    with st.expander("Tune the fusion (weights and k)", icon=":material/tune:"):
+        rrf.render_controls()
+    rrf.render_formula()
+    if query and query.strip():
+        with reported():
+            result = search_memories(scope, query, limit=10, params=rrf.current_params(), mode=mode or "hybrid")
+            render_retrieval(result, key="mem_search", compact="medium")
+
+
+def main() -> None:
+    visitor = auth.current_visitor()
+    scope = visitor.scope
+    items = memories.list_memories(scope)
+    page_header("Memories", "What the agent remembers about you. Only you can see or change these rows "
+                            "(Postgres row-level security, checked on every query).", icon=":material/neurology:")
+    flash = st.session_state.pop(_FLASH, None)
+    if flash:
+        st.success(flash, icon=":material/check_circle:")
+
+    list_col, search_col = st.columns([9, 11], gap="large")
+    with list_col:
+        sessions = {m.session_id for m in items if m.session_id}
+        metrics = st.columns(3)
+        metrics[0].metric("Memories", len(items), border=True)
+        metrics[1].metric("Last updated", ago(items[0].updated_at) if items else "—", border=True)
+        metrics[2].metric("From sessions", len(sessions), border=True)
+        _toolbar(scope, visitor, items)
+        if not items:
+            empty_state(
+                ":material/psychology_alt:",
+                "Nothing remembered yet",
+                "Tell the agent something about yourself on the Chat page, for example "
+                "“my favorite color is teal” or “remember that I'm allergic to nuts”. "
+                "It will show up here, and you can edit or delete it.",
+                link=("pages/chat.py", "Go to Chat", ":material/chat:"),
+            )
+        for memory in items:
+            _memory_card(scope, memory)
+    with search_col:
+        _search_panel(scope)
+    st.caption(f"Signed in as `{short_id(visitor.user_id)}` · memories are stored one per slot; "
+               "telling the agent a new value for a slot replaces the old one.")
+
+
+run_page(main)

@@ -1,0 +1,199 @@
+"""Sessions: the signed-in user's past conversations (reports written when a
+session ends) with transcript, tool calls, retrieval events with scores,
+latency charts and the memories written during the session."""
+
+from __future__ import annotations
+
+import json
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from core import sessions
+from ui import auth
+from ui.shell import run_page
+from ui.format import ago, clip, duration, ms, when
+from ui.report_view import ReportView, read_report
+from ui.retrieval import render_retrieval
+from ui.style import empty_state, page_header
+
+REQUEST = "u_sessions_request"  # another page sets a session id here before switching to this page
+PICK = "u_sessions_pick"
+
+METRIC_LABELS = {
+    "e2e_ms": "end of speech → first audio",
+    "turn_total_ms": "turn total",
+    "llm_ttft_ms": "LLM first token",
+    "llm_duration_ms": "LLM total",
+    "recall_ms": "memory recall",
+    "stt_ms": "speech-to-text",
+    "transcription_delay_ms": "transcription delay",
+    "tts_ttfb_ms": "TTS first byte",
+    "eou_delay_ms": "end-of-utterance delay",
+}
+
+
+def _duration_seconds(record, view: ReportView) -> float | None:
+    if record.duration_seconds is not None:
+        return record.duration_seconds
+    return view.duration_ms / 1000 if view.duration_ms is not None else None
+
+
+def _overview(records, views) -> pd.DataFrame:
+    rows = []
+    for record, view in zip(records, views):
+        tools = view.tools_used
+        rows.append({
+            "Date": when(record.started_at or record.created_at),
+            "Duration": duration(_duration_seconds(record, view)),
+            "Turns": view.user_turns,
+            "Tools used": ", ".join(f"{name} ×{count}" if count > 1 else name for name, count in tools.most_common())
+                          or "—",
+            "Memories written": len(view.memories_written),
+            "Mode": view.mode or ("voice" if record.room_name else "text"),
+            "Session": record.session_id,
+        })
+    return pd.DataFrame(rows)
+
+
+def _label(record, view: ReportView) -> str:
+    return (f"{when(record.started_at or record.created_at)} · {view.user_turns} turn"
+            f"{'s' if view.user_turns != 1 else ''} · {record.session_id}")
+
+
+def _latency_chart(view: ReportView) -> alt.Chart | None:
+    if not view.metrics:
+        return None
+    data = pd.DataFrame(view.metrics)
+    data["metric"] = data["name"].map(lambda n: METRIC_LABELS.get(n, n))
+    data = data.groupby(["turn", "metric"], as_index=False)["value"].sum()
+    return (
+        alt.Chart(data)
+        .mark_bar(cornerRadiusEnd=2)
+        .encode(
+            x=alt.X("turn:O", title="turn"),
+            xOffset="metric:N",
+            y=alt.Y("value:Q", title="milliseconds"),
+            color=alt.Color("metric:N", scale=alt.Scale(scheme="tableau10"),
+                            legend=alt.Legend(orient="bottom", title=None, columns=3)),
+            tooltip=["turn:O", "metric:N", alt.Tooltip("value:Q", format=".1f", title="ms")],
+        )
+        .properties(height=260)
+    )
+
+
+def _transcript(view: ReportView) -> None:
+    if not view.transcript:
+        st.caption("No transcript was stored for this session.")
+        return
+    with st.container(height=440, border=True):
+        for line in view.transcript:
+            role = "user" if line.get("role") == "user" else "assistant"
+            with st.chat_message(role):
+                st.markdown(line.get("text") or "")
+
+
+def _tool_calls(view: ReportView) -> None:
+    if not view.tool_calls:
+        st.caption("No tools were called.")
+        return
+    table = pd.DataFrame([
+        {
+            "Turn": call.get("turn"),
+            "Tool": call.get("name"),
+            "Arguments": json.dumps(call.get("arguments"), ensure_ascii=False)
+            if not isinstance(call.get("arguments"), str) else call.get("arguments"),
+            "Result": clip(call.get("error") or call.get("output"), 160),
+            "OK": not call.get("error"),
+            "Time (ms)": call.get("duration_ms"),
+        }
+        for call in view.tool_calls
+    ])
+    st.dataframe(table, hide_index=True, key="u_session_tools",
+                 column_config={"OK": st.column_config.CheckboxColumn(width="small"),
+                                "Time (ms)": st.column_config.NumberColumn(format="%.1f"),
+                                "Result": st.column_config.TextColumn(width="large")})
+
+
+def _detail(record, view: ReportView) -> None:
+    st.subheader(f"Session {record.session_id}", anchor=False)
+    st.caption(f"Started {when(record.started_at or record.created_at)} ({ago(record.started_at or record.created_at)})"
+               + (f" · room `{record.room_name}`" if record.room_name else ""))
+    cols = st.columns(5)
+    cols[0].metric("Duration", duration(_duration_seconds(record, view)), border=True)
+    cols[1].metric("Turns", view.user_turns, border=True)
+    cols[2].metric("Tool calls", len(view.tool_calls), border=True)
+    cols[3].metric("Retrievals", len(view.retrievals), border=True)
+    cols[4].metric("Memories written", len(view.memories_written), border=True)
+
+    left, right = st.columns([1, 1], gap="large")
+    with left:
+        st.markdown("##### :material/forum: Transcript")
+        _transcript(view)
+    with right:
+        st.markdown("##### :material/timer: Latency per turn")
+        chart = _latency_chart(view)
+        if chart is None:
+            st.caption("No latency metrics were recorded.")
+        else:
+            st.altair_chart(chart, width="stretch")
+            totals = pd.DataFrame(view.metrics).groupby("name")["value"].median()
+            st.caption("Median: " + " · ".join(f"{METRIC_LABELS.get(n, n)} {ms(v)}" for n, v in totals.items()))
+        st.markdown("##### :material/build: Tool calls")
+        _tool_calls(view)
+
+    st.markdown("##### :material/manage_search: Retrieval events")
+    if not view.retrievals:
+        st.caption("No searches ran in this session.")
+    for index, event in enumerate(view.retrievals):
+        source = event.get("source", "memories")
+        with st.expander(f"Turn {event.get('turn', '?')} · {source} · “{clip(event.get('query'), 60)}” · "
+                         f"{len(event.get('hits') or [])} hit(s)", expanded=index == 0):
+            render_retrieval(event, key=f"u_session_retrieval_{index}", show_summary=True)
+
+    st.markdown("##### :material/neurology: Memories written during this session")
+    if not view.memories_written:
+        st.caption("Nothing was remembered in this session.")
+    else:
+        st.dataframe(pd.DataFrame([{"Turn": m.get("turn"), "Action": m.get("action") or "remembered",
+                                    "Slot": m.get("memory_type") or m.get("slot"), "Content": m.get("content"),
+                                    "Before": m.get("previous_content") or "",
+                                    "By": m.get("source") or "tool",
+                                    "When": when(m.get("ts") or m.get("updated_at") or m.get("created_at"))}
+                                   for m in view.memories_written]),
+                     hide_index=True, key="u_session_memories")
+    if view.errors:
+        with st.expander(f"{len(view.errors)} error(s) during the session", icon=":material/error:"):
+            for error in view.errors:
+                st.error(f"{error.get('where') or 'agent'}: {error.get('message')}")
+
+
+def main() -> None:
+    visitor = auth.current_visitor()
+    page_header("Sessions", "Your past conversations. A report is saved when a session ends — the End session "
+                            "button on the Chat page, a finished call, or when you leave.", icon=":material/history:")
+    records = sessions.list_sessions(visitor.scope)
+    if not records:
+        empty_state(":material/history_toggle_off:", "No sessions yet",
+                    "Chat with the agent, then press **End session** on the Chat page (or just leave: the session "
+                    "is saved when your browser session goes away). Its transcript, tool calls, retrieval scores "
+                    "and timings will show up here.",
+                    link=("pages/chat.py", "Go to Chat", ":material/chat:"))
+        return
+    views = [read_report(record.report) for record in records]
+    st.dataframe(_overview(records, views), hide_index=True, key="u_sessions_table",
+                 column_config={"Session": st.column_config.TextColumn(width="small")})
+    ids = [record.session_id for record in records]
+    wanted = st.session_state.pop(REQUEST, None)
+    if wanted in ids:
+        st.session_state[PICK] = wanted
+    elif st.session_state.get(PICK) not in ids:
+        st.session_state[PICK] = ids[0]
+    chosen = st.selectbox("Show session", ids, key=PICK,
+                          format_func=lambda sid: _label(records[ids.index(sid)], views[ids.index(sid)]))
+    record = sessions.get_session(visitor.scope, chosen)  # read again as the user: RLS decides
+    _detail(record, read_report(record.report))
+
+
+run_page(main)

@@ -1,0 +1,310 @@
+"""The identity gate: every page runs as a verified user.
+
+Design (see docs/APP.md):
+  * The browser keeps only the *refresh token*, in a first-party cookie
+    (SameSite=Strict, Secure over https, 30 days). Streamlit cannot set HttpOnly
+    cookies, so the cookie is written by a small, well-kept component
+    (extra-streamlit-components' CookieManager) and read on the server from the
+    websocket's initial request (`st.context.cookies`).
+  * On a new browser session the server trades that refresh token for a new
+    session (`core.identity.refresh`; tokens rotate and a reused one revokes the
+    whole family), then verifies the access token. A user id is never stored in
+    the browser and never accepted from it: the id comes out of `verify()` only.
+  * The access token, refresh token and verified user live in `st.session_state`
+    (server memory, per browser session); they are refreshed before expiry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import streamlit as st
+
+from core import identity
+from core.db import Scope
+from core.errors import AuthError
+from core.identity import AuthSession, VerifiedUser
+from ui.format import short_id
+
+log = logging.getLogger("memory_playground.ui.auth")
+
+COOKIE_NAME = "mp_refresh_token"
+COOKIE_MAX_AGE = timedelta(days=30)
+REFRESH_MARGIN_SECONDS = 120  # renew the access token this long before it expires
+
+_AUTH_KEY = "mp_auth_session"
+_FAMILY_KEY = "mp_auth_family"
+_NOTICE_KEY = "mp_auth_notice"
+_GENERATION_KEY = "mp_identity_generation"
+# Session-state keys that hold one user's view state (edit boxes, selections, the chat).
+# They are dropped when the identity changes so nothing of one user shows for the next.
+USER_STATE_PREFIX = "u_"
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """The verified visitor of this browser session. Pages build scopes from it."""
+
+    auth: AuthSession
+    verified: VerifiedUser
+    generation: int  # changes whenever the identity changes (new identity, email sign-in)
+
+    @property
+    def user_id(self):
+        return self.verified.user_id
+
+    @property
+    def short_id(self) -> str:
+        return short_id(self.verified.user_id)
+
+    @property
+    def is_anonymous(self) -> bool:
+        return self.verified.is_anonymous
+
+    @property
+    def email(self) -> str | None:
+        return self.verified.email
+
+    @property
+    def scope(self) -> Scope:
+        """As the user: RLS decides what every statement may see and change."""
+        return Scope.for_user(self.verified)
+
+
+# Refresh tokens rotate, and presenting a rotated-away token again revokes its whole
+# family (reuse detection). The tabs of one browser are separate Streamlit sessions
+# that share one cookie, so they share one family: a quick double reload, or two tabs
+# renewing an hour later, would otherwise trip the detection. The registry below (server
+# memory only) remembers, per family, the newest session this process issued, so
+#   * a tab about to renew adopts a newer session another tab already obtained, and
+#   * a restore that presents a token rotated away less than REUSE_INTERVAL_SECONDS ago
+#     (a parallel tab or a reload racing the cookie write) gets that newer session,
+# like Supabase Auth's refresh-token reuse interval. Older replays still go through
+# refresh() and its reuse detection.
+REUSE_INTERVAL_SECONDS = 30.0
+
+
+def _token_key(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class _Families:
+    def __init__(self, max_tokens: int = 50_000) -> None:
+        self._guard = threading.Lock()
+        self._tokens: OrderedDict[str, list] = OrderedDict()  # token hash -> [family, superseded_at]
+        self._latest: dict[str, AuthSession] = {}
+        self._locks: dict[str, threading.Lock] = {}
+        self._max_tokens = max_tokens
+
+    def start(self, auth: AuthSession) -> str:
+        family = uuid.uuid4().hex
+        self.record(family, auth)
+        return family
+
+    def family_of(self, token: str) -> tuple[str | None, float | None]:
+        with self._guard:
+            entry = self._tokens.get(_token_key(token))
+            return (entry[0], entry[1]) if entry else (None, None)
+
+    def record(self, family: str, auth: AuthSession, *, replaces: str | None = None) -> AuthSession:
+        with self._guard:
+            if replaces is not None:
+                old = self._tokens.setdefault(_token_key(replaces), [family, None])
+                old[1] = old[1] or time.time()
+            self._tokens[_token_key(auth.refresh_token)] = [family, None]
+            while len(self._tokens) > self._max_tokens:
+                self._tokens.popitem(last=False)
+            current = self._latest.get(family)
+            if current is None or auth.expires_at >= current.expires_at:
+                self._latest[family] = auth
+        return auth
+
+    def latest(self, family: str) -> AuthSession | None:
+        with self._guard:
+            return self._latest.get(family)
+
+    def lock(self, family: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(family, threading.Lock())
+
+    def forget(self, family: str | None) -> None:
+        with self._guard:
+            self._latest.pop(family, None)
+
+
+_families = _Families()
+
+
+def renew(auth: AuthSession, family: str, *, margin: float = REFRESH_MARGIN_SECONDS) -> AuthSession:
+    """A session for the same user valid for at least `margin` seconds: a newer one
+    another tab of this family already obtained, else a refresh of the family's
+    newest refresh token. Raises AuthError if refreshing fails."""
+    with _families.lock(family):
+        latest = _families.latest(family)
+        if latest is not None and latest.user_id == auth.user_id and latest.refresh_token != auth.refresh_token \
+                and latest.expires_at - time.time() >= margin:
+            return latest
+        newest = latest if latest is not None and latest.user_id == auth.user_id \
+            and latest.expires_at >= auth.expires_at else auth
+        return _families.record(family, identity.refresh(newest.refresh_token), replaces=newest.refresh_token)
+
+
+def restore_or_sign_in(stored_refresh_token: str | None) -> tuple[AuthSession, str | None, str]:
+    """(session, notice, family) for a new browser session: restored from the
+    cookie's refresh token when it is still good, otherwise a new anonymous user
+    (with a notice saying why). DatabaseUnavailable propagates: an outage must not
+    hand the visitor a new identity."""
+    notice = None
+    if stored_refresh_token:
+        family, _ = _families.family_of(stored_refresh_token)
+        try:
+            with _families.lock(family) if family else contextlib.nullcontext():
+                _, superseded_at = _families.family_of(stored_refresh_token)
+                latest = _families.latest(family) if family else None
+                if superseded_at is not None and latest is not None \
+                        and time.time() - superseded_at <= REUSE_INTERVAL_SECONDS \
+                        and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS:
+                    return latest, None, family  # a parallel tab or a reload that raced the cookie write
+                restored = identity.refresh(stored_refresh_token)
+            family = family or uuid.uuid4().hex
+            return _families.record(family, restored, replaces=stored_refresh_token), None, family
+        except AuthError as exc:
+            log.info("stored identity not restored: %s", exc)
+            notice = (f"Your previous identity could not be restored ({exc}) "
+                      "You are now a new anonymous visitor.")
+    fresh = identity.sign_in_anonymously()
+    return fresh, notice, _families.start(fresh)
+
+
+def _read_cookie() -> str | None:
+    value = st.context.cookies.get(COOKIE_NAME)
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _write_cookie(refresh_token: str) -> None:
+    """Render the cookie writer with the current refresh token on every run, so
+    the browser always ends up holding the newest one (tokens rotate)."""
+    import extra_streamlit_components as stx
+
+    url = st.context.url or ""
+    manager = stx.CookieManager(key="mp_cookie_manager")
+    manager.set(
+        COOKIE_NAME,
+        refresh_token,
+        key="mp_cookie_writer",
+        path="/",
+        expires_at=datetime.now() + COOKIE_MAX_AGE,
+        max_age=COOKIE_MAX_AGE.total_seconds(),
+        secure=url.startswith("https://") or None,
+        same_site="strict",
+    )
+
+
+def _store(auth: AuthSession, notice: str | None = None, *, family: str | None = None) -> None:
+    st.session_state[_AUTH_KEY] = auth
+    if family is not None:
+        st.session_state[_FAMILY_KEY] = family
+    if notice:
+        st.session_state[_NOTICE_KEY] = notice
+
+
+def _new_anonymous(notice: str) -> AuthSession:
+    fresh = identity.sign_in_anonymously()
+    _replace(fresh, family=_families.start(fresh), notice=notice)
+    return fresh
+
+
+def require_visitor() -> Visitor:
+    """Sign in (or restore) and verify; called once per run by the entry script.
+    Raises DatabaseUnavailable / AuthError for the caller to show."""
+    auth: AuthSession | None = st.session_state.get(_AUTH_KEY)
+    if auth is None:
+        auth, notice, family = restore_or_sign_in(_read_cookie())
+        _store(auth, notice, family=family)
+        st.session_state[_GENERATION_KEY] = st.session_state.get(_GENERATION_KEY, 0) + 1
+    elif auth.expires_at - time.time() < REFRESH_MARGIN_SECONDS:
+        family = st.session_state.get(_FAMILY_KEY) or _families.start(auth)
+        try:
+            auth = renew(auth, family)
+            _store(auth, family=family)
+        except AuthError as exc:
+            auth = _new_anonymous(f"Your session could not be renewed ({exc}) You are now a new anonymous visitor.")
+    try:
+        verified = identity.verify(auth.access_token)
+    except AuthError as exc:
+        # e.g. the user row is gone after a database reset: start over, say so.
+        auth = _new_anonymous(f"Your identity is no longer valid ({exc}) You are now a new anonymous visitor.")
+        verified = identity.verify(auth.access_token)
+    visitor = Visitor(auth=auth, verified=verified, generation=st.session_state.get(_GENERATION_KEY, 1))
+    st.session_state["mp_visitor"] = visitor
+    return visitor
+
+
+def sync_cookie() -> None:
+    """Keep the browser's cookie equal to the current refresh token (call once per run)."""
+    auth: AuthSession | None = st.session_state.get(_AUTH_KEY)
+    if auth is not None:
+        _write_cookie(auth.refresh_token)
+
+
+def current_visitor() -> Visitor:
+    """The visitor verified by the entry script in this run."""
+    visitor = st.session_state.get("mp_visitor")
+    if visitor is None:
+        raise AuthError("You are not signed in yet; reload the page.")
+    return visitor
+
+
+def pop_notice() -> str | None:
+    return st.session_state.pop(_NOTICE_KEY, None)
+
+
+def _replace(auth: AuthSession, *, family: str, notice: str | None = None) -> None:
+    """Switch this browser session to another identity and forget the old one's view state."""
+    from ui import chat_state  # late: chat_state imports the agent runtime lazily too
+
+    chat_state.close_chat_session(reason="identity changed")
+    for key in [k for k in st.session_state.keys() if str(k).startswith(USER_STATE_PREFIX)]:
+        del st.session_state[key]
+    _store(auth, notice, family=family)
+    st.session_state[_GENERATION_KEY] = st.session_state.get(_GENERATION_KEY, 0) + 1
+    st.session_state.pop("mp_visitor", None)
+
+
+def start_new_identity() -> None:
+    old: AuthSession | None = st.session_state.get(_AUTH_KEY)
+    fresh = identity.sign_in_anonymously()
+    if old is not None:
+        identity.sign_out(old)  # the old refresh token stops working
+        _families.forget(st.session_state.get(_FAMILY_KEY))
+    _replace(fresh, family=_families.start(fresh))
+
+
+def upgrade_to_email(email: str, password: str) -> AuthSession:
+    """Same user id, same data; the account can now be signed into from anywhere."""
+    auth: AuthSession = st.session_state[_AUTH_KEY]
+    upgraded = identity.upgrade_to_email(auth, email, password)
+    if upgraded.user_id != auth.user_id:  # the contract; never silently switch users
+        raise AuthError("The upgrade returned a different user; nothing was changed. Please report this.")
+    family = st.session_state.get(_FAMILY_KEY) or uuid.uuid4().hex  # same browser, same family
+    _store(_families.record(family, upgraded, replaces=auth.refresh_token), family=family)
+    return upgraded
+
+
+def sign_in_with_email(email: str, password: str) -> AuthSession:
+    signed_in = identity.sign_in_with_password(email, password)
+    family = _families.start(signed_in)  # a sign-in starts its own token family
+    old: AuthSession | None = st.session_state.get(_AUTH_KEY)
+    if old is not None and old.user_id == signed_in.user_id:
+        _store(signed_in, family=family)
+    else:
+        _replace(signed_in, family=family)
+    return signed_in

@@ -1,0 +1,132 @@
+"""The in-process text chat session of this browser session.
+
+One ChatSession (agent.runtime) per browser session and verified user, kept
+across reruns: the runtime finds it again by a key made of the Streamlit
+session id and the user id. The runtime closes sessions idle for 30 minutes
+and all sessions at exit; the watcher here also closes (and so reports) a
+conversation soon after its browser session has gone away.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+import streamlit as st
+
+log = logging.getLogger("memory_playground.ui.chat")
+
+CHAT_KEY = "u_chat_session"  # "u_" prefix: dropped when the identity changes (after closing it)
+START_TIMEOUT_SECONDS = 90  # first use loads the embedding model
+CLOSE_TIMEOUT_SECONDS = 60
+GONE_GRACE_SECONDS = 120  # a reload reconnects within this; after it the browser session is gone
+WATCH_INTERVAL_SECONDS = 15
+
+_tracked: dict[str, str] = {}  # runtime key -> Streamlit session id
+_inactive_since: dict[str, float] = {}
+_watch_lock = threading.Lock()
+_watcher: threading.Thread | None = None
+
+
+def browser_session_id() -> str:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else "no-browser-session"
+
+
+def runtime_available() -> tuple[bool, str | None]:
+    try:
+        from agent.runtime import get_runtime  # noqa: F401
+    except Exception as exc:  # the agent package is missing or broken
+        log.exception("agent runtime not importable")
+        return False, f"{type(exc).__name__}: {exc}"
+    return True, None
+
+
+def session_key(user_id) -> str:
+    return f"text:{browser_session_id()}:{user_id}"
+
+
+def get_chat_session(visitor, rrf=None):
+    """The open ChatSession for this browser session and the verified user (created once)."""
+    chat = st.session_state.get(CHAT_KEY)
+    if chat is not None and chat.user_id == visitor.user_id and not chat.closed:
+        return chat
+    from agent.runtime import get_runtime
+
+    key = session_key(visitor.user_id)
+    chat = get_runtime().open_text_session(key, visitor.user_id, rrf=rrf)
+    st.session_state[CHAT_KEY] = chat
+    _track(key, browser_session_id())
+    return chat
+
+
+def current_chat_session():
+    chat = st.session_state.get(CHAT_KEY)
+    return None if chat is None or chat.closed else chat
+
+
+def close_chat_session(*, reason: str = "ended", wait: bool = False) -> Any:
+    """Close the chat session (its report is saved); with wait=True return the report."""
+    chat = st.session_state.pop(CHAT_KEY, None)
+    if chat is None:
+        return None
+    with _watch_lock:
+        _tracked.pop(chat.key, None)
+    log.info("closing chat session %s (%s)", chat.session_id, reason)
+    future = chat.close()
+    return future.result(timeout=CLOSE_TIMEOUT_SECONDS) if wait else future
+
+
+# ---------------------------------------------------------------------------
+# Close conversations whose browser session went away
+# ---------------------------------------------------------------------------
+
+def _track(key: str, streamlit_session_id: str) -> None:
+    global _watcher
+    with _watch_lock:
+        _tracked[key] = streamlit_session_id
+        if _watcher is None or not _watcher.is_alive():
+            _watcher = threading.Thread(target=_watch_forever, name="chat-session-watcher", daemon=True)
+            _watcher.start()
+
+
+def close_gone_sessions(is_active, now: float | None = None, grace: float = GONE_GRACE_SECONDS) -> list[str]:
+    """One sweep: close tracked conversations whose browser session has been inactive
+    for `grace` seconds. `is_active(session_id) -> bool`. Returns the closed keys."""
+    from agent.runtime import get_runtime
+
+    now = time.monotonic() if now is None else now
+    closed = []
+    with _watch_lock:
+        items = list(_tracked.items())
+    for key, sid in items:
+        if is_active(sid):
+            _inactive_since.pop(key, None)
+            continue
+        first = _inactive_since.setdefault(key, now)
+        if now - first < grace:
+            continue
+        with _watch_lock:
+            _tracked.pop(key, None)
+        _inactive_since.pop(key, None)
+        log.info("browser session %s is gone; closing its conversation", sid)
+        get_runtime().close_session(key)
+        closed.append(key)
+    return closed
+
+
+def _watch_forever() -> None:
+    from streamlit.runtime import Runtime
+
+    while True:
+        time.sleep(WATCH_INTERVAL_SECONDS)
+        if not Runtime.exists():
+            continue  # AppTest / bare mode: there are no browser sessions to watch
+        try:
+            close_gone_sessions(Runtime.instance().is_active_session)
+        except Exception:
+            log.exception("closing conversations of departed browser sessions failed")

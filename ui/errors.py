@@ -1,0 +1,89 @@
+"""How errors reach the visitor: a clear message with what to do, never a
+traceback wall. A database outage gets a panel that checks again by itself and
+continues the page when the database is back."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import streamlit as st
+
+from core import db
+from core.errors import AuthError, DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound, PlaygroundError
+
+log = logging.getLogger("memory_playground.ui")
+DB_RETRY_SECONDS = 5
+
+
+def show_error(exc: BaseException) -> None:
+    """One user-facing message per error type; str(PlaygroundError) is user-safe."""
+    if isinstance(exc, DatabaseUnavailable):
+        database_down(exc)
+    elif isinstance(exc, InvalidInput):
+        st.warning(str(exc), icon=":material/edit_note:")
+    elif isinstance(exc, NotFound):
+        st.info(f"{exc} Refresh the list to see the current state.", icon=":material/search_off:")
+    elif isinstance(exc, EmbeddingUnavailable):
+        st.error(f"{exc} Text search still works; check EMBEDDING_MODEL and restart the app.",
+                 icon=":material/hub:")
+    elif isinstance(exc, AuthError):
+        st.error(f"{exc}", icon=":material/lock:")
+    elif isinstance(exc, PlaygroundError):
+        st.error(str(exc), icon=":material/error:")
+    else:
+        log.exception("unexpected error in the app", exc_info=exc)
+        st.error("Something unexpected went wrong. Reload the page; if it happens again, the server log has the "
+                 "details.", icon=":material/bug_report:")
+        with st.expander("Technical details"):
+            st.exception(exc)
+
+
+def database_down(exc: BaseException) -> None:
+    st.error(
+        f"**The database is not reachable right now.** {exc}\n\n"
+        f"Nothing you did was lost. This page checks again every {DB_RETRY_SECONDS} seconds and continues by "
+        "itself when the database is back.",
+        icon=":material/cloud_off:",
+    )
+    st.session_state["mp_db_watch_started"] = time.monotonic()
+    _watch_database()
+
+
+@st.fragment(run_every=DB_RETRY_SECONDS)
+def _watch_database() -> None:
+    # The first call happens inside the failing run itself: checking then could loop
+    # (reachable database, failing page). Check only on the timed reruns.
+    started = st.session_state.get("mp_db_watch_started", 0.0)
+    if time.monotonic() - started < DB_RETRY_SECONDS * 0.8:
+        st.caption(f"Checking again in {DB_RETRY_SECONDS} seconds…")
+        return
+    try:
+        db.ping()
+    except PlaygroundError:
+        st.caption(f"Still unreachable at {time.strftime('%H:%M:%S')}.")
+        if st.button("Try again now", key="db_retry_now", icon=":material/refresh:"):
+            st.rerun(scope="app")
+        return
+    st.cache_data.clear()
+    st.rerun(scope="app")
+
+
+def run_guarded(body: Callable[[], None]) -> None:
+    """Run a page body; any error becomes a message instead of a stack trace."""
+    try:
+        body()
+    except Exception as exc:  # Streamlit's stop/rerun are BaseExceptions and pass through
+        show_error(exc)
+
+
+@contextmanager
+def reported() -> Iterator[None]:
+    """Wrap one action (save, delete, search): its error is shown where it happened
+    and the rest of the page still renders."""
+    try:
+        yield
+    except Exception as exc:
+        show_error(exc)

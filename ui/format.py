@@ -1,0 +1,80 @@
+"""Small, pure formatting helpers shared by the pages (no Streamlit imports)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+
+def short_id(value: uuid.UUID | str | None, length: int = 8) -> str:
+    if value is None:
+        return "—"
+    text = value.hex if isinstance(value, uuid.UUID) else str(value).replace("-", "")
+    return text[:length]
+
+
+def parse_time(value: Any) -> datetime | None:
+    """datetime, ISO string or epoch seconds -> aware datetime (None if unparseable)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    if isinstance(value, (int, float)):
+        try:
+            return datetime.fromtimestamp(float(value), tz=timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+    try:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def ago(value: Any, *, now: datetime | None = None) -> str:
+    moment = parse_time(value)
+    if moment is None:
+        return "—"
+    seconds = ((now or datetime.now(timezone.utc)) - moment).total_seconds()
+    if seconds < 0:
+        return "just now"
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count != 1 else ''} ago"
+    return "just now"
+
+
+def when(value: Any) -> str:
+    """A compact absolute time for tables: 2026-11-22 14:03 UTC."""
+    moment = parse_time(value)
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if moment else "—"
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    seconds = max(0.0, float(seconds))
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def ms(value: Any) -> str:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return "—"
+    if number >= 1000:
+        return f"{number / 1000:.2f} s"
+    return f"{number:.0f} ms" if number >= 10 else f"{number:.1f} ms"
+
+
+def clip(text: Any, length: int = 160) -> str:
+    text = "" if text is None else str(text)
+    return text if len(text) <= length else text[: length - 1].rstrip() + "…"

@@ -1,0 +1,297 @@
+"""The retrieval panel: what a search found and *why*.
+
+`render_retrieval(obj)` accepts any of
+  * core.retrieval.MemorySearch / KnowledgeSearch (or their `.as_dict()`),
+  * an agent retrieval event (a dict, or an object with `.as_dict()`, carrying
+    `hits` directly or under `search` / `result` / `payload` / `data`),
+and shows, per hit, the vector rank, text rank, each branch's RRF contribution
+and the fused score, as a table and a stacked bar chart (teal = vector,
+amber = text). Knowledge hits show their rank and cosine similarity.
+The chat page, the Memories page and the voice page all use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from ui.format import clip, ms
+
+VECTOR_COLOR = "#0f766e"
+TEXT_COLOR = "#d97706"
+KNOWLEDGE_COLOR = "#2563eb"
+_TRIGGERS = {"per_turn_recall": "per-turn recall", "tool:search_memories": "tool search_memories",
+             "tool:search_knowledge": "tool search_knowledge"}
+_NESTED_KEYS = ("search", "result", "payload", "data", "retrieval")
+
+
+@dataclass
+class RetrievalView:
+    kind: str  # "memories" | "knowledge"
+    query: str
+    hits: list[dict[str, Any]]
+    mode: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    latency_ms: float | None = None
+    embed_ms: float | None = None
+    degraded_reason: str | None = None
+    note: str | None = None  # e.g. "skipped: over the time budget"
+    trigger: str | None = None  # agent events: per_turn_recall, tool:search_memories, ...
+    injected: set[str] = field(default_factory=set)  # ids the agent put into the model's context
+
+
+def _as_mapping(obj: Any) -> dict[str, Any]:
+    if obj is None:
+        return {}
+    if isinstance(obj, dict):
+        return obj
+    if hasattr(obj, "as_dict"):
+        return obj.as_dict()
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump()
+    if hasattr(obj, "__dict__"):
+        return dict(vars(obj))
+    raise TypeError(f"Cannot show {type(obj).__name__} as a retrieval result.")
+
+
+def _kind_of(data: dict[str, Any], hits: list[dict[str, Any]]) -> str:
+    for key in ("kind", "source", "target", "collection", "type", "tool", "name"):
+        value = str(data.get(key) or "").lower()
+        if "knowledge" in value:
+            return "knowledge"
+        if "memor" in value:
+            return "memories"
+    if hits and ("title" in hits[0] or "similarity" in hits[0]):
+        return "knowledge"
+    return "memories"
+
+
+def normalize(obj: Any) -> RetrievalView:
+    """Any supported shape -> RetrievalView (raises TypeError for anything else)."""
+    data = _as_mapping(obj)
+    outer = data
+    if "hits" not in data:
+        for key in _NESTED_KEYS:
+            inner = data.get(key)
+            if isinstance(inner, dict) and "hits" in inner:
+                data = {**{k: v for k, v in outer.items() if k != key}, **inner}
+                break
+            if inner is not None and hasattr(inner, "as_dict"):
+                data = {**{k: v for k, v in outer.items() if k != key}, **inner.as_dict()}
+                break
+    hits = [_as_mapping(hit) for hit in (data.get("hits") or [])]
+    params = data.get("params") or {}
+    if not isinstance(params, dict):
+        params = _as_mapping(params)
+    note = data.get("note")
+    if data.get("skipped"):
+        note = f"Skipped: {data.get('skip_reason') or 'over the time budget'}."
+    return RetrievalView(
+        kind=_kind_of(data, hits),
+        query=str(data.get("query") or ""),
+        hits=hits,
+        mode=data.get("mode"),
+        params=params,
+        latency_ms=data.get("latency_ms", data.get("duration_ms")),
+        embed_ms=data.get("embed_ms"),
+        degraded_reason=data.get("degraded_reason"),
+        note=note,
+        trigger=data.get("trigger"),
+        injected={str(i) for i in (data.get("injected") or [])},
+    )
+
+
+# ---------------------------------------------------------------------------
+# Tables (plain data, testable without Streamlit)
+# ---------------------------------------------------------------------------
+
+def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
+    rows = [
+        {
+            "Slot": ("★ " if injected and str(hit.get("id")) in injected else "") + str(hit.get("memory_type")),
+            "Memory": clip(hit.get("content"), 120),
+            "Vector rank": hit.get("vector_rank"),
+            "Text rank": hit.get("text_rank"),
+            "Vector RRF": float(hit.get("vector_rrf") or 0.0),
+            "Text RRF": float(hit.get("text_rrf") or 0.0),
+            "Fused score": float(hit.get("rrf_score") or 0.0),
+            "Cosine distance": hit.get("vector_distance"),
+        }
+        for hit in hits
+    ]
+    frame = pd.DataFrame(rows, columns=["Slot", "Memory", "Vector rank", "Text rank", "Vector RRF", "Text RRF",
+                                        "Fused score", "Cosine distance"])
+    for column in ("Vector rank", "Text rank"):
+        # "—" = the memory is not in that branch's ranking (so the branch contributes 0)
+        frame[column] = frame[column].map(lambda rank: "—" if rank is None or rank != rank else str(int(rank)))
+    return frame
+
+
+def knowledge_table(hits: list[dict[str, Any]]) -> pd.DataFrame:
+    rows = [
+        {
+            "Rank": hit.get("rank"),
+            "Title": hit.get("title"),
+            "Category": hit.get("category"),
+            "Similarity": float(hit.get("similarity") or 0.0),
+            "Cosine distance": hit.get("distance"),
+            "Excerpt": clip(hit.get("content"), 140),
+        }
+        for hit in hits
+    ]
+    return pd.DataFrame(rows, columns=["Rank", "Title", "Category", "Similarity", "Cosine distance", "Excerpt"])
+
+
+def contribution_rows(hits: list[dict[str, Any]]) -> pd.DataFrame:
+    """Long form for the stacked bars: one row per (hit, branch)."""
+    rows = []
+    for order, hit in enumerate(hits):
+        label = str(hit.get("memory_type") or hit.get("title") or f"hit {order + 1}")
+        for branch, rank_key, rrf_key in (("vector", "vector_rank", "vector_rrf"), ("text", "text_rank", "text_rrf")):
+            rows.append({
+                "hit": label,
+                "order": order,
+                "branch": branch,
+                "rank": hit.get(rank_key),
+                "contribution": float(hit.get(rrf_key) or 0.0),
+                "fused": float(hit.get("rrf_score") or 0.0),
+            })
+    return pd.DataFrame(rows, columns=["hit", "order", "branch", "rank", "contribution", "fused"])
+
+
+# ---------------------------------------------------------------------------
+# Charts
+# ---------------------------------------------------------------------------
+
+def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
+    data = contribution_rows(hits)
+    order = list(dict.fromkeys(data["hit"]))
+    return (
+        alt.Chart(data)
+        .mark_bar(cornerRadiusEnd=2)
+        .encode(
+            y=alt.Y("hit:N", sort=order, title=None, axis=alt.Axis(labelLimit=160)),
+            x=alt.X("sum(contribution):Q", title="RRF contribution (stacked = fused score)",
+                    axis=alt.Axis(format=".4f", tickCount=4)),
+            color=alt.Color("branch:N", scale=alt.Scale(domain=["vector", "text"], range=[VECTOR_COLOR, TEXT_COLOR]),
+                            legend=alt.Legend(orient="bottom", title=None)),
+            order=alt.Order("branch:N", sort="descending"),
+            tooltip=[alt.Tooltip("hit:N", title="memory"), alt.Tooltip("branch:N"),
+                     alt.Tooltip("rank:Q", title="rank in branch"),
+                     alt.Tooltip("contribution:Q", format=".5f"), alt.Tooltip("fused:Q", format=".5f")],
+        )
+        .properties(height=alt.Step(26))
+    )
+
+
+def knowledge_chart(hits: list[dict[str, Any]]) -> alt.Chart:
+    data = pd.DataFrame({"hit": [str(h.get("title")) for h in hits],
+                         "similarity": [float(h.get("similarity") or 0.0) for h in hits]})
+    return (
+        alt.Chart(data)
+        .mark_bar(color=KNOWLEDGE_COLOR, cornerRadiusEnd=2)
+        .encode(
+            y=alt.Y("hit:N", sort=list(data["hit"]), title=None, axis=alt.Axis(labelLimit=200)),
+            x=alt.X("similarity:Q", title="cosine similarity", scale=alt.Scale(domain=[0, 1])),
+            tooltip=[alt.Tooltip("hit:N", title="document"), alt.Tooltip("similarity:Q", format=".3f")],
+        )
+        .properties(height=alt.Step(26))
+    )
+
+
+# ---------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------
+
+def _summary(view: RetrievalView) -> str:
+    what = "Memories" if view.kind == "memories" else "Knowledge"
+    parts = [f"**{what}**"]
+    if view.trigger:
+        parts.append(f"({_TRIGGERS.get(view.trigger, view.trigger)})")
+    if view.query:
+        parts.append(f"for “{clip(view.query, 80)}”")
+    details = []
+    if view.mode:
+        details.append(view.mode)
+    if view.kind == "memories" and view.params:
+        vw, tw, k = view.params.get("vector_weight"), view.params.get("text_weight"), view.params.get("k")
+        if vw is not None and tw is not None and k is not None:
+            details.append(f"w_vector {float(vw):g} · w_text {float(tw):g} · k {int(k)}")
+    if view.latency_ms is not None:
+        timing = ms(view.latency_ms)
+        if view.embed_ms is not None:
+            timing += f" (embed {ms(view.embed_ms)})"
+        details.append(timing)
+    text = " ".join(parts)
+    if details:
+        text += "  ·  " + "  ·  ".join(details)
+    return text
+
+
+def render_retrieval(event_or_search: Any, *, key: str | None = None, chart: bool = True,
+                     show_summary: bool = True, compact: bool | str = False) -> RetrievalView:
+    """Draw one retrieval (table + chart) in the current container; returns the normalized view.
+
+    compact: False = every column; "medium" = no cosine distance, short memory text;
+    True = only the slot and the numbers (for narrow side panels)."""
+    view = normalize(event_or_search)
+    if show_summary:
+        st.markdown(_summary(view))
+    if view.degraded_reason:
+        st.warning(view.degraded_reason, icon=":material/warning:")
+    if view.note:
+        st.caption(view.note)
+    if view.injected:
+        st.caption("★ = put into the model's context for this turn.")
+    if not view.hits:
+        st.caption("No matches." if view.kind == "knowledge" else "No memories matched.")
+        return view
+    if view.kind == "memories":
+        table = memory_table(view.hits, view.injected)
+        if compact:  # narrow panels: the numbers that explain the ranking
+            table = table.drop(columns=["Cosine distance"])
+            if compact == "medium":
+                table["Memory"] = table["Memory"].map(lambda text: clip(text, 40))
+            else:
+                table = table.drop(columns=["Memory"])
+        top = max(float(table["Fused score"].max()), 1e-9)
+        st.dataframe(
+            table,
+            hide_index=True,
+            key=f"{key}_table" if key else None,
+            column_config={
+                "Slot": st.column_config.TextColumn(width="medium"),
+                "Memory": st.column_config.TextColumn(width="small" if compact else "medium"),
+                "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest)."),
+                "Text rank": st.column_config.TextColumn(help="Rank by full-text match; — = no keyword match."),
+                "Vector RRF": st.column_config.NumberColumn(format="%.5f", help="w_vector / (k + vector rank)"),
+                "Text RRF": st.column_config.NumberColumn(format="%.5f", help="w_text / (k + text rank)"),
+                "Fused score": st.column_config.ProgressColumn(format="%.5f", min_value=0.0, max_value=top,
+                                                               help="Vector RRF + Text RRF"),
+                "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
+            },
+        )
+        if chart:
+            st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
+    else:
+        table = knowledge_table(view.hits)
+        if compact:
+            table = table.drop(columns=["Cosine distance", "Excerpt"])
+        st.dataframe(
+            table,
+            hide_index=True,
+            key=f"{key}_table" if key else None,
+            column_config={
+                "Rank": st.column_config.NumberColumn(format="%d", width="small"),
+                "Similarity": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),
+                "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
+                "Excerpt": st.column_config.TextColumn(width="large"),
+            },
+        )
+        if chart:
+            st.altair_chart(knowledge_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
+    return view

@@ -1,0 +1,51 @@
+"""What every run needs before a page body: styles, the verified visitor, the
+sidebar and the identity cookie.
+
+The entry script renders it and then runs the selected page. A page may also be
+run *without* the entry script: Streamlit treats an app with a `pages/` folder
+as a v1 multipage app until `st.navigation` has run once in the process, so the
+very first request of a fresh server for a deep link (e.g. /memories) executes
+pages/memories.py directly. `run_page` notices that, switches Streamlit to
+`st.navigation` mode (setting the flag st.navigation itself sets) and reruns, so the entry script runs and a page never runs without the
+verified visitor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from ui import auth, sidebar, style
+from ui.errors import run_guarded, show_error
+
+_RENDERED_THIS_RUN = "mp_shell_rendered"
+
+
+def render_shell() -> auth.Visitor:
+    style.apply()
+    try:
+        visitor = auth.require_visitor()
+    except Exception as exc:  # database or auth server down: say so (and retry by itself)
+        st.title(":material/neurology: Memory Playground", anchor=False)
+        show_error(exc)
+        st.stop()
+    sidebar.render(visitor)
+    with st.sidebar:
+        auth.sync_cookie()
+    return visitor
+
+
+def page_follows() -> None:
+    """The entry script calls this right before `navigation.run()`."""
+    st.session_state[_RENDERED_THIS_RUN] = True
+
+
+def run_page(body: Callable[[], None]) -> None:
+    """Run a page body; if the entry script did not run first, rerun through it."""
+    if not st.session_state.pop(_RENDERED_THIS_RUN, False):
+        from streamlit.runtime.pages_manager import PagesManager
+
+        PagesManager.uses_pages_directory = False  # exactly what st.navigation() does first
+        st.rerun()
+    run_guarded(body)

@@ -1,0 +1,182 @@
+"""The sidebar: who you are (and how to keep or change that), and what the
+playground is running on (embedded or hosted; which LLM, STT and TTS)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import streamlit as st
+
+from core import db
+from core.config import get_settings
+from ui import auth
+from ui.errors import reported
+
+log = logging.getLogger("memory_playground.ui.sidebar")
+
+CONFIGURE_LLM_HELP = (
+    "The offline demo brain is a deterministic, rule-based stand-in for an LLM: it recognises remembering, "
+    "recalling, forgetting, orders and knowledge questions and calls the real tools. For a real model set "
+    "`OPENAI_API_KEY` (and `OPENAI_BASE_URL` for Ollama, vLLM or LM Studio) plus `LLM_MODEL`, or set the "
+    "LiveKit credentials to use LiveKit Inference; then restart the app."
+)
+
+
+@st.cache_data(ttl=15, show_spinner=False)
+def _database_health() -> dict[str, Any]:
+    return db.ping()
+
+
+def model_rows() -> list[dict[str, Any]]:
+    """[{role, label, offline, detail}] from agent.models.describe_models() when the
+    agent package provides it, else derived from settings."""
+    try:
+        from agent.models import describe_models  # the agent engineer's single source of truth
+    except Exception:  # agent not installed/importable yet: describe from settings
+        describe_models = None
+    if describe_models is not None:
+        try:
+            return _rows_from_description(describe_models())
+        except Exception:
+            log.exception("describe_models() failed; describing models from settings")
+    return _rows_from_settings()
+
+
+def _rows_from_description(described: Any) -> list[dict[str, Any]]:
+    """agent.models.ModelDescription (llm, stt, tts, vad, llm_backend, speech_backend, offline_brain, help)."""
+    data = described.as_dict() if hasattr(described, "as_dict") else dict(described)
+    speech_offline = data.get("speech_backend") == "offline"
+    return [
+        {"role": "LLM", "label": data["llm"], "offline": data.get("llm_backend") == "offline",
+         "demo_brain": bool(data.get("offline_brain")), "detail": data.get("help")},
+        {"role": "STT", "label": data["stt"], "offline": speech_offline, "demo_brain": False, "detail": None},
+        {"role": "TTS", "label": data["tts"], "offline": speech_offline, "demo_brain": False, "detail": None},
+        {"role": "VAD", "label": data.get("vad") or "Silero VAD (local)", "offline": True, "demo_brain": False,
+         "detail": None},
+    ]
+
+
+def _rows_from_settings() -> list[dict[str, Any]]:
+    s = get_settings()
+    if s.openai_api_key or s.openai_base_url:
+        llm = {"label": f"{s.llm_model or 'gpt-4o-mini'} (OpenAI-compatible"
+                        f"{' at ' + s.openai_base_url if s.openai_base_url else ''})", "offline": False}
+    elif s.livekit_configured:
+        llm = {"label": f"{s.llm_model or 'default model'} via LiveKit Inference", "offline": False}
+    else:
+        llm = {"label": "Offline demo brain (rule-based, not an LLM)", "offline": True, "demo_brain": True}
+    if s.livekit_configured:
+        stt = {"label": f"{s.stt_model or 'default'} via LiveKit Inference", "offline": False}
+        tts = {"label": f"{s.tts_model or 'default'} via LiveKit Inference", "offline": False}
+    else:
+        stt = {"label": "Whisper tiny.en (faster-whisper, local)", "offline": True}
+        tts = {"label": "Piper “joe” voice (local)", "offline": True}
+    return [{"role": role, "detail": None, "demo_brain": False, **info}
+            for role, info in (("LLM", llm), ("STT", stt), ("TTS", tts))]
+
+
+def render(visitor: auth.Visitor) -> None:
+    with st.sidebar:
+        _identity_card(visitor)
+        st.divider()
+        _status()
+
+
+def _identity_card(visitor: auth.Visitor) -> None:
+    notice = st.session_state.get("mp_auth_notice")
+    if notice:
+        st.warning(notice, icon=":material/person_alert:")
+        if st.button("Dismiss", key="dismiss_auth_notice", type="tertiary"):
+            auth.pop_notice()
+            st.rerun()
+    with st.container(border=True, key="identity_card"):
+        if visitor.is_anonymous:
+            st.markdown(f":material/person: **Visitor `{visitor.short_id}`**")
+            st.badge("anonymous", icon=":material/visibility_off:", color="gray")
+            st.caption("Kept in this browser by a cookie. Save it with an email to keep your memories anywhere.")
+        else:
+            st.markdown(f":material/verified_user: **{visitor.email}**")
+            st.badge(f"user {visitor.short_id}", icon=":material/badge:", color="green")
+        st.caption(f"User id: `{visitor.user_id}`")
+        if visitor.is_anonymous:
+            with st.popover("Save my memories with an email", icon=":material/save:", width="stretch"):
+                _upgrade_form()
+        with st.popover("Sign in with email", icon=":material/login:", width="stretch"):
+            _sign_in_form()
+        with st.popover("New identity", icon=":material/person_add:", width="stretch"):
+            _new_identity_form(visitor)
+
+
+def _upgrade_form() -> None:
+    st.markdown("Keep the **same user id** and everything remembered, and sign in with it from any browser.")
+    with st.form("upgrade_form", clear_on_submit=False, border=False):
+        email = st.text_input("Email", key="upgrade_email", autocomplete="email")
+        password = st.text_input("Password (8+ characters)", type="password", key="upgrade_password",
+                                 autocomplete="new-password")
+        submitted = st.form_submit_button("Save with this email", type="primary")
+    if submitted:
+        with reported():
+            auth.upgrade_to_email(email, password)
+            st.session_state.pop("upgrade_password", None)
+            st.toast("Saved: this identity can now be signed into with your email.", icon=":material/check:")
+            st.rerun()
+
+
+def _sign_in_form() -> None:
+    st.markdown("Continue as an account you saved earlier. This browser switches to that identity.")
+    with st.form("sign_in_form", clear_on_submit=False, border=False):
+        email = st.text_input("Email", key="sign_in_email", autocomplete="email")
+        password = st.text_input("Password", type="password", key="sign_in_password",
+                                 autocomplete="current-password")
+        submitted = st.form_submit_button("Sign in", type="primary")
+    if submitted:
+        with reported():
+            auth.sign_in_with_email(email, password)
+            st.session_state.pop("sign_in_password", None)
+            st.toast("Signed in.", icon=":material/check:")
+            st.rerun()
+
+
+def _new_identity_form(visitor: auth.Visitor) -> None:
+    if visitor.is_anonymous:
+        st.warning("You will become a brand-new anonymous visitor. This identity's memories stay with it and "
+                   "cannot be reached again unless you saved it with an email first.")
+    else:
+        st.info("You will be signed out of this account and continue as a new anonymous visitor. "
+                "You can sign in again with your email.")
+    if st.button("Start as a new visitor", key="confirm_new_identity", type="primary",
+                 icon=":material/person_add:"):
+        with reported():
+            auth.start_new_identity()
+            st.rerun()
+
+
+def _status() -> None:
+    settings = get_settings()
+    st.markdown("**Running on**")
+    mode = settings.mode_label
+    st.badge(f"{mode} mode", icon=":material/dns:" if mode == "embedded" else ":material/cloud:",
+             color="primary" if mode == "embedded" else "violet")
+    try:
+        health = _database_health()
+        db_label = (f"PostgreSQL {health['server_version'].split()[0]}"
+                    f"{' (embedded)' if settings.embedded_database else ''}")
+        st.caption(f":material/database: {db_label} · auth: {'Supabase' if settings.hosted_auth else 'embedded issuer'}")
+    except Exception as exc:
+        st.caption(f":material/cloud_off: database unreachable ({type(exc).__name__})")
+    rows = model_rows()
+    lines = []
+    for row in rows:
+        icon = ":material/offline_bolt:" if row.get("offline") else ":material/cloud:"
+        lines.append(f"{icon} **{row['role']}** · {row['label']}")
+    st.markdown("  \n".join(lines))
+    if any(row.get("demo_brain") for row in rows):
+        st.info("**The LLM is a rule-based demo brain**, not a language model. "
+                "It understands a fixed set of requests and calls the real tools.", icon=":material/smart_toy:")
+        with st.expander("Use a real model"):
+            st.markdown(CONFIGURE_LLM_HELP)
+            st.code("OPENAI_BASE_URL=http://localhost:11434/v1   # e.g. Ollama\nOPENAI_API_KEY=ollama\n"
+                    "LLM_MODEL=llama3.1", language="bash")
+    if settings.livekit_configured:
+        st.caption(f":material/podcasts: LiveKit: `{settings.livekit_url}` · agent `{settings.agent_name}`")

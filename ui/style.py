@@ -1,0 +1,39 @@
+"""Look and feel: a little CSS for projector-friendly pages, page headers and
+empty states."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+_CSS = """
+<style>
+/* The cookie writer is an invisible component; keep it from taking space. */
+.st-key-mp_cookie_manager, .st-key-mp_cookie_writer,
+div[data-testid="stElementContainer"]:has(iframe[title*="cookie_manager"]) { display: none !important; }
+/* A demo, not a deployment: no Deploy button; less empty space above the title. */
+[data-testid="stAppDeployButton"] { display: none !important; }
+[data-testid="stMainBlockContainer"] { padding-top: 3.2rem; }
+/* Headings a touch bolder and tighter for projectors. */
+h1 { letter-spacing: -0.01em; }
+div[data-testid="stMetricValue"] { font-size: 1.6rem; }
+</style>
+"""
+
+
+def apply() -> None:
+    st.html(_CSS)
+
+
+def page_header(title: str, subtitle: str | None = None, *, icon: str | None = None) -> None:
+    st.title(f"{icon} {title}" if icon else title, anchor=False)
+    if subtitle:
+        st.caption(subtitle)
+
+
+def empty_state(icon: str, title: str, body: str, *, link: tuple[str, str, str] | None = None) -> None:
+    with st.container(border=True, horizontal_alignment="center"):
+        st.markdown(f"#### {icon} {title}")
+        st.markdown(body)
+        if link:
+            page, label, link_icon = link
+            st.page_link(page, label=label, icon=link_icon)

@@ -1,0 +1,93 @@
+"""Per-turn details beside the conversation: tool calls (arguments, output,
+time), the retrievals with their RRF breakdown, and the turn's timings.
+Used by the chat page; the voice page can reuse `render_turn_details`."""
+
+from __future__ import annotations
+
+import json
+
+import altair as alt
+import pandas as pd
+import streamlit as st
+
+from ui.format import clip, ms
+from ui.retrieval import render_retrieval
+from ui.turns import Turn
+
+METRIC_LABELS = {
+    "recall_ms": "memory recall (per turn)",
+    "llm_ttft_ms": "LLM first token",
+    "llm_duration_ms": "LLM total",
+    "turn_total_ms": "turn total",
+    "e2e_ms": "end of speech → first audio",
+    "stt_ms": "speech-to-text",
+    "transcription_delay_ms": "transcription delay",
+    "tts_ttfb_ms": "TTS first byte",
+    "eou_delay_ms": "end-of-utterance delay",
+}
+
+
+def _args_text(arguments) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in (arguments or {}).items())
+    except (TypeError, AttributeError):
+        return str(arguments)
+
+
+def render_tool_calls(turn: Turn) -> None:
+    if not turn.tool_calls:
+        st.caption("No tools were called in this turn.")
+        return
+    for call in turn.tool_calls:
+        ok = not call.get("error")
+        icon = ":material/check_circle:" if ok else ":material/error:"
+        with st.container(border=True):
+            st.markdown(f"{icon} **`{call.get('name')}`**`({clip(_args_text(call.get('arguments')), 200)})`"
+                        f"  ·  {ms(call.get('duration_ms'))}")
+            result = call.get("error") if not ok else call.get("output")
+            if result:
+                st.caption(("Error: " if not ok else "→ ") + clip(result, 400))
+
+
+def timings_chart(turn: Turn) -> alt.Chart | None:
+    rows = [{"step": METRIC_LABELS.get(name, name), "ms": value} for name, value in turn.metrics.items()]
+    rows += [{"step": f"tool {call.get('name')}", "ms": float(call["duration_ms"])}
+             for call in turn.tool_calls if isinstance(call.get("duration_ms"), (int, float))]
+    if not rows:
+        return None
+    data = pd.DataFrame(rows)
+    return (
+        alt.Chart(data)
+        .mark_bar(color="#64748b", cornerRadiusEnd=2)
+        .encode(y=alt.Y("step:N", sort="-x", title=None, axis=alt.Axis(labelLimit=200)),
+                x=alt.X("ms:Q", title="milliseconds"),
+                tooltip=["step:N", alt.Tooltip("ms:Q", format=".1f")])
+        .properties(height=alt.Step(22))
+    )
+
+
+def render_timings(turn: Turn) -> None:
+    chart = timings_chart(turn)
+    if chart is None:
+        st.caption("No timings recorded for this turn yet.")
+        return
+    st.altair_chart(chart, width="stretch")
+
+
+def render_turn_details(turn: Turn, *, key: str) -> None:
+    """Everything the agent did in one turn, in the current container."""
+    if turn.errors:
+        for message in turn.errors:
+            st.error(message, icon=":material/error:")
+    st.markdown("##### :material/build: Tool calls")
+    render_tool_calls(turn)
+    st.markdown("##### :material/manage_search: Retrieved")
+    if not turn.retrievals:
+        st.caption("Nothing was searched in this turn.")
+    for index, retrieval in enumerate(turn.retrievals):
+        with st.container(border=True):
+            render_retrieval(retrieval, key=f"{key}_r{index}", compact=True)
+    st.markdown("##### :material/timer: Timings")
+    render_timings(turn)

@@ -1,0 +1,77 @@
+"""Group the agent's events (agent/events.py) into conversation turns for the
+chat and voice pages: what was said, which tools ran, what was retrieved and
+how long each step took. Pure Python, so it is easy to test."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Turn:
+    number: int  # 0 = the greeting
+    user_text: str | None = None
+    assistant_texts: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    retrievals: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, float] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    done: bool = False
+    started_ts: float | None = None
+    ended_ts: float | None = None
+
+    @property
+    def assistant_text(self) -> str:
+        return "\n\n".join(text for text in self.assistant_texts if text)
+
+    @property
+    def summary(self) -> str:
+        parts = []
+        if self.tool_calls:
+            names = ", ".join(dict.fromkeys(call.get("name") or "?" for call in self.tool_calls))
+            parts.append(f"{len(self.tool_calls)} tool call{'s' if len(self.tool_calls) != 1 else ''} ({names})")
+        hits = sum(len(r.get("hits") or []) for r in self.retrievals)
+        if self.retrievals:
+            parts.append(f"{len(self.retrievals)} search{'es' if len(self.retrievals) != 1 else ''}, {hits} hit"
+                         f"{'s' if hits != 1 else ''}")
+        total = self.total_ms
+        if total is not None:
+            parts.append(f"{total:.0f} ms")
+        return " · ".join(parts) if parts else "no tools, no searches"
+
+    @property
+    def total_ms(self) -> float | None:
+        if "turn_total_ms" in self.metrics:
+            return self.metrics["turn_total_ms"]
+        if self.started_ts is not None and self.ended_ts is not None and self.done:
+            return max(0.0, (self.ended_ts - self.started_ts) * 1000)
+        return None
+
+
+def group_turns(events: list[dict[str, Any]]) -> list[Turn]:
+    turns: dict[int, Turn] = {}
+    for event in events:
+        number = int(event.get("turn") or 0)
+        turn = turns.setdefault(number, Turn(number=number))
+        ts = event.get("ts")
+        if isinstance(ts, (int, float)):
+            turn.started_ts = ts if turn.started_ts is None else min(turn.started_ts, ts)
+            turn.ended_ts = ts if turn.ended_ts is None else max(turn.ended_ts, ts)
+        kind = event.get("type")
+        if kind == "transcript" and event.get("final", True):
+            if event.get("role") == "user":
+                turn.user_text = event.get("text")
+            elif event.get("role") == "assistant":
+                turn.assistant_texts.append(event.get("text") or "")
+        elif kind == "tool_call":
+            turn.tool_calls.append(event)
+        elif kind == "retrieval":
+            turn.retrievals.append(event)
+        elif kind == "metric" and isinstance(event.get("value"), (int, float)):
+            turn.metrics[event.get("name") or "?"] = float(event["value"])
+        elif kind == "error":
+            turn.errors.append(str(event.get("message") or "error"))
+        elif kind == "turn_done":
+            turn.done = True
+    return [turns[number] for number in sorted(turns)]
