@@ -20,11 +20,13 @@ $(PIP_STAMP): requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	@touch $@
 
-# Debian's chromium for the browser tests (Playwright drives it; it never downloads a browser).
+# Debian's chromium for the browser tests (Playwright drives it; it never downloads a browser),
+# and a font so screenshots have readable text.
+APT_PACKAGES := chromium fonts-dejavu-core
 system-packages: $(APT_STAMP)
 $(APT_STAMP): | $(PIP_STAMP)
-	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium; }
+	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); }
 	@touch $@
 
 db: $(PIP_STAMP)

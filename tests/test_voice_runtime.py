@@ -1,0 +1,130 @@
+"""The voice runtime's pure parts: per-turn latency rows, the live transcript
+the page shows, the ICE server setting, the meter scale, and importing a
+livekit plugin off the main thread (Streamlit runs pages in other threads)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from agent.voice_runtime import ICE_SERVERS_ENV, ice_servers, latency_summary, level_fraction, live_transcript, \
+    per_turn_latency
+
+
+def metric(name, value, turn, ts):
+    return {"type": "metric", "name": name, "value": value, "turn": turn, "ts": ts}
+
+
+def said(role, text, turn, ts, final=True, **extra):
+    return {"type": "transcript", "role": role, "text": text, "final": final, "turn": turn, "ts": ts, **extra}
+
+
+def test_per_turn_latency_gives_each_turn_its_own_speech_to_text_time():
+    events = [
+        said("assistant", "Hi!", 0, 1.0),
+        metric("stt_ms", 640.0, 0, 10.0),  # finished before turn 1 began, so stamped with turn 0
+        said("user", "my favorite color is teal", 1, 10.1),
+        metric("eou_delay_ms", 700.0, 1, 10.1), metric("recall_ms", 31.0, 1, 10.2),
+        metric("llm_ttft_ms", 2.0, 1, 10.3), metric("tts_ttfb_ms", 240.0, 1, 10.6), metric("e2e_ms", 1100.0, 1, 11),
+        metric("e2e_ms", 9999.0, 1, 12),  # a second reply in the same turn does not replace the first
+        said("user", "where is order 1001", 2, 20.0),  # typed: no speech-to-text
+        metric("llm_ttft_ms", 3.0, 2, 20.1),
+    ]
+    rows = per_turn_latency(events)
+    assert rows == [
+        {"turn": 1, "stt_ms": 640.0, "eou_delay_ms": 700.0, "recall_ms": 31.0, "llm_ttft_ms": 2.0,
+         "tts_ttfb_ms": 240.0, "e2e_ms": 1100.0},
+        {"turn": 2, "llm_ttft_ms": 3.0},
+    ]
+    summary = latency_summary(rows)
+    assert summary["llm_ttft_ms"] == {"count": 2, "p50": 2.5, "max": 3.0}
+    assert "stt_ms" in summary and summary["e2e_ms"]["count"] == 1
+
+
+def test_live_transcript_replaces_interim_text_with_the_final_line():
+    events = [
+        said("assistant", "Hi!", 0, 1, final=False),
+        said("assistant", "Hi! How can I help?", 0, 1.1, final=False),
+        said("assistant", "Hi! How can I help?", 0, 2, final=True),
+        said("user", "My favorite color is teal.", 1, 3, final=False),
+        {"type": "state", "who": "agent", "state": "thinking", "turn": 1, "ts": 3.1},
+        said("user", "My favorite color is teal.", 1, 3.2, final=True),
+        said("assistant", "Got it,", 1, 3.5, final=False),
+    ]
+    lines = live_transcript(events)
+    assert [(line["role"], line["text"], line["final"]) for line in lines] == [
+        ("assistant", "Hi! How can I help?", True),
+        ("user", "My favorite color is teal.", True),
+        ("assistant", "Got it,", False),
+    ]
+
+
+def test_live_transcript_in_livekit_mode_follows_room_segments():
+    events = [
+        said("user", "my favorite", 0, 1, final=False, segment_id="SG_u1", source="lk.transcription"),
+        said("user", "My favorite color is teal.", 1, 2, final=True, source="worker"),  # the worker's copy
+        said("user", "My favorite color is teal.", 0, 2, final=True, segment_id="SG_u1", source="lk.transcription"),
+        said("assistant", "Got it", 1, 3, final=False, segment_id="SG_a1", source="lk.transcription"),
+    ]
+    lines = live_transcript(events)
+    assert [(line["role"], line["text"], line["final"]) for line in lines] == [
+        ("user", "My favorite color is teal.", True), ("assistant", "Got it", False)]
+
+
+def test_ice_servers_come_from_the_setting_or_env(monkeypatch, caplog):
+    monkeypatch.delenv(ICE_SERVERS_ENV, raising=False)
+    assert ice_servers() == []
+    stun = [{"urls": ["stun:stun.example.org:3478"]}]
+    monkeypatch.setenv(ICE_SERVERS_ENV, json.dumps(stun))
+    assert ice_servers() == stun
+    monkeypatch.setenv(ICE_SERVERS_ENV, json.dumps({"urls": "turn:turn.example.org", "username": "u",
+                                                     "credential": "p"}))
+    assert ice_servers()[0]["username"] == "u"
+    monkeypatch.setenv(ICE_SERVERS_ENV, "[{not json")
+    assert ice_servers() == [] and "not valid JSON" in caplog.text
+    monkeypatch.setenv(ICE_SERVERS_ENV, json.dumps([{"username": "no urls"}, stun[0]]))
+    assert ice_servers() == stun
+
+    class WithSetting:
+        voice_ice_servers = stun
+    assert ice_servers(WithSetting()) == stun  # a settings field wins over the env var
+
+
+@pytest.mark.parametrize("level, expected", [(-90.0, 0.0), (-60.0, 0.0), (-30.0, 0.5), (0.0, 1.0), (3.0, 1.0)])
+def test_level_fraction(level, expected):
+    assert level_fraction(level) == pytest.approx(expected)
+
+
+def test_a_livekit_plugin_can_be_imported_from_a_page_thread():
+    script = textwrap.dedent("""
+        import threading
+        from agent.voice_runtime import import_plugin
+        from livekit.agents.plugin import Plugin
+        result = {}
+        def page_thread():
+            try:
+                result["vad"] = import_plugin("livekit.plugins.silero").VAD
+            except Exception as exc:
+                result["error"] = repr(exc)
+        thread = threading.Thread(target=page_thread)
+        thread.start(); thread.join()
+        assert "error" not in result, result
+        assert any(p.package == "livekit.plugins.silero" for p in Plugin.registered_plugins)
+        # the main-thread check is back in place for everyone else
+        def other():
+            try:
+                Plugin.register_plugin(Plugin.registered_plugins[0])
+                result["other"] = "registered"
+            except RuntimeError:
+                result["other"] = "refused"
+        t = threading.Thread(target=other); t.start(); t.join()
+        print(result["other"])
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          cwd=str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("refused")
