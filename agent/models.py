@@ -11,8 +11,9 @@ nothing                        the offline demo brain              offline: fast
 =============================  =================================  ==========================================
 
 VAD is always Silero (local). LiveKit Inference only works with LiveKit Cloud
-credentials; a self-hosted ``livekit-server --dev`` has no inference gateway,
-so there set OPENAI_* too or keep the offline brain.
+credentials; a self-hosted ``livekit-server --dev`` has no inference gateway:
+there set ``LLM_MODEL=offline`` (or OPENAI_*) and ``STT_MODEL=local``,
+``TTS_MODEL=local`` to keep every model on this machine.
 
 The offline STT/TTS adapters live in ``agent.local_stt`` / ``agent.local_tts``
 and are imported only when needed.
@@ -26,6 +27,12 @@ from typing import Any, Literal
 from core.config import Settings, get_settings
 
 Backend = Literal["livekit", "openai", "offline"]
+# LLM_MODEL / STT_MODEL / TTS_MODEL set to one of these force the local model whatever else is configured.
+LOCAL_MODEL_NAMES = ("offline", "local")
+
+
+def _forced_local(name: str | None) -> bool:
+    return (name or "").strip().lower() in LOCAL_MODEL_NAMES
 
 DEFAULT_INFERENCE_LLM = "openai/gpt-4.1-mini"
 DEFAULT_INFERENCE_STT = "deepgram/nova-3"
@@ -46,6 +53,8 @@ CONFIGURE_HELP = (
 
 def llm_backend(settings: Settings | None = None) -> Backend:
     settings = settings or get_settings()
+    if _forced_local(settings.llm_model):
+        return "offline"
     if settings.livekit_configured:
         return "livekit"
     if settings.openai_api_key or settings.openai_base_url:
@@ -53,9 +62,11 @@ def llm_backend(settings: Settings | None = None) -> Backend:
     return "offline"
 
 
-def speech_backend(settings: Settings | None = None) -> Backend:
+def speech_backend(settings: Settings | None = None, kind: Literal["stt", "tts"] | None = None) -> Backend:
     """STT/TTS: hosted when there is a service that offers them, else local."""
     settings = settings or get_settings()
+    if kind is not None and _forced_local(getattr(settings, f"{kind}_model")):
+        return "offline"
     if settings.livekit_configured:
         return "livekit"
     if settings.openai_api_key and not settings.openai_base_url:
@@ -89,7 +100,8 @@ class ModelDescription:
 def describe_models(settings: Settings | None = None) -> ModelDescription:
     """Human-readable labels for the sidebar and reports; builds nothing."""
     settings = settings or get_settings()
-    backend, speech = llm_backend(settings), speech_backend(settings)
+    backend = llm_backend(settings)
+    speech, tts_speech = speech_backend(settings, "stt"), speech_backend(settings, "tts")
     if backend == "livekit":
         llm_label = f"LiveKit Inference: {settings.llm_model or DEFAULT_INFERENCE_LLM}"
     elif backend == "openai":
@@ -97,14 +109,16 @@ def describe_models(settings: Settings | None = None) -> ModelDescription:
         llm_label = f"OpenAI-compatible: {settings.llm_model or DEFAULT_OPENAI_LLM} at {where}"
     else:
         llm_label = OFFLINE_BRAIN_LABEL
-    if speech == "livekit":
-        stt_label = f"LiveKit Inference: {settings.stt_model or DEFAULT_INFERENCE_STT}"
-        tts_label = f"LiveKit Inference: {settings.tts_model or DEFAULT_INFERENCE_TTS}"
-    elif speech == "openai":
-        stt_label = f"OpenAI: {settings.stt_model or DEFAULT_OPENAI_STT}"
-        tts_label = f"OpenAI: {settings.tts_model or DEFAULT_OPENAI_TTS}"
-    else:
-        stt_label, tts_label = OFFLINE_STT_LABEL, OFFLINE_TTS_LABEL
+    stt_label = {
+        "livekit": f"LiveKit Inference: {settings.stt_model or DEFAULT_INFERENCE_STT}",
+        "openai": f"OpenAI: {settings.stt_model or DEFAULT_OPENAI_STT}",
+        "offline": OFFLINE_STT_LABEL,
+    }[speech]
+    tts_label = {
+        "livekit": f"LiveKit Inference: {settings.tts_model or DEFAULT_INFERENCE_TTS}",
+        "openai": f"OpenAI: {settings.tts_model or DEFAULT_OPENAI_TTS}",
+        "offline": OFFLINE_TTS_LABEL,
+    }[tts_speech]
     return ModelDescription(llm=llm_label, stt=stt_label, tts=tts_label, vad=VAD_LABEL,
                             llm_backend=backend, speech_backend=speech)
 
@@ -133,7 +147,7 @@ def build_llm(settings: Settings | None = None):
 
 def build_stt(settings: Settings | None = None):
     settings = settings or get_settings()
-    backend = speech_backend(settings)
+    backend = speech_backend(settings, "stt")
     if backend == "livekit":
         from livekit.agents import inference
 
@@ -150,7 +164,7 @@ def build_stt(settings: Settings | None = None):
 
 def build_tts(settings: Settings | None = None):
     settings = settings or get_settings()
-    backend = speech_backend(settings)
+    backend = speech_backend(settings, "tts")
     if backend == "livekit":
         from livekit.agents import inference
 

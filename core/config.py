@@ -64,11 +64,13 @@ class Settings(BaseSettings):
     llm_model: str | None = None
     stt_model: str | None = None
     tts_model: str | None = None
+    # JSON list of RTCIceServer objects for the browser <-> app WebRTC call; unset = loopback/LAN only.
+    voice_ice_servers: str | None = None
 
     @field_validator("database_url", "supabase_url", "supabase_anon_key", "supabase_jwt_secret",
                      "embedding_model", "demo_user_id", "livekit_url", "livekit_api_key",
                      "livekit_api_secret", "openai_api_key", "openai_base_url", "llm_model",
-                     "stt_model", "tts_model", mode="before")
+                     "stt_model", "tts_model", "voice_ice_servers", mode="before")
     @classmethod
     def _blank_is_unset(cls, value):
         # An empty line in .env (`DATABASE_URL=`) means "not set", not "empty string".

@@ -282,3 +282,29 @@ async def test_entrypoint_runs_a_job_and_saves_its_report_at_shutdown(new_user, 
     assert record.report["job_id"] == "job-entry-1"
     assert record.report["playground"]["user_id"] == str(user.user_id)
     assert record.report["playground"]["mode"] == "worker"
+
+
+def test_local_models_can_be_forced_beside_livekit_credentials(model_env):
+    # a self-hosted `livekit-server --dev` has no inference gateway: keep every model local
+    local_stt = pytest.importorskip("agent.local_stt")
+    local_tts = pytest.importorskip("agent.local_tts")
+    settings = model_env(LIVEKIT_URL="ws://127.0.0.1:7880", LIVEKIT_API_KEY="devkey", LIVEKIT_API_SECRET="s" * 40,
+                         LLM_MODEL="offline", STT_MODEL="local", TTS_MODEL="Local")
+    assert models.llm_backend(settings) == "offline"
+    assert isinstance(models.build_llm(settings), OfflineBrain)
+    assert isinstance(models.build_stt(settings), local_stt.LocalWhisperSTT)
+    assert isinstance(models.build_tts(settings), local_tts.LocalPiperTTS)
+    described = models.describe_models(settings)
+    assert described.offline_brain and described.stt.startswith("faster-whisper") and described.tts.startswith("Piper")
+
+
+def test_one_speech_model_forced_local_leaves_the_other_hosted(model_env):
+    from livekit.agents import inference
+
+    settings = model_env(LIVEKIT_URL="wss://example.livekit.cloud", LIVEKIT_API_KEY="key",
+                         LIVEKIT_API_SECRET="s" * 40, TTS_MODEL="local")
+    assert models.speech_backend(settings, "stt") == "livekit"
+    assert models.speech_backend(settings, "tts") == "offline"
+    assert isinstance(models.build_stt(settings), inference.STT)
+    described = models.describe_models(settings)
+    assert described.stt.startswith("LiveKit Inference") and described.tts.startswith("Piper")
