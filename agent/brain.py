@@ -172,6 +172,12 @@ _DECLARATIVES: list[tuple[re.Pattern, Any, float]] = [
      "favorite_drink", 0.7),
     (re.compile(r"^i (?:really )?(?:love|like|enjoy|adore) (?P<c>.+)$", re.I), "likes", 0.75),
     (re.compile(r"^i prefer (?P<c>.+)$", re.I), "preference", 0.75),
+    # inverted: "Teal is my favorite color", "Denver is where I live". Only slot-like subjects, and never a
+    # pronoun as the content, so "this is my first time" or "that is my question" stay out.
+    (re.compile(r"^(?:an? )?(?P<c>(?!(?:it|this|that|these|those|there|here|what|which|who|he|she|they|we|you|i|my|mine)\b)"
+                r"[\w'&.,-]+(?: [\w'&.,-]+){0,5}) (?:is|are) (?P<s>my (?:favorite|usual|preferred)(?: [\w' -]+?)?|"
+                r"my (?:home|home city|hometown|city|employer|workplace|job|occupation|profession|car|birthday|"
+                r"allergy|allergies|diet|pet)|where i (?:live|work|(?:'m|am) based))$", re.I), None, 0.8),
 ]
 
 

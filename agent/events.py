@@ -36,7 +36,8 @@ Types and their own keys:
 ``metric``
     ``name`` (llm_ttft_ms, llm_duration_ms, e2e_ms, recall_ms, stt_ms,
     transcription_delay_ms, tts_ttfb_ms, eou_delay_ms, turn_total_ms),
-    ``value`` (float, milliseconds).
+    ``value`` (float, milliseconds). ``stt_ms`` is stamped with the user turn it
+    transcribes (the next one: it is measured before that message is committed).
 ``turn_done``
     The agent finished answering turn ``turn``. No extra keys.
 ``error``
@@ -157,10 +158,16 @@ class EventBus:
             self._turns_done.add(self.turn)
         self.emit("turn_done")
 
-    def metric(self, name: str, value_ms: float | None) -> None:
+    def metric(self, name: str, value_ms: float | None, *, turn: int | None = None) -> None:
         if value_ms is None or not math.isfinite(value_ms) or value_ms < 0:
             return
-        self.emit("metric", name=name, value=round(float(value_ms), 2))
+        self.emit("metric", name=name, value=round(float(value_ms), 2), turn=turn)
+
+    def metric_for_next_turn(self, name: str, value_ms: float | None) -> None:
+        """A metric measured before its user turn starts (speech-to-text finishes before the message is committed)."""
+        with self._lock:
+            upcoming = self.turn + 1
+        self.metric(name, value_ms, turn=upcoming)
 
 
 class QueueSink:

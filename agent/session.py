@@ -95,7 +95,8 @@ def publish_session_events(session: AgentSession, bus: EventBus) -> None:
         metrics = ev.metrics
         kind = getattr(metrics, "type", "")
         if kind == "stt_metrics" and metrics.duration > 0:
-            bus.metric("stt_ms", metrics.duration * 1000)
+            # speech is transcribed before its user message is committed (which starts the turn)
+            bus.metric_for_next_turn("stt_ms", metrics.duration * 1000)
         elif kind == "llm_metrics":
             bus.metric("llm_duration_ms", metrics.duration * 1000)
 

@@ -113,9 +113,10 @@ def prewarm() -> None:
 def per_turn_latency(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per user turn with the latency metrics recorded for it (ms).
 
-    Speech-to-text finishes before the user's message starts its turn, so its
-    metric carries the previous turn's number: it is given to the first user
-    message committed after it instead.
+    Speech-to-text finishes before the user's message starts its turn; the
+    session stamps it with that upcoming turn, and it is matched here to the
+    first user message committed after it (so events stamped the old way, with
+    the previous turn's number, still land on the right turn).
     """
     user_messages = [(e["ts"], e["turn"]) for e in events
                      if e.get("type") == "transcript" and e.get("role") == "user" and e.get("final")]

@@ -83,6 +83,50 @@ def _latency_chart(view: ReportView) -> alt.Chart | None:
     )
 
 
+# the voice pipeline's stages, in the order they happen in a turn (agent/voice_runtime.LATENCY_METRICS)
+VOICE_STAGES = {
+    "eou_delay_ms": "End-of-utterance delay",
+    "transcription_delay_ms": "Transcription delay",
+    "stt_ms": "Speech-to-text",
+    "recall_ms": "Memory recall",
+    "llm_ttft_ms": "LLM first token",
+    "tts_ttfb_ms": "TTS first byte",
+    "e2e_ms": "End of speech → first agent audio",
+}
+
+
+def _voice_latency(view: ReportView) -> None:
+    """Per-turn voice latency from the call's report (STT already matched to the turn it transcribed)."""
+    stages = [name for name in VOICE_STAGES
+              if any(name in row for row in view.voice_latency) or name in view.voice_latency_summary]
+    if view.voice_latency:
+        table = pd.DataFrame([{"Turn": row["turn"], **{VOICE_STAGES[n]: row.get(n) for n in stages}}
+                              for row in view.voice_latency])
+        st.dataframe(table, hide_index=True, key="u_session_voice_latency",
+                     column_config={VOICE_STAGES[n]: st.column_config.NumberColumn(format="%.0f ms")
+                                    for n in stages})
+        long = pd.DataFrame([{"turn": row["turn"], "stage": VOICE_STAGES[n], "value": row[n]}
+                             for row in view.voice_latency for n in stages if n in row])
+        st.altair_chart(
+            alt.Chart(long).mark_line(point=True).encode(
+                x=alt.X("turn:O", title="turn"), y=alt.Y("value:Q", title="milliseconds"),
+                color=alt.Color("stage:N", sort=[VOICE_STAGES[n] for n in stages],
+                                legend=alt.Legend(orient="bottom", title=None, columns=3)),
+                tooltip=["turn:O", "stage:N", alt.Tooltip("value:Q", format=".0f", title="ms")],
+            ).properties(height=220),
+            width="stretch")
+    if view.voice_latency_summary:
+        summary = pd.DataFrame([{"Stage": VOICE_STAGES.get(name, METRIC_LABELS.get(name, name)),
+                                 "Turns": int(stats.get("count", 0)), "Median (ms)": stats.get("p50"),
+                                 "Max (ms)": stats.get("max")}
+                                for name, stats in sorted(view.voice_latency_summary.items(),
+                                                          key=lambda item: list(VOICE_STAGES).index(item[0])
+                                                          if item[0] in VOICE_STAGES else len(VOICE_STAGES))])
+        st.dataframe(summary, hide_index=True, key="u_session_voice_summary",
+                     column_config={"Median (ms)": st.column_config.NumberColumn(format="%.0f"),
+                                    "Max (ms)": st.column_config.NumberColumn(format="%.0f")})
+
+
 def _transcript(view: ReportView) -> None:
     if not view.transcript:
         st.caption("No transcript was stored for this session.")
@@ -142,6 +186,10 @@ def _detail(record, view: ReportView) -> None:
             st.caption("Median: " + " · ".join(f"{METRIC_LABELS.get(n, n)} {ms(v)}" for n, v in totals.items()))
         st.markdown("##### :material/build: Tool calls")
         _tool_calls(view)
+
+    if view.voice_latency or view.voice_latency_summary:
+        st.markdown("##### :material/graphic_eq: Voice latency per turn")
+        _voice_latency(view)
 
     st.markdown("##### :material/manage_search: Retrieval events")
     if not view.retrievals:

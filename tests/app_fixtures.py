@@ -141,7 +141,9 @@ def streamlit_server(database_uri) -> Iterator[str]:
 # Browser
 # ---------------------------------------------------------------------------
 
-@pytest.fixture(scope="session")
+# Module scope, not session: while Playwright's sync API is open it leaves an asyncio loop marked as
+# running on the main thread, which would break every async test collected after the browser tests.
+@pytest.fixture(scope="module")
 def browser():
     if not CHROMIUM.exists():
         pytest.skip("Debian chromium is not installed (apt-get install -y chromium; `make test` does it)")

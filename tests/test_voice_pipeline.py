@@ -48,6 +48,9 @@ def test_spoken_fact_is_transcribed_remembered_and_answered_by_voice(new_user):
             tool = wait_for_event(call, lambda e: e["type"] == "tool_call" and e["turn"] == turn, timeout=60)
             assert tool["name"] == "remember_detail" and tool["error"] is None
             assert tool["arguments"] == {"memory_type": "favorite_color", "content": "teal"}
+            # speech-to-text time is stamped with the turn it transcribed, not the one before
+            stt = [e for e in call.events_since(cursor)[0] if e["type"] == "metric" and e["name"] == "stt_ms"]
+            assert stt and {e["turn"] for e in stt} == {turn}
             wait_for_event(call, lambda e: e["type"] == "turn_done" and e["turn"] == turn, timeout=60)
 
             stored = memories.recall(user.service, "favorite_color")

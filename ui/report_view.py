@@ -30,6 +30,9 @@ class ReportView:
     user_turns: int = 0
     duration_ms: float | None = None
     mode: str | None = None  # "text" | "voice" | ... when the writer says so
+    # a voice call's per-turn latency (agent/voice_runtime.py): {turn, eou_delay_ms, stt_ms, llm_ttft_ms, ...}
+    voice_latency: list[dict[str, Any]] = field(default_factory=list)
+    voice_latency_summary: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> {count, p50, max}
 
     @property
     def tools_used(self) -> Counter:
@@ -119,4 +122,28 @@ def read_report(report: dict[str, Any] | None) -> ReportView:
         view.duration_ms = float(report["duration_ms"])
     mode = section.get("mode") or report.get("mode")
     view.mode = str(mode) if mode else None
+    _voice_latency(report, view)
     return view
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _voice_latency(report: dict[str, Any], view: ReportView) -> None:
+    voice = report.get("voice")
+    if not isinstance(voice, dict):
+        return
+    rows = voice.get("turn_latency_ms")
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, dict) and _is_number(row.get("turn")):
+            values = {k: float(v) for k, v in row.items() if k != "turn" and _is_number(v)}
+            if values:
+                view.voice_latency.append({"turn": int(row["turn"]), **values})
+    view.voice_latency.sort(key=lambda row: row["turn"])
+    summary = voice.get("latency_summary")
+    for name, stats in (summary.items() if isinstance(summary, dict) else []):
+        if isinstance(stats, dict):
+            numbers = {k: float(v) for k, v in stats.items() if k in ("count", "p50", "max") and _is_number(v)}
+            if "p50" in numbers:
+                view.voice_latency_summary[str(name)] = numbers

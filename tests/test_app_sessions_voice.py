@@ -1,0 +1,90 @@
+"""The Sessions page shows a voice call's per-turn latency (the `voice` part of
+the report that agent/voice_runtime.py writes)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from core import sessions
+from core.db import Scope
+from tests.app_fixtures import app, v2_navigation  # noqa: F401
+from ui.report_view import read_report
+
+
+def _voice_report(session_id: str) -> dict:
+    rows = [
+        {"turn": 1, "eou_delay_ms": 512.0, "transcription_delay_ms": 433.0, "stt_ms": 641.5, "recall_ms": 27.0,
+         "llm_ttft_ms": 3.5, "tts_ttfb_ms": 287.0, "e2e_ms": 1187.0},
+        {"turn": 2, "eou_delay_ms": 604.0, "stt_ms": 702.0, "llm_ttft_ms": 4.0, "tts_ttfb_ms": 301.0, "e2e_ms": 1333.0},
+        {"turn": 3, "llm_ttft_ms": 2.0},  # typed during the call: no speech stages
+    ]
+    summary = {"eou_delay_ms": {"count": 2, "p50": 558.0, "max": 604.0},
+               "stt_ms": {"count": 2, "p50": 671.8, "max": 702.0},
+               "llm_ttft_ms": {"count": 3, "p50": 3.5, "max": 4.0},
+               "tts_ttfb_ms": {"count": 2, "p50": 294.0, "max": 301.0},
+               "e2e_ms": {"count": 2, "p50": 1260.0, "max": 1333.0}}
+    events = [
+        {"type": "transcript", "role": "user", "text": "my favorite color is teal", "final": True, "turn": 1, "seq": 0},
+        {"type": "transcript", "role": "user", "text": "what is my favorite color", "final": True, "turn": 2, "seq": 1},
+        {"type": "transcript", "role": "user", "text": "where is order 1001", "final": True, "turn": 3, "seq": 2},
+    ]
+    return {"playground": {"session_id": session_id, "mode": "voice", "events": events, "turns": 3},
+            "voice": {"pipeline": "local", "turn_latency_ms": rows, "latency_summary": summary}}
+
+
+def test_report_view_reads_voice_latency_and_ignores_junk():
+    view = read_report(_voice_report("voice-x"))
+    assert [row["turn"] for row in view.voice_latency] == [1, 2, 3]
+    assert view.voice_latency[0]["stt_ms"] == 641.5 and "stt_ms" not in view.voice_latency[2]
+    assert view.voice_latency_summary["e2e_ms"] == {"count": 2.0, "p50": 1260.0, "max": 1333.0}
+    junk = read_report({"voice": {"turn_latency_ms": [None, {"turn": "x"}, {"turn": 4, "stt_ms": "slow"}],
+                                  "latency_summary": ["nope"]}})
+    assert junk.voice_latency == [] and junk.voice_latency_summary == {}
+    assert read_report({"voice": "broken"}).voice_latency == []
+
+
+def test_sessions_page_shows_per_turn_voice_latency(app):
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    session_id = f"voice-{uuid.uuid4().hex[:16]}"
+    now = datetime.now(timezone.utc)
+    sessions.save_report(Scope.service(visitor.user_id), session_id, _voice_report(session_id),
+                         started_at=now - timedelta(seconds=60), ended_at=now)
+
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="u_sessions_pick").value == session_id
+    assert any("Voice latency per turn" in m.value for m in at.markdown)
+
+    table = next(df.value for df in at.dataframe if "End of speech → first agent audio" in df.value.columns)
+    assert list(table["Turn"]) == [1, 2, 3]
+    first = table[table["Turn"] == 1].iloc[0]
+    assert first["End-of-utterance delay"] == 512.0
+    assert first["Speech-to-text"] == 641.5
+    assert first["LLM first token"] == 3.5
+    assert first["TTS first byte"] == 287.0
+    assert first["End of speech → first agent audio"] == 1187.0
+    typed = table[table["Turn"] == 3].iloc[0]
+    assert typed["LLM first token"] == 2.0 and typed.isna()["Speech-to-text"]
+
+    summary = next(df.value for df in at.dataframe if "Median (ms)" in df.value.columns).set_index("Stage")
+    assert summary.loc["End of speech → first agent audio", "Median (ms)"] == pytest.approx(1260.0)
+    assert summary.loc["Speech-to-text", "Max (ms)"] == pytest.approx(702.0)
+    assert list(summary.index)[0] == "End-of-utterance delay"  # in pipeline order
+
+
+def test_a_text_session_has_no_voice_latency_section(app):
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    report = _voice_report("text-x")
+    del report["voice"]
+    sessions.save_report(Scope.service(visitor.user_id), f"text-{uuid.uuid4().hex[:16]}", report)
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert not any("Voice latency per turn" in m.value for m in at.markdown)
+    assert not any("Median (ms)" in df.value.columns for df in at.dataframe)
