@@ -5,6 +5,7 @@ brain and the real embedded database, Piper, and back out as audio."""
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 
@@ -43,7 +44,9 @@ def test_spoken_fact_is_transcribed_remembered_and_answered_by_voice(new_user):
             browser.say(piper_utterance("My favorite color is teal.", SPEECH_PACE), 22_050)
             said = wait_for_event(call, lambda e: e["type"] == "transcript" and e["role"] == "user"
                                   and e["final"], cursor=cursor, timeout=60)
-            assert "favorite color is teal" in said["text"].lower()
+            # Whisper tiny sometimes hears "colors teal" / "color's teal"; the brain reads all of them
+            # as the same fact, and the stored memory below is what must be exact.
+            assert re.search(r"favou?rite colou?r('?s| is) teal", said["text"].lower()), said["text"]
             turn = said["turn"]
             tool = wait_for_event(call, lambda e: e["type"] == "tool_call" and e["turn"] == turn, timeout=60)
             assert tool["name"] == "remember_detail" and tool["error"] is None
