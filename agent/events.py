@@ -271,3 +271,17 @@ def decode_event(payload: str | bytes) -> dict[str, Any]:
 
 def events_for_turn(events: Iterable[dict[str, Any]], turn: int) -> list[dict[str, Any]]:
     return [event for event in events if event.get("turn") == turn]
+
+
+def wait_for_event(source, predicate, *, cursor: int = 0, timeout: float = 60.0,
+                   poll_seconds: float = 0.02) -> dict[str, Any]:
+    """Poll `source.events_since(cursor)` (a chat session or a voice call) until an event
+    matches `predicate`; raises TimeoutError after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        events, _ = source.events_since(cursor)
+        for event in events:
+            if predicate(event):
+                return event
+        time.sleep(poll_seconds)
+    raise TimeoutError("no matching event")

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 from livekit import rtc
 
+from agent.events import wait_for_event as _wait_for_event
+
 WEBRTC_RATE = 48_000
 WEBRTC_FRAME_SAMPLES = 960  # 20 ms, what aiortc's Opus decoder produces
 
@@ -150,13 +152,4 @@ class FakeBrowser:
 
 def wait_for_event(call, predicate, *, timeout: float = 60.0, cursor: int = 0):
     """Poll the call's events until one matches; returns it (TimeoutError otherwise)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        events, _ = call.events_since(cursor)
-        for event in events:
-            if predicate(event):
-                return event
-        time.sleep(0.05)
-    raise TimeoutError("no matching event")
+    return _wait_for_event(call, predicate, cursor=cursor, timeout=timeout, poll_seconds=0.05)
