@@ -62,12 +62,21 @@ def start_embedded(pgdata: Path, *, cleanup_mode: str | None = "stop") -> str:
                     f"See {pgdata / 'log'} for the server's own log."
                 ) from exc
             _embedded_servers[pgdata] = server
-        else:
-            # The server may have been stopped underneath us (e.g. `make` in
-            # another terminal); pgserver restarts it if so.
+        return server.get_uri()
+
+
+def revive_embedded() -> None:
+    """Restart embedded servers that were stopped underneath us (e.g. the last
+    other process attached to them exited). Called after a connection failure,
+    not on every query: pgserver's check takes a file lock."""
+    with _lock:
+        servers = list(_embedded_servers.values())
+    for server in servers:
+        try:
             with server._lock:
                 server.ensure_postgres_running()
-        return server.get_uri()
+        except Exception as exc:  # the caller reports the outage; this was a best effort
+            log.warning("could not restart the embedded database: %s", exc)
 
 
 def database_url() -> str:
@@ -178,6 +187,8 @@ def transaction(scope: Scope, *, conninfo: str | None = None) -> Iterator[psycop
                         )
                     yield cur
     except (psycopg.OperationalError, PoolTimeout) as exc:
+        if get_settings().embedded_database:
+            revive_embedded()  # so the next request can succeed
         raise DatabaseUnavailable(
             "The database is not reachable right now. "
             "If you run the embedded database, `make run` starts it; otherwise check DATABASE_URL. "
