@@ -272,3 +272,26 @@ def test_migration_file_names_must_start_with_a_version(tmp_path):
     (tmp_path / "add_things.sql").write_text("select 1;")
     with pytest.raises(InvalidInput, match="must start with a numeric version"):
         db.migration_files(tmp_path)
+
+
+def test_a_stopped_embedded_server_is_restarted_after_the_failure_is_reported(database_uri, tmp_path):
+    import pgserver
+
+    from core.errors import DatabaseUnavailable
+
+    uri = db.start_embedded(tmp_path / "pg", cleanup_mode="delete")
+    db.migrate(uri, embedded=True, echo=lambda *_: None)  # the roles a scope switches to
+    scope = db.Scope.service(uuid.uuid4())
+    with db.transaction(scope, conninfo=uri) as cur:
+        cur.execute("select 1 as one")
+        assert cur.fetchone()["one"] == 1
+    server = db._embedded_servers[(tmp_path / "pg").resolve()]
+    pgserver.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+
+    with pytest.raises(DatabaseUnavailable, match="not reachable"):
+        with db.transaction(scope, conninfo=uri) as cur:
+            cur.execute("select 1")
+    # the failure revived the server: the next request works again
+    with db.transaction(scope, conninfo=db.start_embedded(tmp_path / "pg")) as cur:
+        cur.execute("select 2 as two")
+        assert cur.fetchone()["two"] == 2
