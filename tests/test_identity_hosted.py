@@ -11,14 +11,9 @@ talks to it through the real supabase_auth client.
 from __future__ import annotations
 
 import json
-import secrets
 import socket
-import threading
 import time
 import uuid
-from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
 
 import jwt
 import pytest
@@ -26,179 +21,24 @@ import pytest
 from core import config, identity
 from core.db import Scope
 from core.errors import AuthError, InvalidInput
+from tests.supabase_standin import ANON_KEY, SupabaseAuthStandIn
 
-ANON_KEY = "anon-key-for-the-fake-supabase"
 PASSWORD = "correct horse battery"
-API_VERSION = {"x-supabase-api-version": "2024-01-01"}
-
-
-class FakeSupabaseAuth:
-    """State and token logic of the stand-in; the HTTP handler below only routes to it."""
-
-    def __init__(self):
-        self.secret = secrets.token_urlsafe(32)
-        self.users: dict[str, dict] = {}
-        self.refresh_tokens: dict[str, dict] = {}  # token -> {"user_id", "used", "session_id"}
-        self.revoked_sessions: set[str] = set()
-        self.requests: list[dict] = []
-        self.user_id_override: str | None = None  # misbehave: answer /user with another user's id
-        self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    # -- tokens ---------------------------------------------------------------
-    def issue(self, user: dict, *, expires_in: int = 3600, session_id: str | None = None) -> dict:
-        now = int(time.time())
-        session_id = session_id or str(uuid.uuid4())
-        claims = {"iss": f"{self.url}/auth/v1", "sub": user["id"], "aud": "authenticated", "role": "authenticated",
-                  "iat": now, "exp": now + expires_in, "email": user["email"] or "", "phone": "",
-                  "is_anonymous": user["is_anonymous"], "session_id": session_id}
-        refresh_token = secrets.token_urlsafe(16)
-        self.refresh_tokens[refresh_token] = {"user_id": user["id"], "used": False, "session_id": session_id}
-        return {"access_token": jwt.encode(claims, self.secret, algorithm="HS256"), "token_type": "bearer",
-                "expires_in": expires_in, "expires_at": now + expires_in, "refresh_token": refresh_token,
-                "user": self.user_json(user)}
-
-    def user_from_bearer(self, authorization: str | None) -> dict | None:
-        token = (authorization or "").removeprefix("Bearer ").strip()
-        try:
-            claims = jwt.decode(token, self.secret, algorithms=["HS256"], audience="authenticated")
-        except jwt.InvalidTokenError:
-            return None
-        if claims.get("session_id") in self.revoked_sessions:
-            return None
-        user = self.users.get(claims.get("sub"))
-        return {**user, "_session_id": claims.get("session_id")} if user else None
-
-    @staticmethod
-    def user_json(user: dict) -> dict:
-        return {"id": user["id"], "aud": "authenticated", "role": "authenticated", "email": user["email"] or "",
-                "phone": "", "app_metadata": {"provider": "email" if user["email"] else "anonymous"},
-                "user_metadata": {}, "identities": [], "created_at": user["created_at"],
-                "updated_at": user["created_at"], "is_anonymous": user["is_anonymous"]}
-
-    def new_user(self, *, email=None, password=None) -> dict:
-        user = {"id": str(uuid.uuid4()), "email": email, "password": password, "is_anonymous": email is None,
-                "created_at": datetime.now(timezone.utc).isoformat()}
-        self.users[user["id"]] = user
-        return user
-
-    # -- routes -------------------------------------------------------------
-    def handle(self, method: str, path: str, query: dict, headers, body: dict) -> tuple[int, dict | None]:
-        if headers.get("apikey") != ANON_KEY:
-            return 401, {"message": "Invalid API key", "hint": "Double check your Supabase `anon` key."}
-        if method == "POST" and path == "/auth/v1/signup":
-            if body.get("email"):
-                return 400, {"code": "validation_failed", "message": "not part of this stand-in"}
-            return 200, self.issue(self.new_user())
-        if method == "GET" and path == "/auth/v1/user":
-            user = self.user_from_bearer(headers.get("Authorization"))
-            if user is None:
-                return 403, {"code": "bad_jwt", "message": "invalid JWT: unable to parse or verify signature"}
-            answer = self.user_json(user)
-            if self.user_id_override:
-                answer["id"] = self.user_id_override
-            return 200, answer
-        if method == "PUT" and path == "/auth/v1/user":
-            user = self.user_from_bearer(headers.get("Authorization"))
-            if user is None:
-                return 403, {"code": "bad_jwt", "message": "invalid JWT: unable to parse or verify signature"}
-            stored = self.users[user["id"]]
-            email = body.get("email")
-            if email and any(u["email"] == email and u["id"] != stored["id"] for u in self.users.values()):
-                return 422, {"code": "email_exists",
-                             "message": "A user with this email address has already been registered"}
-            if "password" in body and len(body["password"]) < 6:
-                return 422, {"code": "weak_password", "message": "Password should be at least 6 characters.",
-                             "weak_password": {"reasons": ["length"]}}
-            if email:
-                stored.update(email=email, is_anonymous=False)
-            if "password" in body:
-                stored["password"] = body["password"]
-            return 200, self.user_json(stored)
-        if method == "POST" and path == "/auth/v1/token" and query.get("grant_type") == ["refresh_token"]:
-            record = self.refresh_tokens.get(body.get("refresh_token", ""))
-            if record is None:
-                return 400, {"code": "refresh_token_not_found",
-                             "message": "Invalid Refresh Token: Refresh Token Not Found"}
-            if record["used"] or record["session_id"] in self.revoked_sessions:
-                self.revoked_sessions.add(record["session_id"])  # reuse revokes the whole session
-                return 400, {"code": "refresh_token_already_used", "message": "Invalid Refresh Token: Already Used"}
-            record["used"] = True
-            return 200, self.issue(self.users[record["user_id"]], session_id=record["session_id"])
-        if method == "POST" and path == "/auth/v1/token" and query.get("grant_type") == ["password"]:
-            match = next((u for u in self.users.values()
-                          if u["email"] == body.get("email") and u["password"] == body.get("password")), None)
-            if match is None:
-                return 400, {"code": "invalid_credentials", "message": "Invalid login credentials"}
-            return 200, self.issue(match)
-        if method == "POST" and path == "/auth/v1/logout":
-            user = self.user_from_bearer(headers.get("Authorization"))
-            if user is not None:
-                self.revoked_sessions.add(user["_session_id"])
-            return 204, None
-        return 404, {"code": "not_found", "message": f"no route {method} {path}"}
-
-    def paths(self) -> list[str]:
-        return [f"{r['method']} {r['path']}" for r in self.requests]
-
-
-def _handler_for(fake: FakeSupabaseAuth):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def _serve(self, method):
-            parsed = urlparse(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            body = json.loads(raw) if raw else {}
-            query = parse_qs(parsed.query)
-            with fake.lock:
-                fake.requests.append({"method": method, "path": parsed.path, "query": query, "body": body,
-                                      "apikey": self.headers.get("apikey"),
-                                      "authorization": self.headers.get("Authorization")})
-                status, payload = fake.handle(method, parsed.path, query, self.headers, body)
-            data = json.dumps(payload).encode() if payload is not None else b""
-            self.send_response(status)
-            for name, value in API_VERSION.items():
-                self.send_header(name, value)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self):
-            self._serve("GET")
-
-        def do_POST(self):
-            self._serve("POST")
-
-        def do_PUT(self):
-            self._serve("PUT")
-
-        def log_message(self, *args):  # keep pytest output clean
-            pass
-
-    return Handler
 
 
 @pytest.fixture
 def fake_auth(monkeypatch):
-    fake = FakeSupabaseAuth()
-    fake.thread.start()
-    monkeypatch.setenv("SUPABASE_URL", fake.url)
-    monkeypatch.setenv("SUPABASE_ANON_KEY", ANON_KEY)
-    config.reload_settings()
-    identity._verified_cache.clear()
-    try:
-        yield fake
-    finally:
-        fake.server.shutdown()
-        fake.server.server_close()
-        monkeypatch.undo()
+    with SupabaseAuthStandIn() as standin:
+        for name, value in standin.env().items():
+            monkeypatch.setenv(name, value)
         config.reload_settings()
         identity._verified_cache.clear()
+        try:
+            yield standin
+        finally:
+            monkeypatch.undo()
+            config.reload_settings()
+            identity._verified_cache.clear()
 
 
 def test_settings_select_the_hosted_issuer(fake_auth):
