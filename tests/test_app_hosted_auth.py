@@ -112,7 +112,7 @@ def test_an_unreachable_auth_server_keeps_the_identity(standin, app):
     assert _visitor(at).user_id == visitor.user_id and not _notice(at)
 
 
-def test_a_refused_renewal_is_not_confused_with_an_outage(standin):
+def test_refreshing_against_a_stopped_server_is_unavailable_not_refused(standin):
     session = identity.sign_in_anonymously()
     standin.stop()
     with pytest.raises(AuthUnavailable):
