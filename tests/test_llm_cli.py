@@ -151,3 +151,23 @@ def test_a_broken_setting_at_startup_exits_with_a_message(new_user):
     _no_traceback(result)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: LLM_TIMEOUT_SECONDS: ")
+
+
+def test_the_benchmark_runs_its_voice_turns_through_an_llm_endpoint(database_uri, llm_server, tmp_path):
+    """`python -m bench` registers the plugins at start too: one voice turn through the openai plugin."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.llm_fixtures import PROJECT
+
+    output = tmp_path / "BENCHMARKS.md"
+    result = subprocess.run(
+        [sys.executable, "-m", "bench", "--rounds", "1", "--utterances", "1", "--skip", "recall,scale",
+         "--output", str(output)], cwd=PROJECT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **llm_server.env()})
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"LLM time to first token (OpenAI-compatible: gpt-4o-mini at {llm_server.base_url})" in output.read_text()
+    heard = [r for r in llm_server.chat_requests() if r.messages and r.messages[-1]["role"] == "user"]
+    assert any(last_user_text(r).endswith("My favorite color is teal.") for r in heard)
