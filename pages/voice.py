@@ -225,7 +225,7 @@ def main() -> None:
             report = None
             try:
                 future = voice_runtime.end_call(key) or last.stop()
-                report = future.result(timeout=chat_state.CLOSE_TIMEOUT_SECONDS)
+                report = future.result(timeout=chat_state.close_timeout_seconds())
             except Exception as exc:  # noqa: BLE001 - shown; a report that failed to save is kept for a retry
                 show_error(exc)
             st.session_state[_ENDED] = (last.session_id, report is not None, last.pipeline)

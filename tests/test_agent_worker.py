@@ -117,6 +117,8 @@ def test_openai_compatible_endpoint(model_env):
     assert models.speech_backend(settings) == "offline"  # Ollama has no speech endpoints
     llm = models.build_llm(settings)
     assert isinstance(llm, openai.LLM) and llm.model == "llama3.1"
+    assert llm._strict_tool_schema is False  # `strict` schemas are OpenAI's alone
+    assert models.is_openai_endpoint(model_env(OPENAI_BASE_URL="https://api.openai.com/v1"))
     assert models.describe_models(settings).llm == "OpenAI-compatible: llama3.1 at http://localhost:11434/v1"
     assert models.describe_models(settings).help is None
 
@@ -126,6 +128,7 @@ def test_openai_key_uses_openai_for_speech_too(model_env):
 
     settings = model_env(OPENAI_API_KEY="sk-test")
     assert (models.llm_backend(settings), models.speech_backend(settings)) == ("openai", "openai")
+    assert models.build_llm(settings)._strict_tool_schema is True
     assert isinstance(models.build_stt(settings), openai.STT)
     assert isinstance(models.build_tts(settings), openai.TTS)
 
