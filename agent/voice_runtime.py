@@ -39,6 +39,7 @@ from livekit.agents.voice import io
 from agent.events import QueueSink
 from agent.plugins import plugin
 from agent.voice_io import SILENCE_DBFS, WEBRTC_FRAME_SAMPLES, WebRTCAudioInput, WebRTCAudioOutput
+from core.db import parse_user_id
 from core.errors import InvalidInput
 
 log = logging.getLogger(__name__)
@@ -156,6 +157,8 @@ class _CallObserver:
                 self.user_state = event["state"]
         elif event["type"] == "error":
             self.error = event.get("message")
+        elif event["type"] == "transcript" and event.get("role") == "user" and event.get("final"):
+            self.error = None  # a new turn: the last failure is history (the transcript keeps it)
 
 
 class LocalVoiceCall:
@@ -180,8 +183,8 @@ class LocalVoiceCall:
         self._ps = None
         self._stop_future: concurrent.futures.Future | None = None
         self._stop_lock = threading.Lock()
-        self.chat = runtime.open_session(key, user_id, factory=self._factory)
-        self.user_id = self.chat.user_id
+        self.user_id = parse_user_id(user_id)  # before open_session: its factory may run at once, on the loop
+        self.chat = runtime.open_session(key, self.user_id, factory=self._factory)
         self.ready: concurrent.futures.Future = self.chat.ready
 
     # --- on the loop -------------------------------------------------------------
@@ -196,7 +199,7 @@ class LocalVoiceCall:
         # ignore the user for its first seconds of speech (livekit's default AEC warm-up replaces
         # the user's audio with silence then, losing the start of a barge-in)
         options = {"turn_handling": TURN_HANDLING, "aec_warmup_duration": None, **(self._session_options or {})}
-        ps = PlaygroundSession(self.chat.user_id, mode="voice", llm=self._models["llm"], stt=stt, tts=tts,
+        ps = PlaygroundSession(self.user_id, mode="voice", llm=self._models["llm"], stt=stt, tts=tts,
                                vad=vad, greet=self._greet, sinks=[sink, self.observer],
                                session_options=options)
         self._ps = ps
