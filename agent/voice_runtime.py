@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import importlib
 import logging
-import sys
 import statistics
 import threading
 import time
@@ -39,7 +37,9 @@ import numpy as np
 from livekit.agents.voice import io
 
 from agent.events import QueueSink
+from agent.plugins import plugin
 from agent.voice_io import SILENCE_DBFS, WEBRTC_FRAME_SAMPLES, WebRTCAudioInput, WebRTCAudioOutput
+from core.db import parse_user_id
 from core.errors import InvalidInput
 
 log = logging.getLogger(__name__)
@@ -64,29 +64,6 @@ LATENCY_METRICS = ("eou_delay_ms", "transcription_delay_ms", "stt_ms", "recall_m
 
 _vad = None
 _vad_lock = threading.Lock()
-_plugin_import_lock = threading.Lock()
-
-
-def import_plugin(module: str):
-    """Import a livekit plugin package from any thread.
-
-    livekit refuses to register a plugin off the main thread (its worker CLI lists
-    them there to download their files). Streamlit runs pages, and the runtime runs
-    sessions, in other threads, so register the plugin without that check here.
-    """
-    if module in sys.modules or threading.current_thread() is threading.main_thread():
-        return importlib.import_module(module)
-    from livekit.agents.plugin import Plugin
-
-    with _plugin_import_lock:
-        if module in sys.modules:
-            return sys.modules[module]
-        check = Plugin.__dict__["register_plugin"]
-        Plugin.register_plugin = classmethod(lambda cls, plugin: cls.registered_plugins.append(plugin))
-        try:
-            return importlib.import_module(module)
-        finally:
-            Plugin.register_plugin = check
 
 
 def shared_vad():
@@ -94,7 +71,7 @@ def shared_vad():
     global _vad
     with _vad_lock:
         if _vad is None:
-            silero = import_plugin("livekit.plugins.silero")
+            silero = plugin("silero")  # registered at process start (agent.plugins)
             _vad = silero.VAD.load(min_silence_duration=VAD_MIN_SILENCE, min_speech_duration=VAD_MIN_SPEECH,
                                    activation_threshold=VAD_ACTIVATION)
         return _vad
@@ -180,6 +157,8 @@ class _CallObserver:
                 self.user_state = event["state"]
         elif event["type"] == "error":
             self.error = event.get("message")
+        elif event["type"] == "transcript" and event.get("role") == "user" and event.get("final"):
+            self.error = None  # a new turn: the last failure is history (the transcript keeps it)
 
 
 class LocalVoiceCall:
@@ -204,8 +183,8 @@ class LocalVoiceCall:
         self._ps = None
         self._stop_future: concurrent.futures.Future | None = None
         self._stop_lock = threading.Lock()
-        self.chat = runtime.open_session(key, user_id, factory=self._factory)
-        self.user_id = self.chat.user_id
+        self.user_id = parse_user_id(user_id)  # before open_session: its factory may run at once, on the loop
+        self.chat = runtime.open_session(key, self.user_id, factory=self._factory)
         self.ready: concurrent.futures.Future = self.chat.ready
 
     # --- on the loop -------------------------------------------------------------
@@ -220,7 +199,7 @@ class LocalVoiceCall:
         # ignore the user for its first seconds of speech (livekit's default AEC warm-up replaces
         # the user's audio with silence then, losing the start of a barge-in)
         options = {"turn_handling": TURN_HANDLING, "aec_warmup_duration": None, **(self._session_options or {})}
-        ps = PlaygroundSession(self.chat.user_id, mode="voice", llm=self._models["llm"], stt=stt, tts=tts,
+        ps = PlaygroundSession(self.user_id, mode="voice", llm=self._models["llm"], stt=stt, tts=tts,
                                vad=vad, greet=self._greet, sinks=[sink, self.observer],
                                session_options=options)
         self._ps = ps
@@ -421,7 +400,7 @@ def ice_servers(settings=None) -> list[dict[str, Any]]:
 
 
 def live_transcript(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Transcript lines for the page, interim text included.
+    """Transcript lines for the page, interim text included, and errors (role "error") where they happened.
 
     Local calls: a non-final transcript opens (or updates) the role's open line and
     the final one replaces it. LiveKit calls: lines are the `lk.transcription`
@@ -432,6 +411,10 @@ def live_transcript(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     open_line: dict[str, dict[str, Any]] = {}  # role -> its interim line
     by_segment: dict[str, dict[str, Any]] = {}
     for event in events:
+        if event.get("type") == "error" and event.get("message"):
+            # a failed model call (or a tool call the model got wrong): shown in the conversation
+            lines.append({"role": "error", "turn": event.get("turn"), "text": event["message"], "final": True})
+            continue
         if event.get("type") != "transcript" or not (event.get("text") or "").strip():
             continue
         if from_room:

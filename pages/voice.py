@@ -137,6 +137,9 @@ def _live_transcript(key: str) -> None:
             st.caption("Say something — for example “My favorite color is teal”, then “What is my favorite "
                        "color?”. Speaking while the agent talks interrupts it.")
         for line in lines:
+            if line["role"] == "error":
+                st.error(line["text"], icon=":material/error:")
+                continue
             with st.chat_message(line["role"]):
                 st.markdown(line["text"] if line["final"] else f"*{line['text']} …*")
 
@@ -222,7 +225,7 @@ def main() -> None:
             report = None
             try:
                 future = voice_runtime.end_call(key) or last.stop()
-                report = future.result(timeout=chat_state.CLOSE_TIMEOUT_SECONDS)
+                report = future.result(timeout=chat_state.close_timeout_seconds())
             except Exception as exc:  # noqa: BLE001 - shown; a report that failed to save is kept for a retry
                 show_error(exc)
             st.session_state[_ENDED] = (last.session_id, report is not None, last.pipeline)

@@ -78,7 +78,14 @@ def close_chat_session(*, reason: str = "ended", wait: bool = False) -> Any:
         _tracked.pop(chat.key, None)
     log.info("closing chat session %s (%s)", chat.session_id, reason)
     future = chat.close()
-    return future.result(timeout=CLOSE_TIMEOUT_SECONDS) if wait else future
+    return future.result(timeout=close_timeout_seconds()) if wait else future
+
+
+def close_timeout_seconds() -> float:
+    """Closing runs the fact extraction, one more model call: wait as long as that call may take."""
+    from agent.models import llm_wait_seconds
+
+    return max(CLOSE_TIMEOUT_SECONDS, llm_wait_seconds(calls=1))
 
 
 # ---------------------------------------------------------------------------
