@@ -61,6 +61,9 @@ OPENAI_API_URL = "https://api.openai.com/v1"
 # (core may not import livekit-agents).
 LIVEKIT_INFERENCE_URL = "https://agent-gateway.livekit.cloud/v1"
 LIVEKIT_STAGING_INFERENCE_URL = "https://agent-gateway.staging.livekit.cloud/v1"
+LIVEKIT_INFERENCE_REACH_FIX = ("LiveKit Inference is only on LiveKit Cloud: check the network to "
+                               "agent-gateway.livekit.cloud, or with a self-hosted LiveKit server set "
+                               "LLM_MODEL=offline, STT_MODEL=local and TTS_MODEL=local")
 SPEECH_CHECK_TEXT = "Hello, this is a voice check."
 CHECK_TOOL = {
     "type": "function",
@@ -454,6 +457,10 @@ class _Endpoint:
     url_setting: str
     key_setting: str
     is_openai: bool
+    reach_fix: str = ""
+
+    def __post_init__(self):
+        self.reach_fix = self.reach_fix or f"check {self.url_setting} and that the server is running"
 
 
 def _livekit_inference_url(settings: Settings) -> str:
@@ -482,7 +489,8 @@ def _llm_endpoint(settings: Settings) -> _Endpoint | None:
         return _Endpoint(base_url=_livekit_inference_url(settings), api_key=_livekit_inference_token(settings),
                          model=settings.llm_model or DEFAULT_INFERENCE_LLM, label="LiveKit Inference",
                          url_setting="LIVEKIT_URL (LiveKit Inference needs a LiveKit Cloud project)",
-                         key_setting="LIVEKIT_API_KEY and LIVEKIT_API_SECRET", is_openai=False)
+                         key_setting="LIVEKIT_API_KEY and LIVEKIT_API_SECRET", is_openai=False,
+                         reach_fix=LIVEKIT_INFERENCE_REACH_FIX)
     if backend == "openai":
         base = (settings.openai_base_url or OPENAI_API_URL).rstrip("/")
         return _Endpoint(base_url=base, api_key=settings.openai_api_key or "not-needed",
@@ -510,8 +518,7 @@ def _llm_failure(exc: Exception, endpoint: _Endpoint, step: str, available: list
         return CheckFailed(f"{step}: {where} did not answer in time",
                            f"check {endpoint.url_setting}; a cold local model may need a longer LLM_TIMEOUT_SECONDS")
     if isinstance(exc, openai.APIConnectionError):
-        return CheckFailed(f"{step}: cannot reach {where} ({_one_line(exc.__cause__ or exc)})",
-                           f"check {endpoint.url_setting} and that the server is running")
+        return CheckFailed(f"{step}: cannot reach {where} ({_one_line(exc.__cause__ or exc)})", endpoint.reach_fix)
     if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
         return CheckFailed(f"{step}: {where} refused the API key ({exc.status_code})",
                            f"check {endpoint.key_setting}")
@@ -682,7 +689,8 @@ def _check_hosted_speech(ctx: _Context, kind: str, backend: str) -> CheckResult:
                              or (DEFAULT_INFERENCE_STT if kind == "stt" else DEFAULT_INFERENCE_TTS),
                              label="LiveKit Inference",
                              url_setting="LIVEKIT_URL (LiveKit Inference needs a LiveKit Cloud project)",
-                             key_setting="LIVEKIT_API_KEY and LIVEKIT_API_SECRET", is_openai=False)
+                             key_setting="LIVEKIT_API_KEY and LIVEKIT_API_SECRET", is_openai=False,
+                         reach_fix=LIVEKIT_INFERENCE_REACH_FIX)
         with _openai_client(endpoint, ctx.request_timeout) as client:
             try:
                 client.models.list()
