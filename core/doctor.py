@@ -65,19 +65,21 @@ LIVEKIT_INFERENCE_REACH_FIX = ("LiveKit Inference is only on LiveKit Cloud: chec
                                "agent-gateway.livekit.cloud, or with a self-hosted LiveKit server set "
                                "LLM_MODEL=offline, STT_MODEL=local and TTS_MODEL=local")
 SPEECH_CHECK_TEXT = "Hello, this is a voice check."
+# The agent's own order tool (agent/playground_agent.py), so the round trip is the one a conversation makes.
 CHECK_TOOL = {
     "type": "function",
     "function": {
-        "name": "get_order_status",
-        "description": "Look up the shipping status of an order by its number.",
+        "name": "lookup_order",
+        "description": "Look up a Kestrel Coffee order's status, items, shipping and delivery estimate.",
         "parameters": {
             "type": "object",
-            "properties": {"order_id": {"type": "string", "description": "The order number, e.g. 1003."}},
+            "properties": {"order_id": {"type": "string", "description": "the order number, e.g. 1001"}},
             "required": ["order_id"],
         },
     },
 }
-CHECK_TOOL_RESULT = {"order_id": "1003", "status": "shipped", "carrier": "UPS"}
+CHECK_TOOL_RESULT = {"order": {"order_id": "1003", "status": "shipped", "carrier": "UPS"},
+                     "summary": "Order 1003 has shipped with UPS."}
 
 
 @dataclass
@@ -518,7 +520,8 @@ def _llm_failure(exc: Exception, endpoint: _Endpoint, step: str, available: list
         return CheckFailed(f"{step}: {where} did not answer in time",
                            f"check {endpoint.url_setting}; a cold local model may need a longer LLM_TIMEOUT_SECONDS")
     if isinstance(exc, openai.APIConnectionError):
-        return CheckFailed(f"{step}: cannot reach {where} ({_one_line(exc.__cause__ or exc)})", endpoint.reach_fix)
+        return CheckFailed(f"{step}: cannot reach {where} ({_one_line(exc.__cause__ or exc)})",
+                           endpoint.reach_fix)
     if isinstance(exc, (openai.AuthenticationError, openai.PermissionDeniedError)):
         return CheckFailed(f"{step}: {where} refused the API key ({exc.status_code})",
                            f"check {endpoint.key_setting}")
@@ -630,7 +633,7 @@ def _tool_round_trip(client, endpoint: _Endpoint, available, details: dict) -> f
     """Ask for a tool call, answer it with a tool message, and expect a text answer."""
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a connectivity check. Use the tools you are given."},
-        {"role": "user", "content": "What is the status of order 1003? Call get_order_status."},
+        {"role": "user", "content": "Where is order 1003? Use the lookup_order tool."},
     ]
     started = time.perf_counter()
     try:
@@ -642,7 +645,7 @@ def _tool_round_trip(client, endpoint: _Endpoint, available, details: dict) -> f
         raise CheckFailed(f"{endpoint.model!r} answered without calling the tool it was asked to call",
                           tool_fix, **details)
     call = first.tool_calls[0]
-    if call["name"] != "get_order_status":
+    if call["name"] != CHECK_TOOL["function"]["name"]:
         raise CheckFailed(f"{endpoint.model!r} called an unknown tool {call['name']!r}", tool_fix, **details)
     try:
         arguments = json.loads(call["arguments"] or "{}")
