@@ -28,7 +28,7 @@ from typing import Any
 import jwt
 
 from core.config import get_settings
-from core.errors import AuthError, InvalidInput
+from core.errors import AuthError, AuthUnavailable, InvalidInput
 
 EMBEDDED_ISSUER = "memory-playground/auth/v1"
 AUDIENCE = "authenticated"
@@ -44,6 +44,7 @@ class VerifiedUser:
     claims: dict[str, Any] = field(repr=False)
     is_anonymous: bool = True
     email: str | None = None
+    pending_email: str | None = None  # added, waiting for its confirmation link (hosted only)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class AuthSession:
     user_id: uuid.UUID
     is_anonymous: bool
     email: str | None = None
+    pending_email: str | None = None  # see VerifiedUser.pending_email
 
 
 # ---------------------------------------------------------------------------
@@ -291,6 +293,62 @@ class EmbeddedIssuer:
 _verified_cache: dict[str, tuple[float, VerifiedUser]] = {}
 _VERIFIED_CACHE_SECONDS = 30.0  # Streamlit reruns often; ask Supabase at most this often per token
 
+# Supabase Auth error codes that are about the project's settings, not the visitor:
+# say which setting to change.
+_SETTING_HINTS = {
+    "anonymous_provider_disabled": "Supabase Auth at {url} has anonymous sign-ins turned off; enable them in the "
+                                   "Supabase dashboard under Authentication → Sign In / Providers.",
+    "signup_disabled": "Supabase Auth at {url} does not accept new users; turn on “Allow new users to sign up” "
+                       "under Authentication → Sign In / Providers.",
+    "over_request_rate_limit": "Supabase Auth is rate-limiting sign-ins from this server ({message}); try again in "
+                               "a few minutes, or raise the limits under Authentication → Rate Limits (every "
+                               "visitor signs in from this server's address).",
+}
+
+_http_client = None
+_http_client_lock = threading.Lock()
+
+
+def _shared_http_client():
+    """One connection pool for every call to Supabase Auth (httpx.Client is thread-safe),
+    instead of a new TLS connection per verification."""
+    global _http_client
+    with _http_client_lock:
+        if _http_client is None:
+            import httpx
+
+            _http_client = httpx.Client(timeout=httpx.Timeout(10.0, connect=5.0), follow_redirects=True)
+        return _http_client
+
+
+def _mirror_into_local_auth_users(user_id: uuid.UUID, *, is_anonymous: bool, email: str | None) -> None:
+    """With Supabase Auth but the embedded database, keep the visitor's row in the
+    local auth.users (the shim's) so foreign keys, the profile trigger and RLS work
+    exactly as in a Supabase project, where Supabase Auth writes that table itself.
+    Never called for a DATABASE_URL: a Supabase project's auth.users is not ours to write."""
+    from psycopg import errors as pg_errors
+
+    from core.db import admin_connection
+
+    with admin_connection() as conn, conn.transaction():
+        try:
+            conn.execute(
+                "insert into auth.users (id, is_anonymous, email, email_confirmed_at, last_sign_in_at) "
+                "values (%s, %s, %s, case when %s::text is null then null else now() end, now()) "
+                "on conflict (id) do update set is_anonymous = excluded.is_anonymous, email = excluded.email, "
+                "email_confirmed_at = coalesce(auth.users.email_confirmed_at, excluded.email_confirmed_at), "
+                "updated_at = now() "
+                "where auth.users.is_anonymous is distinct from excluded.is_anonymous "
+                "or auth.users.email is distinct from excluded.email",
+                (user_id, is_anonymous, email, email),
+            )
+        except pg_errors.UniqueViolation:
+            raise AuthError(f"The email {email} belongs to another user in the local database; "
+                            "remove that user from auth.users or use another email.") from None
+        if email:
+            conn.execute("update public.profiles set email = %s where id = %s and email is distinct from %s",
+                         (email, user_id, email))
+
 
 class SupabaseAuthIssuer:
     def __init__(self, url: str, anon_key: str):
@@ -301,41 +359,62 @@ class SupabaseAuthIssuer:
         from supabase_auth import SyncGoTrueClient
 
         # A fresh client per call: the client object holds one session and is not thread-safe.
+        # The HTTP connection pool underneath is shared.
         return SyncGoTrueClient(
             url=f"{self.url}/auth/v1",
             headers={"apikey": self.anon_key, "Authorization": f"Bearer {self.anon_key}"},
             auto_refresh_token=False,
             persist_session=False,
+            http_client=_shared_http_client(),
         )
 
-    @staticmethod
-    def _session(response) -> AuthSession:
+    def _session(self, response) -> AuthSession:
         session = getattr(response, "session", None)
         if session is None:
             raise AuthError("Supabase Auth returned no session (is anonymous sign-in enabled for the project?).")
         user = session.user
-        return AuthSession(
+        auth = AuthSession(
             access_token=session.access_token,
             refresh_token=session.refresh_token,
             expires_at=int(session.expires_at or time.time() + (session.expires_in or 3600)),
             user_id=uuid.UUID(str(user.id)),
             is_anonymous=bool(getattr(user, "is_anonymous", False)),
             email=user.email or None,
+            pending_email=getattr(user, "new_email", None) or None,
         )
+        if get_settings().embedded_database:
+            _mirror_into_local_auth_users(auth.user_id, is_anonymous=auth.is_anonymous, email=auth.email)
+        return auth
 
     def _call(self, fn, *args, **kwargs):
+        from supabase_auth.errors import AuthApiError, AuthRetryableError, AuthUnknownError
         from supabase_auth.errors import AuthError as SupabaseError
-        from supabase_auth.errors import AuthRetryableError
 
         try:
             return fn(*args, **kwargs)
-        except AuthRetryableError as exc:  # supabase_auth's wrapper for transport errors and 502/503/504
-            raise AuthError(f"Supabase Auth is not reachable at {self.url} right now ({exc.message}); "
-                            "try again in a moment.") from None
+        except AuthRetryableError as exc:  # transport errors and 502/503/504
+            raise AuthUnavailable(f"Supabase Auth is not reachable at {self.url} ({_short(exc.message)}); "
+                                  "check SUPABASE_URL, or try again in a moment if it is correct.") from None
+        except AuthApiError as exc:
+            if exc.status >= 500:
+                raise AuthUnavailable(f"Supabase Auth at {self.url} failed ({_short(exc.message)}); "
+                                      "try again in a moment.", code=exc.code) from None
+            if exc.code in _SETTING_HINTS:
+                raise AuthError(_SETTING_HINTS[exc.code].format(url=self.url, message=_short(exc.message)),
+                                code=exc.code) from None
+            if exc.status == 401 and not exc.code:  # the API gateway refused the key
+                raise AuthError(f"Supabase Auth refused: {_short(exc.message)}; check SUPABASE_ANON_KEY "
+                                "(the project's anon / publishable key).", code="invalid_api_key") from None
+            raise AuthError(f"Supabase Auth refused: {_short(exc.message)}", code=exc.code) from None
+        except AuthUnknownError:  # an answer that is not Supabase Auth's JSON (a wrong URL, a proxy page)
+            raise AuthUnavailable(f"The server at {self.url} did not answer like Supabase Auth; check "
+                                  "SUPABASE_URL (the project URL, e.g. https://<ref>.supabase.co).") from None
         except SupabaseError as exc:
-            raise AuthError(f"Supabase Auth refused: {exc.message if hasattr(exc, 'message') else exc}") from None
-        except Exception as exc:  # httpx transport errors
-            raise AuthError(f"Supabase Auth is not reachable at {self.url}: {exc}") from None
+            raise AuthError(f"Supabase Auth refused: {_short(getattr(exc, 'message', str(exc)))}",
+                            code=getattr(exc, "code", None)) from None
+        except Exception as exc:  # anything else from the transport
+            raise AuthUnavailable(f"Supabase Auth is not reachable at {self.url} ({_short(str(exc))}); "
+                                  "try again in a moment.") from None
 
     def sign_in_anonymously(self) -> AuthSession:
         return self._session(self._call(self._client().sign_in_anonymously))
@@ -355,9 +434,13 @@ class SupabaseAuthIssuer:
         verified = VerifiedUser(
             user_id=uuid.UUID(str(user.id)),
             claims=claims,
+            # From the user record, not the token: confirming an email changes them before the next refresh.
             is_anonymous=bool(getattr(user, "is_anonymous", False)),
             email=user.email or None,
+            pending_email=getattr(user, "new_email", None) or None,
         )
+        if get_settings().embedded_database:
+            _mirror_into_local_auth_users(verified.user_id, is_anonymous=verified.is_anonymous, email=verified.email)
         if len(_verified_cache) > 10_000:
             _verified_cache.clear()
         _verified_cache[access_token] = (time.monotonic() + _VERIFIED_CACHE_SECONDS, verified)
@@ -369,10 +452,15 @@ class SupabaseAuthIssuer:
     def upgrade_to_email(self, session: AuthSession, email: str, password: str) -> AuthSession:
         client = self._client()
         self._call(client.set_session, session.access_token, session.refresh_token)
-        self._call(client.update_user, {"email": email, "password": password})
-        # The user id is unchanged; the next refresh carries the new email once confirmed.
+        updated = self._call(client.update_user, {"email": email, "password": password}).user
+        # The user id is unchanged. When the project confirms emails, the address waits in
+        # `new_email` until the emailed link is opened; the refreshed session says which.
         # No argument: set_session may already have rotated the refresh token (expired access token).
-        return self._session(self._call(client.refresh_session))
+        upgraded = self._session(self._call(client.refresh_session))
+        if upgraded.email != email and (getattr(updated, "new_email", None) or upgraded.pending_email) is None:
+            raise AuthError(f"Supabase Auth accepted the change but the account does not show {email}; "
+                            "reload the page to see its current state.")
+        return upgraded
 
     def sign_in_with_password(self, email: str, password: str) -> AuthSession:
         client = self._client()
@@ -386,3 +474,8 @@ class SupabaseAuthIssuer:
             client.sign_out({"scope": "local"})
         except Exception:
             pass  # signing out of an already-dead session is not an error for the visitor
+
+
+def _short(message: Any, limit: int = 200) -> str:
+    text = " ".join(str(message or "no detail").split()).rstrip(".")
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,204 +1,58 @@
 """Hosted identity, tested at Supabase Auth's HTTP contract.
 
-Supabase Auth (GoTrue) cannot run here, so a small stand-in speaks the part of
-its API core.identity uses -- POST /auth/v1/signup, GET /auth/v1/user,
-POST /auth/v1/token (refresh_token, password), PUT /auth/v1/user,
-POST /auth/v1/logout -- checks the apikey header, signs its own HS256 tokens
-with its own secret, rotates refresh tokens and refuses reuse. core.identity
-talks to it through the real supabase_auth client.
+Supabase Auth (GoTrue) cannot run here, so tests/supabase_standin.py serves its
+HTTP API on 127.0.0.1 (see that module for what it follows and how), and
+core.identity talks to it through the real supabase_auth client. The database
+is the embedded Postgres: the hosted issuer mirrors each Supabase user into its
+local auth.users so foreign keys and RLS behave as in a Supabase project.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
 import socket
 import threading
 import time
+import urllib.request
 import uuid
-from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
 
 import jwt
 import pytest
 
-from core import config, identity
-from core.db import Scope
-from core.errors import AuthError, InvalidInput
+from core import config, identity, memories
+from core.db import Scope, admin_connection
+from core.errors import AuthError, AuthUnavailable, InvalidInput
+from tests.supabase_standin import ANON_KEY, SERVICE_ROLE_KEY, SupabaseAuthStandIn
 
-ANON_KEY = "anon-key-for-the-fake-supabase"
 PASSWORD = "correct horse battery"
-API_VERSION = {"x-supabase-api-version": "2024-01-01"}
 
 
-class FakeSupabaseAuth:
-    """State and token logic of the stand-in; the HTTP handler below only routes to it."""
-
-    def __init__(self):
-        self.secret = secrets.token_urlsafe(32)
-        self.users: dict[str, dict] = {}
-        self.refresh_tokens: dict[str, dict] = {}  # token -> {"user_id", "used", "session_id"}
-        self.revoked_sessions: set[str] = set()
-        self.requests: list[dict] = []
-        self.user_id_override: str | None = None  # misbehave: answer /user with another user's id
-        self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    # -- tokens ---------------------------------------------------------------
-    def issue(self, user: dict, *, expires_in: int = 3600, session_id: str | None = None) -> dict:
-        now = int(time.time())
-        session_id = session_id or str(uuid.uuid4())
-        claims = {"iss": f"{self.url}/auth/v1", "sub": user["id"], "aud": "authenticated", "role": "authenticated",
-                  "iat": now, "exp": now + expires_in, "email": user["email"] or "", "phone": "",
-                  "is_anonymous": user["is_anonymous"], "session_id": session_id}
-        refresh_token = secrets.token_urlsafe(16)
-        self.refresh_tokens[refresh_token] = {"user_id": user["id"], "used": False, "session_id": session_id}
-        return {"access_token": jwt.encode(claims, self.secret, algorithm="HS256"), "token_type": "bearer",
-                "expires_in": expires_in, "expires_at": now + expires_in, "refresh_token": refresh_token,
-                "user": self.user_json(user)}
-
-    def user_from_bearer(self, authorization: str | None) -> dict | None:
-        token = (authorization or "").removeprefix("Bearer ").strip()
-        try:
-            claims = jwt.decode(token, self.secret, algorithms=["HS256"], audience="authenticated")
-        except jwt.InvalidTokenError:
-            return None
-        if claims.get("session_id") in self.revoked_sessions:
-            return None
-        user = self.users.get(claims.get("sub"))
-        return {**user, "_session_id": claims.get("session_id")} if user else None
-
-    @staticmethod
-    def user_json(user: dict) -> dict:
-        return {"id": user["id"], "aud": "authenticated", "role": "authenticated", "email": user["email"] or "",
-                "phone": "", "app_metadata": {"provider": "email" if user["email"] else "anonymous"},
-                "user_metadata": {}, "identities": [], "created_at": user["created_at"],
-                "updated_at": user["created_at"], "is_anonymous": user["is_anonymous"]}
-
-    def new_user(self, *, email=None, password=None) -> dict:
-        user = {"id": str(uuid.uuid4()), "email": email, "password": password, "is_anonymous": email is None,
-                "created_at": datetime.now(timezone.utc).isoformat()}
-        self.users[user["id"]] = user
-        return user
-
-    # -- routes -------------------------------------------------------------
-    def handle(self, method: str, path: str, query: dict, headers, body: dict) -> tuple[int, dict | None]:
-        if headers.get("apikey") != ANON_KEY:
-            return 401, {"message": "Invalid API key", "hint": "Double check your Supabase `anon` key."}
-        if method == "POST" and path == "/auth/v1/signup":
-            if body.get("email"):
-                return 400, {"code": "validation_failed", "message": "not part of this stand-in"}
-            return 200, self.issue(self.new_user())
-        if method == "GET" and path == "/auth/v1/user":
-            user = self.user_from_bearer(headers.get("Authorization"))
-            if user is None:
-                return 403, {"code": "bad_jwt", "message": "invalid JWT: unable to parse or verify signature"}
-            answer = self.user_json(user)
-            if self.user_id_override:
-                answer["id"] = self.user_id_override
-            return 200, answer
-        if method == "PUT" and path == "/auth/v1/user":
-            user = self.user_from_bearer(headers.get("Authorization"))
-            if user is None:
-                return 403, {"code": "bad_jwt", "message": "invalid JWT: unable to parse or verify signature"}
-            stored = self.users[user["id"]]
-            email = body.get("email")
-            if email and any(u["email"] == email and u["id"] != stored["id"] for u in self.users.values()):
-                return 422, {"code": "email_exists",
-                             "message": "A user with this email address has already been registered"}
-            if "password" in body and len(body["password"]) < 6:
-                return 422, {"code": "weak_password", "message": "Password should be at least 6 characters.",
-                             "weak_password": {"reasons": ["length"]}}
-            if email:
-                stored.update(email=email, is_anonymous=False)
-            if "password" in body:
-                stored["password"] = body["password"]
-            return 200, self.user_json(stored)
-        if method == "POST" and path == "/auth/v1/token" and query.get("grant_type") == ["refresh_token"]:
-            record = self.refresh_tokens.get(body.get("refresh_token", ""))
-            if record is None:
-                return 400, {"code": "refresh_token_not_found",
-                             "message": "Invalid Refresh Token: Refresh Token Not Found"}
-            if record["used"] or record["session_id"] in self.revoked_sessions:
-                self.revoked_sessions.add(record["session_id"])  # reuse revokes the whole session
-                return 400, {"code": "refresh_token_already_used", "message": "Invalid Refresh Token: Already Used"}
-            record["used"] = True
-            return 200, self.issue(self.users[record["user_id"]], session_id=record["session_id"])
-        if method == "POST" and path == "/auth/v1/token" and query.get("grant_type") == ["password"]:
-            match = next((u for u in self.users.values()
-                          if u["email"] == body.get("email") and u["password"] == body.get("password")), None)
-            if match is None:
-                return 400, {"code": "invalid_credentials", "message": "Invalid login credentials"}
-            return 200, self.issue(match)
-        if method == "POST" and path == "/auth/v1/logout":
-            user = self.user_from_bearer(headers.get("Authorization"))
-            if user is not None:
-                self.revoked_sessions.add(user["_session_id"])
-            return 204, None
-        return 404, {"code": "not_found", "message": f"no route {method} {path}"}
-
-    def paths(self) -> list[str]:
-        return [f"{r['method']} {r['path']}" for r in self.requests]
-
-
-def _handler_for(fake: FakeSupabaseAuth):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def _serve(self, method):
-            parsed = urlparse(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            body = json.loads(raw) if raw else {}
-            query = parse_qs(parsed.query)
-            with fake.lock:
-                fake.requests.append({"method": method, "path": parsed.path, "query": query, "body": body,
-                                      "apikey": self.headers.get("apikey"),
-                                      "authorization": self.headers.get("Authorization")})
-                status, payload = fake.handle(method, parsed.path, query, self.headers, body)
-            data = json.dumps(payload).encode() if payload is not None else b""
-            self.send_response(status)
-            for name, value in API_VERSION.items():
-                self.send_header(name, value)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self):
-            self._serve("GET")
-
-        def do_POST(self):
-            self._serve("POST")
-
-        def do_PUT(self):
-            self._serve("PUT")
-
-        def log_message(self, *args):  # keep pytest output clean
-            pass
-
-    return Handler
+def _point_at(monkeypatch, url: str, anon_key: str = ANON_KEY) -> None:
+    monkeypatch.setenv("SUPABASE_URL", url)
+    monkeypatch.setenv("SUPABASE_ANON_KEY", anon_key)
+    config.reload_settings()
+    identity._verified_cache.clear()
 
 
 @pytest.fixture
-def fake_auth(monkeypatch):
-    fake = FakeSupabaseAuth()
-    fake.thread.start()
-    monkeypatch.setenv("SUPABASE_URL", fake.url)
-    monkeypatch.setenv("SUPABASE_ANON_KEY", ANON_KEY)
-    config.reload_settings()
-    identity._verified_cache.clear()
-    try:
-        yield fake
-    finally:
-        fake.server.shutdown()
-        fake.server.server_close()
-        monkeypatch.undo()
-        config.reload_settings()
-        identity._verified_cache.clear()
+def fake_auth(database_uri, monkeypatch):
+    """A stand-in that auto-confirms emails (the Supabase CLI's local default);
+    tests of the hosted default (confirm email on) switch it off."""
+    with SupabaseAuthStandIn(mailer_autoconfirm=True) as standin:
+        _point_at(monkeypatch, standin.url)
+        try:
+            yield standin
+        finally:
+            monkeypatch.undo()
+            config.reload_settings()
+            identity._verified_cache.clear()
+
+
+def _local_auth_user(user_id) -> tuple | None:
+    with admin_connection() as conn:
+        return conn.execute("select u.is_anonymous, u.email, p.email from auth.users u "
+                            "left join public.profiles p on p.id = u.id where u.id = %s", (user_id,)).fetchone()
 
 
 def test_settings_select_the_hosted_issuer(fake_auth):
@@ -219,6 +73,8 @@ def test_anonymous_sign_in_goes_through_signup(fake_auth):
                       audience="authenticated")["sub"] == str(session.user_id)
     assert session.refresh_token in fake_auth.refresh_tokens
     assert session.expires_at > time.time() + 3000
+    # the embedded database now has the user, so its rows can reference it
+    assert _local_auth_user(session.user_id) == (True, None, None)
 
 
 def test_verify_asks_the_server(fake_auth):
@@ -245,28 +101,59 @@ def _well_formed(fake, user_id, secret, **overrides) -> str:
 
 def test_verify_refuses_well_formed_tokens_the_server_rejects(fake_auth):
     session = identity.sign_in_anonymously()
+    session_id = jwt.decode(session.access_token, options={"verify_signature": False})["session_id"]
     candidates = {
-        "signed with another secret": _well_formed(fake_auth, session.user_id, "x" * 40),
+        "signed with another secret": (_well_formed(fake_auth, session.user_id, "x" * 40, session_id=session_id),
+                                       "invalid JWT: unable to parse or verify signature, token signature is invalid"),
         # the embedded issuer's secret means nothing in hosted mode
-        "signed with the embedded secret": _well_formed(fake_auth, session.user_id, identity.jwt_secret(),
-                                                        iss=identity.EMBEDDED_ISSUER),
-        "for a user the server does not know": _well_formed(fake_auth, uuid.uuid4(), fake_auth.secret),
-        "expired": _well_formed(fake_auth, session.user_id, fake_auth.secret, exp=int(time.time()) - 60),
+        "signed with the embedded secret": (
+            _well_formed(fake_auth, session.user_id, identity.jwt_secret(), iss=identity.EMBEDDED_ISSUER),
+            "token signature is invalid"),
+        "for a user the server does not know": (_well_formed(fake_auth, uuid.uuid4(), fake_auth.secret),
+                                                "User from sub claim in JWT does not exist"),
+        "for a session the server does not know": (_well_formed(fake_auth, session.user_id, fake_auth.secret),
+                                                   "Session from session_id claim in JWT does not exist"),
+        "expired": (_well_formed(fake_auth, session.user_id, fake_auth.secret, exp=int(time.time()) - 60,
+                                 session_id=session_id), "token has invalid claims: token is expired"),
     }
-    for what, token in candidates.items():
+    for what, (token, reason) in candidates.items():
         fake_auth.requests.clear()
-        with pytest.raises(AuthError, match="Supabase Auth refused: invalid JWT") as info:
+        with pytest.raises(AuthError, match=f"^Supabase Auth refused: .*{reason}") as info:
             identity.verify(token)
+        assert not isinstance(info.value, AuthUnavailable), what
         assert fake_auth.paths() == ["GET /auth/v1/user"], what  # the server was asked, and it said no
         assert str(session.user_id) not in str(info.value)
 
 
 def test_verify_refuses_a_token_whose_session_the_server_revoked(fake_auth):
     session = identity.sign_in_anonymously()
-    claims = jwt.decode(session.access_token, options={"verify_signature": False})
-    fake_auth.revoked_sessions.add(claims["session_id"])  # e.g. signed out on another device
-    with pytest.raises(AuthError, match="refused"):
+    fake_auth.revoke_sessions(session.user_id)  # e.g. signed out everywhere from another device
+    with pytest.raises(AuthError, match="Session from session_id claim in JWT does not exist") as info:
         identity.verify(session.access_token)
+    assert info.value.code == "session_not_found"
+    with pytest.raises(AuthError, match="Refresh Token Not Found") as info:
+        identity.refresh(session.refresh_token)
+    assert info.value.code == "refresh_token_not_found"
+
+
+def test_an_expired_session_is_refused_with_its_code(fake_auth):
+    session = identity.sign_in_anonymously()
+    fake_auth.expire_sessions()
+    with pytest.raises(AuthError, match="token is expired") as info:
+        identity.verify(session.access_token)
+    assert info.value.code == "bad_jwt"
+    with pytest.raises(AuthError, match="Invalid Refresh Token: Session Expired") as info:
+        identity.refresh(session.refresh_token)
+    assert info.value.code == "session_expired" and not isinstance(info.value, AuthUnavailable)
+
+
+def test_a_server_clock_ahead_expires_the_access_token_but_refresh_still_works(fake_auth):
+    session = identity.sign_in_anonymously()
+    fake_auth.advance_clock(3700)
+    with pytest.raises(AuthError, match="token is expired"):
+        identity.verify(session.access_token)
+    renewed = identity.refresh(session.refresh_token)
+    assert identity.verify(renewed.access_token).user_id == session.user_id
 
 
 def test_verify_refuses_when_the_server_answers_for_another_user(fake_auth):
@@ -305,6 +192,7 @@ def test_verified_tokens_are_cached_briefly_and_sign_out_drops_them(fake_auth):
 
 
 def test_refresh_rotates_and_refuses_reuse(fake_auth):
+    fake_auth.refresh_token_reuse_interval = 0  # no grace period: a replay is refused at once
     first = identity.sign_in_anonymously()
     fake_auth.requests.clear()
 
@@ -316,12 +204,26 @@ def test_refresh_rotates_and_refuses_reuse(fake_auth):
     assert second.user_id == first.user_id and second.refresh_token != first.refresh_token
     assert identity.verify(second.access_token).user_id == first.user_id
 
-    with pytest.raises(AuthError, match="Supabase Auth refused: Invalid Refresh Token: Already Used"):
-        identity.refresh(first.refresh_token)
+    # Presenting the parent of the active token again (a client that lost the answer) gets that token back.
+    again = identity.refresh(first.refresh_token)
+    assert again.refresh_token == second.refresh_token and again.user_id == first.user_id
+
+    third = identity.refresh(second.refresh_token)
+    with pytest.raises(AuthError, match="Supabase Auth refused: Invalid Refresh Token: Already Used") as info:
+        identity.refresh(first.refresh_token)  # two rotations old: a replay
+    assert info.value.code == "refresh_token_already_used"
     with pytest.raises(AuthError, match="Already Used"):
-        identity.refresh(second.refresh_token)  # the server revoked the session on reuse
+        identity.refresh(third.refresh_token)  # the server revoked the session's whole family
     with pytest.raises(AuthError, match="Not Found"):
         identity.refresh("never-issued")
+
+
+def test_a_replay_within_the_reuse_interval_is_accepted(fake_auth):
+    first = identity.sign_in_anonymously()
+    second = identity.refresh(first.refresh_token)
+    identity.refresh(second.refresh_token)
+    replayed = identity.refresh(first.refresh_token)  # within Supabase's default 10 s reuse interval
+    assert replayed.user_id == first.user_id
 
 
 def test_upgrade_to_email_keeps_the_user_id(fake_auth):
@@ -336,9 +238,11 @@ def test_upgrade_to_email_keeps_the_user_id(fake_auth):
     assert updates[0]["authorization"] == f"Bearer {anonymous.access_token}"
     assert upgraded.user_id == anonymous.user_id
     assert upgraded.is_anonymous is False and upgraded.email == "robin@example.com"
+    assert upgraded.pending_email is None
     assert fake_auth.users[str(anonymous.user_id)]["is_anonymous"] is False
     verified = identity.verify(upgraded.access_token)
     assert verified.user_id == anonymous.user_id and verified.email == "robin@example.com"
+    assert _local_auth_user(anonymous.user_id) == (False, "robin@example.com", "robin@example.com")
 
     signed_in = identity.sign_in_with_password("robin@example.com", PASSWORD)
     assert signed_in.user_id == anonymous.user_id
@@ -348,7 +252,7 @@ def test_upgrade_to_email_keeps_the_user_id(fake_auth):
 
 def test_upgrade_with_an_expired_access_token_uses_the_rotated_refresh_token(fake_auth):
     anonymous = identity.sign_in_anonymously()
-    expired = fake_auth.issue(fake_auth.users[str(anonymous.user_id)], expires_in=-10)
+    expired = fake_auth.issue(fake_auth.users[str(anonymous.user_id)], expires_in=-10)  # the browser idled
     stale = identity.AuthSession(access_token=expired["access_token"], refresh_token=expired["refresh_token"],
                                  expires_at=expired["expires_at"], user_id=anonymous.user_id, is_anonymous=True)
 
@@ -357,6 +261,30 @@ def test_upgrade_with_an_expired_access_token_uses_the_rotated_refresh_token(fak
     assert upgraded.user_id == anonymous.user_id and upgraded.email == "late@example.com"
     assert not any("Already Used" in json.dumps(r["body"]) for r in fake_auth.requests)
     assert identity.verify(upgraded.access_token).email == "late@example.com"
+
+
+def test_upgrade_with_email_confirmation_waits_for_the_link(fake_auth):
+    fake_auth.mailer_autoconfirm = False  # Supabase's hosted default: "Confirm email" on
+    anonymous = identity.sign_in_anonymously()
+    memories.remember(Scope.service(anonymous.user_id), "favorite_color", "teal")
+
+    pending = identity.upgrade_to_email(anonymous, "confirm@example.com", PASSWORD)
+
+    assert pending.user_id == anonymous.user_id
+    assert pending.is_anonymous is True and pending.email is None and pending.pending_email == "confirm@example.com"
+    assert identity.verify(pending.access_token).pending_email == "confirm@example.com"
+    assert [m["to"] for m in fake_auth.outbox] == ["confirm@example.com"]
+    with pytest.raises(AuthError, match="Invalid login credentials"):  # not an address of the account yet
+        identity.sign_in_with_password("confirm@example.com", PASSWORD)
+
+    assert fake_auth.confirm_email("confirm@example.com") == 303  # the visitor opens the link
+    identity._verified_cache.clear()
+    assert identity.verify(pending.access_token).email == "confirm@example.com"  # the user record changed
+    elsewhere = identity.sign_in_with_password("confirm@example.com", PASSWORD)
+    assert elsewhere.user_id == anonymous.user_id and elsewhere.is_anonymous is False
+    assert [m.content for m in memories.list_memories(Scope.for_user(identity.verify(elsewhere.access_token)))] \
+        == ["teal"]
+    assert _local_auth_user(anonymous.user_id) == (False, "confirm@example.com", "confirm@example.com")
 
 
 def test_upgrade_errors_are_clear(fake_auth):
@@ -382,11 +310,32 @@ def test_wrong_password_is_refused(fake_auth):
 
 
 def test_wrong_anon_key_is_reported(fake_auth, monkeypatch):
-    monkeypatch.setenv("SUPABASE_ANON_KEY", "not-the-key")
-    config.reload_settings()
-    with pytest.raises(AuthError, match="Supabase Auth refused: Invalid API key"):
+    _point_at(monkeypatch, fake_auth.url, "not-the-key")
+    with pytest.raises(AuthError, match="Supabase Auth refused: Invalid API key; check SUPABASE_ANON_KEY"):
         identity.sign_in_anonymously()
     assert fake_auth.users == {}
+
+
+@pytest.mark.parametrize("switch, code, sentence", [
+    ("anonymous_sign_ins", "anonymous_provider_disabled",
+     "has anonymous sign-ins turned off; enable them in the Supabase dashboard under Authentication"),
+    ("disable_signup", "signup_disabled", "does not accept new users"),
+])
+def test_project_settings_that_block_anonymous_sign_in_say_what_to_change(fake_auth, switch, code, sentence):
+    setattr(fake_auth, switch, switch == "disable_signup")
+    with pytest.raises(AuthError, match=sentence) as info:
+        identity.sign_in_anonymously()
+    assert info.value.code == code and str(fake_auth.url) in str(info.value)
+    assert fake_auth.users == {}
+
+
+def test_the_anonymous_sign_in_rate_limit_is_explained(fake_auth):
+    fake_auth.anonymous_sign_ins_per_hour = 2  # Supabase's default is 30 per hour per IP
+    identity.sign_in_anonymously()
+    identity.sign_in_anonymously()
+    with pytest.raises(AuthError, match="rate-limiting sign-ins from this server \\(Request rate limit reached\\)") as info:
+        identity.sign_in_anonymously()
+    assert info.value.code == "over_request_rate_limit" and "Rate Limits" in str(info.value)
 
 
 def _closed_port() -> int:
@@ -397,12 +346,105 @@ def _closed_port() -> int:
 
 def test_server_down_gives_a_clear_message(fake_auth, monkeypatch):
     down = f"http://127.0.0.1:{_closed_port()}"
-    monkeypatch.setenv("SUPABASE_URL", down)
-    config.reload_settings()
+    _point_at(monkeypatch, down)
     for call, args in ((identity.sign_in_anonymously, ()), (identity.verify, ("a.b.c",)),
                        (identity.refresh, ("some-refresh-token",))):
-        with pytest.raises(AuthError) as info:
+        with pytest.raises(AuthUnavailable) as info:
             call(*args)
         message = str(info.value)
         assert message.startswith(f"Supabase Auth is not reachable at {down}")
-        assert "try again" in message
+        assert "check SUPABASE_URL" in message and "try again" in message
+
+
+class _NotSupabase(BaseHTTPRequestHandler):
+    """A web server that is not Supabase Auth (a wrong SUPABASE_URL), or one failing with 500."""
+
+    status = 404
+
+    def _answer(self):
+        body = b"<html>Not here</html>" if self.status == 404 else json.dumps(
+            {"code": "unexpected_failure", "message": "Unexpected failure"}).encode()
+        self.send_response(self.status)
+        self.send_header("Content-Type", "text/html" if self.status == 404 else "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("status, sentence", [(404, "did not answer like Supabase Auth; check SUPABASE_URL"),
+                                              (500, "failed \\(Unexpected failure\\); try again")])
+def test_a_wrong_url_or_a_failing_server_is_unavailable_not_a_refusal(fake_auth, monkeypatch, status, sentence):
+    handler = type("Handler", (_NotSupabase,), {"status": status})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        _point_at(monkeypatch, f"http://127.0.0.1:{server.server_address[1]}")
+        with pytest.raises(AuthUnavailable, match=sentence):
+            identity.sign_in_anonymously()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# ---------------------------------------------------------------------------
+# The stand-in itself, over raw HTTP: the parts of the contract the client hides
+# ---------------------------------------------------------------------------
+
+def _http(standin, method, path, *, body=None, headers=None, apikey=ANON_KEY):
+    request = urllib.request.Request(f"{standin.url}/auth/v1{path}", method=method,
+                                     data=json.dumps(body).encode() if body is not None else None)
+    for name, value in {**({"apikey": apikey} if apikey else {}), "Content-Type": "application/json",
+                        **(headers or {})}.items():
+        request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            raw = response.read()
+            return response.status, dict(response.headers), json.loads(raw) if raw else None
+    except urllib.error.HTTPError as exc:
+        raw = exc.read()
+        return exc.code, dict(exc.headers), json.loads(raw) if raw else None
+
+
+def test_standin_error_bodies_follow_the_requested_api_version():
+    with SupabaseAuthStandIn() as standin:
+        status, headers, body = _http(standin, "GET", "/user")
+        assert (status, body) == (401, {"code": 401, "error_code": "no_authorization",
+                                        "msg": "This endpoint requires a Bearer token"})
+        assert "X-Supabase-Api-Version" not in headers
+        status, headers, body = _http(standin, "GET", "/user", headers={"X-Supabase-Api-Version": "2024-01-01",
+                                                                        "Authorization": "Bearer x.y.z"})
+        assert status == 403 and body["code"] == "bad_jwt" and body["message"].startswith("invalid JWT")
+        assert headers["X-Supabase-Api-Version"] == "2024-01-01"
+        assert _http(standin, "GET", "/settings", apikey=None)[2] == {
+            "message": "No API key found in request", "hint": "No `apikey` request header or url param was found."}
+        assert _http(standin, "POST", "/token?grant_type=refresh_token", body={})[2] == {
+            "error": "invalid_request", "error_description": "refresh_token required"}
+
+
+def test_standin_settings_logout_scopes_and_admin_delete():
+    with SupabaseAuthStandIn() as standin:
+        assert _http(standin, "GET", "/settings")[2]["external"]["anonymous_users"] is True
+        standin.anonymous_sign_ins = False
+        assert _http(standin, "GET", "/settings")[2]["external"]["anonymous_users"] is False
+        assert _http(standin, "POST", "/signup", body={})[:3:2] == (
+            422, {"code": 422, "error_code": "anonymous_provider_disabled", "msg": "Anonymous sign-ins are disabled"})
+        standin.anonymous_sign_ins = True
+
+        user = standin.new_user(email="scopes@example.com", password=PASSWORD)
+        sessions = [_http(standin, "POST", "/token?grant_type=password",
+                          body={"email": "scopes@example.com", "password": PASSWORD})[2] for _ in range(3)]
+        bearer = [{"Authorization": f"Bearer {s['access_token']}"} for s in sessions]
+        assert _http(standin, "POST", "/logout?scope=others", headers=bearer[0])[0] == 204
+        assert [_http(standin, "GET", "/user", headers=b)[0] for b in bearer] == [200, 403, 403]
+        assert _http(standin, "POST", "/logout?scope=local", headers=bearer[0])[0] == 204
+        assert _http(standin, "GET", "/user", headers=bearer[0])[2]["error_code"] == "session_not_found"
+
+        assert _http(standin, "DELETE", f"/admin/users/{user['id']}", headers=bearer[0])[0] == 403
+        assert _http(standin, "DELETE", f"/admin/users/{user['id']}", apikey=SERVICE_ROLE_KEY,
+                     headers={"Authorization": f"Bearer {SERVICE_ROLE_KEY}"})[0] == 200
+        assert standin.user_by_email("scopes@example.com") is None
