@@ -196,26 +196,37 @@ def _collect(check: _Check, ctx: _Context, thread: threading.Thread, box: dict, 
     thread.join(max(0.0, started + limit - time.perf_counter()))
     if "result" in box:
         return box["result"]
-    return CheckResult(check.name, FAILED, f"no answer within {limit:.0f} s",
+    return CheckResult(check.name, FAILED, f"no answer within {limit:g} s",
                        f"check {', '.join(check.settings) or 'the installation'}: something did not respond",
                        settings=check.settings, seconds=time.perf_counter() - started)
 
 
 def run_checks(settings: Settings | None = None, *, depth: str = FULL, request_timeout: float | None = None,
-               llm_timeout: float | None = None) -> DoctorReport:
-    """Run every check (the database first: auth and embeddings read from it) and return the rows."""
+               llm_timeout: float | None = None, only: list[str] | None = None) -> DoctorReport:
+    """Run the checks (all, or `only` these names) and return the rows. The database runs
+    first, alone, whenever it is asked for or a check that reads it (auth, embeddings) is."""
     settings = settings or get_settings()
     if depth not in (FULL, QUICK):
         raise ValueError(f"depth must be {FULL!r} or {QUICK!r}")
+    names = set(only or [check.name for check in CHECKS])
+    unknown = names - {check.name for check in CHECKS}
+    if unknown:
+        raise ValueError(f"unknown check(s) {', '.join(sorted(unknown))}; choose from "
+                         f"{', '.join(check.name for check in CHECKS)}")
+    if names & {"auth", "embeddings"}:
+        names.add("database")
     request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
     configured_llm_timeout = getattr(settings, "llm_timeout_seconds", None)
     ctx = _Context(settings=settings, depth=depth, request_timeout=request_timeout,
                    llm_timeout=llm_timeout or configured_llm_timeout or DEFAULT_LLM_TIMEOUT)
     began, wall = time.time(), time.perf_counter()
     database, *others = CHECKS
-    ctx.database = _collect(database, ctx, *_run_check(database, ctx))
-    running = [(check, _run_check(check, ctx)) for check in others]
-    results = [ctx.database] + [_collect(check, ctx, *handle) for check, handle in running]
+    results = []
+    if database.name in names:
+        ctx.database = _collect(database, ctx, *_run_check(database, ctx))
+        results.append(ctx.database)
+    running = [(check, _run_check(check, ctx)) for check in others if check.name in names]
+    results += [_collect(check, ctx, *handle) for check, handle in running]
     return DoctorReport(results=results, depth=depth, mode=settings.mode_label, started_at=began,
                         seconds=time.perf_counter() - wall)
 
@@ -383,32 +394,45 @@ def _check_supabase_auth(ctx: _Context) -> CheckResult:
     if ctx.depth == QUICK:
         return CheckResult("auth", OK, f"Supabase Auth at {base}: reachable, anon key accepted, anonymous sign-ins "
                                        "enabled", details={"issuer": "supabase", "url": base})
-    return _try_supabase_sign_in(base, enable_fix)
+    return _try_supabase_sign_in(settings, base, enable_fix)
 
 
-def _try_supabase_sign_in(base: str, enable_fix: str) -> CheckResult:
+def _try_supabase_sign_in(settings: Settings, base: str, enable_fix: str) -> CheckResult:
     """The app's own code path (core.identity with supabase_auth): sign in, verify, sign out."""
     from core import identity
-    from core.errors import AuthError
+    from core.errors import AuthError, AuthUnavailable
 
-    issuer = identity._issuer()
+    issuer = identity.SupabaseAuthIssuer(settings.supabase_url, settings.supabase_anon_key)
     try:
         session = issuer.sign_in_anonymously()
     except AuthError as exc:
-        raise CheckFailed(f"an anonymous sign-in failed: {exc}", enable_fix) from None
+        code = getattr(exc, "code", None)
+        fix = {"anonymous_provider_disabled": enable_fix,
+               "signup_disabled": "allow new users to sign up (Authentication → Sign In / Providers)",
+               "over_request_rate_limit": "wait a few minutes, or raise Authentication → Rate Limits → anonymous "
+                                          "sign-ins"}.get(code)
+        if fix is None:
+            fix = ("check SUPABASE_URL" if isinstance(exc, AuthUnavailable)
+                   else "check SUPABASE_URL and SUPABASE_ANON_KEY belong to the same project")
+        raise CheckFailed(f"an anonymous sign-in failed: {str(exc).rstrip('.')}", fix) from None
     try:
         verified = issuer.verify(session.access_token)
     except AuthError as exc:
-        raise CheckFailed(f"Supabase issued a token it then refused: {exc}",
+        raise CheckFailed(f"Supabase issued a token it then refused: {str(exc).rstrip('.')}",
                           "check SUPABASE_URL and SUPABASE_ANON_KEY belong to the same project") from None
     finally:
         issuer.sign_out(session)
+        if settings.embedded_database:  # core.identity mirrored the test user into the local auth.users
+            from core.db import admin_connection
+
+            with admin_connection() as conn:
+                conn.execute("delete from auth.users where id = %s", (session.user_id,))
     if verified.user_id != session.user_id:
         raise CheckFailed("Supabase verified the new token as a different user",
                           "check SUPABASE_URL points at your project's own Auth API")
-    # Deleting a user needs the service-role key, which the app never holds; the test user is signed out.
+    # Deleting a hosted user needs the service-role key, which the app never holds: the test user is signed out.
     return CheckResult("auth", OK, f"Supabase Auth at {base}: anonymous sign-in, token verified, signed out "
-                                   f"(test user {str(session.user_id)[:8]} stays as an anonymous user)",
+                                   f"(test user {str(session.user_id)[:8]} stays as a signed-out anonymous user)",
                        details={"issuer": "supabase", "url": base, "test_user_id": str(session.user_id)})
 
 
@@ -1002,7 +1026,12 @@ def _main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                         help=f"per network request (default {DEFAULT_REQUEST_TIMEOUT:.0f}; the LLM's requests use "
                              f"LLM_TIMEOUT_SECONDS or {DEFAULT_LLM_TIMEOUT:.0f})")
+    parser.add_argument("--only", default=None, metavar="NAMES",
+                        help="comma-separated checks to run: " + ",".join(check.name for check in CHECKS))
     args = parser.parse_args(argv)
+    only = [name.strip().lower() for name in args.only.split(",") if name.strip()] if args.only else None
+    if only and not set(only) <= {check.name for check in CHECKS}:
+        parser.error(f"--only takes {', '.join(check.name for check in CHECKS)}")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     for noisy in ("httpx", "httpcore", "openai", "sentence_transformers", "faster_whisper"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
@@ -1014,7 +1043,7 @@ def _main(argv: list[str] | None = None) -> int:
         print(f"error: the settings do not load: {exc}", file=sys.stderr)
         return 2
     report = run_checks(settings, depth=QUICK if args.quick else FULL, request_timeout=args.timeout,
-                        llm_timeout=args.timeout)
+                        llm_timeout=args.timeout, only=only)
     print(json.dumps(report.as_dict(), default=str) if args.json else format_report(report), flush=True)
     return report.exit_code
 
