@@ -210,8 +210,8 @@ def _labels(report: doctor.DoctorReport | None) -> dict[str, str]:
 
 def _plain(text: str | None) -> str:
     """Server messages shown as text, not as markdown (brackets, stars, backticks, emoji codes)."""
-    text = (text or "").rstrip(".")
-    for char in "\\`*_[]<>#:|~$":
+    text = (text or "").rstrip(".").replace("[", "(").replace("]", ")")  # so it can sit inside :red[...]
+    for char in "\\`*_<>#:|~$":
         text = text.replace(char, "\\" + char)
     return text
 
@@ -226,7 +226,7 @@ def _check_rows() -> None:
         icon = _STATUS_ICONS[result.status] if result is not None else _PENDING_ICON
         lines.append(f"{icon} **{check.title}** · {labels[check.name]}")
         if result is not None and result.failed:
-            lines.append(f"{_plain(result.summary)}. **Fix:** {_plain(result.fix)}.")
+            lines.append(f"↳ :red[{_plain(result.summary)}.] **Fix:** {_plain(result.fix)}.")
     lines.append(":gray[:material/graphic_eq:] **VAD** · Silero VAD (local)")
     st.markdown("  \n".join(lines))
     if checks.running:
@@ -243,8 +243,9 @@ def _check_rows() -> None:
             for result in report.results:
                 st.markdown(f"{_STATUS_ICONS[result.status]} **{doctor.TITLES[result.name]}** "
                             f"({result.status}, {result.seconds:.1f} s): {_plain(result.summary)}")
-            st.caption("The quick check spends no tokens and loads no voice model; the full check is "
-                       "`make doctor`: a completion and a tool call, an anonymous sign-in, the voice models run.")
+            st.caption("The quick check (automatic) spends no tokens, creates no hosted user and loads no voice "
+                       "model. The full check is what `make doctor` runs: a completion and a tool call, an "
+                       "anonymous sign-in, the voice models loaded and run.")
     left, right = st.columns(2)
     recheck = left.button("Re-check", key="doctor_recheck", icon=":material/refresh:", disabled=checks.running,
                           width="stretch", help="Quick check: settings, reachability, credentials, database")
