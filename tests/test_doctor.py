@@ -403,3 +403,18 @@ def test_background_checks_never_block_the_caller(database_uri):
     report = runner.wait(120)
     assert report is not None and not runner.running
     assert report.depth == doctor.QUICK and report.healthy
+
+
+def test_the_checks_import_neither_streamlit_nor_livekit_agents(database_uri, livekit_api):
+    """core/ stays free of the app and the agent framework: run every check, full depth, with LiveKit
+    configured (livekit.api is the server SDK, which is allowed), then look at what was imported."""
+    code = ("import json, sys; from core import doctor; r = doctor.run_checks(); "
+            "print(json.dumps({'failed': [c.name for c in r.failed], 'modules': sorted(m for m in sys.modules "
+            "if m.split('.')[0] == 'streamlit' or m.startswith('livekit.agents') or m.startswith('livekit.plugins')"
+            " or m.startswith('agent'))}))")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **livekit_env(livekit_api.url), "LLM_MODEL": "offline",
+           "STT_MODEL": "local", "TTS_MODEL": "local"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"failed": [], "modules": []}, done.stderr[-2000:]
