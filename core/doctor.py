@@ -204,7 +204,8 @@ def _collect(check: _Check, ctx: _Context, thread: threading.Thread, box: dict, 
 def run_checks(settings: Settings | None = None, *, depth: str = FULL, request_timeout: float | None = None,
                llm_timeout: float | None = None, only: list[str] | None = None) -> DoctorReport:
     """Run the checks (all, or `only` these names) and return the rows. The database runs
-    first, alone, whenever it is asked for or a check that reads it (auth, embeddings) is."""
+    first, alone, whenever it is asked for or a check that reads it (auth, embeddings) is.
+    `settings` should be the process's settings: the core services a check calls read them too."""
     settings = settings or get_settings()
     if depth not in (FULL, QUICK):
         raise ValueError(f"depth must be {FULL!r} or {QUICK!r}")
@@ -219,6 +220,8 @@ def run_checks(settings: Settings | None = None, *, depth: str = FULL, request_t
     configured_llm_timeout = getattr(settings, "llm_timeout_seconds", None)
     ctx = _Context(settings=settings, depth=depth, request_timeout=request_timeout,
                    llm_timeout=llm_timeout or configured_llm_timeout or DEFAULT_LLM_TIMEOUT)
+    if "tts" not in names:
+        ctx.speech_ready.set()  # the STT check transcribes silence instead of waiting for speech
     began, wall = time.time(), time.perf_counter()
     database, *others = CHECKS
     results = []
@@ -235,7 +238,7 @@ def run_checks(settings: Settings | None = None, *, depth: str = FULL, request_t
 # Database
 # ---------------------------------------------------------------------------
 
-def _redacted_dsn(conninfo: str) -> str:
+def redacted_dsn(conninfo: str) -> str:
     """host:port/dbname of a connection string, never its password."""
     try:
         from psycopg.conninfo import conninfo_to_dict
@@ -256,7 +259,7 @@ def _check_database(ctx: _Context) -> CheckResult:
     from core.errors import DatabaseUnavailable
 
     settings = ctx.settings
-    where = "embedded" if settings.embedded_database else _redacted_dsn(settings.database_url)
+    where = "embedded" if settings.embedded_database else redacted_dsn(settings.database_url)
     url_fix = "check DATABASE_URL (host, port, user, password, database name) and that the server is running"
     try:
         conninfo = db.database_url()

@@ -191,7 +191,7 @@ def _labels(report: doctor.DoctorReport | None) -> dict[str, str]:
     if settings.embedded_database:
         database = "PostgreSQL (embedded)"
     else:
-        database = f"PostgreSQL at {doctor._redacted_dsn(settings.database_url)}"
+        database = f"PostgreSQL at {doctor.redacted_dsn(settings.database_url)}"
     if report is not None and report.result("database").details.get("server_version"):
         version = report.result("database").details["server_version"]
         database = database.replace("PostgreSQL", f"PostgreSQL {version}", 1)
