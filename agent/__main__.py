@@ -15,6 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(__doc__.strip())
         return 0
+    from agent import plugins
+
+    plugins.register()  # on the main thread, before any loop or worker thread exists
     if argv[0] == "chat":
         from agent.chat_cli import main as chat_main
 

@@ -27,6 +27,8 @@ from livekit.agents import llm
 from livekit.agents.llm import ChatChunk, ChoiceDelta, FunctionToolCall
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConnectOptions, NotGivenOr
 
+from agent.chat_format import instruction_of, user_words
+
 PRELOAD_HEADER = "What you already know about this user (loaded before the conversation):"
 RECALL_HEADER = "Possibly relevant memories for the user's next message"
 
@@ -658,7 +660,8 @@ def greeting_from_context(chat_ctx: llm.ChatContext) -> str:
     for item in chat_ctx.items:
         if item.type == "message" and item.role == "system":
             text = item.text_content or ""
-            if text.startswith(PRELOAD_HEADER):
+            if PRELOAD_HEADER in text:  # its own message, or merged after the instructions
+                text = text.split(PRELOAD_HEADER, 1)[1].split("<recall>", 1)[0]
                 match = re.search(r"^The user's name is (.+?)\.$", text, re.M)
                 name = match.group(1) if match else None
                 facts = len(re.findall(r"^- ", text, re.M))
@@ -738,7 +741,7 @@ class BrainStream(llm.LLMStream):
                         default=None)
         if last_user is None:
             return [], greeting_from_context(self._chat_ctx)
-        user_text = _text_of(items[last_user])
+        user_text = user_words(_text_of(items[last_user]))
         after = items[last_user + 1:]
         outputs = {item.call_id: item for item in after if item.type == "function_call_output"}
         results = []
@@ -757,6 +760,11 @@ class BrainStream(llm.LLMStream):
             # generate_reply(instructions=...) after a user turn, e.g. a greeting on a handoff
             if "greet" in _text_of(after[-1]).lower():
                 return [], greeting_from_context(self._chat_ctx)
+        instruction = instruction_of(user_text)
+        if instruction is not None:  # a per-call instruction sent as a user turn (agent/chat_format.py)
+            if "greet" in instruction.lower():
+                return [], greeting_from_context(self._chat_ctx)
+            return [], "Okay."
         intent = classify(user_text)
         if intent.calls:
             calls = [(name, args) for name, args in intent.calls if name in available]

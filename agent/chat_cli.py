@@ -16,7 +16,7 @@ import os
 import sys
 import uuid
 
-from agent.models import describe_models
+from agent.models import describe_models, llm_wait_seconds
 from core.errors import PlaygroundError
 from core.retrieval import RrfParams
 
@@ -79,6 +79,32 @@ def _resolve_user(args) -> uuid.UUID:
     return demo_user_id()
 
 
+class _OneLine(logging.Formatter):
+    """Log lines without tracebacks: the terminal gets sentences, not stack dumps."""
+
+    def formatException(self, ei) -> str:  # noqa: N802 - logging's naming
+        return ""
+
+    def format(self, record: logging.LogRecord) -> str:
+        record.exc_text = None
+        return super().format(record).rstrip()
+
+
+def _quiet_logging() -> None:
+    # Errors reach the user as the sentences printed with each turn; livekit logs its own
+    # version of the same failures (with tracebacks), so it stays silent here.
+    handler = logging.StreamHandler()
+    handler.setFormatter(_OneLine("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.ERROR, handlers=[handler], force=True)
+    for noisy in ("livekit", "livekit.agents", "livekit.plugins"):
+        logging.getLogger(noisy).setLevel(logging.CRITICAL)
+
+
+def _problems(chat, turn: int) -> list[str]:
+    events, _ = chat.events_since(0)
+    return list(dict.fromkeys(e["message"] for e in events if e["type"] == "error" and e["turn"] == turn))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agent chat",
                                      description="Text chat with the Memory Playground agent in the terminal.")
@@ -86,23 +112,23 @@ def main(argv: list[str] | None = None) -> int:
     who.add_argument("--user-id", help="act for this existing user (default: the demo user)")
     who.add_argument("--new-user", action="store_true", help="sign in a brand-new anonymous user")
     parser.add_argument("--quiet", action="store_true", help="print replies only, no tool calls or scores")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one reply")
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds to wait for one reply (default: from LLM_TIMEOUT_SECONDS and LLM_MAX_RETRIES)")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("livekit", "livekit.agents"):
-        logging.getLogger(noisy).setLevel(logging.ERROR)
+    _quiet_logging()
+    timeout = args.timeout or llm_wait_seconds(calls=4)
 
     try:
         user_id = _resolve_user(args)
+        models = describe_models()
     except PlaygroundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
     from agent.runtime import get_runtime
 
-    models = describe_models()
     print(f"Memory Playground agent: LLM {models.llm}; user {user_id}")
     if models.offline_brain:
         print(f"  ({models.help})")
@@ -110,12 +136,16 @@ def main(argv: list[str] | None = None) -> int:
     runtime = get_runtime()
     chat = runtime.open_text_session(f"cli-{uuid.uuid4().hex}", user_id)
     try:
-        greeting = chat.ready.result(timeout=args.timeout)
-    except PlaygroundError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        greeting = chat.ready.result(timeout=timeout)
+    except Exception as exc:  # noqa: BLE001 - the session could not start: say why, no traceback
+        message = str(exc) if isinstance(exc, PlaygroundError) else f"the agent could not start ({type(exc).__name__}: {exc})"
+        print(f"error: {message}", file=sys.stderr)
+        runtime.shutdown(timeout=10)
         return 2
     if greeting:
         print(f"agent> {greeting}\n")
+    for problem in _problems(chat, 0):
+        print(f"  error: {problem}\n")
 
     interactive = sys.stdin.isatty()
     last_turn = None
@@ -153,16 +183,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  unknown command {command}; /help lists them")
             continue
         try:
-            turn = chat.send(text).result(timeout=args.timeout)
+            turn = chat.send(text).result(timeout=timeout)
         except PlaygroundError as exc:
             print(f"  error: {exc}")
             continue
         except TimeoutError:
-            print("  error: no reply in time")
-            exit_code = 1
-            break
+            print(f"  error: no reply within {timeout:.0f} s; the turn goes on in the background (--timeout)")
+            continue
         last_turn = turn
-        print(f"agent> {turn.reply}")
+        if turn.reply:
+            print(f"agent> {turn.reply}")
+        for problem in dict.fromkeys(turn.problems + ([turn.error] if turn.error else [])):
+            print(f"  error: {problem}")
         if not args.quiet:
             for out in format_turn(turn):
                 print(out)
@@ -170,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("ending the session...")
     try:
-        chat.close().result(timeout=args.timeout)
+        chat.close().result(timeout=timeout)
         ps = chat.playground_session
         saved = ps is not None and ps.record is not None
         print(f"session {chat.session_id} {'saved' if saved else 'NOT saved (kept on disk for a retry)'}")

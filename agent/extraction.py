@@ -99,7 +99,9 @@ async def propose_with_llm(llm_model, user_turns: list[str]) -> list[tuple[Fact,
 
     chat_ctx = llm.ChatContext.empty()
     chat_ctx.add_message(role="user", content=EXTRACTION_PROMPT + "\n".join(f"- {t}" for t in user_turns))
-    response = await llm_model.chat(chat_ctx=chat_ctx).collect()
+    from agent.models import llm_connect_options
+
+    response = await llm_model.chat(chat_ctx=chat_ctx, conn_options=llm_connect_options()).collect()
     text = response.text.strip()
     text = text[text.find("["): text.rfind("]") + 1]
     items = json.loads(text)

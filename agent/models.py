@@ -16,13 +16,18 @@ there set ``LLM_MODEL=offline`` (or OPENAI_*) and ``STT_MODEL=local``,
 ``TTS_MODEL=local`` to keep every model on this machine.
 
 The offline STT/TTS adapters live in ``agent.local_stt`` / ``agent.local_tts``
-and are imported only when needed.
+and are imported only when needed. livekit plugins (openai, silero) are never
+imported here: they are registered at process start (``agent.plugins``) and
+taken from there.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
+
+from agent.plugins import plugin
 
 # The choice itself is made in core.config (core.doctor needs it too); re-exported here.
 from core.config import (  # noqa: F401
@@ -100,6 +105,51 @@ def describe_models(settings: Settings | None = None) -> ModelDescription:
                             llm_backend=backend, speech_backend=speech)
 
 
+def is_openai_endpoint(settings: Settings | None = None) -> bool:
+    """True when the OpenAI-compatible LLM is OpenAI's own API (no base URL, or api.openai.com)."""
+    settings = settings or get_settings()
+    if not settings.openai_base_url:
+        return True
+    return (urlsplit(settings.openai_base_url).hostname or "").lower() == "api.openai.com"
+
+
+def llm_location(settings: Settings | None = None) -> str:
+    """Where the LLM is, as people configure it: the base URL, api.openai.com, or LiveKit Inference."""
+    settings = settings or get_settings()
+    backend = llm_backend(settings)
+    if backend == "livekit":
+        return "LiveKit Inference"
+    if backend == "openai":
+        return (settings.openai_base_url or "https://api.openai.com/v1").rstrip("/")
+    return "the offline demo brain"
+
+
+def llm_connect_options(settings: Settings | None = None):
+    """Timeout and retries of every LLM request (LLM_TIMEOUT_SECONDS, LLM_MAX_RETRIES)."""
+    from livekit.agents import APIConnectOptions
+
+    settings = settings or get_settings()
+    return APIConnectOptions(max_retry=settings.llm_max_retries, retry_interval=1.0,
+                             timeout=settings.llm_timeout_seconds)
+
+
+def session_connect_options(settings: Settings | None = None):
+    """AgentSession connect options: our LLM timeout and retries, and a session that never closes
+    itself over model errors (livekit's default closes it after 3 in a row; here each failed turn
+    is reported and the person can try again or end the session)."""
+    from livekit.agents.voice.agent_session import SessionConnectOptions
+
+    return SessionConnectOptions(llm_conn_options=llm_connect_options(settings),
+                                 max_unrecoverable_errors=1_000_000)
+
+
+def llm_wait_seconds(settings: Settings | None = None, *, calls: int = 2) -> float:
+    """How long a caller should wait for a turn of `calls` model calls before giving up on it."""
+    settings = settings or get_settings()
+    per_call = settings.llm_timeout_seconds * (settings.llm_max_retries + 1) + settings.llm_max_retries
+    return max(120.0, calls * per_call + 30.0)
+
+
 def build_llm(settings: Settings | None = None):
     settings = settings or get_settings()
     backend = llm_backend(settings)
@@ -109,14 +159,18 @@ def build_llm(settings: Settings | None = None):
         return inference.LLM(model=settings.llm_model or DEFAULT_INFERENCE_LLM,
                              api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
     if backend == "openai":
-        from livekit.plugins import openai
+        import httpx2
 
+        openai = plugin("openai")
         kwargs: dict[str, Any] = {"model": settings.llm_model or DEFAULT_OPENAI_LLM}
         if settings.openai_base_url:
             kwargs["base_url"] = settings.openai_base_url
         # local servers (Ollama, LM Studio) ignore the key but the client insists on one
         kwargs["api_key"] = settings.openai_api_key or "not-needed"
-        return openai.LLM(**kwargs)
+        # the client's own timeout (model listing); each completion uses llm_connect_options()
+        kwargs["timeout"] = httpx2.Timeout(settings.llm_timeout_seconds)
+        # strict tool schemas are OpenAI's feature; other servers reject or misread the field
+        return openai.LLM(**kwargs, _strict_tool_schema=is_openai_endpoint(settings))
     from agent.brain import OfflineBrain
 
     return OfflineBrain()
@@ -131,9 +185,7 @@ def build_stt(settings: Settings | None = None):
         return inference.STT(model=settings.stt_model or DEFAULT_INFERENCE_STT,
                              api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
     if backend == "openai":
-        from livekit.plugins import openai
-
-        return openai.STT(model=settings.stt_model or DEFAULT_OPENAI_STT, api_key=settings.openai_api_key)
+        return plugin("openai").STT(model=settings.stt_model or DEFAULT_OPENAI_STT, api_key=settings.openai_api_key)
     from agent.local_stt import LocalWhisperSTT  # written alongside the voice pipeline
 
     return LocalWhisperSTT()
@@ -148,15 +200,11 @@ def build_tts(settings: Settings | None = None):
         return inference.TTS(model=settings.tts_model or DEFAULT_INFERENCE_TTS,
                              api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
     if backend == "openai":
-        from livekit.plugins import openai
-
-        return openai.TTS(model=settings.tts_model or DEFAULT_OPENAI_TTS, api_key=settings.openai_api_key)
+        return plugin("openai").TTS(model=settings.tts_model or DEFAULT_OPENAI_TTS, api_key=settings.openai_api_key)
     from agent.local_tts import LocalPiperTTS  # written alongside the voice pipeline
 
     return LocalPiperTTS()
 
 
 def build_vad():
-    from livekit.plugins import silero
-
-    return silero.VAD.load()
+    return plugin("silero").VAD.load()

@@ -8,12 +8,17 @@ user id, so the model can never act for someone else.
 
 Context the model gets:
 
-* **Preload** (before the first word): profile and every remembered fact, as
-  a system message in the initial chat context (see :func:`load_preload`).
+* **Preload** (before the first word): profile and every remembered fact, in
+  the initial chat context (see :func:`load_preload`); each model call sends
+  it inside the one leading system message, after the instructions.
 * **Per-turn recall**: before each reply, a hybrid search with the user's
-  words; the top hits go in as a system message placed just before the
-  user's message. It has a time budget: when the search is slower, the turn
-  goes on without it and a ``retrieval`` event records the skip.
+  words; the top hits go in front of the user's message, in ``<recall>``
+  tags. It has a time budget: when the search is slower, the turn goes on
+  without it and a ``retrieval`` event records the skip.
+
+Every model call goes through :func:`agent.chat_format.shape`, which gives
+the request the form every common chat template accepts (one leading system
+message, a user turn, alternating turns); the stored history is not changed.
 
 Each tool call, retrieval and turn is published on the agent's
 :class:`~agent.events.EventBus` (see ``agent/events.py`` for the schema).
@@ -33,6 +38,7 @@ from typing import Any
 from livekit.agents import Agent, ModelSettings, RunContext, ToolError, function_tool, llm
 
 from agent.brain import PRELOAD_HEADER, RECALL_HEADER
+from agent.chat_format import DEFAULT_RECALL_PLACEMENT, PRELOAD_MESSAGE_ID, RecallPlacement, shape
 from agent.events import EventBus
 from core import memories, orders, profiles, retrieval
 from core.db import Scope, parse_user_id
@@ -96,6 +102,7 @@ class PlaygroundAgent(Agent):
         recall_inject: int = 3,
         filler_delay: float = 0.5,
         instructions: str = INSTRUCTIONS,
+        recall_placement: RecallPlacement = DEFAULT_RECALL_PLACEMENT,
     ) -> None:
         self.user_id = parse_user_id(user_id)
         self.scope = Scope.service(self.user_id)
@@ -110,10 +117,12 @@ class PlaygroundAgent(Agent):
         self.preload = preload
         self.memories_written: list[dict[str, Any]] = []
         self.profile_updates: list[dict[str, Any]] = []
-        self._recall_messages: OrderedDict[str, llm.ChatMessage | None] = OrderedDict()
+        self.recall_placement = recall_placement
+        self.greeting_instruction: str | None = None  # what the greeting was generated from
+        self._recalls: OrderedDict[str, str | None] = OrderedDict()  # user message id -> recall block text
         chat_ctx = llm.ChatContext.empty()
         if preload is not None:
-            chat_ctx.add_message(role="system", content=preload_message(preload))
+            chat_ctx.add_message(role="system", content=preload_message(preload), id=PRELOAD_MESSAGE_ID)
         super().__init__(instructions=instructions, chat_ctx=chat_ctx)
 
     def set_rrf(self, params: RrfParams) -> RrfParams:
@@ -126,13 +135,13 @@ class PlaygroundAgent(Agent):
         if self.preload is None:  # not loaded by the caller: load it now, before the first word
             self.preload = await asyncio.to_thread(load_preload, self.user_id)
             chat_ctx = self.chat_ctx.copy()
-            chat_ctx.add_message(role="system", content=preload_message(self.preload))
+            chat_ctx.add_message(role="system", content=preload_message(self.preload), id=PRELOAD_MESSAGE_ID)
             await self.update_chat_ctx(chat_ctx)
         if self.greet:
             name = self.preload.profile.name if self.preload else None
             who = f"by name ({name})" if name else "warmly (you don't know their name yet)"
-            self.session.generate_reply(
-                instructions=f"Greet the user {who} in one short sentence and offer to help.")
+            self.greeting_instruction = f"Greet the user {who} in one short sentence and offer to help."
+            self.session.generate_reply(instructions=self.greeting_instruction)
 
     # ------------------------------------------------------------------ per-turn recall
 
@@ -149,28 +158,27 @@ class PlaygroundAgent(Agent):
                              if item.type == "message" and item.role == "user"), None)
         if user_message is not None:
             await self._prepare_turn(chat_ctx, user_message)
-        async for chunk in Agent.default.llm_node(self, chat_ctx, tools, model_settings):
+        request = self.shape_request(chat_ctx)
+        async for chunk in Agent.default.llm_node(self, request, tools, model_settings):
             yield chunk
 
+    def shape_request(self, chat_ctx: llm.ChatContext) -> llm.ChatContext:
+        """The context one model call sends: `chat_ctx` in the form every chat template accepts,
+        with each user turn's recall in front of it (agent/chat_format.py)."""
+        return shape(chat_ctx, recalls=self._recalls, opening_instruction=self.greeting_instruction,
+                     recall_placement=self.recall_placement)
+
     async def _prepare_turn(self, chat_ctx: llm.ChatContext, message: llm.ChatMessage) -> None:
+        """Once per user message: start its turn on the event bus and run its recall."""
         text = (message.text_content or "").strip()
         self.bus.begin_user_turn(message.id, text)
-        if message.id not in self._recall_messages:
-            self._recall_messages[message.id] = await self.recall(text, created_at=message.created_at)
-            while len(self._recall_messages) > 64:
-                self._recall_messages.popitem(last=False)
-        recall_message = self._recall_messages[message.id]
-        if recall_message is None or chat_ctx.get_by_id(recall_message.id) is not None:
-            return
-        index = chat_ctx.index_by_id(message.id)
-        if index is None:
-            # on_user_turn_completed: the message joins turn_ctx later, sorted by time, after this one
-            chat_ctx.insert(recall_message)
-        else:
-            chat_ctx.items.insert(index, recall_message)
+        if message.id not in self._recalls:
+            self._recalls[message.id] = await self.recall(text)
+            while len(self._recalls) > 256:  # a very long call: the oldest turns lose their block
+                self._recalls.popitem(last=False)
 
-    async def recall(self, text: str, *, created_at: float | None = None) -> llm.ChatMessage | None:
-        """Hybrid-search memories with the user's words; a system message with the top hits, or None."""
+    async def recall(self, text: str) -> str | None:
+        """Hybrid-search memories with the user's words; the recall text with the top hits, or None."""
         started = time.perf_counter()
         params = self.rrf
         base = {"source": "memories", "trigger": "per_turn_recall", "query": text, "mode": "hybrid",
@@ -208,10 +216,7 @@ class PlaygroundAgent(Agent):
             return None
         lines = [f"{RECALL_HEADER} (hybrid search, best first; use them only if they help):"]
         lines += [f"- {hit.memory_type}: {hit.content}" for hit in injected]
-        message = llm.ChatMessage(role="system", content=["\n".join(lines)])
-        if created_at is not None:
-            message.created_at = created_at - 1e-4  # sorts just before the user's message
-        return message
+        return "\n".join(lines)
 
     # ------------------------------------------------------------------ tool plumbing
 

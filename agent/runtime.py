@@ -73,7 +73,12 @@ class TurnResult:
     messages: list[str]  # every assistant message this turn, fillers included
     events: list[dict[str, Any]]  # this turn's events (schema: agent/events.py)
     timings: dict[str, float]  # total_ms, recall_ms, llm_ttft_ms, tools_ms, ...
-    error: str | None = None  # set when the turn failed; `reply` then says so
+    error: str | None = None  # why the turn failed (one sentence to show); `reply` is then "" or partial
+
+    @property
+    def problems(self) -> list[str]:
+        """Every error published for this turn (a failed model call, a tool call the model got wrong)."""
+        return [e["message"] for e in self.events if e["type"] == "error"]
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
@@ -200,9 +205,11 @@ class ChatSession:
                 result = await ps.run_text(text)
                 messages = [ev.item.text_content for ev in result.events
                             if ev.type == "message" and ev.item.role == "assistant" and ev.item.text_content]
-            except Exception as exc:  # the model or a plugin failed; the conversation goes on
+            except PlaygroundError as exc:  # the model failed (TurnFailed: the sentence); the conversation goes on
+                error = str(exc)
+            except Exception as exc:  # anything else around the model: same, with a generic sentence
                 log.exception("turn failed in session %s", ps.session_id)
-                error = str(exc) if isinstance(exc, PlaygroundError) else f"The agent failed to answer ({type(exc).__name__})."
+                error = f"The agent failed to answer ({type(exc).__name__}); the server log has the details."
             total_ms = (time.perf_counter() - started) * 1000
             turn = ps.bus.turn
             ps.bus.metric("turn_total_ms", total_ms)
@@ -220,7 +227,10 @@ class ChatSession:
         tools = [e["duration_ms"] for e in events if e["type"] == "tool_call"]
         if tools:
             timings["tools_ms"] = round(sum(tools), 2)
-        reply = messages[-1] if messages else ("Sorry, something went wrong: " + error if error else "")
+        problems = [e["message"] for e in events if e["type"] == "error"]
+        if error is None and problems and not messages:
+            error = problems[-1]  # e.g. only unknown tools were called: nothing was said
+        reply = messages[-1] if messages else ""
         return TurnResult(turn=turn, user_text=text, reply=reply, messages=messages, events=events,
                           timings=timings, error=error)
 

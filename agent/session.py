@@ -25,11 +25,11 @@ from typing import Any
 
 from livekit.agents import AgentSession, llm as lk_llm
 
-from agent import reports
+from agent import llm_failures, reports
 from agent.brain import OfflineBrain
 from agent.events import EventBus, EventSink
 from agent.extraction import extract_facts
-from agent.models import build_llm, describe_models
+from agent.models import build_llm, describe_models, session_connect_options
 from agent.playground_agent import PlaygroundAgent, load_preload
 from core import memories
 from core.db import parse_user_id
@@ -42,6 +42,10 @@ log = logging.getLogger(__name__)
 # message-level metrics (livekit's MetricsReport) -> our metric names, in ms
 _USER_METRICS = {"end_of_turn_delay": "eou_delay_ms", "transcription_delay": "transcription_delay_ms"}
 _ASSISTANT_METRICS = {"llm_node_ttft": "llm_ttft_ms", "tts_node_ttfb": "tts_ttfb_ms", "e2e_latency": "e2e_ms"}
+
+
+class TurnFailed(PlaygroundError):
+    """A turn the model (or a tool around it) failed; ``str()`` is the sentence to show."""
 
 
 def new_session_id(mode: str) -> str:
@@ -103,9 +107,32 @@ def publish_session_events(session: AgentSession, bus: EventBus) -> None:
     @session.on("error")
     def _error(ev) -> None:
         error = ev.error
-        message = str(getattr(error, "error", error))
-        bus.emit("error", message=message, where=type(ev.source).__name__,
-                 recoverable=bool(getattr(error, "recoverable", False)))
+        if getattr(error, "recoverable", False):
+            return  # a failed attempt that livekit retries (LLM_MAX_RETRIES); only the outcome counts
+        cause = getattr(error, "error", error)
+        kind = getattr(error, "type", "")
+        if kind == "llm_error":
+            bus.emit("error", message=llm_failures.describe(cause), where="llm", kind=llm_failures.kind(cause),
+                     recoverable=False)
+        else:
+            what = {"stt_error": "speech-to-text model (STT_MODEL)", "tts_error": "text-to-speech model (TTS_MODEL)"}
+            bus.emit("error", message=f"The {what.get(kind, type(ev.source).__name__)} failed "
+                                      f"({type(cause).__name__}): check its settings and try again.",
+                     where=kind.removesuffix("_error") or type(ev.source).__name__, recoverable=False)
+
+    @session.on("function_tools_executed")
+    def _tools(ev) -> None:
+        # tool calls the model got wrong never reach our tools (livekit answers them with an error)
+        for call, output in zip(ev.function_calls, ev.function_call_outputs):
+            said = (output.output or "") if output is not None and output.is_error else ""
+            unknown = said.startswith("Unknown function:")
+            if not (unknown or said.startswith("Error parsing arguments for")):
+                continue
+            message = llm_failures.tool_call_problem(call.name, unknown=unknown)
+            bus.emit("tool_call", name=call.name, arguments={"raw": call.arguments}, output=None, error=said,
+                     duration_ms=0.0)
+            bus.emit("error", message=message, where="llm", kind="unknown_tool" if unknown else "tool_arguments",
+                     recoverable=True)
 
 
 class PlaygroundSession:
@@ -135,7 +162,7 @@ class PlaygroundSession:
         self.rrf = rrf
         self.greet = greet
         self.agent_options = dict(agent_options or {})
-        options: dict[str, Any] = {"llm": self.llm}
+        options: dict[str, Any] = {"llm": self.llm, "conn_options": session_connect_options()}
         if mode == "text":
             # typed turns only: no audio, no turn detector, nobody "away"
             options.update(vad=None, turn_handling={"turn_detection": "manual"}, user_away_timeout=None)
@@ -172,13 +199,40 @@ class PlaygroundSession:
         if not self.greet:
             await self.session.start(self.agent, **kwargs)
             return None
-        greeting = await self.session.start(self.agent, capture_run=True, **kwargs)
+        try:
+            greeting = await self.session.start(self.agent, capture_run=True, **kwargs)
+        except Exception as exc:
+            if self.session.agent_state == "initializing":
+                raise  # the session itself did not start (room, audio): the caller reports it
+            # the model failed on the greeting: the conversation goes on without one
+            self._note_failure(exc, turn=0)
+            return None
         texts = [ev.item.text_content for ev in greeting.events if ev.type == "message"]
         return " ".join(t for t in texts if t) or None
 
+    def _note_failure(self, exc: BaseException, *, turn: int | None = None) -> str:
+        """Make sure a failed turn carries an error event (livekit's error event usually made it
+        already, see publish_session_events); returns the sentence to show."""
+        message = str(exc) if isinstance(exc, PlaygroundError) else llm_failures.describe(exc)
+        turn = self.bus.turn if turn is None else turn
+        existing = [e for e in self.bus.events if e["type"] == "error" and e["turn"] == turn]
+        if existing:
+            message = existing[-1]["message"]
+        else:
+            self.bus.emit("error", message=message, where="llm" if not isinstance(exc, PlaygroundError) else "agent",
+                          kind=llm_failures.kind(exc), recoverable=False, turn=turn)
+        log.warning("session %s, turn %s failed: %s", self.session_id, turn, message)
+        return message
+
     async def run_text(self, text: str):
-        """One typed turn; returns livekit's RunResult (its events are this turn's chat items)."""
-        return await self.session.run(user_input=text)
+        """One typed turn; returns livekit's RunResult (its events are this turn's chat items).
+
+        A failed turn raises :class:`TurnFailed` with the sentence to show (also published as an
+        ``error`` event for the turn); the session stays open for the next turn."""
+        try:
+            return await self.session.run(user_input=text)
+        except Exception as exc:
+            raise TurnFailed(self._note_failure(exc)) from exc
 
     def set_rrf(self, params: RrfParams) -> RrfParams:
         self.rrf = params.validated()

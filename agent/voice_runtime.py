@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import importlib
 import logging
-import sys
 import statistics
 import threading
 import time
@@ -39,6 +37,7 @@ import numpy as np
 from livekit.agents.voice import io
 
 from agent.events import QueueSink
+from agent.plugins import plugin
 from agent.voice_io import SILENCE_DBFS, WEBRTC_FRAME_SAMPLES, WebRTCAudioInput, WebRTCAudioOutput
 from core.errors import InvalidInput
 
@@ -64,29 +63,6 @@ LATENCY_METRICS = ("eou_delay_ms", "transcription_delay_ms", "stt_ms", "recall_m
 
 _vad = None
 _vad_lock = threading.Lock()
-_plugin_import_lock = threading.Lock()
-
-
-def import_plugin(module: str):
-    """Import a livekit plugin package from any thread.
-
-    livekit refuses to register a plugin off the main thread (its worker CLI lists
-    them there to download their files). Streamlit runs pages, and the runtime runs
-    sessions, in other threads, so register the plugin without that check here.
-    """
-    if module in sys.modules or threading.current_thread() is threading.main_thread():
-        return importlib.import_module(module)
-    from livekit.agents.plugin import Plugin
-
-    with _plugin_import_lock:
-        if module in sys.modules:
-            return sys.modules[module]
-        check = Plugin.__dict__["register_plugin"]
-        Plugin.register_plugin = classmethod(lambda cls, plugin: cls.registered_plugins.append(plugin))
-        try:
-            return importlib.import_module(module)
-        finally:
-            Plugin.register_plugin = check
 
 
 def shared_vad():
@@ -94,7 +70,7 @@ def shared_vad():
     global _vad
     with _vad_lock:
         if _vad is None:
-            silero = import_plugin("livekit.plugins.silero")
+            silero = plugin("silero")  # registered at process start (agent.plugins)
             _vad = silero.VAD.load(min_silence_duration=VAD_MIN_SILENCE, min_speech_duration=VAD_MIN_SPEECH,
                                    activation_threshold=VAD_ACTIVATION)
         return _vad

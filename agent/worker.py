@@ -83,9 +83,12 @@ async def begin_job(ctx: JobContext) -> JobStart:
 
 
 def prewarm(proc: JobProcess) -> None:
-    """Once per worker process: the VAD and the embedding model."""
+    """Once per worker process: the plugins (already preloaded by livekit's forkserver), the VAD
+    and the embedding model."""
+    from agent import plugins
     from core import embeddings
 
+    plugins.register()
     proc.userdata["vad"] = build_vad()
     embeddings.get_model()
 

@@ -133,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from agent import plugins
+
+    plugins.register()  # on the main thread, before the voice run starts the agent's loop thread
 
     started = time.time()
     before = machine()

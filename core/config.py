@@ -74,6 +74,12 @@ class Settings(BaseSettings):
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     llm_model: str | None = None
+    # Seconds to wait for the LLM (connect, and each wait for the next streamed bytes). A local
+    # server loads the model on its first request, and a CPU works through our instructions and
+    # tool schemas before the first token: 60 s covers a cold 7-8B model on a laptop.
+    llm_timeout_seconds: float = Field(60.0, gt=0, le=600)
+    llm_max_retries: int = Field(1, ge=0, le=10, description="Retries of a failed LLM request (connection "
+                                 "errors, timeouts, 429, 5xx) before the turn fails.")
     stt_model: str | None = None
     tts_model: str | None = None
     # JSON list of RTCIceServer objects for the browser <-> app WebRTC call; unset = loopback/LAN only.

@@ -217,7 +217,7 @@ def run_checks(settings: Settings | None = None, *, depth: str = FULL, request_t
     if names & {"auth", "embeddings"}:
         names.add("database")
     request_timeout = request_timeout or DEFAULT_REQUEST_TIMEOUT
-    configured_llm_timeout = getattr(settings, "llm_timeout_seconds", None)
+    configured_llm_timeout = settings.llm_timeout_seconds
     ctx = _Context(settings=settings, depth=depth, request_timeout=request_timeout,
                    llm_timeout=llm_timeout or configured_llm_timeout or DEFAULT_LLM_TIMEOUT)
     if "tts" not in names:

@@ -9,6 +9,7 @@ import time
 
 import streamlit as st
 
+from agent.models import llm_wait_seconds
 from core.errors import InvalidInput
 from ui import auth, chat_state, rrf
 from ui.errors import reported, show_error
@@ -51,10 +52,13 @@ def _render_message(turn: Turn) -> None:
     if turn.user_text:
         with st.chat_message("user"):
             st.markdown(turn.user_text)
-    if turn.assistant_texts or turn.tool_calls:
+    if turn.assistant_texts or turn.tool_calls or turn.errors:
         # keyed so the browser tests (and CSS) can tell a finished turn from the live status
         with st.container(key=f"chat_turn_{turn.number}"), st.chat_message("assistant"):
-            st.markdown(turn.assistant_text or "…")
+            if turn.assistant_texts or not turn.errors:
+                st.markdown(turn.assistant_text or "…")
+            for message in dict.fromkeys(turn.errors):
+                st.error(message, icon=":material/error:")
             if turn.number > 0:
                 with st.expander(f":material/insights: {turn.summary}"):
                     render_tool_calls(turn)
@@ -67,7 +71,7 @@ def _wait_for_turn(chat, future, cursor: int) -> None:
     """Show the agent's steps live while the turn runs (tool calls appear as they happen)."""
     with st.chat_message("assistant"):
         with st.status("Thinking…", expanded=True) as status:
-            deadline = time.monotonic() + TURN_TIMEOUT_SECONDS
+            deadline = time.monotonic() + max(TURN_TIMEOUT_SECONDS, llm_wait_seconds())
             while not future.done() and time.monotonic() < deadline:
                 events, cursor = chat.events_since(cursor)
                 for event in events:
@@ -79,7 +83,7 @@ def _wait_for_turn(chat, future, cursor: int) -> None:
                 time.sleep(0.05)
             if not future.done():
                 status.update(label="The agent is still working", state="error")
-                st.warning("The agent has not answered within two minutes. Its answer will appear here when it "
+                st.warning("The agent has not answered yet. Its answer will appear here when it "
                            "is ready; you can also end the session and start again.")
                 st.stop()
             try:
@@ -92,8 +96,11 @@ def _wait_for_turn(chat, future, cursor: int) -> None:
                 status.update(label="The turn failed", state="error")
                 show_error(exc)
                 st.stop()
-            status.update(label=f"Answered in {ms(result.timings.get('total_ms'))}", state="complete",
-                          expanded=False)
+            if result.error:
+                status.update(label="The turn failed", state="error", expanded=False)
+            else:
+                status.update(label=f"Answered in {ms(result.timings.get('total_ms'))}", state="complete",
+                              expanded=False)
     st.session_state[_INSPECT] = None  # follow the newest turn
     st.rerun()
 

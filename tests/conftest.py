@@ -24,6 +24,12 @@ for _name in ("DATABASE_URL", "SUPABASE_URL", "SUPABASE_ANON_KEY", "SUPABASE_JWT
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from core import config, db, identity  # noqa: E402
+
+# pytest's process registers the livekit plugins at start, as every entry point does
+# (agent/plugins.py); the subprocess tests prove the entry points themselves.
+from agent import plugins as _plugins  # noqa: E402
+
+_plugins.register()
 from core.db import Scope  # noqa: E402
 
 

@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import socket
 import threading
 import time
 import uuid
@@ -60,7 +61,6 @@ DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_API_KEY = "sk-standin-test-key"
 FAULTS = ("unauthorized", "rate_limited", "server_error", "slow", "cut", "malformed_arguments", "unknown_tool")
 EXTRACTION_MARKER = "list at most 5 lasting facts about the user"
-RECALL_BLOCK = re.compile(r"^\s*<recall>.*?</recall>\s*", re.S)
 ARGUMENT_PIECE = 7  # characters of tool-call arguments per streamed delta
 
 
@@ -129,8 +129,12 @@ def check_messages(messages: list[dict[str, Any]], *, templates: bool = True) ->
 # ---------------------------------------------------------------------------
 
 def user_words(content: Any) -> str:
-    """A user message's own words, past any recall block placed before them."""
-    return RECALL_BLOCK.sub("", _text(content)).strip()
+    """The latest words of a user message: past any recall block, the last paragraph (user messages
+    merged after a failed turn hold both)."""
+    text = _text(content)
+    if "</recall>" in text:
+        text = text.rsplit("</recall>", 1)[1]
+    return text.strip().rsplit("\n\n", 1)[-1].strip()
 
 
 def _tool_results(messages: list[dict[str, Any]], after: int) -> list[tuple[str, dict, str, bool]]:
@@ -185,8 +189,8 @@ def script(body: dict[str, Any]) -> tuple[list[tuple[str, dict]], str]:
         return [], _greeting(system_text)
     last = users[-1]
     said = user_words(messages[last].get("content"))
-    if EXTRACTION_MARKER in said and not offered:
-        return [], _extraction_answer(said)
+    if EXTRACTION_MARKER in _text(messages[last].get("content")) and not offered:
+        return [], _extraction_answer(_text(messages[last].get("content")))
     results = _tool_results(messages, last)
     if results:
         more = [(name, args) for name, args in follow_up(said, results) if name in offered]
@@ -222,6 +226,7 @@ class OpenAIStandIn:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._release = threading.Event()  # ends `slow` waits early when the server stops
+        self._connections: set = set()  # open client sockets, closed by stop() like a real shutdown
         self.port: int | None = None
 
     # ---- lifecycle -------------------------------------------------------------
@@ -245,6 +250,13 @@ class OpenAIStandIn:
         if httpd is not None:
             httpd.shutdown()
             httpd.server_close()
+        with self._lock:
+            connections, self._connections = list(self._connections), set()
+        for connection in connections:  # kept-alive connections would otherwise still be served
+            try:
+                connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
@@ -332,6 +344,25 @@ def _handler_for(server: OpenAIStandIn):
 
         def log_message(self, *args) -> None:  # quiet: tests read the records instead
             pass
+
+        def setup(self) -> None:
+            super().setup()
+            with server._lock:
+                server._connections.add(self.connection)
+
+        def finish(self) -> None:
+            with server._lock:
+                server._connections.discard(self.connection)
+            try:
+                super().finish()
+            except OSError:
+                pass
+
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (its timeout) or the server was stopped
 
         # ---- plumbing ------------------------------------------------------------
 

@@ -188,7 +188,12 @@ async def test_preload_puts_profile_and_memories_in_context_and_greets_by_name(n
         message = greeting.expect.next_event().is_message(role="assistant").event().item.text_content
         greeting.expect.no_more_events()
     assert message.startswith("Welcome back, Priya!")
-    assert brain.last_chat_ctx.items[1].text_content == context  # the model saw the preload
+    # the model saw one leading system message: the instructions, then the preload
+    sent = [item for item in brain.last_chat_ctx.items if item.type == "message"]
+    assert [m.role for m in sent] == ["system", "user"]
+    assert sent[0].text_content.startswith("You are the Memory Playground agent")
+    assert sent[0].text_content.endswith(context)
+    assert sent[1].text_content.startswith("<instructions>\nGreet the user by name (Priya)")  # a user turn
 
 
 async def test_preload_without_a_preload_argument_loads_it_on_enter(new_user):
@@ -211,10 +216,12 @@ async def test_per_turn_recall_goes_in_before_the_users_message(new_user):
     async with agent_session(user.user_id) as run:
         await run.session.run(user_input="what car do I drive?")
         items = run.brain.last_chat_ctx.items
-        user_index = max(i for i, item in enumerate(items) if item.type == "message" and item.role == "user")
-        recall = items[user_index - 1]
-        assert recall.role == "system" and recall.text_content.startswith(RECALL_HEADER)
-        assert recall.text_content.splitlines()[1] == "- car: Drives a blue 2019 Subaru Outback"
+        user = [item for item in items if item.type == "message" and item.role == "user"][-1]
+        lines = user.text_content.splitlines()
+        assert lines[0] == "<recall>" and lines[1].startswith(RECALL_HEADER)
+        assert lines[2] == "- car: Drives a blue 2019 Subaru Outback"
+        assert user.text_content.endswith("</recall>\n\nwhat car do I drive?")
+        assert sum(item.type == "message" and item.role == "system" for item in items) == 1
         event = run.events("retrieval")[0]
     assert event["trigger"] == "per_turn_recall" and event["skipped"] is False and event["turn"] == 1
     top = event["hits"][0]
@@ -225,17 +232,20 @@ async def test_per_turn_recall_goes_in_before_the_users_message(new_user):
 
 
 async def test_per_turn_recall_in_the_voice_hook(new_user):
-    """Voice turns go through on_user_turn_completed: the hit lands in turn_ctx ahead of the message."""
+    """Voice turns go through on_user_turn_completed: the recall runs there, and the model call
+    that follows puts the hit in front of the user's message."""
     user = new_user()
     memories.remember(user.scope, "home_city", "Denver, Colorado")
     agent = PlaygroundAgent(user.user_id, preload=load_preload(user.user_id))
     turn_ctx = agent.chat_ctx.copy()
     message = llm.ChatMessage(role="user", content=["where do I live?"])
     await agent.on_user_turn_completed(turn_ctx, message)
-    turn_ctx.insert(message)  # what livekit does next
-    assert [item.role for item in turn_ctx.items[-2:]] == ["system", "user"]
-    assert "- home_city: Denver, Colorado" in turn_ctx.items[-2].text_content
     assert agent.bus.turn == 1
+    turn_ctx.insert(message)  # what livekit does next
+    sent = agent.shape_request(turn_ctx).items
+    assert [item.role for item in sent] == ["system", "user"]
+    assert "- home_city: Denver, Colorado" in sent[1].text_content.split("</recall>")[0]
+    assert sent[1].text_content.endswith("</recall>\n\nwhere do I live?")
 
 
 async def test_recall_over_budget_is_skipped_and_recorded(new_user):
@@ -246,7 +256,7 @@ async def test_recall_over_budget_is_skipped_and_recorded(new_user):
         assert "teal" in reply_text(result)  # the turn went on without the recall
         items = run.brain.last_chat_ctx.items
         event = run.events("retrieval")[0]
-    assert not any(item.type == "message" and RECALL_HEADER in (item.text_content or "") for item in items)
+    assert not any(item.type == "message" and "<recall>" in (item.text_content or "") for item in items)
     assert event["skipped"] is True and "budget" in event["skip_reason"] and event["hits"] == []
 
 

@@ -26,8 +26,13 @@ class Turn:
         return "\n\n".join(text for text in self.assistant_texts if text)
 
     @property
+    def failed(self) -> bool:
+        """Something went wrong in this turn (a failed model call, a tool call the model got wrong)."""
+        return bool(self.errors)
+
+    @property
     def summary(self) -> str:
-        parts = []
+        parts = ["failed"] if self.failed else []
         if self.tool_calls:
             names = ", ".join(dict.fromkeys(call.get("name") or "?" for call in self.tool_calls))
             parts.append(f"{len(self.tool_calls)} tool call{'s' if len(self.tool_calls) != 1 else ''} ({names})")
