@@ -100,6 +100,21 @@ def _quiet_logging() -> None:
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
 
 
+def _check_settings() -> None:
+    """Read the settings once; a value that does not parse is a startup error with its name."""
+    from pydantic import ValidationError
+
+    from core.config import get_settings
+
+    try:
+        get_settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = str(first["loc"][0]).upper() if first.get("loc") else "a setting"
+        raise PlaygroundError(f"{name}: {first['msg']} (got {first.get('input')!r}); fix it in the environment, "
+                              ".env or .streamlit/secrets.toml.") from None
+
+
 def _problems(chat, turn: int) -> list[str]:
     events, _ = chat.events_since(0)
     return list(dict.fromkeys(e["message"] for e in events if e["type"] == "error" and e["turn"] == turn))
@@ -118,14 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     _quiet_logging()
-    timeout = args.timeout or llm_wait_seconds(calls=4)
 
     try:
+        _check_settings()
         user_id = _resolve_user(args)
         models = describe_models()
     except PlaygroundError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    timeout = args.timeout or llm_wait_seconds(calls=4)
 
     from agent.runtime import get_runtime
 

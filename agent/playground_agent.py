@@ -41,6 +41,7 @@ from agent.brain import PRELOAD_HEADER, RECALL_HEADER
 from agent.chat_format import DEFAULT_RECALL_PLACEMENT, PRELOAD_MESSAGE_ID, RecallPlacement, shape
 from agent.events import EventBus
 from core import memories, orders, profiles, retrieval
+from core.config import get_settings
 from core.db import Scope, parse_user_id
 from core.errors import DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound, PlaygroundError
 from core.profiles import Preload
@@ -97,7 +98,7 @@ class PlaygroundAgent(Agent):
         session_id: str | None = None,
         rrf: RrfParams | None = None,
         greet: bool = True,
-        recall_budget_ms: float = 250.0,
+        recall_budget_ms: float | None = None,
         recall_limit: int = 5,
         recall_inject: int = 3,
         filler_delay: float = 0.5,
@@ -110,7 +111,7 @@ class PlaygroundAgent(Agent):
         self.bus = bus or EventBus(self.session_id)
         self.rrf = (rrf or RrfParams.from_settings()).validated()
         self.greet = greet
-        self.recall_budget_ms = recall_budget_ms
+        self.recall_budget_ms = recall_budget_ms if recall_budget_ms is not None else get_settings().recall_budget_ms
         self.recall_limit = recall_limit
         self.recall_inject = recall_inject
         self.filler_delay = filler_delay

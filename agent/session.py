@@ -152,6 +152,7 @@ class PlaygroundSession:
         room_name: str | None = None,
         session_options: dict[str, Any] | None = None,
         agent_options: dict[str, Any] | None = None,
+        agent_class: type[PlaygroundAgent] = PlaygroundAgent,
     ) -> None:
         self.user_id = parse_user_id(user_id)
         self.mode = mode
@@ -162,6 +163,7 @@ class PlaygroundSession:
         self.rrf = rrf
         self.greet = greet
         self.agent_options = dict(agent_options or {})
+        self.agent_class = agent_class
         options: dict[str, Any] = {"llm": self.llm, "conn_options": session_connect_options()}
         if mode == "text":
             # typed turns only: no audio, no turn detector, nobody "away"
@@ -188,7 +190,7 @@ class PlaygroundSession:
         """Preload, start the agent session and (if greeting) wait for the greeting; returns its text."""
         if preload is None:
             preload = await asyncio.to_thread(load_preload, self.user_id)
-        self.agent = PlaygroundAgent(self.user_id, preload=preload, bus=self.bus, session_id=self.session_id,
+        self.agent = self.agent_class(self.user_id, preload=preload, bus=self.bus, session_id=self.session_id,
                                      rrf=self.rrf, greet=self.greet, **self.agent_options)
         self.started_at = time.time()
         kwargs: dict[str, Any] = {}

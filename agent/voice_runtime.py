@@ -397,7 +397,7 @@ def ice_servers(settings=None) -> list[dict[str, Any]]:
 
 
 def live_transcript(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Transcript lines for the page, interim text included.
+    """Transcript lines for the page, interim text included, and errors (role "error") where they happened.
 
     Local calls: a non-final transcript opens (or updates) the role's open line and
     the final one replaces it. LiveKit calls: lines are the `lk.transcription`
@@ -408,6 +408,10 @@ def live_transcript(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     open_line: dict[str, dict[str, Any]] = {}  # role -> its interim line
     by_segment: dict[str, dict[str, Any]] = {}
     for event in events:
+        if event.get("type") == "error" and event.get("message"):
+            # a failed model call (or a tool call the model got wrong): shown in the conversation
+            lines.append({"role": "error", "turn": event.get("turn"), "text": event["message"], "final": True})
+            continue
         if event.get("type") != "transcript" or not (event.get("text") or "").strip():
             continue
         if from_room:

@@ -38,6 +38,10 @@ def machine() -> dict[str, str]:
 
 
 def voice_section(result: dict) -> str:
+    from agent.models import describe_models
+
+    llm = describe_models().llm
+    brain = "offline brain" if describe_models().offline_brain else llm
     turns = result["turns"]
     heard = [t for t in turns if t.e2e_ms is not None]
     e2e = summary(t.e2e_ms for t in heard)
@@ -49,7 +53,7 @@ def voice_section(result: dict) -> str:
         "speech-to-text (Whisper tiny.en, int8)": [t.metrics.get("stt_ms") for t in heard],
         "per-turn memory recall (embed + hybrid SQL)": [t.metrics.get("recall_ms") for t in heard],
         "tools (DB reads/writes, embeddings)": [t.tools_ms for t in heard],
-        "LLM time to first token (offline brain)": [t.metrics.get("llm_ttft_ms") for t in heard],
+        f"LLM time to first token ({brain})": [t.metrics.get("llm_ttft_ms") for t in heard],
         "TTS time to first audio (Piper, first clause)": [t.metrics.get("tts_ttfb_ms") for t in heard],
     }
     rows = [[name, fmt_ms(percentile(values, 0.5)), fmt_ms(percentile(values, 0.95))]
@@ -65,7 +69,7 @@ def voice_section(result: dict) -> str:
         "utterances) played in real time into a `LocalVoiceCall` as 48 kHz stereo 20 ms frames by a fake "
         "browser that also reads the agent's audio every 20 ms. Measured from the last frame of speech sent to "
         "the first non-silent agent frame read (20 ms resolution). Pipeline: Silero VAD (0.4 s of silence ends "
-        "the turn) → Whisper tiny.en → per-turn recall → offline brain + tools → Piper.",
+        f"the turn) → Whisper tiny.en → per-turn recall → {brain} + tools → Piper.",
         table(["", "p50", "p95", "max"],
               [["browser-measured (last speech frame → first agent audio)", fmt_ms(e2e["p50"]), fmt_ms(e2e["p95"]),
                 fmt_ms(e2e["max"])],
@@ -125,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2, help="rounds of the 10 voice utterances (default 2)")
+    parser.add_argument("--utterances", type=int, default=None,
+                        help="only the first N of the voice utterances per round (a quick check)")
     parser.add_argument("--recall-repeats", type=int, default=10)
     parser.add_argument("--scale-rows", default="10000,100000",
                         help="comma-separated table sizes for the scale run (default 10000,100000)")
@@ -147,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     if "voice" not in skip:
         from bench import voice
 
-        sections.append(voice_section(voice.run(args.rounds)))
+        sections.append(voice_section(voice.run(args.rounds, utterances=args.utterances)))
     if "scale" not in skip:
         from bench import scale
 

@@ -59,7 +59,7 @@ def _wait_quiet(call, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def run(rounds: int = 2, log=print) -> dict[str, Any]:
+def run(rounds: int = 2, log=print, *, utterances: int | None = None) -> dict[str, Any]:
     from agent import voice_runtime
     from core import identity
     from core.db import admin_connection
@@ -67,7 +67,8 @@ def run(rounds: int = 2, log=print) -> dict[str, Any]:
 
     log("voice: loading Silero, Whisper tiny.en and Piper…")
     voice_runtime.prewarm()
-    recordings = {text: piper_utterance(text) for text in UTTERANCES}
+    said_each_round = UTTERANCES[:utterances] if utterances else UTTERANCES
+    recordings = {text: piper_utterance(text) for text in said_each_round}
     verified = identity.verify(identity.sign_in_anonymously().access_token)
     key = f"bench-{uuid.uuid4().hex}"
     call = voice_runtime.open_call(key, verified, greet=False)
@@ -77,7 +78,7 @@ def run(rounds: int = 2, log=print) -> dict[str, Any]:
             call.ready.result(timeout=180)
             time.sleep(1.0)  # let the VAD settle on silence
             for round_number in range(rounds):
-                for text in UTTERANCES:
+                for text in said_each_round:
                     record = VoiceTurn(text=text)
                     cursor = call.events_since(0)[1]
                     browser.say(recordings[text], 22_050, lead_silence=0.2, tail_silence=0.0)

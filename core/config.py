@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     rrf_vector_weight: float = Field(0.7, ge=0.0, le=10.0)
     rrf_text_weight: float = Field(0.3, ge=0.0, le=10.0)
     rrf_k: int = Field(60, ge=1, le=10_000)
+    # Per-turn recall waits this long for its search; a slower search is skipped for that turn
+    # (and the retrieval event says so) so the reply is never held up by it.
+    recall_budget_ms: float = Field(250.0, gt=0, le=60_000)
 
     demo_user_id: str | None = Field(None, description="Default user for the worker console and `agent chat`.")
 

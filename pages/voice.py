@@ -137,6 +137,9 @@ def _live_transcript(key: str) -> None:
             st.caption("Say something — for example “My favorite color is teal”, then “What is my favorite "
                        "color?”. Speaking while the agent talks interrupts it.")
         for line in lines:
+            if line["role"] == "error":
+                st.error(line["text"], icon=":material/error:")
+                continue
             with st.chat_message(line["role"]):
                 st.markdown(line["text"] if line["final"] else f"*{line['text']} …*")
 

@@ -38,7 +38,8 @@ Usage::
         ... run the CLI / streamlit with env ...
         server.chat_requests()                    # JSON bodies of every chat completion request
         server.fail("unauthorized")               # every later request, until server.clear()
-        server.fail("cut", times=1)               # only the next chat request
+        server.fail("cut", times=1)               # only the next text answer
+        server.fail("rate_limited", times=2, when="order 1001")  # the next 2 requests for that message
 
 ``python -m tests.openai_standin [--port N]`` serves it for manual runs.
 """
@@ -72,6 +73,8 @@ class RecordedRequest:
     body: Any  # parsed JSON, or None
     ts: float = field(default_factory=time.time)
     status: int | None = None  # what the stand-in answered
+    answer_tool_calls: list[dict[str, Any]] = field(default_factory=list)  # the calls it answered with
+    answer_text: str | None = None  # the text it answered with (in full, even when the stream was cut)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -221,8 +224,7 @@ class OpenAIStandIn:
         self._address = (host, port)
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
-        self._fault: str | None = None
-        self._fault_times: int | None = None
+        self._faults: list[dict[str, Any]] = []  # armed by fail(), checked in order
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._release = threading.Event()  # ends `slow` waits early when the server stops
@@ -282,29 +284,36 @@ class OpenAIStandIn:
 
     # ---- faults ------------------------------------------------------------------
 
-    def fail(self, fault: str, *, times: int | None = None) -> None:
-        """Answer later chat requests with `fault` (all of them, or the next `times`)."""
+    def fail(self, fault: str, *, times: int | None = None, when: str | None = None) -> None:
+        """Answer later requests with `fault`: all of them, or the next `times` that it applies to;
+        with `when`, only requests whose latest user words contain that text. ``cut`` applies only
+        to text answers and ``malformed_arguments`` only to tool calls; the rest to any chat request
+        (``unauthorized`` to /v1/models too). Several armed faults are checked in order."""
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; one of {FAULTS}")
         with self._lock:
-            self._fault, self._fault_times = fault, times
+            self._faults.append({"fault": fault, "times": times, "when": when})
 
     def clear(self) -> None:
         with self._lock:
-            self._fault, self._fault_times = None, None
+            self._faults.clear()
 
-    def _take_fault(self, path: str) -> str | None:
+    def _take_fault(self, *, chat: bool, said: str = "", answer: str = "text") -> str | None:
         with self._lock:
-            fault = self._fault
-            if fault is None:
-                return None
-            if fault != "unauthorized" and not path.endswith("/chat/completions"):
-                return None
-            if self._fault_times is not None:
-                self._fault_times -= 1
-                if self._fault_times <= 0:
-                    self._fault, self._fault_times = None, None
-            return fault
+            for armed in self._faults:
+                fault = armed["fault"]
+                if not chat and fault != "unauthorized":
+                    continue
+                if armed["when"] is not None and armed["when"].lower() not in said.lower():
+                    continue
+                if (fault == "cut" and answer != "text") or (fault == "malformed_arguments" and answer != "tools"):
+                    continue
+                if armed["times"] is not None:
+                    armed["times"] -= 1
+                    if armed["times"] <= 0:
+                        self._faults.remove(armed)
+                return fault
+        return None
 
     # ---- records -------------------------------------------------------------------
 
@@ -408,8 +417,7 @@ def _handler_for(server: OpenAIStandIn):
 
         def do_GET(self) -> None:  # noqa: N802 - http.server's naming
             record = self._start("GET")
-            fault = server._take_fault(record.path)
-            if fault == "unauthorized" or not self._authorized(record):
+            if not self._authorized(record) or server._take_fault(chat=False) == "unauthorized":
                 return self._unauthorized(record)
             if record.path.rstrip("/") == "/v1/models":
                 return self._json(200, {"object": "list", "data": [
@@ -422,8 +430,7 @@ def _handler_for(server: OpenAIStandIn):
             if record.path.rstrip("/") != "/v1/chat/completions":
                 return self._json(404, _error_body(f"Invalid URL (POST {record.path})", "invalid_request_error"),
                                   record)
-            fault = server._take_fault(record.path)
-            if fault == "unauthorized" or not self._authorized(record):
+            if not self._authorized(record):
                 return self._unauthorized(record)
             body = record.body if isinstance(record.body, dict) else {}
             model = body.get("model")
@@ -431,23 +438,29 @@ def _handler_for(server: OpenAIStandIn):
                 return self._json(404, _error_body(
                     f"The model `{model}` does not exist or you do not have access to it.",
                     "invalid_request_error", "model_not_found"), record)
+            try:
+                check_messages(body.get("messages") or [], templates=server.check_templates)
+            except TemplateError as exc:
+                return self._json(400, _error_body(str(exc), "invalid_request_error"), record)
+            calls, text = script(body)
+            users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
+            said = user_words(users[-1].get("content")) if users else ""
+            fault = server._take_fault(chat=True, said=said, answer="tools" if calls else "text")
+            if fault == "unauthorized":
+                return self._unauthorized(record)
             if fault == "rate_limited":
                 return self._json(429, _error_body("Rate limit reached for requests. Please try again in 20s.",
                                                    "requests", "rate_limit_exceeded"), record)
             if fault == "server_error":
                 return self._json(500, _error_body("The server had an error while processing your request.",
                                                    "server_error"), record)
-            try:
-                check_messages(body.get("messages") or [], templates=server.check_templates)
-            except TemplateError as exc:
-                return self._json(400, _error_body(str(exc), "invalid_request_error"), record)
             if fault == "slow":
                 server._release.wait(server.slow_seconds)
                 if not server.running:
                     return
-            calls, text = script(body)
             if fault == "malformed_arguments" and calls:
-                calls = [(name, '{"' + next(iter(args), "x") + '": "unterminated') for name, args in calls]
+                # what small models do: key=value pairs instead of JSON (beyond any JSON repair)
+                calls = [(name, ", ".join(f"{k}={v}" for k, v in args.items()) or "none") for name, args in calls]
             elif fault == "unknown_tool":
                 calls, text = [("transfer_to_billing", {"reason": "user asked"})], ""
             if body.get("stream"):
@@ -463,10 +476,12 @@ def _handler_for(server: OpenAIStandIn):
         # ---- answers --------------------------------------------------------------------
 
         @staticmethod
-        def _tool_calls(calls) -> list[dict[str, Any]]:
-            return [{"id": f"call_{uuid.uuid4().hex[:16]}", "type": "function",
-                     "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
-                    for name, args in calls]
+        def _tool_calls(record: RecordedRequest, calls) -> list[dict[str, Any]]:
+            record.answer_tool_calls = [
+                {"id": f"call_{uuid.uuid4().hex[:16]}", "type": "function",
+                 "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
+                for name, args in calls]
+            return record.answer_tool_calls
 
         @staticmethod
         def _usage(body, text: str, calls) -> dict[str, int]:
@@ -475,7 +490,8 @@ def _handler_for(server: OpenAIStandIn):
             return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
         def _complete(self, record, body, calls, text) -> None:
-            tool_calls = self._tool_calls(calls)
+            tool_calls = self._tool_calls(record, calls)
+            record.answer_text = None if tool_calls else text
             message: dict[str, Any] = {"role": "assistant", "content": None if tool_calls else text}
             if tool_calls:
                 message["tool_calls"] = tool_calls
@@ -501,7 +517,7 @@ def _handler_for(server: OpenAIStandIn):
                                                   "finish_reason": finish}]})
 
             chunk({"role": "assistant", "content": ""})
-            tool_calls = self._tool_calls(calls)
+            tool_calls = self._tool_calls(record, calls)
             for index, call in enumerate(tool_calls):
                 arguments = call["function"]["arguments"]
                 chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
@@ -509,6 +525,7 @@ def _handler_for(server: OpenAIStandIn):
                 for start in range(0, len(arguments), ARGUMENT_PIECE):
                     chunk({"tool_calls": [{"index": index,
                                            "function": {"arguments": arguments[start:start + ARGUMENT_PIECE]}}]})
+            record.answer_text = text if not tool_calls else None
             if not tool_calls:
                 words = re.findall(r"\S+\s*", text) or [""]
                 for index, word in enumerate(words):

@@ -17,6 +17,7 @@ from livekit.agents.testing import fake_job_context
 from agent import models, worker
 from agent.brain import OfflineBrain
 from core import config, memories
+from tests.llm_fixtures import llm_server  # noqa: F401
 
 PROJECT = Path(__file__).resolve().parent.parent
 
@@ -308,3 +309,47 @@ def test_one_speech_model_forced_local_leaves_the_other_hosted(model_env):
     assert isinstance(models.build_stt(settings), inference.STT)
     described = models.describe_models(settings)
     assert described.stt.startswith("LiveKit Inference") and described.tts.startswith("Piper")
+
+
+async def test_entrypoint_runs_a_job_with_the_openai_plugin_against_an_llm_endpoint(new_user, monkeypatch,
+                                                                                       model_env, llm_server):
+    """The job path (metadata -> preload -> turns -> report) with the real openai plugin talking HTTP to an
+    OpenAI-compatible server: only the LiveKit room is faked (no LiveKit server can run here)."""
+    from livekit.plugins import openai
+
+    from core import sessions
+    from tests.llm_fixtures import (NO_RECALL_SKIPS, assert_agent_requests, assert_recall_carries,
+                                    first_request_for, last_user_text, system_message)
+
+    user = new_user()
+    memories.remember(user.scope, "home_city", "Lisbon")  # something for the preload
+    for builder in ("build_stt", "build_tts", "build_vad"):
+        monkeypatch.setattr(worker, builder, lambda: None)
+    for name, value in NO_RECALL_SKIPS.items():
+        monkeypatch.setenv(name, value)
+    model_env(**llm_server.env())
+    try:
+        with fake_job_context(job_id="job-llm-1", job_metadata=json.dumps({"user_id": str(user.user_id)})) as ctx:
+            await worker.entrypoint(ctx)
+            session = ctx.primary_session
+            assert isinstance(session.llm, openai.LLM)
+            session.output.set_audio_enabled(False)  # a text-only participant: no speech models needed
+            await session.run(user_input="my favorite color is teal")
+            await session.run(user_input="what is my favorite color?")
+            for callback in ctx._shutdown_callbacks:  # the room closes
+                await callback("room closed")
+    finally:
+        for name in NO_RECALL_SKIPS:
+            monkeypatch.delenv(name)
+        config.reload_settings()
+
+    section = sessions.get_session(user.scope, "lk-job-llm-1").report["playground"]
+    assert section["mode"] == "worker" and section["models"]["llm_backend"] == "openai"
+    assert section["errors"] == []
+    assert [t["text"] for t in section["transcript"] if t["role"] == "assistant"][-1] == "Your favorite color is teal."
+    assert memories.recall(user.scope, "favorite_color").content == "teal"
+    requests = llm_server.chat_requests()
+    assert_agent_requests(requests)
+    assert "- home_city: Lisbon" in system_message(requests[0])  # the preload, before the first word
+    assert last_user_text(requests[0]).startswith("<instructions>\nGreet the user")
+    assert_recall_carries(first_request_for(requests, "what is my favorite color?"), "- favorite_color: teal")
