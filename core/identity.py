@@ -478,4 +478,5 @@ class SupabaseAuthIssuer:
 
 def _short(message: Any, limit: int = 200) -> str:
     text = " ".join(str(message or "no detail").split()).rstrip(".")
+    text = re.sub(r"^\[Errno -?\d+\] ", "", text)  # "[Errno 111] Connection refused" -> "Connection refused"
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -61,6 +61,7 @@ import http.client
 import json
 import re
 import secrets
+import socket
 import threading
 import time
 import uuid
@@ -128,6 +129,7 @@ class SupabaseAuthStandIn:
         self.user_id_override: str | None = None   # misbehave: answer /user with another user's id
         self._anonymous_sign_ins_by_ip: dict[str, deque] = {}
         self.lock = threading.RLock()
+        self.connections: set = set()  # open keep-alive sockets, closed by stop() as a dying server's are
         self.server: ThreadingHTTPServer | None = None
         self.url = ""
         self.anon_key = ANON_KEY
@@ -143,10 +145,17 @@ class SupabaseAuthStandIn:
         return self
 
     def stop(self) -> None:
+        """Down for real: no listener, and clients' pooled connections are cut (start(port) revives it)."""
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
             self.server = None
+        with self.lock:
+            for connection in list(self.connections):
+                try:
+                    connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
 
     def __enter__(self) -> SupabaseAuthStandIn:
         return self.start()
@@ -521,6 +530,16 @@ def _error_body(exc: ApiError | OAuthError, api_version: str | None) -> tuple[in
 def _handler_for(standin: SupabaseAuthStandIn):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+
+        def setup(self):
+            super().setup()
+            with standin.lock:
+                standin.connections.add(self.connection)
+
+        def finish(self):
+            with standin.lock:
+                standin.connections.discard(self.connection)
+            super().finish()
 
         def _serve(self, method):
             parsed = urlparse(self.path)

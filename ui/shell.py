@@ -17,8 +17,12 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from core.errors import AuthError, AuthUnavailable
 from ui import auth, sidebar, style
 from ui.errors import run_guarded, show_error
+
+# The auth server refuses new anonymous visitors; saved accounts can still sign in.
+_NO_NEW_VISITORS = {"anonymous_provider_disabled", "signup_disabled", "over_request_rate_limit"}
 
 _RENDERED_THIS_RUN = "mp_shell_rendered"
 log = logging.getLogger("memory_playground.ui.shell")
@@ -65,6 +69,12 @@ def render_shell() -> auth.Visitor:
     except Exception as exc:  # database or auth server down: say so (and retry by itself)
         st.title(":material/neurology: Memory Playground", anchor=False)
         show_error(exc)
+        if isinstance(exc, AuthUnavailable):
+            st.button("Try again", key="auth_retry", icon=":material/refresh:")  # a click reruns the gate
+        elif isinstance(exc, AuthError) and exc.code in _NO_NEW_VISITORS:
+            with st.container(border=True, key="gate_sign_in"):
+                st.markdown("**Saved your memories with an email?** Sign in:")
+                sidebar.sign_in_form(key="gate_sign_in")
         st.stop()
     sidebar.render(visitor)
     with st.sidebar:

@@ -97,6 +97,10 @@ def _identity_card(visitor: auth.Visitor) -> None:
     notice = st.session_state.get("mp_auth_notice")
     if notice:
         st.warning(notice, icon=":material/person_alert:")
+        resign_email = auth.resign_email()
+        if resign_email:  # the session of an email account ended: sign in again right here
+            with st.container(border=True, key="resign_card"):
+                sign_in_form(prefill=resign_email, key="resign")
         if st.button("Dismiss", key="dismiss_auth_notice", type="tertiary"):
             auth.pop_notice()
             st.rerun()
@@ -109,11 +113,15 @@ def _identity_card(visitor: auth.Visitor) -> None:
             st.markdown(f":material/verified_user: **{visitor.email}**")
             st.badge(f"user {visitor.short_id}", icon=":material/badge:", color="green")
         st.caption(f"User id: `{visitor.user_id}`")
+        if visitor.pending_email:
+            st.info(f"Confirm **{visitor.pending_email}**: open the link we emailed to it. Then you can sign in "
+                    "with it from any browser; until then this browser keeps you signed in.",
+                    icon=":material/mark_email_unread:")
         if visitor.is_anonymous:
             with st.popover("Save my memories with an email", icon=":material/save:", width="stretch"):
                 _upgrade_form()
         with st.popover("Sign in with email", icon=":material/login:", width="stretch"):
-            _sign_in_form()
+            sign_in_form()
         with st.popover("New identity", icon=":material/person_add:", width="stretch"):
             _new_identity_form(visitor)
 
@@ -127,23 +135,28 @@ def _upgrade_form() -> None:
         submitted = st.form_submit_button("Save with this email", type="primary")
     if submitted:
         with reported():
-            auth.upgrade_to_email(email, password)
+            upgraded = auth.upgrade_to_email(email, password)
             st.session_state.pop("upgrade_password", None)
-            st.toast("Saved: this identity can now be signed into with your email.", icon=":material/check:")
+            if upgraded.pending_email:
+                st.toast(f"Almost done: open the link sent to {upgraded.pending_email} to confirm it.",
+                         icon=":material/mark_email_unread:")
+            else:
+                st.toast("Saved: this identity can now be signed into with your email.", icon=":material/check:")
             st.rerun()
 
 
-def _sign_in_form() -> None:
-    st.markdown("Continue as an account you saved earlier. This browser switches to that identity.")
-    with st.form("sign_in_form", clear_on_submit=False, border=False):
-        email = st.text_input("Email", key="sign_in_email", autocomplete="email")
-        password = st.text_input("Password", type="password", key="sign_in_password",
+def sign_in_form(*, prefill: str | None = None, key: str = "sign_in") -> None:
+    if prefill is None:
+        st.markdown("Continue as an account you saved earlier. This browser switches to that identity.")
+    with st.form(f"{key}_form", clear_on_submit=False, border=False):
+        email = st.text_input("Email", value=prefill or "", key=f"{key}_email", autocomplete="email")
+        password = st.text_input("Password", type="password", key=f"{key}_password",
                                  autocomplete="current-password")
         submitted = st.form_submit_button("Sign in", type="primary")
     if submitted:
         with reported():
             auth.sign_in_with_email(email, password)
-            st.session_state.pop("sign_in_password", None)
+            st.session_state.pop(f"{key}_password", None)
             st.toast("Signed in.", icon=":material/check:")
             st.rerun()
 
