@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import os
 import re
 import secrets
@@ -29,6 +30,8 @@ import jwt
 
 from core.config import get_settings
 from core.errors import AuthError, AuthUnavailable, InvalidInput
+
+log = logging.getLogger("memory_playground.identity")
 
 EMBEDDED_ISSUER = "memory-playground/auth/v1"
 AUDIENCE = "authenticated"
@@ -330,24 +333,35 @@ def _mirror_into_local_auth_users(user_id: uuid.UUID, *, is_anonymous: bool, ema
 
     from core.db import admin_connection
 
-    with admin_connection() as conn, conn.transaction():
-        try:
-            conn.execute(
-                "insert into auth.users (id, is_anonymous, email, email_confirmed_at, last_sign_in_at) "
-                "values (%s, %s, %s, case when %s::text is null then null else now() end, now()) "
-                "on conflict (id) do update set is_anonymous = excluded.is_anonymous, email = excluded.email, "
-                "email_confirmed_at = coalesce(auth.users.email_confirmed_at, excluded.email_confirmed_at), "
-                "updated_at = now() "
-                "where auth.users.is_anonymous is distinct from excluded.is_anonymous "
-                "or auth.users.email is distinct from excluded.email",
-                (user_id, is_anonymous, email, email),
-            )
-        except pg_errors.UniqueViolation:
-            raise AuthError(f"The email {email} belongs to another user in the local database; "
-                            "remove that user from auth.users or use another email.") from None
-        if email:
-            conn.execute("update public.profiles set email = %s where id = %s and email is distinct from %s",
-                         (email, user_id, email))
+    source = get_settings().supabase_url
+    upsert = ("insert into auth.users (id, is_anonymous, email, email_confirmed_at, last_sign_in_at, "
+              "raw_app_meta_data) "
+              "values (%s, %s, %s, case when %s::text is null then null else now() end, now(), "
+              "jsonb_build_object('mirrored_from', %s::text)) "
+              "on conflict (id) do update set is_anonymous = excluded.is_anonymous, email = excluded.email, "
+              "email_confirmed_at = coalesce(auth.users.email_confirmed_at, excluded.email_confirmed_at), "
+              "updated_at = now() "
+              "where auth.users.is_anonymous is distinct from excluded.is_anonymous "
+              "or auth.users.email is distinct from excluded.email")
+    with admin_connection() as conn:
+        with conn.transaction():
+            if email:
+                # Supabase keeps emails unique, so another mirrored row with this email is stale
+                # (a user of a previously configured project, or one who changed address).
+                conn.execute("update auth.users set email = null, updated_at = now() where email = %s "
+                             "and id <> %s and raw_app_meta_data ? 'mirrored_from'", (email, user_id))
+            try:
+                with conn.transaction():  # a savepoint, so the fallback below can still run
+                    conn.execute(upsert, (user_id, is_anonymous, email, email, source))
+            except pg_errors.UniqueViolation:
+                # A user the embedded issuer created holds this email. Supabase decides who is who;
+                # the local row only needs the id, so keep it without the email.
+                log.warning("email of Supabase user %s is taken by a local user; mirrored without it", user_id)
+                email = None
+                conn.execute(upsert, (user_id, is_anonymous, None, None, source))
+            if email:
+                conn.execute("update public.profiles set email = %s where id = %s and email is distinct from %s",
+                             (email, user_id, email))
 
 
 class SupabaseAuthIssuer:

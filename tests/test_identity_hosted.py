@@ -23,6 +23,8 @@ import pytest
 from core import config, identity, memories
 from core.db import Scope, admin_connection
 from core.errors import AuthError, AuthUnavailable, InvalidInput
+from core.identity import SupabaseAuthIssuer
+from core.seed import DEMO_EMAIL
 from tests.supabase_standin import ANON_KEY, SERVICE_ROLE_KEY, SupabaseAuthStandIn
 
 PASSWORD = "correct horse battery"
@@ -248,6 +250,23 @@ def test_upgrade_to_email_keeps_the_user_id(fake_auth):
     assert signed_in.user_id == anonymous.user_id
     password_request = fake_auth.requests[-1]
     assert password_request["path"] == "/auth/v1/token" and password_request["query"] == {"grant_type": ["password"]}
+
+
+def test_a_stale_mirrored_email_gives_way_but_an_embedded_users_email_stays(fake_auth):
+    with SupabaseAuthStandIn(mailer_autoconfirm=True) as previous_project:
+        earlier = SupabaseAuthIssuer(previous_project.url, ANON_KEY)
+        stale = earlier.upgrade_to_email(earlier.sign_in_anonymously(), "moved@example.com", PASSWORD)
+    assert _local_auth_user(stale.user_id)[1] == "moved@example.com"
+
+    now = identity.upgrade_to_email(identity.sign_in_anonymously(), "moved@example.com", PASSWORD)
+
+    assert _local_auth_user(now.user_id)[:2] == (False, "moved@example.com")
+    assert _local_auth_user(stale.user_id)[1] is None  # the other project's row keeps its data, not the email
+    # the seeded demo user (made by the embedded issuer, not a mirror) keeps its email; Supabase's user
+    # still gets a local row (what foreign keys need), without the address
+    clash = identity.upgrade_to_email(identity.sign_in_anonymously(), DEMO_EMAIL, PASSWORD)
+    assert _local_auth_user(clash.user_id)[:2] == (False, None)
+    assert identity.verify(clash.access_token).email == DEMO_EMAIL
 
 
 def test_upgrade_with_an_expired_access_token_uses_the_rotated_refresh_token(fake_auth):
