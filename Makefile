@@ -1,4 +1,4 @@
-# Quick start: `make run` serves the app; `make test` runs every test.
+# Quick start: `make run` serves the app; `make test` runs every test; `make doctor` checks the configuration.
 # Both create .venv, install what is missing, start the embedded database,
 # apply migrations and seed. Running them again is fast and changes nothing.
 
@@ -9,7 +9,7 @@ PIP_STAMP := $(VENV)/.requirements-installed
 APT_STAMP := $(VENV)/.system-packages-installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench db install system-packages clean-data
+.PHONY: run test bench doctor db install system-packages clean-data
 
 install: $(PIP_STAMP)
 
@@ -41,6 +41,11 @@ test: db system-packages
 
 bench: db
 	$(PY) -m bench
+
+# Checks the configuration you set, live (database, auth, embeddings, LLM, STT/TTS, LiveKit);
+# exits non-zero when something configured is broken.
+doctor: db
+	$(PY) -m core.doctor
 
 clean-data:
 	rm -rf .data

@@ -24,26 +24,27 @@ taken from there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlsplit
 
 from agent.plugins import plugin
-from core.config import Settings, get_settings
 
-Backend = Literal["livekit", "openai", "offline"]
-# LLM_MODEL / STT_MODEL / TTS_MODEL set to one of these force the local model whatever else is configured.
-LOCAL_MODEL_NAMES = ("offline", "local")
+# The choice itself is made in core.config (core.doctor needs it too); re-exported here.
+from core.config import (  # noqa: F401
+    DEFAULT_INFERENCE_LLM,
+    DEFAULT_INFERENCE_STT,
+    DEFAULT_INFERENCE_TTS,
+    DEFAULT_OPENAI_LLM,
+    DEFAULT_OPENAI_STT,
+    DEFAULT_OPENAI_TTS,
+    LOCAL_MODEL_NAMES,
+    Backend,
+    Settings,
+    get_settings,
+    llm_backend,
+    speech_backend,
+)
 
-
-def _forced_local(name: str | None) -> bool:
-    return (name or "").strip().lower() in LOCAL_MODEL_NAMES
-
-DEFAULT_INFERENCE_LLM = "openai/gpt-4.1-mini"
-DEFAULT_INFERENCE_STT = "deepgram/nova-3"
-DEFAULT_INFERENCE_TTS = "cartesia/sonic-2"
-DEFAULT_OPENAI_LLM = "gpt-4.1-mini"
-DEFAULT_OPENAI_STT = "gpt-4o-mini-transcribe"
-DEFAULT_OPENAI_TTS = "gpt-4o-mini-tts"
 OFFLINE_BRAIN_LABEL = "Offline demo brain (rule-based)"
 OFFLINE_STT_LABEL = "faster-whisper tiny.en (local, int8)"
 OFFLINE_TTS_LABEL = "Piper joe-us voice (local)"
@@ -53,29 +54,6 @@ CONFIGURE_HELP = (
     "OPENAI_API_KEY (plus OPENAI_BASE_URL and LLM_MODEL for Ollama, vLLM or LM Studio), or LIVEKIT_URL, "
     "LIVEKIT_API_KEY and LIVEKIT_API_SECRET for LiveKit Inference, then restart."
 )
-
-
-def llm_backend(settings: Settings | None = None) -> Backend:
-    settings = settings or get_settings()
-    if _forced_local(settings.llm_model):
-        return "offline"
-    if settings.livekit_configured:
-        return "livekit"
-    if settings.openai_api_key or settings.openai_base_url:
-        return "openai"
-    return "offline"
-
-
-def speech_backend(settings: Settings | None = None, kind: Literal["stt", "tts"] | None = None) -> Backend:
-    """STT/TTS: hosted when there is a service that offers them, else local."""
-    settings = settings or get_settings()
-    if kind is not None and _forced_local(getattr(settings, f"{kind}_model")):
-        return "offline"
-    if settings.livekit_configured:
-        return "livekit"
-    if settings.openai_api_key and not settings.openai_base_url:
-        return "openai"  # a base URL usually means Ollama & co., which have no speech endpoints
-    return "offline"
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import (
@@ -22,6 +23,17 @@ SECRETS_TOML = PROJECT_ROOT / ".streamlit" / "secrets.toml"
 MIGRATIONS_DIR = PROJECT_ROOT / "supabase" / "migrations"
 LOCAL_SHIM_DIR = PROJECT_ROOT / "supabase" / "local"
 SEED_DIR = PROJECT_ROOT / "supabase" / "seed"
+
+
+Backend = Literal["livekit", "openai", "offline"]
+# LLM_MODEL / STT_MODEL / TTS_MODEL set to one of these force the local model whatever else is configured.
+LOCAL_MODEL_NAMES = ("offline", "local")
+DEFAULT_INFERENCE_LLM = "openai/gpt-4.1-mini"
+DEFAULT_INFERENCE_STT = "deepgram/nova-3"
+DEFAULT_INFERENCE_TTS = "cartesia/sonic-2"
+DEFAULT_OPENAI_LLM = "gpt-4.1-mini"
+DEFAULT_OPENAI_STT = "gpt-4o-mini-transcribe"
+DEFAULT_OPENAI_TTS = "gpt-4o-mini-tts"
 
 
 class Settings(BaseSettings):
@@ -124,6 +136,34 @@ class Settings(BaseSettings):
     @property
     def mode_label(self) -> str:
         return "hosted" if (not self.embedded_database or self.hosted_auth) else "embedded"
+
+
+def _forced_local(name: str | None) -> bool:
+    return (name or "").strip().lower() in LOCAL_MODEL_NAMES
+
+
+def llm_backend(settings: Settings | None = None) -> Backend:
+    """Which LLM the settings select: LiveKit Inference, an OpenAI-compatible endpoint, or the offline brain."""
+    settings = settings or get_settings()
+    if _forced_local(settings.llm_model):
+        return "offline"
+    if settings.livekit_configured:
+        return "livekit"
+    if settings.openai_api_key or settings.openai_base_url:
+        return "openai"
+    return "offline"
+
+
+def speech_backend(settings: Settings | None = None, kind: Literal["stt", "tts"] | None = None) -> Backend:
+    """STT/TTS: hosted when there is a service that offers them, else local."""
+    settings = settings or get_settings()
+    if kind is not None and _forced_local(getattr(settings, f"{kind}_model")):
+        return "offline"
+    if settings.livekit_configured:
+        return "livekit"
+    if settings.openai_api_key and not settings.openai_base_url:
+        return "openai"  # a base URL usually means Ollama & co., which have no speech endpoints
+    return "offline"
 
 
 class _LowerCaseToml(TomlConfigSettingsSource):

@@ -107,7 +107,7 @@ def test_a_new_visitor_is_signed_in_by_supabase_auth_and_keeps_the_identity(host
     assert standin.paths().count("POST /auth/v1/signup") == signups_before + 1
     assert standin.users[visitor]["is_anonymous"] is True
     expect(sidebar(page)).to_contain_text("anonymous")
-    expect(sidebar(page)).to_contain_text("auth: Supabase")
+    expect(sidebar(page)).to_contain_text("Auth · Supabase Auth")  # the sidebar's "Running on" row
 
     page.reload()
     wait_for_identity_cookie(page)

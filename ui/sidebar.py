@@ -1,14 +1,16 @@
 """The sidebar: who you are (and how to keep or change that), and what the
-playground is running on (embedded or hosted; which LLM, STT and TTS)."""
+playground is running on (embedded or hosted; which database, auth, models and
+LiveKit), each part with the live result of core.doctor's check."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import streamlit as st
 
-from core import db
+from core import doctor
 from core.config import get_settings
 from ui import auth
 from ui.errors import reported
@@ -23,9 +25,17 @@ CONFIGURE_LLM_HELP = (
 )
 
 
-@st.cache_data(ttl=15, show_spinner=False)
-def _database_health() -> dict[str, Any]:
-    return db.ping()
+CHECKS_POLL_SECONDS = 2.0
+CHECKS_STALE_SECONDS = 600  # older than this: re-check quietly in the background on the next page load
+_STATUS_ICONS = {doctor.OK: ":green[:material/check_circle:]", doctor.FAILED: ":red[:material/error:]",
+                 doctor.SKIPPED: ":gray[:material/do_not_disturb_on:]"}
+_PENDING_ICON = ":gray[:material/hourglass_empty:]"
+
+
+@st.cache_resource(show_spinner=False)
+def configuration_checks() -> doctor.BackgroundChecks:
+    """One background runner per app process: every visitor sees the same, latest results."""
+    return doctor.BackgroundChecks()
 
 
 def model_rows() -> list[dict[str, Any]]:
@@ -171,19 +181,14 @@ def _status() -> None:
     mode = settings.mode_label
     st.badge(f"{mode} mode", icon=":material/dns:" if mode == "embedded" else ":material/cloud:",
              color="primary" if mode == "embedded" else "violet")
-    try:
-        health = _database_health()
-        db_label = (f"PostgreSQL {health['server_version'].split()[0]}"
-                    f"{' (embedded)' if settings.embedded_database else ''}")
-        st.caption(f":material/database: {db_label} · auth: {'Supabase' if settings.hosted_auth else 'embedded issuer'}")
-    except Exception as exc:
-        st.caption(f":material/cloud_off: database unreachable ({type(exc).__name__})")
+    checks = configuration_checks()
+    report = checks.report
+    if not checks.running and (report is None or time.time() - report.started_at > CHECKS_STALE_SECONDS):
+        # quick: no tokens spent, no hosted user created, no voice model loaded on a page load
+        checks.start(doctor.QUICK)
+    # Poll only while a run is in progress; the page itself never waits for a check.
+    st.fragment(run_every=CHECKS_POLL_SECONDS if checks.running else None)(_check_rows)()
     rows = model_rows()
-    lines = []
-    for row in rows:
-        icon = ":material/offline_bolt:" if row.get("offline") else ":material/cloud:"
-        lines.append(f"{icon} **{row['role']}** · {row['label']}")
-    st.markdown("  \n".join(lines))
     if any(row.get("demo_brain") for row in rows):
         st.info("**The LLM is a rule-based demo brain**, not a language model. "
                 "It understands a fixed set of requests and calls the real tools.", icon=":material/smart_toy:")
@@ -191,5 +196,74 @@ def _status() -> None:
             st.markdown(CONFIGURE_LLM_HELP)
             st.code("OPENAI_BASE_URL=http://localhost:11434/v1   # e.g. Ollama\nOPENAI_API_KEY=ollama\n"
                     "LLM_MODEL=llama3.1", language="bash")
-    if settings.livekit_configured:
-        st.caption(f":material/podcasts: LiveKit: `{settings.livekit_url}` · agent `{settings.agent_name}`")
+
+
+def _labels(report: doctor.DoctorReport | None) -> dict[str, str]:
+    """What each part is configured to be, whether or not it has been checked yet."""
+    settings = get_settings()
+    if settings.embedded_database:
+        database = "PostgreSQL (embedded)"
+    else:
+        database = f"PostgreSQL at {doctor.redacted_dsn(settings.database_url)}"
+    if report is not None and report.result("database").details.get("server_version"):
+        version = report.result("database").details["server_version"]
+        database = database.replace("PostgreSQL", f"PostgreSQL {version}", 1)
+    models = {row["role"]: row["label"] for row in model_rows()}
+    return {
+        "database": database,
+        "auth": "Supabase Auth" if settings.hosted_auth else "embedded issuer",
+        "embeddings": settings.embedding_model or "all-MiniLM-L6-v2 (bundled)",
+        "llm": models.get("LLM", ""),
+        "stt": models.get("STT", ""),
+        "tts": models.get("TTS", ""),
+        "livekit": f"`{settings.livekit_url}` · agent `{settings.agent_name}`" if settings.livekit_url
+        else "not configured",
+    }
+
+
+def _plain(text: str | None) -> str:
+    """Server messages shown as text, not as markdown (brackets, stars, backticks, emoji codes)."""
+    text = (text or "").rstrip(".").replace("[", "(").replace("]", ")")  # so it can sit inside :red[...]
+    for char in "\\`*_<>#:|~$":
+        text = text.replace(char, "\\" + char)
+    return text
+
+
+def _check_rows() -> None:
+    checks = configuration_checks()
+    report = checks.report
+    labels = _labels(report)
+    lines = []
+    for check in doctor.CHECKS:
+        result = report.result(check.name) if report is not None else None
+        icon = _STATUS_ICONS[result.status] if result is not None else _PENDING_ICON
+        lines.append(f"{icon} **{check.title}** · {labels[check.name]}")
+        if result is not None and result.failed:
+            lines.append(f"↳ :red[{_plain(result.summary)}.] **Fix:** {_plain(result.fix)}.")
+    lines.append(":gray[:material/graphic_eq:] **VAD** · Silero VAD (local)")
+    st.markdown("  \n".join(lines))
+    if checks.running:
+        st.caption(f":material/progress_activity: Checking the configuration ({checks.depth})…")
+    elif report is not None:
+        age = max(0, int(time.time() - report.started_at))
+        ago = f"{age} s" if age < 120 else f"{age // 60} min"
+        verdict = "all configured parts healthy" if report.healthy else f"{len(report.failed)} failed"
+        st.caption(f"{report.depth.capitalize()} check {ago} ago: {verdict}.")
+    elif checks.error:
+        st.caption(f":red[The configuration check could not run: {checks.error}.]")
+    if report is not None:
+        with st.expander("Check details"):
+            for result in report.results:
+                st.markdown(f"{_STATUS_ICONS[result.status]} **{doctor.TITLES[result.name]}** "
+                            f"({result.status}, {result.seconds:.1f} s): {_plain(result.summary)}")
+            st.caption("The quick check (automatic) spends no tokens, creates no hosted user and loads no voice "
+                       "model. The full check is what `make doctor` runs: a completion and a tool call, an "
+                       "anonymous sign-in, the voice models loaded and run.")
+    left, right = st.columns(2)
+    recheck = left.button("Re-check", key="doctor_recheck", icon=":material/refresh:", disabled=checks.running,
+                          width="stretch", help="Quick check: settings, reachability, credentials, database")
+    full = right.button("Full check", key="doctor_full_check", icon=":material/stethoscope:",
+                        disabled=checks.running, width="stretch", help="What `make doctor` checks")
+    if recheck or full:
+        checks.start(doctor.FULL if full else doctor.QUICK)
+        st.rerun()  # a full run, so the fragment polls until the check is done
