@@ -69,10 +69,13 @@ def sign_in_anonymously() -> AuthSession:
     return _issuer().sign_in_anonymously()
 
 
-def verify(access_token: str | None) -> VerifiedUser:
+def verify(access_token: str | None, *, use_cache: bool = True) -> VerifiedUser:
+    """The user the auth server vouches for. The hosted issuer remembers an accepted token
+    for a few seconds (Streamlit reruns often); use_cache=False asks the server regardless,
+    for moments that must see a revocation at once (a new browser session)."""
     if not access_token or not isinstance(access_token, str) or len(access_token) > 8192:
         raise AuthError("No valid access token; sign in again.")
-    return _issuer().verify(access_token)
+    return _issuer().verify(access_token, use_cache=use_cache)
 
 
 def refresh(refresh_token: str | None) -> AuthSession:
@@ -213,7 +216,8 @@ class EmbeddedIssuer:
             ).fetchone()[0]
             return self._issue(conn, user_id, is_anonymous=True, email=None)
 
-    def verify(self, access_token: str) -> VerifiedUser:
+    def verify(self, access_token: str, *, use_cache: bool = True) -> VerifiedUser:
+        del use_cache  # nothing cached: every call checks the signature and the user row
         try:
             claims = jwt.decode(
                 access_token,
@@ -433,11 +437,17 @@ class SupabaseAuthIssuer:
     def sign_in_anonymously(self) -> AuthSession:
         return self._session(self._call(self._client().sign_in_anonymously))
 
-    def verify(self, access_token: str) -> VerifiedUser:
-        cached = _verified_cache.get(access_token)
+    def verify(self, access_token: str, *, use_cache: bool = True) -> VerifiedUser:
+        cached = _verified_cache.get(access_token) if use_cache else None
         if cached and cached[0] > time.monotonic():
             return cached[1]
-        response = self._call(self._client().get_user, access_token)
+        try:
+            response = self._call(self._client().get_user, access_token)
+        except AuthUnavailable:
+            raise
+        except AuthError:
+            _verified_cache.pop(access_token, None)  # refused now: stop trusting it in open pages too
+            raise
         user = getattr(response, "user", None)
         if user is None:
             raise AuthError("Supabase Auth did not accept the access token; sign in again.")

@@ -193,6 +193,20 @@ def test_verified_tokens_are_cached_briefly_and_sign_out_drops_them(fake_auth):
         identity.refresh(session.refresh_token)
 
 
+def test_an_uncached_verify_sees_a_revocation_at_once_and_drops_the_cached_token(fake_auth):
+    session = identity.sign_in_anonymously()
+    identity.verify(session.access_token)
+    fake_auth.revoke_sessions(session.user_id)  # signed out everywhere from another device
+    fake_auth.requests.clear()
+    # an open page's rerun may still trust it for the cache's 30 s; no request is made
+    assert identity.verify(session.access_token).user_id == session.user_id and fake_auth.paths() == []
+    with pytest.raises(AuthError, match="Session from session_id claim in JWT does not exist") as info:
+        identity.verify(session.access_token, use_cache=False)  # a new browser session asks
+    assert info.value.code == "session_not_found" and fake_auth.paths() == ["GET /auth/v1/user"]
+    with pytest.raises(AuthError, match="session_id claim"):  # refused once: no longer trusted from the cache
+        identity.verify(session.access_token)
+
+
 def test_refresh_rotates_and_refuses_reuse(fake_auth):
     fake_auth.refresh_token_reuse_interval = 0  # no grace period: a replay is refused at once
     first = identity.sign_in_anonymously()

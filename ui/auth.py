@@ -92,7 +92,8 @@ class Visitor:
 # memory only) remembers, per family, the newest session this process issued, so
 #   * a tab about to renew adopts a newer session another tab already obtained, and
 #   * a restore that presents a token rotated away less than REUSE_INTERVAL_SECONDS ago
-#     (a parallel tab or a reload racing the cookie write) gets that newer session,
+#     (a parallel tab or a reload racing the cookie write) gets that newer session once
+#     the auth server has confirmed it (a reload must see a sign-out from elsewhere),
 # like Supabase Auth's refresh-token reuse interval. Older replays still go through
 # refresh() and its reuse detection.
 REUSE_INTERVAL_SECONDS = 30.0
@@ -179,6 +180,21 @@ def session_end_reason(exc: AuthError) -> str:
     return _SESSION_END_REASONS.get(exc.code or "", str(exc).rstrip("."))
 
 
+def _still_standing(latest: AuthSession, family: str) -> AuthSession:
+    """The family's newest session once the auth server confirms it (asked, not the
+    verification cache: it may have been signed out elsewhere since this process
+    last asked), else what one refresh of it gives. Raises AuthError when the
+    session has ended. The caller holds the family's lock."""
+    try:
+        identity.verify(latest.access_token, use_cache=False)
+        return latest
+    except AuthUnavailable:
+        raise
+    except AuthError as exc:
+        log.info("newest session of a restored family refused (%s); refreshing it once", exc)
+    return _families.record(family, identity.refresh(latest.refresh_token), replaces=latest.refresh_token)
+
+
 def restore_or_sign_in(stored_refresh_token: str | None) -> tuple[AuthSession, str | None, str]:
     """(session, notice, family) for a new browser session: restored from the
     cookie's refresh token when it is still good, otherwise a new anonymous user
@@ -194,7 +210,8 @@ def restore_or_sign_in(stored_refresh_token: str | None) -> tuple[AuthSession, s
                 if superseded_at is not None and latest is not None \
                         and time.time() - superseded_at <= REUSE_INTERVAL_SECONDS \
                         and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS:
-                    return latest, None, family  # a parallel tab or a reload that raced the cookie write
+                    # A parallel tab or a reload that raced the cookie write.
+                    return _still_standing(latest, family), None, family
                 restored = identity.refresh(stored_refresh_token)
             family = family or uuid.uuid4().hex
             return _families.record(family, restored, replaces=stored_refresh_token), None, family
