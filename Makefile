@@ -30,8 +30,8 @@ $(APT_STAMP): | $(PIP_STAMP)
 	@touch $@
 
 db: $(PIP_STAMP)
-	$(PY) -m core.db migrate
-	$(PY) -m core.db seed
+	$(PY) -m core migrate
+	$(PY) -m core seed
 
 run: db
 	$(PY) -m streamlit run streamlit_app.py --server.address 127.0.0.1 --server.port 8501 --server.headless true

@@ -35,7 +35,7 @@ log = logging.getLogger("agent.worker")
 
 
 def demo_user_id() -> uuid.UUID:
-    """DEMO_USER_ID, else the id `python -m core.db seed` wrote to DATA_DIR/demo_user_id."""
+    """DEMO_USER_ID, else the id `python -m core seed` wrote to DATA_DIR/demo_user_id."""
     from core.seed import demo_user_file
 
     settings = get_settings()
@@ -44,7 +44,7 @@ def demo_user_id() -> uuid.UUID:
     path = demo_user_file()
     if path.exists():
         return parse_user_id(path.read_text().strip())
-    raise ConfigurationError("No user id in the job metadata and no demo user: run `python -m core.db seed` "
+    raise ConfigurationError("No user id in the job metadata and no demo user: run `python -m core seed` "
                              "or set DEMO_USER_ID.")
 
 

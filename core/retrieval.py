@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -112,7 +112,6 @@ class KnowledgeSearch:
     hits: list[KnowledgeHit]
     latency_ms: float
     embed_ms: float
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"query": self.query, "latency_ms": round(self.latency_ms, 2), "embed_ms": round(self.embed_ms, 2),

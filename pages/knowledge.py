@@ -57,7 +57,7 @@ def main() -> None:
         browse_category = st.selectbox("Show", [ALL, *categories], key="kb_browse_category")
         documents = _documents(str(visitor.user_id), None if browse_category == ALL else browse_category, scope)
         if not documents:
-            st.info("The knowledge base is empty. Run `make db` (or `python -m core.db seed`) to load the demo "
+            st.info("The knowledge base is empty. Run `make db` (or `python -m core seed`) to load the demo "
                     "documents.", icon=":material/inventory_2:")
         st.caption(f"{len(documents)} document{'s' if len(documents) != 1 else ''}")
         with st.container(height=620, border=False):

@@ -374,14 +374,6 @@ def test_embedding_failure_falls_back_to_text(corpus, mode):
     assert result.as_dict()["degraded_reason"] == result.degraded_reason
 
 
-def test_memories_search_falls_back_as_well(corpus):
-    def broken(_text):
-        raise EmbeddingUnavailable("offline")
-
-    result = memories.search(corpus.owner.scope, "cello", embed=broken)
-    assert result.mode == "text" and [h.memory_type for h in result.hits] == ["instrument"]
-
-
 @pytest.mark.parametrize("kwargs,message", [
     ({"limit": 0}, "between 1 and 200"),
     ({"limit": 201}, "between 1 and 200"),
@@ -425,7 +417,7 @@ def test_slot_upsert_keeps_one_row(new_user):
     stored = np.asarray(json.loads(rows[0][2]))
     fresh = embeddings.embed_one(embeddings.memory_text("favorite_color", "ochre"))
     assert float(stored @ fresh) == pytest.approx(1.0, abs=1e-5)
-    found = memories.search(user.scope, "ochre")
+    found = search_memories(user.scope, "ochre")
     assert [h.content for h in found.hits] == ["ochre"]
     assert [m.memory_type for m in memories.list_memories(user.scope)] == ["favorite_color"]
 

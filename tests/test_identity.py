@@ -78,7 +78,7 @@ def test_refresh_tokens_are_stored_hashed(database_uri):
     with db.admin_connection() as conn:
         stored = [row[0] for row in conn.execute("select token_hash from auth.refresh_tokens where user_id = %s",
                                                  (session.user_id,)).fetchall()]
-    assert stored == [identity._hash_refresh_token(session.refresh_token)]
+    assert stored == [identity.hash_refresh_token(session.refresh_token)]
     assert session.refresh_token not in stored
 
 
@@ -196,9 +196,9 @@ def test_refresh_rotates_and_reuse_revokes_the_family(database_uri):
         live = conn.execute("select count(*) from auth.refresh_tokens where user_id = %s and not revoked",
                             (first.user_id,)).fetchone()[0]
         parent = conn.execute("select parent_hash from auth.refresh_tokens where token_hash = %s",
-                              (identity._hash_refresh_token(second.refresh_token),)).fetchone()[0]
+                              (identity.hash_refresh_token(second.refresh_token),)).fetchone()[0]
     assert live == 0
-    assert parent == identity._hash_refresh_token(first.refresh_token)
+    assert parent == identity.hash_refresh_token(first.refresh_token)
 
 
 def test_refresh_chain_keeps_working_while_tokens_are_used_once(database_uri):

@@ -144,7 +144,7 @@ def _cli(*args: str, env_overrides: dict[str, str] | None = None) -> subprocess.
     env = dict(os.environ)
     env["DATA_DIR"] = str(get_settings().data_dir)
     env.update(env_overrides or {})
-    return subprocess.run([sys.executable, "-m", "core.db", *args], cwd=PROJECT_ROOT, env=env,
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=PROJECT_ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

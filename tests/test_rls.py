@@ -22,6 +22,7 @@ from psycopg.rows import dict_row
 from core import db, embeddings, identity, memories, profiles, sessions
 from core.db import Scope, transaction, vector_literal
 from core.errors import InvalidInput, NotFound
+from core.retrieval import search_memories
 
 UNIT_VECTOR = vector_literal([1.0] + [0.0] * (embeddings.DIMENSIONS - 1))
 SECRET_SLOT = "secret_plan"
@@ -365,7 +366,7 @@ def test_memory_services_with_service_scope_never_touch_another_user(users):
         memories.delete_memory(service_a, secret_id)
     with pytest.raises(NotFound):
         memories.update_memory(service_a, secret_id, "overwritten by A")
-    found = memories.search(service_a, "zeppelin bakery secret plan", limit=50)
+    found = search_memories(service_a, "zeppelin bakery secret plan", limit=50)
     assert all(hit.content != SECRET_TEXT for hit in found.hits)
     assert all(m["memory_type"] != SECRET_SLOT for m in memories.export(service_a)["memories"])
 

@@ -171,12 +171,12 @@ def test_bad_slot_names_are_refused_for_recall_and_forget(user, call):
     (b"teal", "must be text"),
 ])
 def test_search_rejects_bad_queries(user, query, match):
-    refused(InvalidInput, match, memories.search, user, user.scope, query)
+    refused(InvalidInput, match, search_memories, user, user.scope, query)
     refused(InvalidInput, match, knowledge.search, user, user.scope, query)
 
 
 def test_search_accepts_a_query_at_the_limit(user):
-    result = memories.search(user.scope, ("teal " * 200)[:1000])
+    result = search_memories(user.scope, ("teal " * 200)[:1000])
     assert result.hits[0].memory_type == "favorite_color"
 
 
@@ -217,7 +217,7 @@ def test_update_and_delete_by_id_work_on_own_rows(fresh):
     target = memories.recall(fresh.scope, "pet")
     updated = memories.update_memory(fresh.scope, str(target.id), "A tortoise called Dash, 40 years old")
     assert updated.id == target.id and updated.memory_type == "pet" and updated.updated_at > target.updated_at
-    assert memories.search(fresh.scope, "how old is the tortoise").hits[0].id == target.id
+    assert search_memories(fresh.scope, "how old is the tortoise").hits[0].id == target.id
     deleted = memories.delete_memory(fresh.scope, target.id)
     assert deleted.content == "A tortoise called Dash, 40 years old"
     with pytest.raises(NotFound):

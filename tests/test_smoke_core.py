@@ -1,6 +1,7 @@
 """End-to-end smoke over the core services on the real embedded database."""
 
 from core import memories, orders, profiles
+from core.retrieval import search_memories
 from core.errors import NotFound
 
 
@@ -8,7 +9,7 @@ def test_remember_search_forget_round_trip(new_user):
     user = new_user()
     memories.remember(user.scope, "Favorite Color", "teal")
     memories.remember(user.scope, "car", "Drives a blue 2019 Subaru Outback")
-    result = memories.search(user.scope, "what car do I drive?")
+    result = search_memories(user.scope, "what car do I drive?")
     assert result.hits[0].memory_type == "car"
     assert result.hits[0].vector_rank == 1
     assert result.hits[0].rrf_score > 0

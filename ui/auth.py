@@ -17,7 +17,6 @@ Design (see docs/APP.md):
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import threading
 import time
@@ -98,10 +97,6 @@ class Visitor:
 REUSE_INTERVAL_SECONDS = 30.0
 
 
-def _token_key(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 class _Families:
     def __init__(self, max_tokens: int = 50_000) -> None:
         self._guard = threading.Lock()
@@ -117,15 +112,15 @@ class _Families:
 
     def family_of(self, token: str) -> tuple[str | None, float | None]:
         with self._guard:
-            entry = self._tokens.get(_token_key(token))
+            entry = self._tokens.get(identity.hash_refresh_token(token))
             return (entry[0], entry[1]) if entry else (None, None)
 
     def record(self, family: str, auth: AuthSession, *, replaces: str | None = None) -> AuthSession:
         with self._guard:
             if replaces is not None:
-                old = self._tokens.setdefault(_token_key(replaces), [family, None])
+                old = self._tokens.setdefault(identity.hash_refresh_token(replaces), [family, None])
                 old[1] = old[1] or time.time()
-            self._tokens[_token_key(auth.refresh_token)] = [family, None]
+            self._tokens[identity.hash_refresh_token(auth.refresh_token)] = [family, None]
             while len(self._tokens) > self._max_tokens:
                 self._tokens.popitem(last=False)
             current = self._latest.get(family)
