@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import sys
 
+from agent import plugins
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(__doc__.strip())
         return 0
-    from agent import plugins
-
     plugins.register()  # on the main thread, before any loop or worker thread exists
+    # Each command loads its own stack (the help above loads none of livekit).
     if argv[0] == "chat":
         from agent.chat_cli import main as chat_main
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from agent.models import llm_backend, llm_location
-from core.config import Settings, get_settings
+from agent.model_factory import llm_location
+from core.config import Settings, get_settings, llm_backend
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:

@@ -21,7 +21,7 @@ the request the form every common chat template accepts (one leading system
 message, a user turn, alternating turns); the stored history is not changed.
 
 Each tool call, retrieval and turn is published on the agent's
-:class:`~agent.events.EventBus` (see ``agent/events.py`` for the schema).
+:class:`~agent.event_bus.EventBus` (the event contract is agent/events.py).
 """
 
 from __future__ import annotations
@@ -37,53 +37,23 @@ from typing import Any
 
 from livekit.agents import Agent, ModelSettings, RunContext, ToolError, function_tool, llm
 
-from agent.brain import PRELOAD_HEADER, RECALL_HEADER
+from agent import events
 from agent.chat_format import DEFAULT_RECALL_PLACEMENT, PRELOAD_MESSAGE_ID, RecallPlacement, shape
-from agent.events import EventBus
+from agent.event_bus import EventBus
+from agent.prompts import FILLER_TEXT, INSTRUCTIONS, greeting_instruction, preload_message
+from agent.recall import recall
 from core import memories, orders, profiles, retrieval
 from core.config import get_settings
 from core.db import Scope, parse_user_id
-from core.errors import DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound, PlaygroundError
+from core.errors import DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound
 from core.profiles import Preload
 from core.retrieval import RrfParams
 
 log = logging.getLogger(__name__)
 
-INSTRUCTIONS = """\
-You are the Memory Playground agent for Kestrel Coffee Co.: a friendly voice and text assistant that \
-remembers the people it talks to.
-
-- Answer in one to three short sentences, plain text with no markdown: replies may be spoken aloud.
-- When the user tells you a lasting fact about themselves (a preference, where they live, an allergy, a \
-name), save it with remember_detail under a short snake_case slot such as favorite_color, home_city or \
-allergies. One fact per slot; saving a slot again replaces it.
-- To answer a question about the user, use recall_detail for a known slot, otherwise search_memories; use \
-list_user_memories when they ask what you know about them. Never invent facts about the user.
-- Use forget_detail when they ask you to forget something, and update_profile for their name ("call me \
-Sam"), email, preferred_language, timezone or preferences.
-- Use lookup_order for order status and search_knowledge for questions about Kestrel Coffee products, \
-shipping, returns, warranty and subscriptions; answer only from what the tools return.
-- The tools already act for the signed-in user: never ask for a user id.
-- Do not save passwords, card numbers or health details unless the user explicitly asks you to.
-"""
-
-FILLER_TEXT = "One moment, let me look that up."
-RECALL_MAX_DISTANCE = 0.75  # cosine distance above which a vector-only hit is noise for this model
-
-
-def preload_message(preload: Preload) -> str:
-    return f"{PRELOAD_HEADER}\n{preload.as_context()}"
-
-
 def load_preload(user_id: uuid.UUID | str) -> Preload:
     """Stamp last_seen_at and read profile + memories (blocking; run it in a thread)."""
     return profiles.preload(Scope.service(parse_user_id(user_id)))
-
-
-def _relevant(hit: retrieval.MemoryHit) -> bool:
-    if hit.text_rank is not None:
-        return True
-    return hit.vector_distance is not None and hit.vector_distance <= RECALL_MAX_DISTANCE
 
 
 class PlaygroundAgent(Agent):
@@ -123,7 +93,7 @@ class PlaygroundAgent(Agent):
         self._recalls: OrderedDict[str, str | None] = OrderedDict()  # user message id -> recall block text
         chat_ctx = llm.ChatContext.empty()
         if preload is not None:
-            chat_ctx.add_message(role="system", content=preload_message(preload), id=PRELOAD_MESSAGE_ID)
+            chat_ctx.add_message(role="system", content=preload_message(preload.as_context()), id=PRELOAD_MESSAGE_ID)
         super().__init__(instructions=instructions, chat_ctx=chat_ctx)
 
     def set_rrf(self, params: RrfParams) -> RrfParams:
@@ -136,12 +106,10 @@ class PlaygroundAgent(Agent):
         if self.preload is None:  # not loaded by the caller: load it now, before the first word
             self.preload = await asyncio.to_thread(load_preload, self.user_id)
             chat_ctx = self.chat_ctx.copy()
-            chat_ctx.add_message(role="system", content=preload_message(self.preload), id=PRELOAD_MESSAGE_ID)
+            chat_ctx.add_message(role="system", content=preload_message(self.preload.as_context()), id=PRELOAD_MESSAGE_ID)
             await self.update_chat_ctx(chat_ctx)
         if self.greet:
-            name = self.preload.profile.name if self.preload else None
-            who = f"by name ({name})" if name else "warmly (you don't know their name yet)"
-            self.greeting_instruction = f"Greet the user {who} in one short sentence and offer to help."
+            self.greeting_instruction = greeting_instruction(self.preload.profile.name if self.preload else None)
             self.session.generate_reply(instructions=self.greeting_instruction)
 
     # ------------------------------------------------------------------ per-turn recall
@@ -180,44 +148,8 @@ class PlaygroundAgent(Agent):
 
     async def recall(self, text: str) -> str | None:
         """Hybrid-search memories with the user's words; the recall text with the top hits, or None."""
-        started = time.perf_counter()
-        params = self.rrf
-        base = {"source": "memories", "trigger": "per_turn_recall", "query": text, "mode": "hybrid",
-                "params": {"vector_weight": params.vector_weight, "text_weight": params.text_weight, "k": params.k}}
-        query = text[: retrieval.MAX_QUERY_LENGTH]
-        if not query.strip():
-            self.bus.emit("retrieval", **base, latency_ms=0.0, degraded_reason=None, skipped=True,
-                          skip_reason="nothing to search for", hits=[], injected=[])
-            return None
-        work = asyncio.ensure_future(asyncio.to_thread(
-            retrieval.search_memories, self.scope, query, limit=self.recall_limit, params=params))
-        try:
-            result = await asyncio.wait_for(asyncio.shield(work), timeout=self.recall_budget_ms / 1000)
-        except asyncio.TimeoutError:
-            work.add_done_callback(lambda f: f.cancelled() or f.exception())  # finish quietly in the background
-            elapsed = (time.perf_counter() - started) * 1000
-            self.bus.emit("retrieval", **base, latency_ms=round(elapsed, 2), degraded_reason=None, skipped=True,
-                          skip_reason=f"over the {self.recall_budget_ms:.0f} ms budget", hits=[], injected=[])
-            self.bus.metric("recall_ms", elapsed)
-            return None
-        except PlaygroundError as exc:
-            elapsed = (time.perf_counter() - started) * 1000
-            log.warning("per-turn recall failed: %s", exc)
-            self.bus.emit("retrieval", **base, latency_ms=round(elapsed, 2), degraded_reason=None, skipped=True,
-                          skip_reason=str(exc), hits=[], injected=[])
-            return None
-        elapsed = (time.perf_counter() - started) * 1000
-        injected = [hit for hit in result.hits if _relevant(hit)][: self.recall_inject]
-        self.bus.emit("retrieval", **(base | {"mode": result.mode}), latency_ms=round(elapsed, 2),
-                      search_ms=round(result.latency_ms, 2), embed_ms=round(result.embed_ms, 2),
-                      degraded_reason=result.degraded_reason, skipped=False, skip_reason=None,
-                      hits=[hit.as_dict() for hit in result.hits], injected=[str(hit.id) for hit in injected])
-        self.bus.metric("recall_ms", elapsed)
-        if not injected:
-            return None
-        lines = [f"{RECALL_HEADER} (hybrid search, best first; use them only if they help):"]
-        lines += [f"- {hit.memory_type}: {hit.content}" for hit in injected]
-        return "\n".join(lines)
+        return await recall(self.scope, text, params=self.rrf, bus=self.bus, budget_ms=self.recall_budget_ms,
+                            limit=self.recall_limit, inject=self.recall_inject)
 
     # ------------------------------------------------------------------ tool plumbing
 
@@ -244,10 +176,10 @@ class PlaygroundAgent(Agent):
             log.exception("tool %s failed", name)
             raise
         finally:
-            self.bus.emit("tool_call", name=name, arguments=arguments, output=output, error=error,
-                          duration_ms=round((time.perf_counter() - started) * 1000, 2))
+            self.bus.emit(events.tool_call(name, arguments, output=output, error=error,
+                                           duration_ms=(time.perf_counter() - started) * 1000))
 
-    def _note_write(self, action: str, memory_type: str, content: str | None,
+    def note_write(self, action: str, memory_type: str, content: str | None,
                     previous: str | None = None, source: str = "tool") -> None:
         self.memories_written.append({"action": action, "memory_type": memory_type, "content": content,
                                       "previous_content": previous, "turn": self.bus.turn, "source": source,
@@ -269,10 +201,7 @@ class PlaygroundAgent(Agent):
                 lambda r: {"query": r.query, "hits": [
                     {"title": h.title, "category": h.category, "similarity": round(h.similarity, 4),
                      "content": h.content} for h in r.hits]})
-        self.bus.emit("retrieval", source="knowledge", trigger="tool:search_knowledge", query=result.query,
-                      mode="vector", params=None, latency_ms=round(result.latency_ms, 2),
-                      embed_ms=round(result.embed_ms, 2), degraded_reason=None, skipped=False, skip_reason=None,
-                      hits=[hit.as_dict() for hit in result.hits])
+        self.bus.emit(events.knowledge_search_retrieval(result, trigger="tool:search_knowledge"))
         return output
 
     @function_tool
@@ -289,7 +218,7 @@ class PlaygroundAgent(Agent):
             lambda: memories.remember(self.scope, memory_type, content, session_id=self.session_id),
             lambda r: {"memory_type": r.memory.memory_type, "content": r.memory.content, "created": r.created,
                        "previous_content": r.previous_content})
-        self._note_write("remembered" if result.created else "updated", result.memory.memory_type,
+        self.note_write("remembered" if result.created else "updated", result.memory.memory_type,
                          result.memory.content, result.previous_content)
         return output
 
@@ -318,7 +247,7 @@ class PlaygroundAgent(Agent):
             "forget_detail", {"memory_type": memory_type},
             lambda: memories.forget(self.scope, memory_type),
             lambda m: {"memory_type": m.memory_type, "forgotten": m.content})
-        self._note_write("forgotten", memory.memory_type, None, memory.content)
+        self.note_write("forgotten", memory.memory_type, None, memory.content)
         return output
 
     @function_tool
@@ -337,12 +266,7 @@ class PlaygroundAgent(Agent):
                  "vector_rank": h.vector_rank, "text_rank": h.text_rank,
                  "vector_distance": None if h.vector_distance is None else round(h.vector_distance, 4)}
                 for h in r.hits]})
-        self.bus.emit("retrieval", source="memories", trigger="tool:search_memories", query=result.query,
-                      mode=result.mode, params={"vector_weight": params.vector_weight,
-                                                "text_weight": params.text_weight, "k": params.k},
-                      latency_ms=round(result.latency_ms, 2), embed_ms=round(result.embed_ms, 2),
-                      degraded_reason=result.degraded_reason, skipped=False, skip_reason=None,
-                      hits=[hit.as_dict() for hit in result.hits])
+        self.bus.emit(events.memory_search_retrieval(result, trigger="tool:search_memories"))
         return output
 
     @function_tool

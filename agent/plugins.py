@@ -20,7 +20,7 @@ the Streamlit app                      ``streamlit_app.py`` via :func:`register_
 pytest                                 ``tests/conftest.py`` (subprocess tests prove the others)
 =====================================  ===========================================================
 
-The model builders (``agent.models``) then take the plugin from :func:`plugin`,
+The model builders (``agent.model_factory``) then take the plugin from :func:`plugin`,
 which never imports: a process that skipped registration gets a clear
 ``ConfigurationError`` instead of livekit's RuntimeError on a worker thread.
 """

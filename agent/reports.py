@@ -32,12 +32,14 @@ import json
 import logging
 import statistics
 import threading
-import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from livekit.agents.voice.report import SessionReport
+
+from agent.events import Event, of_type
 from core import sessions
 from core.config import get_settings
 from core.db import Scope, parse_user_id
@@ -54,23 +56,22 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[index]
 
 
-def summarize_metrics(events: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def summarize_metrics(events: list[Event]) -> dict[str, dict[str, float]]:
     by_name: dict[str, list[float]] = {}
-    for event in events:
-        if event.get("type") == "metric":
-            by_name.setdefault(event["name"], []).append(float(event["value"]))
+    for event in of_type(events, "metric"):
+        by_name.setdefault(event["name"], []).append(float(event["value"]))
     return {name: {"count": len(values), "mean": round(statistics.fmean(values), 2),
                    "p50": round(_percentile(values, 0.5), 2), "p95": round(_percentile(values, 0.95), 2),
                    "max": round(max(values), 2)}
             for name, values in sorted(by_name.items())}
 
 
-def playground_section(*, session_id: str, user_id: uuid.UUID, mode: str, events: list[dict[str, Any]],
+def playground_section(*, session_id: str, user_id: uuid.UUID, mode: str, events: list[Event],
                        started_at: float, ended_at: float, memories_written: list[dict[str, Any]],
                        profile_updates: list[dict[str, Any]] | None = None,
                        extraction: dict[str, Any] | None = None, models: dict[str, Any] | None = None) -> dict:
     transcript = [{"turn": e["turn"], "role": e["role"], "text": e["text"], "ts": e["ts"]}
-                  for e in events if e["type"] == "transcript" and e.get("final", True)]
+                  for e in of_type(events, "transcript") if e.get("final", True)]
     return {
         "version": REPORT_VERSION,
         "session_id": session_id,
@@ -82,10 +83,10 @@ def playground_section(*, session_id: str, user_id: uuid.UUID, mode: str, events
         "duration_s": round(max(0.0, ended_at - started_at), 3),
         "turns": max((e["turn"] for e in events), default=0),
         "transcript": transcript,
-        "tool_calls": [e for e in events if e["type"] == "tool_call"],
-        "retrievals": [e for e in events if e["type"] == "retrieval"],
-        "metrics": [e for e in events if e["type"] == "metric"],
-        "errors": [e for e in events if e["type"] == "error"],
+        "tool_calls": of_type(events, "tool_call"),
+        "retrievals": of_type(events, "retrieval"),
+        "metrics": of_type(events, "metric"),
+        "errors": of_type(events, "error"),
         "metrics_summary": summarize_metrics(events),
         "memories_written": list(memories_written),
         "profile_updates": list(profile_updates or []),
@@ -96,8 +97,6 @@ def playground_section(*, session_id: str, user_id: uuid.UUID, mode: str, events
 
 def livekit_report(session, *, session_id: str, room_name: str | None = None) -> dict[str, Any]:
     """The same dict ``ctx.make_session_report(session).to_dict()`` gives, for a session without a job."""
-    from livekit.agents.voice.report import SessionReport
-
     started = session._started_at  # what JobContext.make_session_report reads too
     report = SessionReport(
         job_id=session_id, room_id="", room=room_name or "in-process",
@@ -128,7 +127,7 @@ def _spool(user_id: uuid.UUID, session_id: str, report: dict, room_name, started
 
 
 def _epoch_to_dt(value: float | None) -> datetime | None:
-    return datetime.fromtimestamp(value, tz=timezone.utc) if value else None
+    return datetime.fromtimestamp(value, tz=UTC) if value else None
 
 
 def save(user_id: uuid.UUID | str, session_id: str, report: dict[str, Any], *, room_name: str | None = None,
@@ -187,7 +186,3 @@ def flush_pending() -> int:
             path.unlink(missing_ok=True)
             saved += 1
     return saved
-
-
-def now() -> float:
-    return time.time()

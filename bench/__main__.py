@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from agent import describe_models, plugins
+from bench import recall, scale, voice
 from bench.stats import fmt_ms, percentile, summary, table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,8 +40,6 @@ def machine() -> dict[str, str]:
 
 
 def voice_section(result: dict) -> str:
-    from agent.models import describe_models
-
     llm = describe_models().llm
     brain = "offline brain" if describe_models().offline_brain else llm
     turns = result["turns"]
@@ -139,24 +139,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from agent import plugins
-
     plugins.register()  # on the main thread, before the voice run starts the agent's loop thread
 
     started = time.time()
     before = machine()
     sections = []
     if "recall" not in skip:
-        from bench import recall
-
         sections.append(recall_section(recall.run(args.recall_repeats)))
     if "voice" not in skip:
-        from bench import voice
-
         sections.append(voice_section(voice.run(args.rounds, utterances=args.utterances)))
     if "scale" not in skip:
-        from bench import scale
-
         sizes = [int(x) for x in args.scale_rows.split(",") if x.strip()]
         sections.append(scale_section(scale.run(sizes)))
     info = machine()

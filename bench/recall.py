@@ -8,6 +8,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from agent import EventBus, PlaygroundAgent
+from core import identity, memories
+from core.db import Scope, admin_connection
+
 MEMORIES = {
     "favorite_color": "teal", "home_city": "Denver", "allergies": "nuts and shellfish",
     "favorite_drink": "oat milk flat white", "employer": "Acme Robotics", "job": "mechanical engineer",
@@ -30,11 +34,6 @@ QUERIES = [
 
 
 async def _measure(repeats: int) -> dict[str, Any]:
-    from agent.events import EventBus
-    from agent.playground_agent import PlaygroundAgent
-    from core import identity, memories
-    from core.db import Scope, admin_connection
-
     verified = identity.verify(identity.sign_in_anonymously().access_token)
     scope = Scope.service(verified.user_id)
     try:

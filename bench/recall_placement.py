@@ -2,7 +2,7 @@
 
 Runs the same scripted conversation (a user with a few memories, 8 turns,
 tool calls included) through the real agent and the real openai plugin
-against the OpenAI-compatible stand-in (tests/openai_standin.py), once per
+against the OpenAI-compatible stand-in (tests/support/openai_standin.py), once per
 placement of the per-turn recall:
 
 * ``livekit default``: what the agent sent before (livekit's own context):
@@ -15,7 +15,7 @@ placement of the per-turn recall:
   it was retrieved for (what the agent does).
 
 For each it reports how many requests the strictest common chat templates
-accept (tests/openai_standin.check_messages), and how much of each request a
+accept (tests/support/openai_standin.check_messages), and how much of each request a
 server's prompt cache can reuse: the share of the rendered request (tools and
 messages, in order) that repeats the previous request's start. llama.cpp's
 server, vLLM (automatic prefix caching), Ollama and OpenAI all reuse a cached
@@ -26,9 +26,19 @@ Prints a markdown table (docs/AGENT.md quotes it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import statistics
+
+from livekit.agents import llm
+
+from agent import PlaygroundAgent, PlaygroundSession, plugins, recall_block
+from core import identity, memories
+from core.config import reload_settings
+from core.db import Scope, admin_connection
+from core.errors import PlaygroundError
+from tests.support.openai_standin import OpenAIStandIn, TemplateError, check_messages
 
 TURNS = ["what is my favorite color?", "where do I live?", "I drive a blue Subaru Outback", "what car do I drive?",
          "where is order 1002?", "how long is the warranty?", "what do you know about me?",
@@ -38,12 +48,7 @@ MEMORIES = {"favorite_color": "teal", "home_city": "Denver, Colorado", "allergie
 PLACEMENTS = ("livekit default", "system", "latest user turn", "every user turn")
 
 
-def _agent_class(placement: str):
-    from livekit.agents import llm
-
-    from agent.chat_format import recall_block
-    from agent.playground_agent import PlaygroundAgent
-
+def _agent_class(placement: str) -> type[PlaygroundAgent]:
     class Measured(PlaygroundAgent):
         def shape_request(self, chat_ctx):
             if placement != "livekit default":
@@ -74,28 +79,26 @@ def _shared_prefix(a: str, b: str) -> int:
 
 
 async def _conversation(placement: str, user_id) -> None:
-    from agent.session import PlaygroundSession
-
     placement_option = {"livekit default": "user_turns", "system": "system", "latest user turn": "latest_user_turn",
                         "every user turn": "user_turns"}[placement]
     ps = PlaygroundSession(user_id, mode="text", agent_class=_agent_class(placement),
                            agent_options={"recall_placement": placement_option, "recall_budget_ms": 30_000})
     await ps.start()
     for text in TURNS:
-        try:
+        with contextlib.suppress(PlaygroundError):  # a refused request is part of what is measured
             await ps.run_text(text)
-        except Exception:  # noqa: BLE001 - a refused request is part of what is measured
-            pass
     await ps.finish(extract=False)
 
 
-def measure() -> list[dict]:
-    from agent import plugins
-    from core import identity, memories
-    from core.config import reload_settings
-    from core.db import Scope, admin_connection
-    from tests.openai_standin import OpenAIStandIn, TemplateError, check_messages
+def _accepted(body: dict) -> bool:
+    try:
+        check_messages(body["messages"])
+    except TemplateError:
+        return False
+    return True
 
+
+def measure() -> list[dict]:
     plugins.register()
     rows = []
     for placement in PLACEMENTS:
@@ -111,13 +114,7 @@ def measure() -> list[dict]:
                 with admin_connection() as conn:
                     conn.execute("delete from auth.users where id = %s", (verified.user_id,))
             bodies = [r.body for r in server.chat_requests() if (r.body or {}).get("tools")]
-        accepted = 0
-        for body in bodies:
-            try:
-                check_messages(body["messages"])
-                accepted += 1
-            except TemplateError:
-                pass
+        accepted = sum(_accepted(body) for body in bodies)
         rendered = [_rendered(body) for body in bodies]
         reused = [_shared_prefix(before, after) / len(after) for before, after in zip(rendered, rendered[1:])]
         new_chars = [len(after) - _shared_prefix(before, after) for before, after in zip(rendered, rendered[1:])]

@@ -18,6 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from core import db, embeddings, retrieval
+from core.db import Scope
+
 WORDS = ("coffee tea milk oat espresso beans grinder order shipping denver boise teal blue green red dog cat "
          "beagle volvo car bike running climbing allergic nuts shellfish vegan vegetarian birthday march june "
          "partner kids school work engineer nurse teacher wifi code gate garage phone email city home").split()
@@ -56,9 +59,6 @@ def _new_users(conn, n: int) -> list[uuid.UUID]:
 
 def run(target_rows: list[int] | None = None, per_user: int = 40, heavy_memories: int = 2000,
         repeats: int = 5, log=print) -> dict[str, Any]:
-    from core import db, embeddings, retrieval
-    from core.db import Scope
-
     target_rows = target_rows or [10_000, 100_000]
     workdir = Path(tempfile.mkdtemp(prefix="mp-bench-scale-"))
     random.seed(7)

@@ -437,21 +437,95 @@ def _raise_on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
     raise SystemExit(128 + signum)  # runs the finally blocks and atexit handlers: users and temp dirs go
 
 
+@dataclass(frozen=True)
+class _Inputs:
+    params: RrfParams
+    memories: list[EvalMemory]
+    users: list[str]
+    queries: list[EvalQuery]
+    qrels: dict[str, list[str]] | None
+
+
+def _read_inputs(args: argparse.Namespace) -> _Inputs:
+    """Every input file read and checked before any database work (EvalInputError names the problem)."""
+    if not 1 <= args.top_k <= MAX_TOP_K:
+        raise EvalInputError(f"--top-k must be between 1 and {MAX_TOP_K} (got {args.top_k}).")
+    params = parse_params(args.weights, args.rrf_k)
+    memories = load_memories(args.memories)
+    users = list(dict.fromkeys(m.user for m in memories))
+    queries = load_queries(args.queries, set(users))
+    qrels = load_qrels(args.qrels, queries, memories) if args.qrels else None
+    return _Inputs(params, memories, users, queries, qrels)
+
+
+def _evaluate(args: argparse.Namespace, inputs: _Inputs, conninfo: str, created: dict[str, uuid.UUID],
+              out: TextIO) -> None:
+    """Load the memories for temporary users (recorded in `created` as they are made), print one line per
+    query, and with qrels the summary of every mode."""
+    _progress(f"{len(inputs.memories)} memories of {len(inputs.users)} users, {len(inputs.queries)} queries")
+    vectors = embed_memories(inputs.memories)
+    created.update(create_users(conninfo, inputs.users))
+    row_ids = insert_memories(conninfo, inputs.memories, vectors, created)
+
+    def emit(result: QueryResult) -> None:
+        out.write(json.dumps(result.as_dict()) + "\n")
+        out.flush()
+
+    # One unmeasured search first, so the first query's latency is not the pool's and the planner's warm-up.
+    search_memories(db.Scope.service(created[inputs.queries[0].user]), "warm up", limit=args.top_k,
+                    params=inputs.params, text_match=args.text_match, conninfo=conninfo)
+    run = dict(conninfo=conninfo, queries=inputs.queries, user_ids=created, row_ids=row_ids, params=inputs.params,
+               top_k=args.top_k, text_match=args.text_match, embed=QueryEmbeddings())
+    printed = run_queries(mode=args.mode, on_result=emit, **run)
+    if inputs.qrels is not None:
+        by_mode = {args.mode: printed}
+        for mode in MODES:
+            if mode not in by_mode:
+                by_mode[mode] = run_queries(mode=mode, **run)
+        _print_summary(args, inputs, by_mode, out)
+
+
+def _print_summary(args: argparse.Namespace, inputs: _Inputs, by_mode: dict[str, list[QueryResult]],
+                   out: TextIO) -> None:
+    modes = {mode: score(by_mode[mode], inputs.qrels, args.top_k) for mode in MODES}
+    printed = by_mode[args.mode]
+    summary = {
+        "queries": len(inputs.queries),
+        "judged": sum(1 for q in inputs.queries if q.id in inputs.qrels),
+        "memories": len(inputs.memories),
+        "users": len(inputs.users),
+        "top_k": args.top_k,
+        "text_match": args.text_match,
+        "weights": [inputs.params.vector_weight, inputs.params.text_weight],
+        "rrf_k": inputs.params.k,
+        "modes": modes,
+        "latency_ms": {"mode": args.mode, **latency_summary(printed)},
+    }
+    out.write(json.dumps({"summary": summary}) + "\n")
+    out.flush()
+    if summary["judged"]:
+        _progress(format_table(modes))
+    _progress(f"latency ({args.mode}, incl. query embedding): p50 {summary['latency_ms']['p50']} ms, "
+              f"p95 {summary['latency_ms']['p95']} ms")
+
+
+def _remove_eval_users(conninfo: str, created: dict[str, uuid.UUID]) -> None:
+    try:
+        removed = remove_users(conninfo, list(created.values()))
+        _progress(f"removed the {removed} evaluation user(s) and their memories")
+    except (PlaygroundError, psycopg.Error) as exc:
+        print(f"warning: could not remove the evaluation users ({exc}); they are marked "
+              f"raw_app_meta_data.provider = '{EVAL_MARKER}'", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
     out = stdout or sys.stdout
     args = build_parser().parse_args(argv)
     try:
-        if not 1 <= args.top_k <= MAX_TOP_K:
-            raise EvalInputError(f"--top-k must be between 1 and {MAX_TOP_K} (got {args.top_k}).")
-        params = parse_params(args.weights, args.rrf_k)
-        memories = load_memories(args.memories)
-        users = list(dict.fromkeys(m.user for m in memories))
-        queries = load_queries(args.queries, set(users))
-        qrels = load_qrels(args.qrels, queries, memories) if args.qrels else None
+        inputs = _read_inputs(args)
     except EvalInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-
     created: dict[str, uuid.UUID] = {}
     conninfo = args.database_url
     try:
@@ -461,45 +535,7 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
         else:
             context = throwaway_embedded()
         with context as conninfo:
-            _progress(f"{len(memories)} memories of {len(users)} users, {len(queries)} queries")
-            vectors = embed_memories(memories)
-            created = create_users(conninfo, users)
-            row_ids = insert_memories(conninfo, memories, vectors, created)
-
-            def emit(result: QueryResult) -> None:
-                out.write(json.dumps(result.as_dict()) + "\n")
-                out.flush()
-
-            # One unmeasured search first, so the first query's latency is not the pool's and the planner's warm-up.
-            search_memories(db.Scope.service(created[queries[0].user]), "warm up", limit=args.top_k, params=params,
-                            text_match=args.text_match, conninfo=conninfo)
-            run = dict(conninfo=conninfo, queries=queries, user_ids=created, row_ids=row_ids, params=params,
-                       top_k=args.top_k, text_match=args.text_match, embed=QueryEmbeddings())
-            printed = run_queries(mode=args.mode, on_result=emit, **run)
-            if qrels is not None:
-                by_mode = {args.mode: printed}
-                for mode in MODES:
-                    if mode not in by_mode:
-                        by_mode[mode] = run_queries(mode=mode, **run)
-                modes = {mode: score(by_mode[mode], qrels, args.top_k) for mode in MODES}
-                summary = {
-                    "queries": len(queries),
-                    "judged": sum(1 for q in queries if q.id in qrels),
-                    "memories": len(memories),
-                    "users": len(users),
-                    "top_k": args.top_k,
-                    "text_match": args.text_match,
-                    "weights": [params.vector_weight, params.text_weight],
-                    "rrf_k": params.k,
-                    "modes": modes,
-                    "latency_ms": {"mode": args.mode, **latency_summary(printed)},
-                }
-                out.write(json.dumps({"summary": summary}) + "\n")
-                out.flush()
-                if summary["judged"]:
-                    _progress(format_table(modes))
-                _progress(f"latency ({args.mode}, incl. query embedding): p50 {summary['latency_ms']['p50']} ms, "
-                          f"p95 {summary['latency_ms']['p95']} ms")
+            _evaluate(args, inputs, conninfo, created, out)
     except EvalInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -515,12 +551,7 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
         return 1
     finally:
         if created and args.database_url:
-            try:
-                removed = remove_users(conninfo, list(created.values()))
-                _progress(f"removed the {removed} evaluation user(s) and their memories")
-            except (PlaygroundError, psycopg.Error) as exc:
-                print(f"warning: could not remove the evaluation users ({exc}); they are marked "
-                      f"raw_app_meta_data.provider = '{EVAL_MARKER}'", file=sys.stderr)
+            _remove_eval_users(conninfo, created)
         db.close_pools()
     return 0
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from core import embeddings, knowledge, memories
 from core.config import SEED_DIR, get_settings
-from core.db import Scope, admin_connection
+from core.db import Scope, admin_connection, parse_user_id
 from core.errors import ConfigurationError
 
 DEMO_EMAIL = "alex.demo@kestrelcoffee.example"
@@ -29,6 +29,17 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def demo_user_file() -> Path:
     return get_settings().data_dir / "demo_user_id"
+
+
+def demo_user_id() -> uuid.UUID:
+    """DEMO_USER_ID, else the id `python -m core seed` wrote to DATA_DIR/demo_user_id."""
+    settings = get_settings()
+    if settings.demo_user_id:
+        return parse_user_id(settings.demo_user_id)
+    path = demo_user_file()
+    if path.exists():
+        return parse_user_id(path.read_text().strip())
+    raise ConfigurationError("No demo user: run `python -m core seed` or set DEMO_USER_ID.")
 
 
 def seed_orders(conninfo: str | None = None) -> int:

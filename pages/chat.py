@@ -9,12 +9,12 @@ import time
 
 import streamlit as st
 
-from agent.models import llm_wait_seconds
+from agent import Conversation, llm_wait_seconds
 from core.errors import InvalidInput
 from ui import auth, chat_state, rrf
 from ui.errors import reported, show_error
-from ui.shell import run_page
 from ui.format import clip, ms, short_id
+from ui.shell import run_page
 from ui.sidebar import model_rows
 from ui.style import page_header
 from ui.turn_panel import render_tool_calls, render_turn_details
@@ -133,36 +133,22 @@ def _inspector(turns: list[Turn]) -> None:
     render_turn_details(turn, key=f"u_chat_turn{turn.number}")
 
 
-def main() -> None:
-    visitor = auth.current_visitor()
-    label, demo_brain = _llm_label()
-    page_header("Chat", "Talk to the agent. It remembers what you tell it, per user, in Postgres — and shows "
-                        "you why it recalled what it did.", icon=":material/chat:")
-    ok, why = chat_state.runtime_available()
-    if not ok:
-        st.error(f"The in-process agent could not be loaded ({why}). The Memories, Sessions and Knowledge pages "
-                 "still work; check the server log and the agent installation.", icon=":material/smart_toy:")
-        return
+def _ended(session_id: str, saved: bool) -> None:
+    """The conversation just ended: where its report went, and a new start."""
+    if saved:
+        st.success(f"Session `{short_id(session_id, 16)}` ended and its report was saved.",
+                   icon=":material/task_alt:")
+        st.page_link("pages/sessions.py", label="Open it on the Sessions page", icon=":material/history:")
+    else:
+        st.warning("The session ended, but its report could not be saved yet; it is kept on disk and "
+                   "saved automatically when the database is reachable.", icon=":material/save:")
+    if st.button("Start a new conversation", type="primary", icon=":material/add_comment:"):
+        st.session_state.pop(_ENDED, None)
+        st.rerun()
 
-    ended = st.session_state.get(_ENDED)
-    prompt = st.chat_input("Message the agent…", key="u_chat_input", max_chars=2000)
-    prompt = prompt or st.session_state.pop(_PENDING, None)
 
-    if ended and not prompt and chat_state.current_chat_session() is None:
-        session_id, saved = ended
-        if saved:
-            st.success(f"Session `{short_id(session_id, 16)}` ended and its report was saved.",
-                       icon=":material/task_alt:")
-            st.page_link("pages/sessions.py", label="Open it on the Sessions page", icon=":material/history:")
-        else:
-            st.warning("The session ended, but its report could not be saved yet; it is kept on disk and "
-                       "saved automatically when the database is reachable.", icon=":material/save:")
-        if st.button("Start a new conversation", type="primary", icon=":material/add_comment:"):
-            st.session_state.pop(_ENDED, None)
-            st.rerun()
-        return
-    st.session_state.pop(_ENDED, None)
-
+def _started_conversation(visitor) -> Conversation | None:
+    """This browser session's conversation, started, with the sliders' fusion; None (and why) if it failed."""
     params = rrf.current_params()
     chat = chat_state.get_chat_session(visitor, rrf=params)
     if chat.rrf != params:
@@ -180,37 +166,61 @@ def main() -> None:
         if st.button("Try again", icon=":material/refresh:"):
             chat_state.close_chat_session(reason="failed start")
             st.rerun()
-        return
+        return None
+    return chat
 
+
+def _header(chat: Conversation, visitor) -> bool:
+    """Which model and session this is; True when End session was pressed."""
+    label, demo_brain = _llm_label()
     header_left, header_right = st.columns([4, 1], vertical_alignment="center")
     with header_left:
         st.caption(f":material/smart_toy: **{label}**{' — not an LLM; see the sidebar' if demo_brain else ''}"
                    f" · session `{chat.session_id}` · user `{visitor.short_id}`")
     with header_right:
-        end = st.button("End session", key="u_chat_end", icon=":material/stop_circle:", width="stretch",
-                        help="Ends this conversation and saves its report to the Sessions page.")
+        return st.button("End session", key="u_chat_end", icon=":material/stop_circle:", width="stretch",
+                         help="Ends this conversation and saves its report to the Sessions page.")
 
+
+def _conversation(chat: Conversation, turns: list[Turn], cursor: int, prompt: str | None) -> None:
+    box = st.container(height=560, border=True, autoscroll=True)
+    with box:
+        for turn in turns:
+            _render_message(turn)
+        if not turns:
+            st.caption("Connecting…")
+    if not any(t.number > 0 for t in turns) and not prompt:
+        st.pills("Try", SUGGESTIONS, key="u_chat_suggestion", on_change=_suggestion_clicked,
+                 label_visibility="collapsed")
+    if prompt:
+        with box:
+            with st.chat_message("user"):
+                st.markdown(prompt)
+            with reported():
+                future = chat.send(prompt)
+                _wait_for_turn(chat, future, cursor)
+
+
+def main() -> None:
+    visitor = auth.current_visitor()
+    page_header("Chat", "Talk to the agent. It remembers what you tell it, per user, in Postgres — and shows "
+                        "you why it recalled what it did.", icon=":material/chat:")
+    ended = st.session_state.get(_ENDED)
+    prompt = st.chat_input("Message the agent…", key="u_chat_input", max_chars=2000)
+    prompt = prompt or st.session_state.pop(_PENDING, None)
+    if ended and not prompt and chat_state.current_chat_session() is None:
+        _ended(*ended)
+        return
+    st.session_state.pop(_ENDED, None)
+    chat = _started_conversation(visitor)
+    if chat is None:
+        return
+    end = _header(chat, visitor)
     events, cursor = chat.events_since(0)
     turns = group_turns(events)
-
     conversation, inspector = st.columns([1, 1], gap="large")
     with conversation:
-        box = st.container(height=560, border=True, autoscroll=True)
-        with box:
-            for turn in turns:
-                _render_message(turn)
-            if not turns:
-                st.caption("Connecting…")
-        if not any(t.number > 0 for t in turns) and not prompt:
-            st.pills("Try", SUGGESTIONS, key="u_chat_suggestion", on_change=_suggestion_clicked,
-                     label_visibility="collapsed")
-        if prompt:
-            with box:
-                with st.chat_message("user"):
-                    st.markdown(prompt)
-                with reported():
-                    future = chat.send(prompt)
-                    _wait_for_turn(chat, future, cursor)
+        _conversation(chat, turns, cursor, prompt)
     with inspector:
         _inspector(turns)
         with st.expander("Tune the fusion (weights and k) — applies to the agent's next search",

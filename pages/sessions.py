@@ -83,7 +83,7 @@ def _latency_chart(view: ReportView) -> alt.Chart | None:
     )
 
 
-# the voice pipeline's stages, in the order they happen in a turn (agent/voice_runtime.LATENCY_METRICS)
+# the voice pipeline's stages, in the order they happen in a turn (agent/voice/latency.py LATENCY_METRICS)
 VOICE_STAGES = {
     "eou_delay_ms": "End-of-utterance delay",
     "transcription_delay_ms": "Transcription delay",

@@ -31,6 +31,7 @@ from core import identity
 from core.db import Scope
 from core.errors import AuthError, AuthUnavailable
 from core.identity import AuthSession, VerifiedUser
+from ui import chat_state
 from ui.format import short_id
 
 log = logging.getLogger("memory_playground.ui.auth")
@@ -325,8 +326,6 @@ def resign_email() -> str | None:
 
 def _replace(auth: AuthSession, *, family: str, notice: str | None = None) -> None:
     """Switch this browser session to another identity and forget the old one's view state."""
-    from ui import chat_state  # late: chat_state imports the agent runtime lazily too
-
     chat_state.close_chat_session(reason="identity changed")
     for key in [k for k in st.session_state.keys() if str(k).startswith(USER_STATE_PREFIX)]:
         del st.session_state[key]

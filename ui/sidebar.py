@@ -10,20 +10,13 @@ from typing import Any
 
 import streamlit as st
 
+from agent import describe_models
 from core import doctor
 from core.config import get_settings
 from ui import auth
 from ui.errors import reported
 
 log = logging.getLogger("memory_playground.ui.sidebar")
-
-CONFIGURE_LLM_HELP = (
-    "The offline demo brain is a deterministic, rule-based stand-in for an LLM: it recognises remembering, "
-    "recalling, forgetting, orders and knowledge questions and calls the real tools. For a real model set "
-    "`OPENAI_API_KEY` (and `OPENAI_BASE_URL` for Ollama, vLLM or LM Studio) plus `LLM_MODEL`, or set the "
-    "LiveKit credentials to use LiveKit Inference; then restart the app."
-)
-
 
 CHECKS_POLL_SECONDS = 2.0
 CHECKS_STALE_SECONDS = 600  # older than this: re-check quietly in the background on the next page load
@@ -39,51 +32,16 @@ def configuration_checks() -> doctor.BackgroundChecks:
 
 
 def model_rows() -> list[dict[str, Any]]:
-    """[{role, label, offline, detail}] from agent.models.describe_models() when the
-    agent package provides it, else derived from settings."""
-    try:
-        from agent.models import describe_models  # the agent engineer's single source of truth
-    except Exception:  # agent not installed/importable yet: describe from settings
-        describe_models = None
-    if describe_models is not None:
-        try:
-            return _rows_from_description(describe_models())
-        except Exception:
-            log.exception("describe_models() failed; describing models from settings")
-    return _rows_from_settings()
-
-
-def _rows_from_description(described: Any) -> list[dict[str, Any]]:
-    """agent.models.ModelDescription (llm, stt, tts, vad, llm_backend, speech_backend, offline_brain, help)."""
-    data = described.as_dict() if hasattr(described, "as_dict") else dict(described)
-    speech_offline = data.get("speech_backend") == "offline"
+    """[{role, label, offline, demo_brain, detail}] for the LLM, STT, TTS and VAD the agent uses."""
+    described = describe_models()
+    speech_offline = described.speech_backend == "offline"
     return [
-        {"role": "LLM", "label": data["llm"], "offline": data.get("llm_backend") == "offline",
-         "demo_brain": bool(data.get("offline_brain")), "detail": data.get("help")},
-        {"role": "STT", "label": data["stt"], "offline": speech_offline, "demo_brain": False, "detail": None},
-        {"role": "TTS", "label": data["tts"], "offline": speech_offline, "demo_brain": False, "detail": None},
-        {"role": "VAD", "label": data.get("vad") or "Silero VAD (local)", "offline": True, "demo_brain": False,
-         "detail": None},
+        {"role": "LLM", "label": described.llm, "offline": described.llm_backend == "offline",
+         "demo_brain": described.offline_brain, "detail": described.help},
+        {"role": "STT", "label": described.stt, "offline": speech_offline, "demo_brain": False, "detail": None},
+        {"role": "TTS", "label": described.tts, "offline": speech_offline, "demo_brain": False, "detail": None},
+        {"role": "VAD", "label": described.vad, "offline": True, "demo_brain": False, "detail": None},
     ]
-
-
-def _rows_from_settings() -> list[dict[str, Any]]:
-    s = get_settings()
-    if s.openai_api_key or s.openai_base_url:
-        llm = {"label": f"{s.llm_model or 'gpt-4o-mini'} (OpenAI-compatible"
-                        f"{' at ' + s.openai_base_url if s.openai_base_url else ''})", "offline": False}
-    elif s.livekit_configured:
-        llm = {"label": f"{s.llm_model or 'default model'} via LiveKit Inference", "offline": False}
-    else:
-        llm = {"label": "Offline demo brain (rule-based, not an LLM)", "offline": True, "demo_brain": True}
-    if s.livekit_configured:
-        stt = {"label": f"{s.stt_model or 'default'} via LiveKit Inference", "offline": False}
-        tts = {"label": f"{s.tts_model or 'default'} via LiveKit Inference", "offline": False}
-    else:
-        stt = {"label": "Whisper tiny.en (faster-whisper, local)", "offline": True}
-        tts = {"label": "Piper “joe” voice (local)", "offline": True}
-    return [{"role": role, "detail": None, "demo_brain": False, **info}
-            for role, info in (("LLM", llm), ("STT", stt), ("TTS", tts))]
 
 
 def render(visitor: auth.Visitor) -> None:
@@ -188,12 +146,12 @@ def _status() -> None:
         checks.start(doctor.QUICK)
     # Poll only while a run is in progress; the page itself never waits for a check.
     st.fragment(run_every=CHECKS_POLL_SECONDS if checks.running else None)(_check_rows)()
-    rows = model_rows()
-    if any(row.get("demo_brain") for row in rows):
+    llm = next(row for row in model_rows() if row["role"] == "LLM")
+    if llm["demo_brain"]:
         st.info("**The LLM is a rule-based demo brain**, not a language model. "
                 "It understands a fixed set of requests and calls the real tools.", icon=":material/smart_toy:")
         with st.expander("Use a real model"):
-            st.markdown(CONFIGURE_LLM_HELP)
+            st.markdown(llm["detail"])
             st.code("OPENAI_BASE_URL=http://localhost:11434/v1   # e.g. Ollama\nOPENAI_API_KEY=ollama\n"
                     "LLM_MODEL=llama3.1", language="bash")
 

@@ -15,10 +15,9 @@ credentials; a self-hosted ``livekit-server --dev`` has no inference gateway:
 there set ``LLM_MODEL=offline`` (or OPENAI_*) and ``STT_MODEL=local``,
 ``TTS_MODEL=local`` to keep every model on this machine.
 
-The offline STT/TTS adapters live in ``agent.local_stt`` / ``agent.local_tts``
-and are imported only when needed. livekit plugins (openai, silero) are never
-imported here: they are registered at process start (``agent.plugins``) and
-taken from there.
+The offline STT/TTS adapters are agent/voice/local_stt.py and local_tts.py.
+livekit plugins (openai, silero) are never imported here: they are registered
+at process start (agent/plugins.py) and taken from there.
 """
 
 from __future__ import annotations
@@ -27,17 +26,24 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from agent.plugins import plugin
+import httpx2
+from livekit.agents import APIConnectOptions, inference
+from livekit.agents.voice.agent_session import SessionConnectOptions
 
-# The choice itself is made in core.config (core.doctor needs it too); re-exported here.
-from core.config import (  # noqa: F401
+from agent.brain.llm import OfflineBrain
+from agent.plugins import plugin
+from agent.prompts import OFFLINE_BRAIN_HELP
+from agent.voice.local_stt import LocalWhisperSTT
+from agent.voice.local_tts import LocalPiperTTS
+
+# The backend choice is made in core.config, because core.doctor needs it too.
+from core.config import (
     DEFAULT_INFERENCE_LLM,
     DEFAULT_INFERENCE_STT,
     DEFAULT_INFERENCE_TTS,
     DEFAULT_OPENAI_LLM,
     DEFAULT_OPENAI_STT,
     DEFAULT_OPENAI_TTS,
-    LOCAL_MODEL_NAMES,
     Backend,
     Settings,
     get_settings,
@@ -49,11 +55,6 @@ OFFLINE_BRAIN_LABEL = "Offline demo brain (rule-based)"
 OFFLINE_STT_LABEL = "faster-whisper tiny.en (local, int8)"
 OFFLINE_TTS_LABEL = "Piper joe-us voice (local)"
 VAD_LABEL = "Silero VAD (local)"
-CONFIGURE_HELP = (
-    "The offline demo brain is a rule-based stand-in, not a language model. For a real model set "
-    "OPENAI_API_KEY (plus OPENAI_BASE_URL and LLM_MODEL for Ollama, vLLM or LM Studio), or LIVEKIT_URL, "
-    "LIVEKIT_API_KEY and LIVEKIT_API_SECRET for LiveKit Inference, then restart."
-)
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class ModelDescription:
 
     @property
     def help(self) -> str | None:
-        return CONFIGURE_HELP if self.offline_brain else None
+        return OFFLINE_BRAIN_HELP if self.offline_brain else None
 
     def as_dict(self) -> dict[str, Any]:
         return {"llm": self.llm, "stt": self.stt, "tts": self.tts, "vad": self.vad,
@@ -124,21 +125,17 @@ def llm_location(settings: Settings | None = None) -> str:
     return "the offline demo brain"
 
 
-def llm_connect_options(settings: Settings | None = None):
+def llm_connect_options(settings: Settings | None = None) -> APIConnectOptions:
     """Timeout and retries of every LLM request (LLM_TIMEOUT_SECONDS, LLM_MAX_RETRIES)."""
-    from livekit.agents import APIConnectOptions
-
     settings = settings or get_settings()
     return APIConnectOptions(max_retry=settings.llm_max_retries, retry_interval=1.0,
                              timeout=settings.llm_timeout_seconds)
 
 
-def session_connect_options(settings: Settings | None = None):
+def session_connect_options(settings: Settings | None = None) -> SessionConnectOptions:
     """AgentSession connect options: our LLM timeout and retries, and a session that never closes
     itself over model errors (livekit's default closes it after 3 in a row; here each failed turn
     is reported and the person can try again or end the session)."""
-    from livekit.agents.voice.agent_session import SessionConnectOptions
-
     return SessionConnectOptions(llm_conn_options=llm_connect_options(settings),
                                  max_unrecoverable_errors=1_000_000)
 
@@ -154,13 +151,9 @@ def build_llm(settings: Settings | None = None):
     settings = settings or get_settings()
     backend = llm_backend(settings)
     if backend == "livekit":
-        from livekit.agents import inference
-
         return inference.LLM(model=settings.llm_model or DEFAULT_INFERENCE_LLM,
                              api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
     if backend == "openai":
-        import httpx2
-
         openai = plugin("openai")
         kwargs: dict[str, Any] = {"model": settings.llm_model or DEFAULT_OPENAI_LLM}
         if settings.openai_base_url:
@@ -171,8 +164,6 @@ def build_llm(settings: Settings | None = None):
         kwargs["timeout"] = httpx2.Timeout(settings.llm_timeout_seconds)
         # strict tool schemas are OpenAI's feature; other servers reject or misread the field
         return openai.LLM(**kwargs, _strict_tool_schema=is_openai_endpoint(settings))
-    from agent.brain import OfflineBrain
-
     return OfflineBrain()
 
 
@@ -180,14 +171,10 @@ def build_stt(settings: Settings | None = None):
     settings = settings or get_settings()
     backend = speech_backend(settings, "stt")
     if backend == "livekit":
-        from livekit.agents import inference
-
         return inference.STT(model=settings.stt_model or DEFAULT_INFERENCE_STT,
                              api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
     if backend == "openai":
         return plugin("openai").STT(model=settings.stt_model or DEFAULT_OPENAI_STT, api_key=settings.openai_api_key)
-    from agent.local_stt import LocalWhisperSTT  # written alongside the voice pipeline
-
     return LocalWhisperSTT()
 
 
@@ -195,14 +182,10 @@ def build_tts(settings: Settings | None = None):
     settings = settings or get_settings()
     backend = speech_backend(settings, "tts")
     if backend == "livekit":
-        from livekit.agents import inference
-
         return inference.TTS(model=settings.tts_model or DEFAULT_INFERENCE_TTS,
                              api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
     if backend == "openai":
         return plugin("openai").TTS(model=settings.tts_model or DEFAULT_OPENAI_TTS, api_key=settings.openai_api_key)
-    from agent.local_tts import LocalPiperTTS  # written alongside the voice pipeline
-
     return LocalPiperTTS()
 
 

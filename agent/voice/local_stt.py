@@ -9,6 +9,9 @@ free and serialises access to the model (two CPU cores do not gain from
 concurrent decodes, and it makes the shared model safe to use from any loop).
 """
 
+# faster-whisper and the model package are imported when the model is first loaded: every agent process imports
+# this module (agent/model_factory.py), most never load the local model.
+
 from __future__ import annotations
 
 import asyncio
@@ -26,6 +29,8 @@ from livekit import rtc
 from livekit.agents import APIConnectionError, stt
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConnectOptions, NotGivenOr
 from livekit.agents.utils import AudioBuffer, is_given, shortuuid
+
+from agent.voice.audio import MonoResampler, pcm_bytes
 
 log = logging.getLogger(__name__)
 
@@ -77,17 +82,9 @@ def to_whisper_input(buffer: AudioBuffer) -> np.ndarray:
     frame = rtc.combine_audio_frames(buffer) if isinstance(buffer, list) else buffer
     if frame.samples_per_channel == 0:
         return np.zeros(0, dtype=np.float32)
-    samples = np.frombuffer(frame.data, dtype=np.int16)
-    if frame.num_channels > 1:
-        samples = samples.reshape(-1, frame.num_channels).mean(axis=1).astype(np.int16)
-    if frame.sample_rate != WHISPER_SAMPLE_RATE:
-        resampler = rtc.AudioResampler(frame.sample_rate, WHISPER_SAMPLE_RATE, num_channels=1,
-                                       quality=rtc.AudioResamplerQuality.HIGH)
-        mono = rtc.AudioFrame(samples.tobytes(), frame.sample_rate, 1, len(samples))
-        out = resampler.push(mono) + resampler.flush()
-        samples = (np.concatenate([np.frombuffer(f.data, dtype=np.int16) for f in out])
-                   if out else np.zeros(0, dtype=np.int16))
-    return samples.astype(np.float32) / 32768.0
+    resampler = MonoResampler(WHISPER_SAMPLE_RATE, quality=rtc.AudioResamplerQuality.HIGH)
+    pcm = pcm_bytes(resampler.push(frame) + resampler.flush())
+    return np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0
 
 
 _DIGIT_GROUPS = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")

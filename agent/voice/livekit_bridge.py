@@ -5,7 +5,7 @@ the room, where the agent worker (dispatched by the token) does the talking.
     browser mic --WebRTC--> push_av_frame() --> rtc.AudioSource --> room --> agent worker
     browser speaker <--WebRTC-- read_samples() <-- PlaybackBuffer <-- agent's audio track
     lk.transcription text streams --> transcript events (interim + final)
-    the worker's events topic (agent.events.EVENTS_TOPIC) --> retrieval / tool / metric events
+    the worker's events topic (agent.events.EVENTS_TOPIC) --> retrieval / tool / metric events (origin "worker")
     agent participant attribute lk.agent.state --> state events
 
 The token comes from `core.livekit_tokens.mint_user_token(verified)`: its
@@ -29,18 +29,18 @@ from typing import Any, Protocol
 import numpy as np
 from livekit import rtc
 
-from agent.events import EVENTS_TOPIC, QueueSink, decode_event
-from agent.voice_io import (
-    SILENCE_DBFS,
-    WEBRTC_FRAME_SAMPLES,
-    WEBRTC_SAMPLE_RATE,
-    PlaybackBuffer,
-    WebRTCAudioInput,
-)
+from agent import events
+from agent.event_bus import QueueSink
+from agent.events import EVENTS_TOPIC, ORIGIN_TRANSCRIPTION, ORIGIN_WORKER, Event, EventFields, decode_event
+from agent.voice.audio import SILENCE_DBFS, WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
+from agent.voice.mic import WebRTCAudioInput
+from agent.voice.speaker import PlaybackBuffer
+from core.identity import VerifiedUser
+from core.livekit_tokens import LiveKitToken, mint_user_token
 
 log = logging.getLogger(__name__)
 
-TOPIC_TRANSCRIPTION = "lk.transcription"
+TOPIC_TRANSCRIPTION = ORIGIN_TRANSCRIPTION
 TOPIC_CHAT = "lk.chat"
 ATTR_SEGMENT_ID = "lk.segment_id"
 ATTR_TRACK_ID = "lk.transcribed_track_id"
@@ -86,9 +86,9 @@ class TranscriptionDecoder:
             return "user"
         return "assistant"
 
-    def event(self, segment_id: str, segment: _Segment) -> dict[str, Any]:
-        return {"type": "transcript", "role": segment.role, "text": segment.text.strip(),
-                "final": segment.final, "segment_id": segment_id, "source": TOPIC_TRANSCRIPTION}
+    def event(self, segment_id: str, segment: _Segment) -> EventFields:
+        fields = events.transcript(segment.role, segment.text.strip(), final=segment.final, segment_id=segment_id)
+        return {**fields, "origin": ORIGIN_TRANSCRIPTION}
 
     async def consume(self, reader: _StreamReader, sender_identity: str):
         """Yield a transcript event per received chunk, and one when the stream ends."""
@@ -112,11 +112,11 @@ class TranscriptionDecoder:
             self.segments.pop(segment_id, None)
 
 
-def agent_state_event(attributes: dict[str, str]) -> dict[str, Any] | None:
+def agent_state_event(attributes: dict[str, str]) -> EventFields | None:
     state = attributes.get(ATTR_AGENT_STATE)
     if state not in AGENT_STATES:
         return None
-    return {"type": "state", "who": "agent", "state": state}
+    return events.state("agent", state)
 
 
 def is_agent(participant: Any) -> bool:
@@ -124,7 +124,7 @@ def is_agent(participant: Any) -> bool:
 
 
 class LiveKitVoiceBridge:
-    """One browser call relayed into a LiveKit room as the verified user.
+    """One browser call relayed into a LiveKit room as the verified user (a :class:`VoiceCall`).
 
     Thread-safety: `push_av_frame`, `read_samples`, `submit_text`, `stop` and
     the properties may be called from any thread; everything else runs on
@@ -133,7 +133,7 @@ class LiveKitVoiceBridge:
 
     pipeline = "livekit"
 
-    def __init__(self, token, *, loop: asyncio.AbstractEventLoop, sink: QueueSink | None = None) -> None:
+    def __init__(self, token: LiveKitToken, *, loop: asyncio.AbstractEventLoop, sink: QueueSink | None = None) -> None:
         self.token = token
         self.loop = loop
         self.sink = sink or QueueSink()
@@ -156,23 +156,19 @@ class LiveKitVoiceBridge:
         self.ready: concurrent.futures.Future | None = None  # set by whoever schedules start()
 
     @classmethod
-    def for_user(cls, verified, *, loop: asyncio.AbstractEventLoop, sink: QueueSink | None = None,
+    def for_user(cls, verified: VerifiedUser, *, loop: asyncio.AbstractEventLoop, sink: QueueSink | None = None,
                  settings=None) -> LiveKitVoiceBridge:
-        """Mint the token for `verified` (a core.identity.VerifiedUser) and build the bridge."""
-        from core.livekit_tokens import mint_user_token
-
+        """Mint the token for `verified` and build the bridge."""
         return cls(mint_user_token(verified, settings=settings), loop=loop, sink=sink)
 
     # --- events --------------------------------------------------------------
-    def _emit(self, event: dict[str, Any]) -> None:
-        event.setdefault("ts", time.time())
-        event.setdefault("session_id", self.session_id)
-        event.setdefault("turn", self._turn)
-        event.setdefault("seq", self._seq)
+    def _emit(self, fields: EventFields) -> None:
+        """Publish an event this bridge observed (the worker's own events come with their stamps)."""
+        event = events.stamped(fields, ts=time.time(), session_id=self.session_id, turn=self._turn, seq=self._seq)
         self._seq += 1
         self.sink.publish(event)
 
-    def handle_worker_event(self, payload: str) -> dict[str, Any] | None:
+    def handle_worker_event(self, payload: str) -> Event | None:
         """One message from the worker's events topic -> the page's queue."""
         try:
             event = decode_event(payload)
@@ -182,7 +178,7 @@ class LiveKitVoiceBridge:
         self._turn = max(self._turn, int(event.get("turn") or 0))
         if event["type"] == "state" and event.get("who") == "agent":
             self.agent_state = event["state"]
-        event["source"] = "worker"
+        event["origin"] = ORIGIN_WORKER
         self.sink.publish(event)
         return event
 
@@ -207,7 +203,7 @@ class LiveKitVoiceBridge:
                                                 rtc.RoomOptions(auto_subscribe=True)), CONNECT_TIMEOUT)
         except Exception as exc:
             self.error = f"Could not join the LiveKit room at {self.token.server_url}: {exc}"
-            self._emit({"type": "error", "message": self.error, "where": "livekit"})
+            self._emit(events.error(self.error, where="livekit"))
             raise
         self._source = rtc.AudioSource(WEBRTC_SAMPLE_RATE, 1)
         track = rtc.LocalAudioTrack.create_audio_track("microphone", self._source)
@@ -217,7 +213,7 @@ class LiveKitVoiceBridge:
         self._spawn(self._forward_mic())
         for participant in room.remote_participants.values():
             self._on_participant_connected(participant)
-        self._emit({"type": "state", "who": "user", "state": "listening"})
+        self._emit(events.state("user", "listening"))
 
     async def _forward_mic(self) -> None:
         async for frame in self.mic:
@@ -250,7 +246,7 @@ class LiveKitVoiceBridge:
     def _on_disconnected(self, reason=None) -> None:
         if not self._closed:
             self.error = f"Disconnected from the LiveKit room ({reason})."
-            self._emit({"type": "error", "message": self.error, "where": "livekit"})
+            self._emit(events.error(self.error, where="livekit"))
 
     def _on_transcription(self, reader: rtc.TextStreamReader, participant_identity: str) -> None:
         async def read() -> None:
@@ -288,7 +284,7 @@ class LiveKitVoiceBridge:
                 log.debug("room disconnect failed", exc_info=True)
         if self._source is not None:
             await self._source.aclose()
-        self._emit({"type": "state", "who": "agent", "state": "idle"})
+        self._emit(events.state("agent", "idle"))
 
     # --- thread-safe surface for the page -------------------------------------
     def push_av_frame(self, frame) -> None:
@@ -301,7 +297,7 @@ class LiveKitVoiceBridge:
         """A typed message: sent on lk.chat, which the worker's session takes as user input."""
         return asyncio.run_coroutine_threadsafe(self.send_text(text), self.loop)
 
-    def events_since(self, cursor: int = 0):
+    def events_since(self, cursor: int = 0) -> tuple[list[Event], int]:
         return self.sink.since(cursor)
 
     def stop(self) -> concurrent.futures.Future:
@@ -311,6 +307,14 @@ class LiveKitVoiceBridge:
     @property
     def user_state(self) -> str:
         return "listening"
+
+    @property
+    def mic_frames_received(self) -> int:
+        return self.mic.frames_received
+
+    @property
+    def agent_audio_seconds_sent(self) -> float:
+        return self.playback.samples_sent / self.playback.sample_rate
 
     @property
     def mic_level_dbfs(self) -> float:

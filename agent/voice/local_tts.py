@@ -10,6 +10,9 @@ on one dedicated worker thread (the ONNX session is shared and the machine is
 small), keeping the event loop free.
 """
 
+# Piper and the model package are imported when the model is first loaded: every agent process imports
+# this module (agent/model_factory.py), most never load the local model.
+
 from __future__ import annotations
 
 import asyncio
