@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from agent.brain import IDENTITY_REPLY, INTENTS, classify, compose_reply, parse_facts
+from agent.brain.facts import parse_facts
+from agent.brain.intents import INTENTS, classify
+from agent.brain.replies import IDENTITY_REPLY, compose_reply
 from agent.extraction import extract_facts
 from agent.sensitive import rejection_reason, secret_reason
+from tests.support.app import TEST_DATA
 
-LABELLED = Path(__file__).parent / "data" / "brain_utterances.jsonl"
+LABELLED = TEST_DATA / "brain_utterances.jsonl"
 
 
 def _labelled() -> list[dict]:

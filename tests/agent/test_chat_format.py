@@ -14,7 +14,7 @@ from livekit.agents import APIConnectionError, APIStatusError, APITimeoutError, 
 from agent import llm_failures
 from agent.chat_format import PRELOAD_MESSAGE_ID, instruction_of, shape, user_words
 from core import config
-from tests.openai_standin import check_messages
+from tests.support.openai_standin import check_messages
 
 
 def _ctx(*items) -> llm.ChatContext:

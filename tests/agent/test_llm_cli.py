@@ -1,6 +1,6 @@
 """`python -m agent chat` against a real OpenAI-compatible endpoint, as a user runs it.
 
-The endpoint is the stand-in (tests/openai_standin.py): real HTTP, streamed
+The endpoint is the stand-in (tests/support/openai_standin.py): real HTTP, streamed
 answers, and the rules strict chat templates enforce. Everything on our side
 is real: the CLI subprocess, the openai plugin registered at start, the agent,
 its tools, the database, extraction and the saved report.
@@ -8,16 +8,26 @@ its tools, the database, extraction and the saved report.
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 
-from agent.brain import PRELOAD_HEADER
-from agent.extraction import EXTRACTION_PROMPT
+from agent.prompts import EXTRACTION_PROMPT, PRELOAD_HEADER
 from core import memories, sessions
-from tests.llm_fixtures import (assert_agent_requests, assert_recall_carries, first_request_for, last_user_text,  # noqa: F401
-                                llm_server, run_chat_cli, saved_session_id, system_message)
-from tests.openai_standin import OpenAIStandIn
+from tests.support.app import PROJECT_ROOT
+from tests.support.llm_requests import (
+    assert_agent_requests,
+    assert_recall_carries,
+    first_request_for,
+    last_user_text,
+    run_chat_cli,
+    saved_session_id,
+    system_message,
+)
+from tests.support.openai_standin import OpenAIStandIn
 
 pytestmark = pytest.mark.slow
 
@@ -157,16 +167,10 @@ def test_a_broken_setting_at_startup_exits_with_a_message(new_user):
 
 def test_the_benchmark_runs_its_voice_turns_through_an_llm_endpoint(database_uri, llm_server, tmp_path):
     """`python -m bench` registers the plugins at start too: one voice turn through the openai plugin."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.llm_fixtures import PROJECT
-
     output = tmp_path / "BENCHMARKS.md"
     result = subprocess.run(
         [sys.executable, "-m", "bench", "--rounds", "1", "--utterances", "1", "--skip", "recall,scale",
-         "--output", str(output)], cwd=PROJECT, capture_output=True, text=True, timeout=600,
+         "--output", str(output)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600,
         env={**os.environ, "HF_HUB_OFFLINE": "1", **llm_server.env()})
     _no_traceback(result)
     assert result.returncode == 0, result.stderr[-3000:]

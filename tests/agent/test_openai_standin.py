@@ -10,7 +10,8 @@ import json
 import openai
 import pytest
 
-from tests.openai_standin import DEFAULT_MODEL, OpenAIStandIn, TemplateError, check_messages
+from agent.prompts import EXTRACTION_PROMPT
+from tests.support.openai_standin import DEFAULT_MODEL, OpenAIStandIn, TemplateError, check_messages
 
 TOOLS = [{"type": "function", "function": {
     "name": "remember_detail", "description": "Remember a fact.",
@@ -78,8 +79,6 @@ def test_a_recall_block_is_read_past_and_extraction_gets_json(server):
     reply = client(server).chat.completions.create(
         model=DEFAULT_MODEL, tools=TOOLS, messages=[SYSTEM, {"role": "user", "content": said}])
     assert json.loads(reply.choices[0].message.tool_calls[0].function.arguments)["memory_type"] == "home_city"
-    from agent.extraction import EXTRACTION_PROMPT
-
     reply = client(server).chat.completions.create(model=DEFAULT_MODEL, messages=[
         {"role": "user", "content": EXTRACTION_PROMPT + "- I live in Denver. Where is order 1002?"}])
     facts = json.loads(reply.choices[0].message.content)

@@ -3,7 +3,7 @@
 pytest's own process registers them in conftest, which would hide a lazy import
 on a worker thread; so each case here runs in a fresh interpreter, and the real
 entry points (the CLI, `streamlit run`) are run as subprocesses with a real LLM
-configured in tests/test_llm_cli.py and tests/test_llm_browser.py.
+configured in tests/agent/test_llm_cli.py and tests/app/test_llm_browser.py.
 """
 
 from __future__ import annotations
@@ -11,16 +11,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parent.parent
+from tests.support.app import PROJECT_ROOT
 
 
 def _python(script: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     import os
 
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=PROJECT, capture_output=True,
-                          text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(PROJECT), **(env or {})})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=PROJECT_ROOT, capture_output=True,
+                          text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), **(env or {})})
 
 
 def test_a_plugin_imported_on_a_thread_fails_which_is_why_we_register_at_start():
@@ -43,7 +42,7 @@ def test_a_plugin_imported_on_a_thread_fails_which_is_why_we_register_at_start()
 def test_building_a_model_without_registration_says_what_to_do():
     done = _python("""
         import threading
-        from agent import models
+        from agent import model_factory as models
         from core.config import reload_settings
         result = {}
         def loop_thread():
@@ -63,7 +62,7 @@ def test_register_on_runs_the_imports_on_the_main_threads_loop():
     """What the Streamlit app does: a script thread asks the main thread's loop to register."""
     done = _python("""
         import asyncio, threading
-        from agent import plugins, models
+        from agent import model_factory as models, plugins
         from livekit.agents.plugin import Plugin
         from core.config import reload_settings
 
@@ -95,7 +94,7 @@ def test_register_on_runs_the_imports_on_the_main_threads_loop():
 
 def test_the_worker_cli_has_every_plugin_registered():
     """`python -m agent download-files` goes through livekit's CLI, which lists the registered plugins."""
-    done = subprocess.run([sys.executable, "-m", "agent", "download-files"], cwd=PROJECT, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "agent", "download-files"], cwd=PROJECT_ROOT, capture_output=True,
                           text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     output = done.stdout + done.stderr

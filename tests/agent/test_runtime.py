@@ -10,36 +10,29 @@ import uuid
 import pytest
 
 from agent import reports
+from agent.conversation import TurnResult
 from agent.events import decode_event, encode_event
-from agent.runtime import AgentRuntime, TurnResult
 from agent.session import PlaygroundSession
 from core import memories, sessions
 from core.errors import DatabaseUnavailable, InvalidInput
 from core.retrieval import RrfParams
 
 
-@pytest.fixture
-def runtime(database_uri):
-    rt = AgentRuntime(idle_timeout=3600)
-    yield rt
-    rt.shutdown(timeout=30)
-
-
 def test_one_session_per_key_and_a_second_key_gets_its_own(runtime, new_user):
     user = new_user()
-    first = runtime.open_text_session("browser-a", user.user_id)
-    again = runtime.open_text_session("browser-a", user.user_id)
-    other = runtime.open_text_session("browser-b", user.user_id)
+    first = runtime.open_conversation("browser-a", user.user_id)
+    again = runtime.open_conversation("browser-a", user.user_id)
+    other = runtime.open_conversation("browser-b", user.user_id)
     assert first is again and other is not first
     assert first.ready.result(timeout=60) and other.ready.result(timeout=60)
     assert first.session_id != other.session_id
-    assert runtime.session_count == 2
+    assert runtime.conversation_count == 2
 
 
 def test_reruns_from_many_threads_never_build_a_second_session(runtime, new_user):
     user = new_user()
     found: list = []
-    threads = [threading.Thread(target=lambda: found.append(runtime.open_text_session("k", user.user_id)))
+    threads = [threading.Thread(target=lambda: found.append(runtime.open_conversation("k", user.user_id)))
                for _ in range(8)]
     for thread in threads:
         thread.start()
@@ -51,7 +44,7 @@ def test_reruns_from_many_threads_never_build_a_second_session(runtime, new_user
 def test_send_returns_reply_events_with_scores_and_timings(runtime, new_user):
     user = new_user()
     memories.remember(user.scope, "favorite_color", "teal")
-    chat = runtime.open_text_session("chat", user.user_id)
+    chat = runtime.open_conversation("chat", user.user_id)
     turn = chat.send("what is my favorite color?").result(timeout=60)
     assert isinstance(turn, TurnResult) and turn.error is None
     assert turn.turn == 1 and turn.reply == "Your favorite color is teal."
@@ -76,7 +69,7 @@ def test_send_returns_reply_events_with_scores_and_timings(runtime, new_user):
 def test_set_rrf_changes_the_next_search(runtime, new_user):
     user = new_user()
     memories.remember(user.scope, "favorite_color", "teal")
-    chat = runtime.open_text_session("rrf", user.user_id)
+    chat = runtime.open_conversation("rrf", user.user_id)
     chat.set_rrf(RrfParams(vector_weight=1.0, text_weight=0.0, k=5))
     turn = chat.send("search my memories for color").result(timeout=60)
     search = [r for r in turn.retrievals if r["trigger"] == "tool:search_memories"][0]
@@ -87,7 +80,7 @@ def test_set_rrf_changes_the_next_search(runtime, new_user):
 
 
 def test_bad_input_fails_the_future_with_a_clear_message(runtime, new_user):
-    chat = runtime.open_text_session("bad", new_user().user_id)
+    chat = runtime.open_conversation("bad", new_user().user_id)
     with pytest.raises(InvalidInput, match="message is empty"):
         chat.send("   ").result(timeout=5)
     with pytest.raises(InvalidInput, match="too long"):
@@ -96,13 +89,13 @@ def test_bad_input_fails_the_future_with_a_clear_message(runtime, new_user):
 
 def test_close_writes_the_report_with_the_memories_written(runtime, new_user):
     user = new_user()
-    chat = runtime.open_text_session("report", user.user_id)
+    chat = runtime.open_conversation("report", user.user_id)
     chat.send("my favorite color is teal").result(timeout=60)
     chat.send("where is order 1001? I live in Boulder.").result(timeout=60)
     chat.send("forget my favorite color").result(timeout=60)
     report = chat.close().result(timeout=60)
     assert chat.close().result(timeout=5) is report  # idempotent
-    assert runtime.get_session("report") is None
+    assert runtime.get_conversation("report") is None
 
     record = sessions.get_session(user.scope, chat.session_id)  # as the user: RLS lets them read it
     stored = record.report
@@ -124,7 +117,7 @@ def test_close_writes_the_report_with_the_memories_written(runtime, new_user):
 
 def test_idle_sessions_are_closed_and_reported(runtime, new_user):
     user = new_user()
-    chat = runtime.open_text_session("idle", user.user_id)
+    chat = runtime.open_conversation("idle", user.user_id)
     chat.ready.result(timeout=60)
     assert runtime.close_idle(max_idle=3600) == []
     assert runtime.close_idle(max_idle=0) == ["idle"]
@@ -134,9 +127,9 @@ def test_idle_sessions_are_closed_and_reported(runtime, new_user):
 
 def test_switching_identity_on_the_same_key_starts_a_new_session(runtime, new_user):
     first, second = new_user(), new_user()
-    chat = runtime.open_text_session("browser", first.user_id)
+    chat = runtime.open_conversation("browser", first.user_id)
     chat.ready.result(timeout=60)
-    replaced = runtime.open_text_session("browser", second.user_id)
+    replaced = runtime.open_conversation("browser", second.user_id)
     assert replaced is not chat and replaced.user_id == second.user_id
     chat.close().result(timeout=60)  # the old one was closed and its report saved
     assert sessions.get_session(first.scope, chat.session_id).user_id == first.user_id
@@ -164,7 +157,7 @@ async def test_a_failed_report_save_is_kept_on_disk_and_retried(new_user, monkey
 
 
 def test_unknown_user_fails_ready_with_a_clear_error(runtime):
-    chat = runtime.open_text_session("ghost", uuid.uuid4())
+    chat = runtime.open_conversation("ghost", uuid.uuid4())
     with pytest.raises(Exception, match="No profile exists"):
         chat.ready.result(timeout=60)
     with pytest.raises(Exception, match="No profile exists"):

@@ -10,12 +10,13 @@ import time
 import pytest
 from livekit.agents import AgentSession, llm
 
-from agent.brain import PRELOAD_HEADER, RECALL_HEADER, OfflineBrain
-from agent.playground_agent import FILLER_TEXT, PlaygroundAgent, load_preload
+from agent.brain.llm import OfflineBrain
+from agent.playground_agent import PlaygroundAgent, load_preload
+from agent.prompts import FILLER_TEXT, PRELOAD_HEADER, RECALL_HEADER
 from core import memories, profiles, retrieval
 from core.errors import NotFound
 from core.retrieval import RrfParams
-from tests.agent_fixtures import agent_session, reply_text
+from tests.support.agent_run import agent_session, reply_text
 
 
 async def test_remember_writes_the_slot(new_user):

@@ -9,17 +9,29 @@ import os
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
+from livekit.agents import inference
 from livekit.agents.testing import fake_job_context
 
-from agent import models, worker
-from agent.brain import OfflineBrain
-from core import config, memories
-from tests.llm_fixtures import llm_server  # noqa: F401
+from livekit.plugins import openai
 
-PROJECT = Path(__file__).resolve().parent.parent
+from agent import events, model_factory, worker
+from agent.brain.llm import OfflineBrain
+from agent.event_bus import EventBus, RoomTextStreamSink
+from agent.events import EVENTS_TOPIC, decode_event
+from agent.session import PlaygroundSession
+from agent.voice import local_stt, local_tts
+from core import config, memories, sessions
+from tests.support.app import PROJECT_ROOT
+from tests.support.llm_requests import (
+    NO_RECALL_SKIPS,
+    assert_agent_requests,
+    assert_recall_carries,
+    first_request_for,
+    last_user_text,
+    system_message,
+)
 
 
 # --- dispatch metadata -------------------------------------------------------------
@@ -101,63 +113,55 @@ def model_env(monkeypatch):
 
 def test_no_credentials_means_the_offline_brain(model_env):
     settings = model_env()
-    assert models.llm_backend(settings) == "offline" and models.speech_backend(settings) == "offline"
-    assert isinstance(models.build_llm(settings), OfflineBrain)
-    described = models.describe_models(settings)
+    assert model_factory.llm_backend(settings) == "offline" and model_factory.speech_backend(settings) == "offline"
+    assert isinstance(model_factory.build_llm(settings), OfflineBrain)
+    described = model_factory.describe_models(settings)
     assert described.llm == "Offline demo brain (rule-based)" and described.offline_brain
     assert "OPENAI_API_KEY" in described.help and "LIVEKIT_API_KEY" in described.help
     assert described.stt.startswith("faster-whisper") and described.tts.startswith("Piper")
 
 
 def test_openai_compatible_endpoint(model_env):
-    from livekit.plugins import openai
-
     settings = model_env(OPENAI_BASE_URL="http://localhost:11434/v1", LLM_MODEL="llama3.1")
-    assert models.llm_backend(settings) == "openai"
-    assert models.speech_backend(settings) == "offline"  # Ollama has no speech endpoints
-    llm = models.build_llm(settings)
+    assert model_factory.llm_backend(settings) == "openai"
+    assert model_factory.speech_backend(settings) == "offline"  # Ollama has no speech endpoints
+    llm = model_factory.build_llm(settings)
     assert isinstance(llm, openai.LLM) and llm.model == "llama3.1"
     assert llm._strict_tool_schema is False  # `strict` schemas are OpenAI's alone
-    assert models.is_openai_endpoint(model_env(OPENAI_BASE_URL="https://api.openai.com/v1"))
-    assert models.describe_models(settings).llm == "OpenAI-compatible: llama3.1 at http://localhost:11434/v1"
-    assert models.describe_models(settings).help is None
+    assert model_factory.is_openai_endpoint(model_env(OPENAI_BASE_URL="https://api.openai.com/v1"))
+    assert model_factory.describe_models(settings).llm == "OpenAI-compatible: llama3.1 at http://localhost:11434/v1"
+    assert model_factory.describe_models(settings).help is None
 
 
 def test_openai_key_uses_openai_for_speech_too(model_env):
-    from livekit.plugins import openai
-
     settings = model_env(OPENAI_API_KEY="sk-test")
-    assert (models.llm_backend(settings), models.speech_backend(settings)) == ("openai", "openai")
-    assert models.build_llm(settings)._strict_tool_schema is True
-    assert isinstance(models.build_stt(settings), openai.STT)
-    assert isinstance(models.build_tts(settings), openai.TTS)
+    assert (model_factory.llm_backend(settings), model_factory.speech_backend(settings)) == ("openai", "openai")
+    assert model_factory.build_llm(settings)._strict_tool_schema is True
+    assert isinstance(model_factory.build_stt(settings), openai.STT)
+    assert isinstance(model_factory.build_tts(settings), openai.TTS)
 
 
 def test_livekit_credentials_use_livekit_inference(model_env):
-    from livekit.agents import inference
-
     settings = model_env(LIVEKIT_URL="wss://example.livekit.cloud", LIVEKIT_API_KEY="key",
                          LIVEKIT_API_SECRET="s" * 40, OPENAI_API_KEY="sk-test", LLM_MODEL="openai/gpt-4.1-mini")
-    assert models.llm_backend(settings) == "livekit"
-    llm = models.build_llm(settings)
+    assert model_factory.llm_backend(settings) == "livekit"
+    llm = model_factory.build_llm(settings)
     assert isinstance(llm, inference.LLM) and llm.model == "openai/gpt-4.1-mini"
-    assert isinstance(models.build_stt(settings), inference.STT)
-    assert models.describe_models(settings).llm == "LiveKit Inference: openai/gpt-4.1-mini"
+    assert isinstance(model_factory.build_stt(settings), inference.STT)
+    assert model_factory.describe_models(settings).llm == "LiveKit Inference: openai/gpt-4.1-mini"
 
 
 def test_offline_speech_uses_the_local_adapters(model_env):
-    local_stt = pytest.importorskip("agent.local_stt")
-    local_tts = pytest.importorskip("agent.local_tts")
     settings = model_env()
-    assert isinstance(models.build_stt(settings), local_stt.LocalWhisperSTT)
-    assert isinstance(models.build_tts(settings), local_tts.LocalPiperTTS)
+    assert isinstance(model_factory.build_stt(settings), local_stt.LocalWhisperSTT)
+    assert isinstance(model_factory.build_tts(settings), local_tts.LocalPiperTTS)
 
 
 # --- the command line ----------------------------------------------------------------
 
 def _run(args, *, input_text=None, timeout=300):
-    env = {**os.environ, "PYTHONPATH": str(PROJECT), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "agent", *args], cwd=PROJECT, env=env, input=input_text,
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run([sys.executable, "-m", "agent", *args], cwd=PROJECT_ROOT, env=env, input=input_text,
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -225,14 +229,11 @@ class _FakeRoom:
 
 
 async def test_room_sink_sends_every_event_in_order_on_the_events_topic():
-    from agent.events import EVENTS_TOPIC, EventBus, RoomTextStreamSink, decode_event
-
     participant = _FakeParticipant(fail_first=1)
     sink = RoomTextStreamSink(_FakeRoom(participant))
     bus = EventBus("lk-job-1", [sink])
     bus.begin_user_turn("msg-1", "where is order 1001?")
-    bus.emit("tool_call", name="lookup_order", arguments={"order_id": "1001"}, output="{}", error=None,
-             duration_ms=3.2)
+    bus.emit(events.tool_call("lookup_order", {"order_id": "1001"}, output="{}", error=None, duration_ms=3.2))
     bus.metric("recall_ms", 12.5)
     bus.finish_turn()
     await sink.aclose()
@@ -244,17 +245,12 @@ async def test_room_sink_sends_every_event_in_order_on_the_events_topic():
 
 
 def test_decode_event_rejects_what_is_not_an_event():
-    from agent.events import decode_event
-
     for payload in ("nope", "[]", '{"type": "tool_call"}', '{"type": "gossip", "ts": 1, "session_id": "s", "turn": 0}'):
         with pytest.raises(ValueError):
             decode_event(payload)
 
 
 async def test_worker_report_is_livekits_session_report_plus_ours(new_user):
-    from agent.session import PlaygroundSession
-    from core import sessions
-
     user = new_user()
     with fake_job_context(job_id="job-report-1", job_metadata=json.dumps({"user_id": str(user.user_id)})) as ctx:
         start = await worker.begin_job(ctx)
@@ -271,8 +267,6 @@ async def test_worker_report_is_livekits_session_report_plus_ours(new_user):
 
 async def test_entrypoint_runs_a_job_and_saves_its_report_at_shutdown(new_user, monkeypatch):
     """The whole job in a fake job context: no LiveKit server here, and no speech models needed."""
-    from core import sessions
-
     user = new_user()
     for builder in ("build_stt", "build_tts", "build_vad"):
         monkeypatch.setattr(worker, builder, lambda: None)
@@ -290,27 +284,23 @@ async def test_entrypoint_runs_a_job_and_saves_its_report_at_shutdown(new_user, 
 
 def test_local_models_can_be_forced_beside_livekit_credentials(model_env):
     # a self-hosted `livekit-server --dev` has no inference gateway: keep every model local
-    local_stt = pytest.importorskip("agent.local_stt")
-    local_tts = pytest.importorskip("agent.local_tts")
     settings = model_env(LIVEKIT_URL="ws://127.0.0.1:7880", LIVEKIT_API_KEY="devkey", LIVEKIT_API_SECRET="s" * 40,
                          LLM_MODEL="offline", STT_MODEL="local", TTS_MODEL="Local")
-    assert models.llm_backend(settings) == "offline"
-    assert isinstance(models.build_llm(settings), OfflineBrain)
-    assert isinstance(models.build_stt(settings), local_stt.LocalWhisperSTT)
-    assert isinstance(models.build_tts(settings), local_tts.LocalPiperTTS)
-    described = models.describe_models(settings)
+    assert model_factory.llm_backend(settings) == "offline"
+    assert isinstance(model_factory.build_llm(settings), OfflineBrain)
+    assert isinstance(model_factory.build_stt(settings), local_stt.LocalWhisperSTT)
+    assert isinstance(model_factory.build_tts(settings), local_tts.LocalPiperTTS)
+    described = model_factory.describe_models(settings)
     assert described.offline_brain and described.stt.startswith("faster-whisper") and described.tts.startswith("Piper")
 
 
 def test_one_speech_model_forced_local_leaves_the_other_hosted(model_env):
-    from livekit.agents import inference
-
     settings = model_env(LIVEKIT_URL="wss://example.livekit.cloud", LIVEKIT_API_KEY="key",
                          LIVEKIT_API_SECRET="s" * 40, TTS_MODEL="local")
-    assert models.speech_backend(settings, "stt") == "livekit"
-    assert models.speech_backend(settings, "tts") == "offline"
-    assert isinstance(models.build_stt(settings), inference.STT)
-    described = models.describe_models(settings)
+    assert model_factory.speech_backend(settings, "stt") == "livekit"
+    assert model_factory.speech_backend(settings, "tts") == "offline"
+    assert isinstance(model_factory.build_stt(settings), inference.STT)
+    described = model_factory.describe_models(settings)
     assert described.stt.startswith("LiveKit Inference") and described.tts.startswith("Piper")
 
 
@@ -318,12 +308,6 @@ async def test_entrypoint_runs_a_job_with_the_openai_plugin_against_an_llm_endpo
                                                                                        model_env, llm_server):
     """The job path (metadata -> preload -> turns -> report) with the real openai plugin talking HTTP to an
     OpenAI-compatible server: only the LiveKit room is faked (no LiveKit server can run here)."""
-    from livekit.plugins import openai
-
-    from core import sessions
-    from tests.llm_fixtures import (NO_RECALL_SKIPS, assert_agent_requests, assert_recall_carries,
-                                    first_request_for, last_user_text, system_message)
-
     user = new_user()
     memories.remember(user.scope, "home_city", "Lisbon")  # something for the preload
     for builder in ("build_stt", "build_tts", "build_vad"):

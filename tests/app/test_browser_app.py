@@ -1,8 +1,8 @@
 """The playground in headless Chromium against a real `streamlit run`: a visitor
 tells the agent a fact, gets it back with the retrieval scores shown, finds it
 on the Memories page, keeps their identity across a reload (cookie), and a
-second visitor sees none of it; deleting the memory removes it. Saves a
-screenshot of each page to docs/screenshots/."""
+second visitor sees none of it; deleting the memory removes it. Screenshots
+of each page (docs/screenshots/ with `make screenshots`)."""
 
 from __future__ import annotations
 
@@ -12,69 +12,20 @@ import pytest
 from livekit import api
 from playwright.sync_api import expect
 
-from tests.app_fixtures import (  # noqa: F401
-    browser,
-    new_browser_page,
+from tests.support.app import start_streamlit, stop_streamlit
+from tests.support.browser import (
+    TURN_TIMEOUT_MS,
+    answered_turns,
+    grid_rows,
+    open_page,
     screenshot,
-    start_streamlit,
-    stop_streamlit,
-    streamlit_server,
+    send,
+    user_id_of,
     wait_for_app,
     wait_for_identity_cookie,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-TURN_TIMEOUT_MS = 90_000
-
-
-def user_id_of(page) -> str:
-    page.get_by_text("User id:").first.wait_for(timeout=TURN_TIMEOUT_MS)
-    match = UUID_RE.search(page.locator('[data-testid="stSidebar"]').inner_text())
-    assert match, "no user id in the sidebar"
-    return match.group(0)
-
-
-def answered_turns(page):
-    """The agent's finished answers (the live "Thinking…" status is not one of them)."""
-    return page.locator('[class*="st-key-chat_turn_"]')
-
-
-def send(page, text: str) -> str:
-    """Type a message, wait for the agent's answer, return the answer's text."""
-    before = answered_turns(page).count()
-    box = page.locator('[data-testid="stChatInputTextArea"]')
-    box.fill(text)
-    box.press("Enter")
-    page.wait_for_function(
-        "n => document.querySelectorAll('[class*=st-key-chat_turn_]').length > n && "
-        "!document.querySelector('[data-testid=stStatusWidget]')", arg=before, timeout=TURN_TIMEOUT_MS)
-    return answered_turns(page).last.inner_text()
-
-
-def grid_rows(page) -> list[list[str]]:
-    """The cells of every st.dataframe on the page, from the grid's accessible table."""
-    page.locator('[role="gridcell"]').first.wait_for(state="attached", timeout=30_000)
-    return page.evaluate(
-        "() => [...document.querySelectorAll('[role=row]')].map(r => "
-        "[...r.querySelectorAll('[role=gridcell],[role=columnheader]')].map(c => c.textContent.trim()))")
-
-
-def open_page(page, title: str) -> None:
-    """Navigate with the app's own top navigation (the browser session stays the same)."""
-    heading = page.get_by_role("heading", name=re.compile(title)).first
-    # A click that lands while the cookie writer's rerun is in flight can be dropped by Streamlit;
-    # clicking a nav link again is harmless, so retry a few times before failing.
-    for attempt in range(3):
-        page.locator('[data-testid="stTopNavLink"]', has_text=title).first.click()
-        wait_for_app(page)
-        try:
-            heading.wait_for(timeout=TURN_TIMEOUT_MS // 3)
-            return
-        except Exception:
-            if attempt == 2:
-                page.screenshot(path=f"/tmp/mp-browser-failure-{title}.png")
-                raise
 
 
 def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page):

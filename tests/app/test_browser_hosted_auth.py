@@ -1,6 +1,6 @@
 """The app on Supabase Auth, the way a user runs it: `streamlit run` with
 SUPABASE_URL / SUPABASE_ANON_KEY pointing at the Supabase Auth stand-in
-(tests/supabase_standin.py, real HTTP on 127.0.0.1), the embedded Postgres as
+(tests/support/supabase_standin.py, real HTTP on 127.0.0.1), the embedded Postgres as
 the database, and headless Chromium as the visitor.
 
 Covered: a new visitor is signed in anonymously by the auth server and keeps the
@@ -18,17 +18,18 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.app_fixtures import (  # noqa: F401
-    browser,
-    new_browser_page,
-    start_streamlit,
-    stop_streamlit,
+from tests.support.app import start_streamlit, stop_streamlit
+from tests.support.browser import (
+    TURN_TIMEOUT_MS,
+    answered_turns,
+    open_page,
+    send,
+    user_id_of,
     wait_for_app,
     wait_for_identity_cookie,
 )
-from tests.supabase_standin import SupabaseAuthStandIn
+from tests.support.supabase_standin import SupabaseAuthStandIn
 from ui.auth import COOKIE_NAME
-from tests.test_browser_app import TURN_TIMEOUT_MS, answered_turns, open_page, send, user_id_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PASSWORD = "correct horse battery"

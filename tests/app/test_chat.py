@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from agent import get_runtime
 from core import memories, sessions
-from tests.app_fixtures import app, v2_navigation  # noqa: F401
+from ui import chat_state
 
 
 def _say(at, text):
@@ -132,13 +133,9 @@ def test_a_new_visitor_has_no_sessions_and_sees_none_of_anothers(app):
 
 
 def test_a_conversation_whose_browser_session_went_away_is_closed_and_reported(new_user):
-    from agent.runtime import get_runtime
-
-    from ui import chat_state
-
     user = new_user()
     key = f"text:gone-browser-session:{user.user_id}"
-    chat = get_runtime().open_text_session(key, user.user_id)
+    chat = get_runtime().open_conversation(key, user.user_id)
     chat.ready.result(timeout=120)
     chat.send("my favorite color is teal").result(timeout=120)
     chat_state._track(key, "gone-browser-session")

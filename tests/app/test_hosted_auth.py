@@ -9,25 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from core import config, identity
+from core import identity
 from core.errors import AuthUnavailable
-from tests.app_fixtures import app, v2_navigation  # noqa: F401
-from tests.supabase_standin import SupabaseAuthStandIn
 
 PASSWORD = "correct horse battery"
-
-
-@pytest.fixture
-def standin(database_uri, monkeypatch):
-    with SupabaseAuthStandIn(mailer_autoconfirm=True) as running:
-        for name, value in running.env().items():
-            monkeypatch.setenv(name, value)
-        config.reload_settings()
-        identity._verified_cache.clear()
-        yield running
-    monkeypatch.undo()
-    config.reload_settings()
-    identity._verified_cache.clear()
 
 
 def _visitor(at):
@@ -45,22 +30,22 @@ def _next_request_asks_the_server():
     identity._verified_cache.clear()  # what 30 seconds of a page left open do
 
 
-def test_an_access_token_the_server_calls_expired_is_refreshed_silently(standin, app):
+def test_an_access_token_the_server_calls_expired_is_refreshed_silently(supabase_auth, app):
     at = app()
     visitor = _visitor(at)
-    standin.advance_clock(3700)  # the auth server's clock is an hour ahead of the app's
+    supabase_auth.advance_clock(3700)  # the auth server's clock is an hour ahead of the app's
     _next_request_asks_the_server()
     at.run()
     assert not at.exception and not at.error
     assert _visitor(at).user_id == visitor.user_id and not _notice(at)
     assert _visitor(at).auth.refresh_token != visitor.auth.refresh_token  # renewed
-    assert standin.paths().count("POST /auth/v1/signup") == 1
+    assert supabase_auth.paths().count("POST /auth/v1/signup") == 1
 
 
-def test_a_revoked_anonymous_session_says_it_cannot_come_back(standin, app):
+def test_a_revoked_anonymous_session_says_it_cannot_come_back(supabase_auth, app):
     at = app()
     visitor = _visitor(at)
-    standin.revoke_sessions(visitor.user_id)
+    supabase_auth.revoke_sessions(visitor.user_id)
     _next_request_asks_the_server()
     at.run()
     assert not at.exception
@@ -70,7 +55,7 @@ def test_a_revoked_anonymous_session_says_it_cannot_come_back(standin, app):
     assert "resign_email" not in " ".join(str(k) for k in at.session_state)  # no sign-in form: nothing to sign into
 
 
-def test_an_expired_email_session_offers_sign_in_and_gets_the_identity_back(standin, app):
+def test_an_expired_email_session_offers_sign_in_and_gets_the_identity_back(supabase_auth, app):
     at = app()
     visitor = _visitor(at)
     at.text_input(key="upgrade_email").input("pat@example.com")
@@ -79,7 +64,7 @@ def test_an_expired_email_session_offers_sign_in_and_gets_the_identity_back(stan
     at.run()
     assert _visitor(at).email == "pat@example.com"
 
-    standin.expire_sessions(visitor.user_id)
+    supabase_auth.expire_sessions(visitor.user_id)
     _next_request_asks_the_server()
     at.run()
     assert not at.exception
@@ -94,26 +79,26 @@ def test_an_expired_email_session_offers_sign_in_and_gets_the_identity_back(stan
     assert _visitor(at).user_id == visitor.user_id and _visitor(at).email == "pat@example.com"
 
 
-def test_an_unreachable_auth_server_keeps_the_identity(standin, app):
+def test_an_unreachable_auth_server_keeps_the_identity(supabase_auth, app):
     at = app()
     visitor = _visitor(at)
-    port = int(standin.url.rsplit(":", 1)[1])
-    standin.stop()
+    port = int(supabase_auth.url.rsplit(":", 1)[1])
+    supabase_auth.stop()
     _next_request_asks_the_server()
     at.run()
     assert not at.exception
-    assert any(e.value.startswith(f"Supabase Auth is not reachable at {standin.url}") for e in at.error)
+    assert any(e.value.startswith(f"Supabase Auth is not reachable at {supabase_auth.url}") for e in at.error)
     assert at.session_state["mp_auth_session"] == visitor.auth  # nothing replaced during the outage
     assert [b.label for b in at.button if b.key == "auth_retry"] == ["Try again"]
 
-    standin.start(port)
+    supabase_auth.start(port)
     at.run()
     assert not at.error
     assert _visitor(at).user_id == visitor.user_id and not _notice(at)
 
 
-def test_refreshing_against_a_stopped_server_is_unavailable_not_refused(standin):
+def test_refreshing_against_a_stopped_server_is_unavailable_not_refused(supabase_auth):
     session = identity.sign_in_anonymously()
-    standin.stop()
+    supabase_auth.stop()
     with pytest.raises(AuthUnavailable):
         identity.refresh(session.refresh_token)

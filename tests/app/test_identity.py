@@ -10,7 +10,6 @@ import pytest
 from core import identity, memories
 from core.db import Scope, admin_connection
 from core.errors import AuthError, DatabaseUnavailable
-from tests.app_fixtures import app, v2_navigation  # noqa: F401
 from ui import auth as ui_auth
 
 
@@ -153,7 +152,7 @@ def test_new_identity_starts_clean_and_revokes_the_old_refresh_token(app):
 def test_database_outage_is_explained_and_the_app_recovers(app, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from tests.app_fixtures import APP_SCRIPT
+    from tests.support.app import APP_SCRIPT
 
     def down(*_args, **_kwargs):
         raise DatabaseUnavailable("The database is not reachable right now (test outage).")

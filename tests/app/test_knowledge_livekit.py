@@ -13,7 +13,6 @@ from livekit import api
 from core import config
 from core.errors import ConfigurationError, InvalidInput
 from core.livekit_tokens import mint_user_token
-from tests.app_fixtures import app, v2_navigation  # noqa: F401
 
 LIVEKIT_ENV = {"LIVEKIT_URL": "wss://playground-test.livekit.cloud", "LIVEKIT_API_KEY": "APItestkey",
                "LIVEKIT_API_SECRET": "test-secret-that-is-long-enough-for-hs256-0123456789"}

@@ -1,6 +1,6 @@
 """The app in Chromium with a real LLM endpoint configured, as a user runs it:
 `streamlit run` with OPENAI_BASE_URL / OPENAI_API_KEY / LLM_MODEL pointing at
-the OpenAI-compatible stand-in (tests/openai_standin.py).
+the OpenAI-compatible stand-in (tests/support/openai_standin.py).
 
 The Chat page teaches and recalls through the model, shows the retrieval
 panel, and its report reaches the Sessions page; every way the model can fail
@@ -20,13 +20,26 @@ from playwright.sync_api import expect
 
 from core import memories, sessions
 from core.db import Scope
-from tests.app_fixtures import (CHROMIUM, CHROMIUM_ARGS, screenshot, start_streamlit, stop_streamlit, wait_for_app,
-                                wait_for_identity_cookie)
-from tests.llm_fixtures import (NO_RECALL_SKIPS, assert_agent_requests, assert_recall_carries, first_request_for,
-                                last_user_text)
-from tests.openai_standin import OpenAIStandIn
-from tests.test_browser_app import answered_turns, grid_rows, open_page, send, user_id_of
-from tests.test_voice_browser import WEBRTC_FRAME, fake_microphone  # noqa: F401
+from tests.support.app import start_streamlit, stop_streamlit
+from tests.support.browser import (
+    WEBRTC_FRAME,
+    answered_turns,
+    grid_rows,
+    open_page,
+    screenshot,
+    send,
+    user_id_of,
+    wait_for_app,
+    wait_for_identity_cookie,
+)
+from tests.support.llm_requests import (
+    NO_RECALL_SKIPS,
+    assert_agent_requests,
+    assert_recall_carries,
+    first_request_for,
+    last_user_text,
+)
+from tests.support.openai_standin import OpenAIStandIn
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 TIMEOUT_SECONDS = 3  # LLM_TIMEOUT_SECONDS for this server, so the timeout case is quick
@@ -47,39 +60,6 @@ def llm_app(database_uri, tmp_path_factory):
         assert "Plugins must be registered on the main thread" not in log.read_text()
 
 
-@pytest.fixture(scope="module")
-def chromium(fake_microphone):  # noqa: F811
-    """One headless Chromium for this module, its microphone a file that says "My favorite color is teal."
-    (one Playwright instance per module: a second one inside it would refuse to start)."""
-    if not CHROMIUM.exists():
-        pytest.skip("Debian chromium is not installed (apt-get install -y chromium; `make test` does it)")
-    from playwright.sync_api import sync_playwright
-
-    args = CHROMIUM_ARGS + ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-                            f"--use-file-for-fake-audio-capture={fake_microphone}",
-                            "--autoplay-policy=no-user-gesture-required"]
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def new_browser_page(chromium):
-    """Factory: a page in a brand-new browser context (a new visitor with no cookies)."""
-    contexts = []
-
-    def make(viewport=(1920, 1080)):
-        context = chromium.new_context(viewport={"width": viewport[0], "height": viewport[1]})
-        context.grant_permissions(["microphone"])
-        contexts.append(context)
-        return context.new_page()
-
-    yield make
-    for context in contexts:
-        context.close()
-
-
 def _open_chat(page, url: str) -> str:
     page.goto(url)
     wait_for_identity_cookie(page)
@@ -87,10 +67,10 @@ def _open_chat(page, url: str) -> str:
     return user_id_of(page)
 
 
-def test_chat_page_teaches_and_recalls_through_the_llm(llm_app, new_browser_page):
+def test_chat_page_teaches_and_recalls_through_the_llm(llm_app, new_mic_page):
     url, server = llm_app
     server.reset()
-    page = new_browser_page((1920, 1080))
+    page = new_mic_page((1920, 1080))
     visitor = _open_chat(page, url)
     expect(page.get_by_text(f"OpenAI-compatible: gpt-4o-mini at {server.base_url}").first).to_be_visible()
     assert page.get_by_text("not an LLM").count() == 0
@@ -127,9 +107,9 @@ def _failed_turn(page, text: str, sentence: str) -> None:
     assert "Traceback" not in page.inner_text("body")
 
 
-def test_chat_page_shows_each_llm_failure_as_one_sentence_and_keeps_the_session(llm_app, new_browser_page):
+def test_chat_page_shows_each_llm_failure_as_one_sentence_and_keeps_the_session(llm_app, new_mic_page):
     url, server = llm_app
-    page = new_browser_page((1920, 1080))
+    page = new_mic_page((1920, 1080))
     visitor = _open_chat(page, url)
     where = server.base_url
 
@@ -177,10 +157,10 @@ def test_chat_page_shows_each_llm_failure_as_one_sentence_and_keeps_the_session(
                      (6, "tool_arguments"), (7, "unknown_tool"), (8, "unreachable")]
 
 
-def test_voice_call_with_the_llm(llm_app, new_browser_page):
+def test_voice_call_with_the_llm(llm_app, new_mic_page):
     url, server = llm_app
     server.reset()
-    page = new_browser_page((1600, 1000))
+    page = new_mic_page((1600, 1000))
     page.goto(url)
     wait_for_app(page)
     page.get_by_text("User id").first.wait_for(timeout=60_000)

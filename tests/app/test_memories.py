@@ -9,7 +9,6 @@ import pytest
 
 from core import memories
 from core.errors import NotFound
-from tests.app_fixtures import app, v2_navigation  # noqa: F401
 
 
 @pytest.fixture

@@ -11,16 +11,9 @@ import time
 import pytest
 
 from core import doctor
-from tests.app_fixtures import (  # noqa: F401
-    app,
-    browser,
-    new_browser_page,
-    start_streamlit,
-    stop_streamlit,
-    v2_navigation,
-    wait_for_app,
-)
-from tests.openai_standin import OpenAIStandIn
+from tests.support.app import start_streamlit, stop_streamlit
+from tests.support.browser import wait_for_app
+from tests.support.openai_standin import OpenAIStandIn
 from ui import sidebar
 
 ROW_TITLES = ["Database", "Auth", "Embeddings", "LLM", "STT", "TTS", "LiveKit"]

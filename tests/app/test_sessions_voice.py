@@ -1,5 +1,5 @@
 """The Sessions page shows a voice call's per-turn latency (the `voice` part of
-the report that agent/voice_runtime.py writes)."""
+the report that agent/voice/local_call.py writes)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from agent import events
+from agent import reports
 from core import sessions
 from core.db import Scope
-from tests.app_fixtures import app, v2_navigation  # noqa: F401
 from ui.report_view import read_report
 
 
@@ -26,17 +27,17 @@ def _voice_report(session_id: str) -> dict:
                "llm_ttft_ms": {"count": 3, "p50": 3.5, "max": 4.0},
                "tts_ttfb_ms": {"count": 2, "p50": 294.0, "max": 301.0},
                "e2e_ms": {"count": 2, "p50": 1260.0, "max": 1333.0}}
-    events = [
-        {"type": "transcript", "role": "user", "text": "my favorite color is teal", "final": True, "turn": 1, "seq": 0},
-        {"type": "transcript", "role": "user", "text": "what is my favorite color", "final": True, "turn": 2, "seq": 1},
-        {"type": "transcript", "role": "user", "text": "where is order 1001", "final": True, "turn": 3, "seq": 2},
-    ]
-    return {"playground": {"session_id": session_id, "mode": "voice", "events": events, "turns": 3},
-            "voice": {"pipeline": "local", "turn_latency_ms": rows, "latency_summary": summary}}
+    said = ["my favorite color is teal", "what is my favorite color", "where is order 1001"]
+    published = [events.stamped(events.transcript("user", text), ts=1000.0 + turn, session_id=session_id, turn=turn,
+                                seq=turn - 1) for turn, text in enumerate(said, start=1)]
+    section = reports.playground_section(session_id=session_id, user_id=uuid.uuid4(), mode="voice",
+                                         events=published, started_at=1000.0, ended_at=1060.0, memories_written=[])
+    return {"playground": section, "voice": {"pipeline": "local", "turn_latency_ms": rows, "latency_summary": summary}}
 
 
 def test_report_view_reads_voice_latency_and_ignores_junk():
     view = read_report(_voice_report("voice-x"))
+    assert [line["text"] for line in view.transcript][0] == "my favorite color is teal" and view.user_turns == 3
     assert [row["turn"] for row in view.voice_latency] == [1, 2, 3]
     assert view.voice_latency[0]["stt_ms"] == 641.5 and "stt_ms" not in view.voice_latency[2]
     assert view.voice_latency_summary["e2e_ms"] == {"count": 2.0, "p50": 1260.0, "max": 1333.0}

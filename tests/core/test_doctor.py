@@ -1,6 +1,6 @@
 """`python -m core.doctor`, run as users run it (a subprocess with their settings), against the
 test database and local stand-ins for the services that cannot run here: the OpenAI-compatible
-server (tests/openai_standin.py), Supabase Auth (tests/supabase_standin.py) and LiveKit's
+server (tests/support/openai_standin.py), Supabase Auth (tests/support/supabase_standin.py) and LiveKit's
 RoomService API (below; tokens are checked with livekit's own TokenVerifier)."""
 
 from __future__ import annotations
@@ -12,24 +12,20 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
 from core import doctor
 from core.config import Settings
 from core.db import admin_connection
-from tests.app_fixtures import free_port
-from tests.openai_standin import OpenAIStandIn
-from tests.supabase_standin import SupabaseAuthStandIn
-
-PROJECT = Path(__file__).resolve().parent.parent
+from tests.support.app import PROJECT_ROOT, free_port
+from tests.support.openai_standin import OpenAIStandIn
 LIVEKIT_KEY = "APIdoctorTestKey"
 LIVEKIT_SECRET = "doctor-test-secret-that-is-long-enough-for-livekit"
 
 
 def run_doctor(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "core.doctor", *args], cwd=PROJECT,
+    return subprocess.run([sys.executable, "-m", "core.doctor", *args], cwd=PROJECT_ROOT,
                           env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
                           capture_output=True, text=True, timeout=timeout)
 
@@ -121,14 +117,8 @@ def test_a_table_without_row_level_security_fails_the_database_row(database_uri)
 # LLM: an OpenAI-compatible server
 # ---------------------------------------------------------------------------
 
-@pytest.fixture
-def llm_server():
-    with OpenAIStandIn() as server:
-        yield server
-
-
-def test_llm_at_a_healthy_endpoint_completes_and_round_trips_a_tool_call(llm_server):
-    code, report = run_json("--only", "llm", env=llm_server.env())
+def test_llm_at_a_healthy_endpoint_completes_and_round_trips_a_tool_call(openai_standin):
+    code, report = run_json("--only", "llm", env=openai_standin.env())
     llm = rows(report)["llm"]
     assert code == 0, llm
     assert llm["status"] == "ok" and llm["details"]["model"] == "gpt-4o-mini"
@@ -138,8 +128,8 @@ def test_llm_at_a_healthy_endpoint_completes_and_round_trips_a_tool_call(llm_ser
     assert "1003" in llm["details"]["tool_answer"]  # the model answered from the tool result
     assert "tool call round trip" in llm["summary"] and "completion in" in llm["summary"]
 
-    assert [(r.method, r.path) for r in llm_server.requests][0] == ("GET", "/v1/models")
-    completion, ask_tool, answer_tool = llm_server.chat_requests()
+    assert [(r.method, r.path) for r in openai_standin.requests][0] == ("GET", "/v1/models")
+    completion, ask_tool, answer_tool = openai_standin.chat_requests()
     assert completion.body["stream"] is True and "tools" not in completion.body
     assert ask_tool.body["tool_choice"] == "required"
     assert [tool["function"]["name"] for tool in ask_tool.body["tools"]] == ["lookup_order"]
@@ -148,15 +138,15 @@ def test_llm_at_a_healthy_endpoint_completes_and_round_trips_a_tool_call(llm_ser
     assert tool_message["tool_call_id"] == assistant["tool_calls"][0]["id"]
     # the arguments went back exactly as the stand-in streamed them (in pieces)
     assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"order_id": "1003"}
-    assert all(r.headers["authorization"] == f"Bearer {llm_server.api_key}" for r in llm_server.requests)
+    assert all(r.headers["authorization"] == f"Bearer {openai_standin.api_key}" for r in openai_standin.requests)
 
 
 @pytest.mark.parametrize("case, env_change, summary_part, fix_part", [
     ("401", {"OPENAI_API_KEY": "sk-wrong"}, "refused the API key (401)", "check OPENAI_API_KEY"),
     ("404", {"LLM_MODEL": "no-such-model"}, "model 'no-such-model' not found", "set LLM_MODEL"),
 ])
-def test_llm_refusals_name_the_setting_to_fix(llm_server, case, env_change, summary_part, fix_part):
-    done = run_doctor("--only", "llm", env={**llm_server.env(), **env_change})
+def test_llm_refusals_name_the_setting_to_fix(openai_standin, case, env_change, summary_part, fix_part):
+    done = run_doctor("--only", "llm", env={**openai_standin.env(), **env_change})
     assert done.returncode == 1, done.stdout
     assert "Traceback" not in done.stdout + done.stderr
     assert "LLM         FAILED" in done.stdout
@@ -166,9 +156,9 @@ def test_llm_refusals_name_the_setting_to_fix(llm_server, case, env_change, summ
         assert "it serves gpt-4o-mini" in flat
 
 
-def test_llm_endpoint_stopped_fails_with_the_base_url_to_check(llm_server):
-    env = llm_server.env()
-    llm_server.stop()
+def test_llm_endpoint_stopped_fails_with_the_base_url_to_check(openai_standin):
+    env = openai_standin.env()
+    openai_standin.stop()
     done = run_doctor("--only", "llm", env=env)
     flat = " ".join(done.stdout.split())
     assert done.returncode == 1
@@ -180,28 +170,28 @@ def test_llm_endpoint_stopped_fails_with_the_base_url_to_check(llm_server):
     ("malformed_arguments", "tool arguments that are not a JSON object", "tool calling"),
     ("unknown_tool", "called an unknown tool 'transfer_to_billing'", "tool calling"),
 ])
-def test_llm_misbehaviour_fails_the_row(llm_server, fault, summary_part, fix_part):
-    llm_server.fail(fault)
-    code, report = run_json("--only", "llm", env=llm_server.env())
+def test_llm_misbehaviour_fails_the_row(openai_standin, fault, summary_part, fix_part):
+    openai_standin.fail(fault)
+    code, report = run_json("--only", "llm", env=openai_standin.env())
     llm = rows(report)["llm"]
     assert code == 1 and llm["status"] == "failed"
     assert summary_part in llm["summary"] and fix_part in llm["fix"]
 
 
-def test_llm_that_never_answers_times_out_instead_of_hanging(llm_server):
-    llm_server.fail("slow")  # holds every chat request for 30 s
+def test_llm_that_never_answers_times_out_instead_of_hanging(openai_standin):
+    openai_standin.fail("slow")  # holds every chat request for 30 s
     started = time.monotonic()
-    code, report = run_json("--only", "llm", "--timeout", "2", env=llm_server.env())
+    code, report = run_json("--only", "llm", "--timeout", "2", env=openai_standin.env())
     llm = rows(report)["llm"]
     assert time.monotonic() - started < 25
     assert code == 1 and "did not answer in time" in llm["summary"] and "LLM_TIMEOUT_SECONDS" in llm["fix"]
 
 
-def test_quick_check_lists_models_and_sends_no_completion(llm_server):
-    code, report = run_json("--only", "llm", "--quick", env=llm_server.env())
+def test_quick_check_lists_models_and_sends_no_completion(openai_standin):
+    code, report = run_json("--only", "llm", "--quick", env=openai_standin.env())
     assert code == 0 and rows(report)["llm"]["status"] == "ok"
-    assert llm_server.chat_requests() == []
-    code, report = run_json("--only", "llm", "--quick", env={**llm_server.env(), "LLM_MODEL": "llama3.1"})
+    assert openai_standin.chat_requests() == []
+    code, report = run_json("--only", "llm", "--quick", env={**openai_standin.env(), "LLM_MODEL": "llama3.1"})
     assert code == 1 and "set LLM_MODEL to one of the models" in rows(report)["llm"]["fix"]
 
 
@@ -225,30 +215,24 @@ def test_llm_through_livekit_inference_sends_a_livekit_token(database_uri):
 # Auth: Supabase
 # ---------------------------------------------------------------------------
 
-@pytest.fixture
-def supabase():
-    with SupabaseAuthStandIn() as standin:
-        yield standin
-
-
-def test_supabase_auth_healthy_signs_in_anonymously_and_signs_out(database_uri, supabase):
+def test_supabase_auth_healthy_signs_in_anonymously_and_signs_out(database_uri, supabase_standin):
     users_before = auth_user_count()
-    code, report = run_json("--only", "auth", env=supabase.env())
+    code, report = run_json("--only", "auth", env=supabase_standin.env())
     auth = rows(report)["auth"]
     assert code == 0 and auth["status"] == "ok", auth
     assert report["mode"] == "hosted"
-    assert supabase.paths()[:3] == ["GET /auth/v1/settings", "POST /auth/v1/signup", "GET /auth/v1/user"]
-    assert "POST /auth/v1/logout" in supabase.paths()
+    assert supabase_standin.paths()[:3] == ["GET /auth/v1/settings", "POST /auth/v1/signup", "GET /auth/v1/user"]
+    assert "POST /auth/v1/logout" in supabase_standin.paths()
     test_user = auth["details"]["test_user_id"]
-    assert supabase.users[test_user]["is_anonymous"]
-    assert [s for s in supabase.sessions.values() if s["user_id"] == test_user] == []  # signed out
+    assert supabase_standin.users[test_user]["is_anonymous"]
+    assert [s for s in supabase_standin.sessions.values() if s["user_id"] == test_user] == []  # signed out
     assert auth_user_count() == users_before  # and not left in the local auth.users mirror
 
 
-def test_supabase_quick_check_creates_no_user(database_uri, supabase):
-    code, report = run_json("--only", "auth", "--quick", env=supabase.env())
+def test_supabase_quick_check_creates_no_user(database_uri, supabase_standin):
+    code, report = run_json("--only", "auth", "--quick", env=supabase_standin.env())
     assert code == 0 and "anonymous sign-ins enabled" in rows(report)["auth"]["summary"]
-    assert supabase.paths() == ["GET /auth/v1/settings"] and supabase.users == {}
+    assert supabase_standin.paths() == ["GET /auth/v1/settings"] and supabase_standin.users == {}
 
 
 @pytest.mark.parametrize("breakage, summary_part, fix_part", [
@@ -257,15 +241,15 @@ def test_supabase_quick_check_creates_no_user(database_uri, supabase):
     ("down", "not reachable at http://127.0.0.1", "check SUPABASE_URL"),
     ("half_configured", "SUPABASE_ANON_KEY is not set", "set SUPABASE_ANON_KEY too"),
 ])
-def test_supabase_auth_broken_fails_with_the_setting_to_fix(database_uri, supabase, breakage, summary_part,
+def test_supabase_auth_broken_fails_with_the_setting_to_fix(database_uri, supabase_standin, breakage, summary_part,
                                                             fix_part):
-    env = supabase.env()
+    env = supabase_standin.env()
     if breakage == "anonymous_disabled":
-        supabase.anonymous_sign_ins = False
+        supabase_standin.anonymous_sign_ins = False
     elif breakage == "wrong_key":
         env["SUPABASE_ANON_KEY"] = "not-the-anon-key"
     elif breakage == "down":
-        supabase.stop()
+        supabase_standin.stop()
     elif breakage == "half_configured":
         env["SUPABASE_ANON_KEY"] = ""
     done = run_doctor("--only", "auth", env=env)
@@ -275,10 +259,10 @@ def test_supabase_auth_broken_fails_with_the_setting_to_fix(database_uri, supaba
     assert "Auth FAILED" in flat and summary_part in flat and f"fix: {fix_part}" in flat
 
 
-def test_supabase_refusing_the_sign_in_itself_is_reported(database_uri, supabase):
+def test_supabase_refusing_the_sign_in_itself_is_reported(database_uri, supabase_standin):
     """/settings says yes but the sign-in is refused (e.g. sign-ups turned off): the full check notices."""
-    supabase.disable_signup = True
-    code, report = run_json("--only", "auth", env=supabase.env())
+    supabase_standin.disable_signup = True
+    code, report = run_json("--only", "auth", env=supabase_standin.env())
     auth = rows(report)["auth"]
     assert code == 1 and auth["summary"].startswith("an anonymous sign-in failed")
     assert "sign up" in auth["fix"]
@@ -414,7 +398,7 @@ def test_the_checks_import_neither_streamlit_nor_livekit_agents(database_uri, li
             " or m.startswith('agent'))}))")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **livekit_env(livekit_api.url), "LLM_MODEL": "offline",
            "STT_MODEL": "local", "TTS_MODEL": "local"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
                           timeout=300)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"failed": [], "modules": []}, done.stderr[-2000:]

@@ -13,9 +13,9 @@ import psycopg
 import pytest
 
 from core import eval_retrieval
+from tests.support.app import PROJECT_ROOT, TEST_DATA
 
-PROJECT = Path(__file__).resolve().parent.parent
-DATA = Path(__file__).resolve().parent / "data" / "eval_small"
+DATA = TEST_DATA / "eval_small"
 MEMORIES, QUERIES, QRELS = DATA / "memories.jsonl", DATA / "queries.jsonl", DATA / "qrels.jsonl"
 TOP_K = 5
 WEIGHTS, RRF_K = (0.7, 0.3), 60
@@ -33,7 +33,7 @@ RELEVANT = {r["id"]: set(r["relevant"]) for r in _jsonl(QRELS)}
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "core.eval_retrieval", *args],
-        cwd=PROJECT, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout,
+        cwd=PROJECT_ROOT, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout,
     )
 
 

@@ -19,10 +19,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from core import db, embeddings, identity, memories
+from core import db, embeddings, memories
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput
 from core.retrieval import RrfParams, search_memories
+from tests.support.users import delete_users, sign_in
 
 FACTS = {
     "favorite_color": "My favourite colour is teal",
@@ -91,22 +92,10 @@ class Expected:
     rrf_score: float
 
 
-def _sign_in():
-    session = identity.sign_in_anonymously()
-    verified = identity.verify(session.access_token)
-    return SimpleNamespace(scope=Scope.for_user(verified), user_id=verified.user_id,
-                           service=Scope.service(verified.user_id))
-
-
-def _delete_users(user_ids):
-    with db.admin_connection() as conn:
-        conn.execute("delete from auth.users where id = any(%s)", (list(user_ids),))
-
-
 @pytest.fixture(scope="module")
 def corpus(database_uri):
     """One user with 30 memories (plus exact-tie twins), and two other users with overlapping text."""
-    owner = _sign_in()
+    owner = sign_in()
     for slot, content in FACTS.items():
         memories.remember(owner.scope, slot, content)
     with db.admin_connection() as conn:
@@ -116,12 +105,12 @@ def corpus(database_uri):
             "insert into public.memories (user_id, memory_type, content, embedding) "
             "select user_id, slot, content, embedding from public.memories, unnest(array['twin_a', 'twin_b']) slot "
             "where user_id = %s and memory_type = 'car'", (owner.user_id,))
-    others = [_sign_in(), _sign_in()]
+    others = [sign_in(), sign_in()]
     for other in others:
         for slot, content in list(FACTS.items())[:12]:  # the same words: text matches a filter must drop
             memories.remember(other.scope, slot, content + " too")
     yield SimpleNamespace(owner=owner, others=others)
-    _delete_users([owner.user_id, *(o.user_id for o in others)])
+    delete_users([owner.user_id, *(o.user_id for o in others)])
 
 
 def stored_embeddings(user_id) -> dict[uuid.UUID, np.ndarray]:
@@ -435,7 +424,7 @@ def test_slot_upsert_is_per_user(new_user):
 # ---------------------------------------------------------------------------
 
 def test_other_users_rows_never_push_a_users_rows_out(database_uri):
-    target = _sign_in()
+    target = sign_in()
     for slot, content in [("dog", "Has a border collie named Biscuit"), ("tea", "Drinks green tea"),
                           ("car", "Drives an old red Fiat Panda")]:
         memories.remember(target.scope, slot, content)
@@ -467,4 +456,4 @@ def test_other_users_rows_never_push_a_users_rows_out(database_uri):
                 (query_vector,)).fetchall()
         assert target.user_id not in {row[0] for row in nearest_owners}
     finally:
-        _delete_users([*crowd, target.user_id])
+        delete_users([*crowd, target.user_id])

@@ -10,7 +10,6 @@ local auth.users so foreign keys and RLS behave as in a Supabase project.
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 import urllib.request
@@ -25,30 +24,18 @@ from core.db import Scope, admin_connection
 from core.errors import AuthError, AuthUnavailable, InvalidInput
 from core.identity import SupabaseAuthIssuer
 from core.seed import DEMO_EMAIL
-from tests.supabase_standin import ANON_KEY, SERVICE_ROLE_KEY, SupabaseAuthStandIn
+from tests.support.app import free_port
+from tests.support.supabase_standin import ANON_KEY, SERVICE_ROLE_KEY, SupabaseAuthStandIn
 
 PASSWORD = "correct horse battery"
 
 
 def _point_at(monkeypatch, url: str, anon_key: str = ANON_KEY) -> None:
+    """Point the settings somewhere else than the `supabase_auth` stand-in (undone with it)."""
     monkeypatch.setenv("SUPABASE_URL", url)
     monkeypatch.setenv("SUPABASE_ANON_KEY", anon_key)
     config.reload_settings()
     identity._verified_cache.clear()
-
-
-@pytest.fixture
-def fake_auth(database_uri, monkeypatch):
-    """A stand-in that auto-confirms emails (the Supabase CLI's local default);
-    tests of the hosted default (confirm email on) switch it off."""
-    with SupabaseAuthStandIn(mailer_autoconfirm=True) as standin:
-        _point_at(monkeypatch, standin.url)
-        try:
-            yield standin
-        finally:
-            monkeypatch.undo()
-            config.reload_settings()
-            identity._verified_cache.clear()
 
 
 def _local_auth_user(user_id) -> tuple | None:
@@ -57,37 +44,37 @@ def _local_auth_user(user_id) -> tuple | None:
                             "left join public.profiles p on p.id = u.id where u.id = %s", (user_id,)).fetchone()
 
 
-def test_settings_select_the_hosted_issuer(fake_auth):
+def test_settings_select_the_hosted_issuer(supabase_auth):
     settings = config.get_settings()
     assert settings.hosted_auth is True and settings.mode_label == "hosted"
     assert isinstance(identity._issuer(), identity.SupabaseAuthIssuer)
 
 
-def test_anonymous_sign_in_goes_through_signup(fake_auth):
+def test_anonymous_sign_in_goes_through_signup(supabase_auth):
     session = identity.sign_in_anonymously()
 
-    assert fake_auth.paths() == ["POST /auth/v1/signup"]
-    request = fake_auth.requests[0]
+    assert supabase_auth.paths() == ["POST /auth/v1/signup"]
+    request = supabase_auth.requests[0]
     assert request["apikey"] == ANON_KEY
-    assert str(session.user_id) in fake_auth.users
+    assert str(session.user_id) in supabase_auth.users
     assert session.is_anonymous is True and session.email is None
-    assert jwt.decode(session.access_token, fake_auth.secret, algorithms=["HS256"],
+    assert jwt.decode(session.access_token, supabase_auth.secret, algorithms=["HS256"],
                       audience="authenticated")["sub"] == str(session.user_id)
-    assert session.refresh_token in fake_auth.refresh_tokens
+    assert session.refresh_token in supabase_auth.refresh_tokens
     assert session.expires_at > time.time() + 3000
     # the embedded database now has the user, so its rows can reference it
     assert _local_auth_user(session.user_id) == (True, None, None)
 
 
-def test_verify_asks_the_server(fake_auth):
+def test_verify_asks_the_server(supabase_auth):
     session = identity.sign_in_anonymously()
-    fake_auth.requests.clear()
+    supabase_auth.requests.clear()
 
     verified = identity.verify(session.access_token)
 
-    assert fake_auth.paths() == ["GET /auth/v1/user"]
-    assert fake_auth.requests[0]["authorization"] == f"Bearer {session.access_token}"
-    assert fake_auth.requests[0]["apikey"] == ANON_KEY
+    assert supabase_auth.paths() == ["GET /auth/v1/user"]
+    assert supabase_auth.requests[0]["authorization"] == f"Bearer {session.access_token}"
+    assert supabase_auth.requests[0]["apikey"] == ANON_KEY
     assert verified.user_id == session.user_id and verified.is_anonymous is True
     assert verified.claims["sub"] == str(session.user_id)
     assert Scope.for_user(verified).user_id == session.user_id
@@ -101,35 +88,35 @@ def _well_formed(fake, user_id, secret, **overrides) -> str:
     return jwt.encode(claims, secret, algorithm="HS256")
 
 
-def test_verify_refuses_well_formed_tokens_the_server_rejects(fake_auth):
+def test_verify_refuses_well_formed_tokens_the_server_rejects(supabase_auth):
     session = identity.sign_in_anonymously()
     session_id = jwt.decode(session.access_token, options={"verify_signature": False})["session_id"]
     candidates = {
-        "signed with another secret": (_well_formed(fake_auth, session.user_id, "x" * 40, session_id=session_id),
+        "signed with another secret": (_well_formed(supabase_auth, session.user_id, "x" * 40, session_id=session_id),
                                        "invalid JWT: unable to parse or verify signature, token signature is invalid"),
         # the embedded issuer's secret means nothing in hosted mode
         "signed with the embedded secret": (
-            _well_formed(fake_auth, session.user_id, identity.jwt_secret(), iss=identity.EMBEDDED_ISSUER),
+            _well_formed(supabase_auth, session.user_id, identity.jwt_secret(), iss=identity.EMBEDDED_ISSUER),
             "token signature is invalid"),
-        "for a user the server does not know": (_well_formed(fake_auth, uuid.uuid4(), fake_auth.secret),
+        "for a user the server does not know": (_well_formed(supabase_auth, uuid.uuid4(), supabase_auth.secret),
                                                 "User from sub claim in JWT does not exist"),
-        "for a session the server does not know": (_well_formed(fake_auth, session.user_id, fake_auth.secret),
+        "for a session the server does not know": (_well_formed(supabase_auth, session.user_id, supabase_auth.secret),
                                                    "Session from session_id claim in JWT does not exist"),
-        "expired": (_well_formed(fake_auth, session.user_id, fake_auth.secret, exp=int(time.time()) - 60,
+        "expired": (_well_formed(supabase_auth, session.user_id, supabase_auth.secret, exp=int(time.time()) - 60,
                                  session_id=session_id), "token has invalid claims: token is expired"),
     }
     for what, (token, reason) in candidates.items():
-        fake_auth.requests.clear()
+        supabase_auth.requests.clear()
         with pytest.raises(AuthError, match=f"^Supabase Auth refused: .*{reason}") as info:
             identity.verify(token)
         assert not isinstance(info.value, AuthUnavailable), what
-        assert fake_auth.paths() == ["GET /auth/v1/user"], what  # the server was asked, and it said no
+        assert supabase_auth.paths() == ["GET /auth/v1/user"], what  # the server was asked, and it said no
         assert str(session.user_id) not in str(info.value)
 
 
-def test_verify_refuses_a_token_whose_session_the_server_revoked(fake_auth):
+def test_verify_refuses_a_token_whose_session_the_server_revoked(supabase_auth):
     session = identity.sign_in_anonymously()
-    fake_auth.revoke_sessions(session.user_id)  # e.g. signed out everywhere from another device
+    supabase_auth.revoke_sessions(session.user_id)  # e.g. signed out everywhere from another device
     with pytest.raises(AuthError, match="Session from session_id claim in JWT does not exist") as info:
         identity.verify(session.access_token)
     assert info.value.code == "session_not_found"
@@ -138,9 +125,9 @@ def test_verify_refuses_a_token_whose_session_the_server_revoked(fake_auth):
     assert info.value.code == "refresh_token_not_found"
 
 
-def test_an_expired_session_is_refused_with_its_code(fake_auth):
+def test_an_expired_session_is_refused_with_its_code(supabase_auth):
     session = identity.sign_in_anonymously()
-    fake_auth.expire_sessions()
+    supabase_auth.expire_sessions()
     with pytest.raises(AuthError, match="token is expired") as info:
         identity.verify(session.access_token)
     assert info.value.code == "bad_jwt"
@@ -149,60 +136,60 @@ def test_an_expired_session_is_refused_with_its_code(fake_auth):
     assert info.value.code == "session_expired" and not isinstance(info.value, AuthUnavailable)
 
 
-def test_a_server_clock_ahead_expires_the_access_token_but_refresh_still_works(fake_auth):
+def test_a_server_clock_ahead_expires_the_access_token_but_refresh_still_works(supabase_auth):
     session = identity.sign_in_anonymously()
-    fake_auth.advance_clock(3700)
+    supabase_auth.advance_clock(3700)
     with pytest.raises(AuthError, match="token is expired"):
         identity.verify(session.access_token)
     renewed = identity.refresh(session.refresh_token)
     assert identity.verify(renewed.access_token).user_id == session.user_id
 
 
-def test_verify_refuses_when_the_server_answers_for_another_user(fake_auth):
+def test_verify_refuses_when_the_server_answers_for_another_user(supabase_auth):
     session = identity.sign_in_anonymously()
-    fake_auth.user_id_override = str(uuid.uuid4())
+    supabase_auth.user_id_override = str(uuid.uuid4())
     with pytest.raises(AuthError, match="does not belong to the user"):
         identity.verify(session.access_token)
 
 
 @pytest.mark.parametrize("garbage", ["garbage", "a.b.c", "eyJhbGciOiJub25lIn0.e30."])
-def test_verify_refuses_garbage(fake_auth, garbage):
+def test_verify_refuses_garbage(supabase_auth, garbage):
     with pytest.raises(AuthError, match="refused"):
         identity.verify(garbage)
-    assert fake_auth.paths() == ["GET /auth/v1/user"]
+    assert supabase_auth.paths() == ["GET /auth/v1/user"]
 
 
-def test_empty_tokens_are_refused_without_asking(fake_auth):
+def test_empty_tokens_are_refused_without_asking(supabase_auth):
     for token in (None, "", "x" * 9000):
         with pytest.raises(AuthError, match="sign in again"):
             identity.verify(token)
-    assert fake_auth.requests == []
+    assert supabase_auth.requests == []
 
 
-def test_verified_tokens_are_cached_briefly_and_sign_out_drops_them(fake_auth):
+def test_verified_tokens_are_cached_briefly_and_sign_out_drops_them(supabase_auth):
     session = identity.sign_in_anonymously()
     identity.verify(session.access_token)
     identity.verify(session.access_token)
-    assert fake_auth.paths().count("GET /auth/v1/user") == 1  # Streamlit reruns do not each hit Supabase
+    assert supabase_auth.paths().count("GET /auth/v1/user") == 1  # Streamlit reruns do not each hit Supabase
 
     identity.sign_out(session)
-    assert "POST /auth/v1/logout" in fake_auth.paths()
+    assert "POST /auth/v1/logout" in supabase_auth.paths()
     with pytest.raises(AuthError, match="refused"):
         identity.verify(session.access_token)
     with pytest.raises(AuthError, match="Already Used|refused"):
         identity.refresh(session.refresh_token)
 
 
-def test_refresh_rotates_and_refuses_reuse(fake_auth):
-    fake_auth.refresh_token_reuse_interval = 0  # no grace period: a replay is refused at once
+def test_refresh_rotates_and_refuses_reuse(supabase_auth):
+    supabase_auth.refresh_token_reuse_interval = 0  # no grace period: a replay is refused at once
     first = identity.sign_in_anonymously()
-    fake_auth.requests.clear()
+    supabase_auth.requests.clear()
 
     second = identity.refresh(first.refresh_token)
 
-    assert fake_auth.paths() == ["POST /auth/v1/token"]
-    assert fake_auth.requests[0]["query"] == {"grant_type": ["refresh_token"]}
-    assert fake_auth.requests[0]["body"] == {"refresh_token": first.refresh_token}
+    assert supabase_auth.paths() == ["POST /auth/v1/token"]
+    assert supabase_auth.requests[0]["query"] == {"grant_type": ["refresh_token"]}
+    assert supabase_auth.requests[0]["body"] == {"refresh_token": first.refresh_token}
     assert second.user_id == first.user_id and second.refresh_token != first.refresh_token
     assert identity.verify(second.access_token).user_id == first.user_id
 
@@ -220,7 +207,7 @@ def test_refresh_rotates_and_refuses_reuse(fake_auth):
         identity.refresh("never-issued")
 
 
-def test_a_replay_within_the_reuse_interval_is_accepted(fake_auth):
+def test_a_replay_within_the_reuse_interval_is_accepted(supabase_auth):
     first = identity.sign_in_anonymously()
     second = identity.refresh(first.refresh_token)
     identity.refresh(second.refresh_token)
@@ -228,31 +215,31 @@ def test_a_replay_within_the_reuse_interval_is_accepted(fake_auth):
     assert replayed.user_id == first.user_id
 
 
-def test_upgrade_to_email_keeps_the_user_id(fake_auth):
+def test_upgrade_to_email_keeps_the_user_id(supabase_auth):
     anonymous = identity.sign_in_anonymously()
-    fake_auth.requests.clear()
+    supabase_auth.requests.clear()
 
     upgraded = identity.upgrade_to_email(anonymous, "Robin@Example.com", PASSWORD)
 
-    updates = [r for r in fake_auth.requests if r["method"] == "PUT"]
+    updates = [r for r in supabase_auth.requests if r["method"] == "PUT"]
     assert len(updates) == 1 and updates[0]["path"] == "/auth/v1/user"
     assert updates[0]["body"]["email"] == "robin@example.com" and updates[0]["body"]["password"] == PASSWORD
     assert updates[0]["authorization"] == f"Bearer {anonymous.access_token}"
     assert upgraded.user_id == anonymous.user_id
     assert upgraded.is_anonymous is False and upgraded.email == "robin@example.com"
     assert upgraded.pending_email is None
-    assert fake_auth.users[str(anonymous.user_id)]["is_anonymous"] is False
+    assert supabase_auth.users[str(anonymous.user_id)]["is_anonymous"] is False
     verified = identity.verify(upgraded.access_token)
     assert verified.user_id == anonymous.user_id and verified.email == "robin@example.com"
     assert _local_auth_user(anonymous.user_id) == (False, "robin@example.com", "robin@example.com")
 
     signed_in = identity.sign_in_with_password("robin@example.com", PASSWORD)
     assert signed_in.user_id == anonymous.user_id
-    password_request = fake_auth.requests[-1]
+    password_request = supabase_auth.requests[-1]
     assert password_request["path"] == "/auth/v1/token" and password_request["query"] == {"grant_type": ["password"]}
 
 
-def test_a_stale_mirrored_email_gives_way_but_an_embedded_users_email_stays(fake_auth):
+def test_a_stale_mirrored_email_gives_way_but_an_embedded_users_email_stays(supabase_auth):
     with SupabaseAuthStandIn(mailer_autoconfirm=True) as previous_project:
         earlier = SupabaseAuthIssuer(previous_project.url, ANON_KEY)
         stale = earlier.upgrade_to_email(earlier.sign_in_anonymously(), "moved@example.com", PASSWORD)
@@ -269,21 +256,21 @@ def test_a_stale_mirrored_email_gives_way_but_an_embedded_users_email_stays(fake
     assert identity.verify(clash.access_token).email == DEMO_EMAIL
 
 
-def test_upgrade_with_an_expired_access_token_uses_the_rotated_refresh_token(fake_auth):
+def test_upgrade_with_an_expired_access_token_uses_the_rotated_refresh_token(supabase_auth):
     anonymous = identity.sign_in_anonymously()
-    expired = fake_auth.issue(fake_auth.users[str(anonymous.user_id)], expires_in=-10)  # the browser idled
+    expired = supabase_auth.issue(supabase_auth.users[str(anonymous.user_id)], expires_in=-10)  # the browser idled
     stale = identity.AuthSession(access_token=expired["access_token"], refresh_token=expired["refresh_token"],
                                  expires_at=expired["expires_at"], user_id=anonymous.user_id, is_anonymous=True)
 
     upgraded = identity.upgrade_to_email(stale, "late@example.com", PASSWORD)
 
     assert upgraded.user_id == anonymous.user_id and upgraded.email == "late@example.com"
-    assert not any("Already Used" in json.dumps(r["body"]) for r in fake_auth.requests)
+    assert not any("Already Used" in json.dumps(r["body"]) for r in supabase_auth.requests)
     assert identity.verify(upgraded.access_token).email == "late@example.com"
 
 
-def test_upgrade_with_email_confirmation_waits_for_the_link(fake_auth):
-    fake_auth.mailer_autoconfirm = False  # Supabase's hosted default: "Confirm email" on
+def test_upgrade_with_email_confirmation_waits_for_the_link(supabase_auth):
+    supabase_auth.mailer_autoconfirm = False  # Supabase's hosted default: "Confirm email" on
     anonymous = identity.sign_in_anonymously()
     memories.remember(Scope.service(anonymous.user_id), "favorite_color", "teal")
 
@@ -292,11 +279,11 @@ def test_upgrade_with_email_confirmation_waits_for_the_link(fake_auth):
     assert pending.user_id == anonymous.user_id
     assert pending.is_anonymous is True and pending.email is None and pending.pending_email == "confirm@example.com"
     assert identity.verify(pending.access_token).pending_email == "confirm@example.com"
-    assert [m["to"] for m in fake_auth.outbox] == ["confirm@example.com"]
+    assert [m["to"] for m in supabase_auth.outbox] == ["confirm@example.com"]
     with pytest.raises(AuthError, match="Invalid login credentials"):  # not an address of the account yet
         identity.sign_in_with_password("confirm@example.com", PASSWORD)
 
-    assert fake_auth.confirm_email("confirm@example.com") == 303  # the visitor opens the link
+    assert supabase_auth.confirm_email("confirm@example.com") == 303  # the visitor opens the link
     identity._verified_cache.clear()
     assert identity.verify(pending.access_token).email == "confirm@example.com"  # the user record changed
     elsewhere = identity.sign_in_with_password("confirm@example.com", PASSWORD)
@@ -306,33 +293,33 @@ def test_upgrade_with_email_confirmation_waits_for_the_link(fake_auth):
     assert _local_auth_user(anonymous.user_id) == (False, "confirm@example.com", "confirm@example.com")
 
 
-def test_upgrade_errors_are_clear(fake_auth):
+def test_upgrade_errors_are_clear(supabase_auth):
     taken = identity.sign_in_anonymously()
     identity.upgrade_to_email(taken, "taken@example.com", PASSWORD)
     second = identity.sign_in_anonymously()
     with pytest.raises(AuthError, match="Supabase Auth refused: A user with this email address"):
         identity.upgrade_to_email(second, "taken@example.com", PASSWORD)
-    assert fake_auth.users[str(second.user_id)]["is_anonymous"] is True
+    assert supabase_auth.users[str(second.user_id)]["is_anonymous"] is True
 
-    fake_auth.requests.clear()
+    supabase_auth.requests.clear()
     with pytest.raises(InvalidInput, match="at least 8 characters"):
         identity.upgrade_to_email(second, "fresh@example.com", "short")
     with pytest.raises(InvalidInput, match="does not look like an email"):
         identity.upgrade_to_email(second, "fresh", PASSWORD)
-    assert fake_auth.requests == []  # refused before anything was sent
+    assert supabase_auth.requests == []  # refused before anything was sent
 
 
-def test_wrong_password_is_refused(fake_auth):
+def test_wrong_password_is_refused(supabase_auth):
     identity.upgrade_to_email(identity.sign_in_anonymously(), "pw@example.com", PASSWORD)
     with pytest.raises(AuthError, match="Supabase Auth refused: Invalid login credentials"):
         identity.sign_in_with_password("pw@example.com", "wrong password")
 
 
-def test_wrong_anon_key_is_reported(fake_auth, monkeypatch):
-    _point_at(monkeypatch, fake_auth.url, "not-the-key")
+def test_wrong_anon_key_is_reported(supabase_auth, monkeypatch):
+    _point_at(monkeypatch, supabase_auth.url, "not-the-key")
     with pytest.raises(AuthError, match="Supabase Auth refused: Invalid API key; check SUPABASE_ANON_KEY"):
         identity.sign_in_anonymously()
-    assert fake_auth.users == {}
+    assert supabase_auth.users == {}
 
 
 @pytest.mark.parametrize("switch, code, sentence", [
@@ -340,16 +327,16 @@ def test_wrong_anon_key_is_reported(fake_auth, monkeypatch):
      "has anonymous sign-ins turned off; enable them in the Supabase dashboard under Authentication"),
     ("disable_signup", "signup_disabled", "does not accept new users"),
 ])
-def test_project_settings_that_block_anonymous_sign_in_say_what_to_change(fake_auth, switch, code, sentence):
-    setattr(fake_auth, switch, switch == "disable_signup")
+def test_project_settings_that_block_anonymous_sign_in_say_what_to_change(supabase_auth, switch, code, sentence):
+    setattr(supabase_auth, switch, switch == "disable_signup")
     with pytest.raises(AuthError, match=sentence) as info:
         identity.sign_in_anonymously()
-    assert info.value.code == code and str(fake_auth.url) in str(info.value)
-    assert fake_auth.users == {}
+    assert info.value.code == code and str(supabase_auth.url) in str(info.value)
+    assert supabase_auth.users == {}
 
 
-def test_the_anonymous_sign_in_rate_limit_is_explained(fake_auth):
-    fake_auth.anonymous_sign_ins_per_hour = 2  # Supabase's default is 30 per hour per IP
+def test_the_anonymous_sign_in_rate_limit_is_explained(supabase_auth):
+    supabase_auth.anonymous_sign_ins_per_hour = 2  # Supabase's default is 30 per hour per IP
     identity.sign_in_anonymously()
     identity.sign_in_anonymously()
     with pytest.raises(AuthError, match="rate-limiting sign-ins from this server \\(Request rate limit reached\\)") as info:
@@ -357,14 +344,8 @@ def test_the_anonymous_sign_in_rate_limit_is_explained(fake_auth):
     assert info.value.code == "over_request_rate_limit" and "Rate Limits" in str(info.value)
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_server_down_gives_a_clear_message(fake_auth, monkeypatch):
-    down = f"http://127.0.0.1:{_closed_port()}"
+def test_server_down_gives_a_clear_message(supabase_auth, monkeypatch):
+    down = f"http://127.0.0.1:{free_port()}"
     _point_at(monkeypatch, down)
     for call, args in ((identity.sign_in_anonymously, ()), (identity.verify, ("a.b.c",)),
                        (identity.refresh, ("some-refresh-token",))):
@@ -397,7 +378,7 @@ class _NotSupabase(BaseHTTPRequestHandler):
 
 @pytest.mark.parametrize("status, sentence", [(404, "did not answer like Supabase Auth; check SUPABASE_URL"),
                                               (500, "failed \\(Unexpected failure\\); try again")])
-def test_a_wrong_url_or_a_failing_server_is_unavailable_not_a_refusal(fake_auth, monkeypatch, status, sentence):
+def test_a_wrong_url_or_a_failing_server_is_unavailable_not_a_refusal(supabase_auth, monkeypatch, status, sentence):
     handler = type("Handler", (_NotSupabase,), {"status": status})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()

@@ -19,27 +19,21 @@ import psycopg
 import pytest
 from psycopg.rows import dict_row
 
-from core import db, embeddings, identity, memories, profiles, sessions
+from core import db, embeddings, memories, profiles, sessions
 from core.db import Scope, transaction, vector_literal
 from core.errors import InvalidInput, NotFound
 from core.retrieval import search_memories
+from tests.support.users import sign_in, stored_rows
 
 UNIT_VECTOR = vector_literal([1.0] + [0.0] * (embeddings.DIMENSIONS - 1))
 SECRET_SLOT = "secret_plan"
 SECRET_TEXT = "B's secret plan is to open a zeppelin bakery"
 
 
-def _sign_in():
-    session = identity.sign_in_anonymously()
-    verified = identity.verify(session.access_token)
-    return SimpleNamespace(session=session, verified=verified, scope=Scope.for_user(verified),
-                           user_id=verified.user_id, service=Scope.service(verified.user_id))
-
-
 @pytest.fixture(scope="module")
 def users(database_uri):
     """A and B, each with memories, a profile name and a session report."""
-    a, b = _sign_in(), _sign_in()
+    a, b = sign_in(), sign_in()
     memories.remember(a.scope, "hometown", "A grew up in Lisbon")
     memories.remember(b.scope, SECRET_SLOT, SECRET_TEXT)
     memories.remember(b.scope, "pet", "B has a tortoise called Dash")
@@ -50,19 +44,6 @@ def users(database_uri):
     sessions.save_report(b.service, f"sess-b-{uuid.uuid4().hex}", {"turns": 7, "secret": SECRET_TEXT},
                          started_at=started)
     return SimpleNamespace(a=a, b=b)
-
-
-def rows_of(user_id) -> dict:
-    """Everything stored for a user, read as admin (to prove a refused statement changed nothing)."""
-    with db.admin_connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select id, memory_type, content, embedding::text as embedding, updated_at "
-                    "from public.memories where user_id = %s order by memory_type", (user_id,))
-        mems = cur.fetchall()
-        cur.execute("select * from public.profiles where id = %s", (user_id,))
-        profile = cur.fetchone()
-        cur.execute("select * from public.sessions where user_id = %s order by session_id", (user_id,))
-        reports = cur.fetchall()
-    return {"memories": mems, "profile": profile, "sessions": reports}
 
 
 def shared_counts() -> tuple:
@@ -113,12 +94,12 @@ def test_memories_select_sees_only_own_rows(users):
 
 def test_memories_insert_for_another_user_is_refused(users):
     a, b = users.a, users.b
-    before = rows_of(b.user_id)
+    before = stored_rows(b.user_id)
     assert_refused(a.scope,
                    "insert into public.memories (user_id, memory_type, content, embedding) "
                    "values (%s, 'planted', 'planted by A', %s::extensions.vector)",
                    (b.user_id, UNIT_VECTOR), match="row-level security")
-    assert rows_of(b.user_id) == before
+    assert stored_rows(b.user_id) == before
     # the same insert for A itself is allowed
     count, rows = run_as(a.scope,
                          "insert into public.memories (user_id, memory_type, content, embedding) "
@@ -130,15 +111,15 @@ def test_memories_insert_for_another_user_is_refused(users):
 
 def test_memories_update_and_delete_of_another_users_rows_touch_nothing(users):
     a, b = users.a, users.b
-    before = rows_of(b.user_id)
+    before = stored_rows(b.user_id)
     assert run_as(a.scope, "update public.memories set content = 'hacked' where user_id = %s", (b.user_id,))[0] == 0
     assert run_as(a.scope, "update public.memories set content = 'hacked' where memory_type = %s",
                   (SECRET_SLOT,))[0] == 0
     assert run_as(a.scope, "delete from public.memories where user_id = %s", (b.user_id,))[0] == 0
-    own_count = len(rows_of(a.user_id)["memories"])
+    own_count = len(stored_rows(a.user_id)["memories"])
     assert own_count > 0
     assert run_as(a.scope, "delete from public.memories")[0] == own_count  # a blanket delete reaches A's rows only
-    assert rows_of(b.user_id) == before
+    assert stored_rows(b.user_id) == before
     memories.remember(a.scope, "hometown", "A grew up in Lisbon")  # restore what the blanket delete removed
 
 
@@ -148,7 +129,7 @@ def test_memories_cannot_be_handed_to_another_user(users):
     assert_refused(a.scope, "update public.memories set user_id = %s where id = %s", (b.user_id, mine.id),
                    match="row-level security")
     assert memories.recall(a.scope, "gift").id == mine.id
-    assert [m for m in rows_of(b.user_id)["memories"] if m["memory_type"] == "gift"] == []
+    assert [m for m in stored_rows(b.user_id)["memories"] if m["memory_type"] == "gift"] == []
     memories.forget(a.scope, "gift")
 
 
@@ -170,7 +151,7 @@ def test_hybrid_function_with_another_users_id_returns_nothing(users):
 # ---------------------------------------------------------------------------
 
 def test_profiles_created_by_trigger_for_anonymous_users(database_uri):
-    user = _sign_in()
+    user = sign_in()
     with db.admin_connection() as conn:
         is_anonymous, profile_id = conn.execute(
             "select u.is_anonymous, p.id from auth.users u left join public.profiles p on p.id = u.id "
@@ -188,10 +169,10 @@ def test_profiles_select_sees_only_own_row(users):
 
 def test_profiles_update_of_another_user_touches_nothing(users):
     a, b = users.a, users.b
-    before = rows_of(b.user_id)
+    before = stored_rows(b.user_id)
     assert run_as(a.scope, "update public.profiles set name = 'Mallory' where id = %s", (b.user_id,))[0] == 0
     assert run_as(a.scope, "update public.profiles set name = 'Mallory'")[0] == 1  # only A's own row
-    assert rows_of(b.user_id) == before
+    assert stored_rows(b.user_id) == before
     profiles.update_profile(a.scope, "name", "Ana")
 
 
@@ -208,13 +189,13 @@ def test_profiles_id_cannot_be_changed(users):
 
 def test_profiles_insert_and_delete_are_refused(users):
     a, b = users.a, users.b
-    before = rows_of(b.user_id)
+    before = stored_rows(b.user_id)
     assert_refused(a.scope, "insert into public.profiles (id, name) values (%s, 'x')", (a.user_id,),
                    match="permission denied")
     assert_refused(a.scope, "delete from public.profiles where id = %s", (b.user_id,), match="permission denied")
     assert_refused(a.scope, "delete from public.profiles where id = %s", (a.user_id,), match="permission denied")
-    assert rows_of(b.user_id) == before
-    assert rows_of(a.user_id)["profile"] is not None
+    assert stored_rows(b.user_id) == before
+    assert stored_rows(a.user_id)["profile"] is not None
 
 
 # ---------------------------------------------------------------------------
@@ -257,8 +238,8 @@ def test_sessions_select_sees_only_own_reports(users):
 
 def test_sessions_cannot_be_written_by_users_even_their_own(users):
     a, b = users.a, users.b
-    own_id = rows_of(a.user_id)["sessions"][0]["session_id"]
-    before_a, before_b = rows_of(a.user_id), rows_of(b.user_id)
+    own_id = stored_rows(a.user_id)["sessions"][0]["session_id"]
+    before_a, before_b = stored_rows(a.user_id), stored_rows(b.user_id)
     assert_refused(a.scope, "insert into public.sessions (session_id, user_id) values (%s, %s)",
                    (f"forged-{uuid.uuid4().hex}", a.user_id), match="permission denied")
     assert_refused(a.scope, "insert into public.sessions (session_id, user_id) values (%s, %s)",
@@ -271,7 +252,7 @@ def test_sessions_cannot_be_written_by_users_even_their_own(users):
                    match="permission denied")
     assert_refused(a.scope, "delete from public.sessions where user_id = %s", (b.user_id,),
                    match="permission denied")
-    assert rows_of(a.user_id) == before_a and rows_of(b.user_id) == before_b
+    assert stored_rows(a.user_id) == before_a and stored_rows(b.user_id) == before_b
     with pytest.raises(InvalidInput, match="written by the service"):
         sessions.save_report(a.scope, f"as-user-{uuid.uuid4().hex}", {"x": 1})
 
@@ -353,11 +334,11 @@ def test_service_scope_bypasses_rls_so_raw_sql_sees_everyone(users):
 def test_memory_services_with_service_scope_never_touch_another_user(users):
     a, b = users.a, users.b
     service_a = a.service
-    before_b = rows_of(b.user_id)
+    before_b = stored_rows(b.user_id)
     secret_id = next(m["id"] for m in before_b["memories"] if m["memory_type"] == SECRET_SLOT)
 
     assert {m.memory_type for m in memories.list_memories(service_a)} == {
-        m["memory_type"] for m in rows_of(a.user_id)["memories"]}
+        m["memory_type"] for m in stored_rows(a.user_id)["memories"]}
     with pytest.raises(NotFound):
         memories.recall(service_a, SECRET_SLOT)
     with pytest.raises(NotFound):
@@ -373,17 +354,17 @@ def test_memory_services_with_service_scope_never_touch_another_user(users):
     # writing A's slot of the same name creates A's row and leaves B's alone
     written = memories.remember(service_a, SECRET_SLOT, "A's own plan")
     assert written.created is True and written.previous_content is None
-    own_count = len(rows_of(a.user_id)["memories"])
+    own_count = len(stored_rows(a.user_id)["memories"])
     assert own_count >= 2
     assert memories.delete_all(service_a) == own_count
-    assert rows_of(a.user_id)["memories"] == []
-    assert rows_of(b.user_id) == before_b
+    assert stored_rows(a.user_id)["memories"] == []
+    assert stored_rows(b.user_id) == before_b
     memories.remember(a.scope, "hometown", "A grew up in Lisbon")
 
 
 def test_profile_and_session_services_with_service_scope_stay_in_their_lane(users):
     a, b = users.a, users.b
-    before_b = rows_of(b.user_id)
+    before_b = stored_rows(b.user_id)
     b_session = before_b["sessions"][0]["session_id"]
 
     profiles.update_profile(a.service, "timezone", "Europe/Lisbon")
@@ -393,4 +374,4 @@ def test_profile_and_session_services_with_service_scope_stay_in_their_lane(user
     with pytest.raises(InvalidInput, match="belongs to another user"):
         sessions.save_report(a.service, b_session, {"overwritten": True})
     assert [s.user_id for s in sessions.list_sessions(a.service)] == [a.user_id]
-    assert rows_of(b.user_id) == before_b
+    assert stored_rows(b.user_id) == before_b

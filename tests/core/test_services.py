@@ -5,25 +5,20 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta, timezone
-from types import SimpleNamespace
 
 import pytest
-from psycopg.rows import dict_row
 
-from core import db, identity, knowledge, memories, orders, profiles, sessions
-from core.db import Scope
+from core import knowledge, memories, orders, profiles, sessions
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound, PlaygroundError
 from core.retrieval import search_memories
+from tests.support.users import SignedInUser, sign_in, stored_rows
 
 TSQUERY_SYNTAX = ["a & | ! ( ' :*", '"unbalanced', "!!!", "foo:*", "(coffee | tea) & !milk", "'", "<->", "\\",
                   "or", "-", "teal <2> colour", "a:A & b:*B"]
 
 
-def _make_user():
-    session = identity.sign_in_anonymously()
-    verified = identity.verify(session.access_token)
-    signed_in = SimpleNamespace(scope=Scope.for_user(verified), user_id=verified.user_id,
-                                service=Scope.service(verified.user_id))
+def _make_user() -> SignedInUser:
+    signed_in = sign_in()
     memories.remember(signed_in.scope, "favorite_color", "teal")
     memories.remember(signed_in.scope, "pet", "A tortoise called Dash")
     profiles.update_profile(signed_in.scope, "name", "Robin")
@@ -42,33 +37,15 @@ def fresh(database_uri):
     return _make_user()
 
 
-def snapshot(user_id) -> dict:
-    """Everything stored for the user plus global counts, read as admin."""
-    with db.admin_connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select id, memory_type, content, session_id, embedding::text as embedding, updated_at "
-                    "from public.memories where user_id = %s order by memory_type", (user_id,))
-        mems = cur.fetchall()
-        cur.execute("select * from public.profiles where id = %s", (user_id,))
-        profile = cur.fetchone()
-        cur.execute("select * from public.sessions where user_id = %s order by session_id", (user_id,))
-        reports = cur.fetchall()
-        cur.execute("select (select count(*) from public.memories) as memories, "
-                    "(select count(*) from public.sessions) as sessions, "
-                    "(select count(*) from public.orders) as orders, "
-                    "(select count(*) from public.knowledge) as knowledge")
-        counts = cur.fetchone()
-    return {"memories": mems, "profile": profile, "sessions": reports, "counts": counts}
-
-
 def refused(error_type, match, call, user, *args, **kwargs):
     """Call, expect `error_type` whose message matches, and check nothing was written."""
-    before = snapshot(user.user_id)
+    before = stored_rows(user.user_id, table_counts=True)
     with pytest.raises(error_type, match=match) as info:
         call(*args, **kwargs)
     assert isinstance(info.value, PlaygroundError)
     message = str(info.value)
     assert message and "Traceback" not in message and "psycopg" not in message
-    assert snapshot(user.user_id) == before
+    assert stored_rows(user.user_id, table_counts=True) == before
     return message
 
 
@@ -200,11 +177,11 @@ def test_invalid_memory_ids_are_refused(user, memory_id, call):
 def test_unknown_or_foreign_memory_ids_are_not_found(user, new_user):
     other = new_user()
     foreign = memories.remember(other.scope, "pet", "Other's cat").memory
-    before_other = snapshot(other.user_id)
+    before_other = stored_rows(other.user_id, table_counts=True)
     for memory_id in (uuid.uuid4(), str(uuid.uuid4()), foreign.id, str(foreign.id).upper()):
         refused(NotFound, "no longer exists", memories.update_memory, user, user.scope, memory_id, "mine now")
         refused(NotFound, "no longer exists", memories.delete_memory, user, user.scope, memory_id)
-    assert snapshot(other.user_id) == before_other
+    assert stored_rows(other.user_id, table_counts=True) == before_other
 
 
 @pytest.mark.parametrize("content,match", [("", "empty"), ("z" * 2001, "too long"), ("a\x00b", "NUL")])

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from livekit.agents import AgentSession
 
-from agent.brain import OfflineBrain
-from agent.events import EventBus, QueueSink
+from agent.brain.llm import OfflineBrain
+from agent.event_bus import EventBus, QueueSink
 from agent.playground_agent import PlaygroundAgent, load_preload
-from agent.session import publish_session_events
+from agent.session_events import publish_session_events
 
 
 @dataclass

@@ -1,17 +1,20 @@
-"""Shared helpers for the voice tests and the benchmark: Piper-recorded
-utterances, converted the way a browser's WebRTC track would deliver them."""
+"""Audio for the voice tests and the benchmark: Piper-recorded utterances, converted the way a
+browser's WebRTC track would deliver them, and a fake browser that talks to a voice call in real time."""
 
 from __future__ import annotations
 
 import functools
 import io
+import threading
+import time
 import wave
 from pathlib import Path
 
 import numpy as np
 from livekit import rtc
 
-from agent.events import wait_for_event as _wait_for_event
+from agent.voice.audio import MonoResampler, pcm_bytes
+from agent.voice.local_tts import synthesize_pcm
 
 WEBRTC_RATE = 48_000
 WEBRTC_FRAME_SAMPLES = 960  # 20 ms, what aiortc's Opus decoder produces
@@ -20,18 +23,15 @@ WEBRTC_FRAME_SAMPLES = 960  # 20 ms, what aiortc's Opus decoder produces
 @functools.lru_cache(maxsize=32)
 def piper_utterance(text: str, length_scale: float = 1.0) -> np.ndarray:
     """`text` spoken by the offline Piper voice: 22050 Hz mono int16."""
-    from agent.local_tts import synthesize_pcm
-
     return synthesize_pcm(text, length_scale=length_scale)
 
 
 def resample(pcm: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
     if from_rate == to_rate:
         return pcm
-    resampler = rtc.AudioResampler(from_rate, to_rate, num_channels=1, quality=rtc.AudioResamplerQuality.HIGH)
-    frames = resampler.push(rtc.AudioFrame(pcm.astype(np.int16).tobytes(), from_rate, 1, len(pcm)))
-    frames += resampler.flush()
-    return np.concatenate([np.frombuffer(f.data, dtype=np.int16) for f in frames])
+    resampler = MonoResampler(to_rate, quality=rtc.AudioResamplerQuality.HIGH)
+    frames = resampler.push_mono(pcm, from_rate) + resampler.flush()
+    return np.frombuffer(pcm_bytes(frames), dtype=np.int16)
 
 
 def webrtc_frames(pcm: np.ndarray, rate: int, *, channels: int = 2, lead_silence: float = 0.3,
@@ -83,10 +83,6 @@ class FakeBrowser:
     reads 20 ms of agent audio every 20 ms, noting when sound came back."""
 
     def __init__(self, call, *, speed: float = 1.0) -> None:
-        import threading
-        import time
-
-        self._time = time
         self.call = call
         self.period = 0.02 / speed
         self.stop_event = threading.Event()
@@ -116,40 +112,35 @@ class FakeBrowser:
                 self.queue.append((frame[0], 1 if index == speech_frames - 1 else 0))
 
     def wait_until_said(self, timeout: float = 30.0) -> None:
-        deadline = self._time.monotonic() + timeout
-        while self._time.monotonic() < deadline:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
             with self.queue_lock:
                 if not self.queue:
                     return
-            self._time.sleep(0.02)
+            time.sleep(0.02)
         raise TimeoutError("the fake browser did not finish speaking")
 
     def _mic(self) -> None:
         silence = np.zeros(WEBRTC_FRAME_SAMPLES * 2, np.int16).tobytes()
-        next_at = self._time.monotonic()
+        next_at = time.monotonic()
         while not self.stop_event.is_set():
             with self.queue_lock:
                 data, marker = self.queue.pop(0) if self.queue else (silence, 0)
             self.call.mic.push_frame(data, sample_rate=WEBRTC_RATE, num_channels=2)
             self.sent_frames += 1
             if marker:
-                self.speech_ended_at.append(self._time.monotonic())
+                self.speech_ended_at.append(time.monotonic())
             next_at += self.period
-            self._time.sleep(max(0.0, next_at - self._time.monotonic()))
+            time.sleep(max(0.0, next_at - time.monotonic()))
 
     def _speaker(self) -> None:
-        next_at = self._time.monotonic()
+        next_at = time.monotonic()
         while not self.stop_event.is_set():
             samples = self.call.read_samples(WEBRTC_FRAME_SAMPLES)
             if samples.any():
-                self.sound_at.append(self._time.monotonic())
+                self.sound_at.append(time.monotonic())
             next_at += self.period
-            self._time.sleep(max(0.0, next_at - self._time.monotonic()))
+            time.sleep(max(0.0, next_at - time.monotonic()))
 
     def first_sound_after(self, moment: float) -> float | None:
         return next((t for t in self.sound_at if t > moment), None)
-
-
-def wait_for_event(call, predicate, *, timeout: float = 60.0, cursor: int = 0):
-    """Poll the call's events until one matches; returns it (TimeoutError otherwise)."""
-    return _wait_for_event(call, predicate, cursor=cursor, timeout=timeout, poll_seconds=0.05)

@@ -1,8 +1,6 @@
-"""Fixtures and checks for the tests that run the agent against a real LLM endpoint
-(the OpenAI-compatible stand-in, tests/openai_standin.py).
-
-    from tests.llm_fixtures import llm_server, run_chat_cli  # noqa: F401
-"""
+"""For the tests that run the agent against a real LLM endpoint (the OpenAI-compatible stand-in,
+tests/support/openai_standin.py): `python -m agent chat` as a subprocess, and what every request the
+agent sends must look like."""
 
 from __future__ import annotations
 
@@ -10,32 +8,20 @@ import os
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
+from agent.prompts import PRELOAD_HEADER, RECALL_HEADER
+from tests.support.app import PROJECT_ROOT
+from tests.support.openai_standin import RecordedRequest
 
-import pytest
-
-from agent.brain import PRELOAD_HEADER, RECALL_HEADER
-from tests.openai_standin import OpenAIStandIn, RecordedRequest
-
-PROJECT = Path(__file__).resolve().parent.parent
 # These tests assert what the recall put in the request, not how fast it was: on a loaded machine the
 # 250 ms budget could skip a recall, so they give it room (speed is measured by `make bench`).
 NO_RECALL_SKIPS = {"RECALL_BUDGET_MS": "15000"}
 
 
-@pytest.fixture
-def llm_server() -> Iterator[OpenAIStandIn]:
-    """A running stand-in on a free port (stopped afterwards)."""
-    with OpenAIStandIn(slow_seconds=20) as server:
-        yield server
-
-
 def run_chat_cli(env: dict[str, str], lines: list[str], *, user_id, timeout: float = 300) \
         -> subprocess.CompletedProcess:
     """`python -m agent chat --user-id ...` with `lines` piped in, as a user runs it."""
-    full_env = {**os.environ, "PYTHONPATH": str(PROJECT), "HF_HUB_OFFLINE": "1", **NO_RECALL_SKIPS, **env}
-    return subprocess.run([sys.executable, "-m", "agent", "chat", "--user-id", str(user_id)], cwd=PROJECT,
+    full_env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1", **NO_RECALL_SKIPS, **env}
+    return subprocess.run([sys.executable, "-m", "agent", "chat", "--user-id", str(user_id)], cwd=PROJECT_ROOT,
                           env=full_env, input="\n".join(lines) + "\n", capture_output=True, text=True,
                           timeout=timeout)
 

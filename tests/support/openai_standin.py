@@ -24,8 +24,8 @@ OpenAI, vLLM, Ollama, LM Studio and llama.cpp's server do:
   is :meth:`OpenAIStandIn.stop`.
 
 The scripted model is deterministic. It picks tool calls for the latest user
-message with the offline brain's intent rules (``agent.brain.classify``),
-answers from the tool results in the conversation (``agent.brain.compose_reply``),
+message with the offline brain's intent rules (``agent.brain.intents.classify``),
+answers from the tool results in the conversation (``agent.brain.replies.compose_reply``),
 greets by the name in the system prompt, and answers the post-session fact
 extraction prompt (``agent/extraction.py``) with JSON. A per-turn recall block
 (``<recall>…</recall>``) at the start of a user message is read past, like a
@@ -41,7 +41,7 @@ Usage::
         server.fail("cut", times=1)               # only the next text answer
         server.fail("rate_limited", times=2, when="order 1001")  # the next 2 requests for that message
 
-``python -m tests.openai_standin [--port N]`` serves it for manual runs.
+``python -m tests.support.openai_standin [--port N]`` serves it for manual runs.
 """
 
 from __future__ import annotations
@@ -54,9 +54,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from agent.brain.facts import parse_facts
+from agent.brain.intents import classify
+from agent.brain.replies import compose_reply, follow_up
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_API_KEY = "sk-standin-test-key"
@@ -169,8 +172,6 @@ def _greeting(system_text: str) -> str:
 
 
 def _extraction_answer(prompt: str) -> str:
-    from agent.brain import parse_facts
-
     facts = []
     for line in prompt.splitlines():
         if line.startswith("- "):
@@ -182,8 +183,6 @@ def _extraction_answer(prompt: str) -> str:
 
 def script(body: dict[str, Any]) -> tuple[list[tuple[str, dict]], str]:
     """(tool calls, text) the scripted model answers `body` with; exactly one of them is non-empty."""
-    from agent.brain import classify, compose_reply, follow_up
-
     messages = body.get("messages") or []
     offered = {tool["function"]["name"] for tool in body.get("tools") or [] if tool.get("type") == "function"}
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]

@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 from livekit import rtc
 
-from agent.voice_io import SESSION_INPUT_RATE, SILENCE_DBFS, WebRTCAudioInput, WebRTCAudioOutput
+from agent.voice.audio import SESSION_INPUT_RATE, SILENCE_DBFS
+from agent.voice.mic import WebRTCAudioInput
+from agent.voice.speaker import WebRTCAudioOutput
 
 
 def tone(freq: float, rate: int, seconds: float, amplitude: int = 10_000) -> np.ndarray:

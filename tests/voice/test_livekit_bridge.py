@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 from livekit import api, rtc
 
-from agent.events import EVENTS_TOPIC, QueueSink, encode_event
-from agent.livekit_bridge import (
+from agent import events
+from agent.event_bus import QueueSink
+from agent.events import EVENTS_TOPIC, encode_event
+from agent.voice.livekit_bridge import (
     ATTR_FINAL,
     ATTR_SEGMENT_ID,
     ATTR_TRACK_ID,
@@ -108,7 +110,7 @@ async def test_user_transcription_streams_become_interim_then_final_events():
     assert [(e["role"], e["text"], e["final"]) for e in interim + interim2] == [
         ("user", "my favorite", False), ("user", "my favorite color is", False)]
     assert final[-1] == {"type": "transcript", "role": "user", "text": "My favorite color is teal.",
-                         "final": True, "segment_id": "SG_1", "source": "lk.transcription"}
+                         "final": True, "segment_id": "SG_1", "origin": "lk.transcription"}
     assert "SG_1" not in decoder.segments  # finished segments are forgotten
 
 
@@ -127,21 +129,23 @@ async def test_worker_events_are_forwarded_and_malformed_ones_dropped(new_user):
     sink = QueueSink()
     bridge = LiveKitVoiceBridge.for_user(new_user().verified, loop=asyncio.get_running_loop(), sink=sink,
                                          settings=livekit_settings())
-    retrieval = {"type": "retrieval", "ts": 1.0, "session_id": "job-1", "turn": 2, "seq": 7,
-                 "source": "memories", "trigger": "per_turn_recall", "query": "favorite color",
-                 "hits": [{"id": "m1", "content": "teal", "vector_rank": 1, "text_rank": 1, "rrf_score": 0.0164}]}
-    assert bridge.handle_worker_event(encode_event(retrieval))["hits"][0]["rrf_score"] == 0.0164
+    hit = {"id": "m1", "content": "teal", "vector_rank": 1, "text_rank": 1, "rrf_score": 0.0164}
+    retrieval = events.stamped(events.retrieval(source="memories", trigger="per_turn_recall", query="favorite color",
+                                                mode="hybrid", params=None, latency_ms=12.0, hits=[hit]),
+                               ts=1.0, session_id="job-1", turn=2, seq=7)
+    forwarded = bridge.handle_worker_event(encode_event(retrieval))
+    assert forwarded["hits"][0]["rrf_score"] == 0.0164
+    assert forwarded["source"] == "memories" and forwarded["origin"] == "worker"  # what it searched, and whence
     assert bridge.handle_worker_event("not json") is None
     assert bridge.handle_worker_event(json.dumps({"type": "retrieval", "ts": 1})) is None  # missing keys
-    state = {"type": "state", "ts": 2.0, "session_id": "job-1", "turn": 2, "seq": 8, "who": "agent",
-             "state": "thinking"}
+    state = events.stamped(events.state("agent", "thinking"), ts=2.0, session_id="job-1", turn=2, seq=8)
     bridge.handle_worker_event(encode_event(state))
-    events, _ = sink.since(0)
-    assert [e["type"] for e in events] == ["retrieval", "state"]
+    received, _ = sink.since(0)
+    assert [e["type"] for e in received] == ["retrieval", "state"]
     assert bridge.agent_state == "thinking"
     assert EVENTS_TOPIC == "memory-playground.events"
     # transcript events the bridge makes itself carry the worker's current turn
-    bridge._emit({"type": "transcript", "role": "user", "text": "hi", "final": True})
+    bridge._emit(events.transcript("user", "hi"))
     assert sink.since(0)[0][-1]["turn"] == 2
 
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 
 import pytest
 
-from agent.voice_runtime import end_call, open_call
+from agent.voice.calls import VoiceCall, end_call, open_call
+from agent.voice.local_tts import SAMPLE_RATE, synthesize_pcm
 from core import memories, sessions
 from core.errors import InvalidInput
-from tests.voice_fixtures import FakeBrowser, piper_utterance, wait_for_event
+from tests.support.audio import FakeBrowser, piper_utterance
+from tests.support.events import wait_for_event
 
 pytestmark = pytest.mark.slow
 
@@ -29,58 +30,55 @@ def test_open_call_requires_a_verified_user(new_user):
         open_call("k", {"user_id": str(user.user_id)})
 
 
-def test_spoken_fact_is_transcribed_remembered_and_answered_by_voice(new_user):
-    user = new_user()
-    key = f"test-{uuid.uuid4().hex}"
-    call = open_call(key, user.verified)
+def test_spoken_fact_is_transcribed_remembered_and_answered_by_voice(local_call):
+    key, call, user = local_call()
     assert call.pipeline == "local" and str(call.user_id) == str(user.user_id)
-    try:
-        with FakeBrowser(call) as browser:
-            call.ready.result(timeout=120)  # preload + spoken greeting (played out to the browser)
-            assert browser.sound_at, "the greeting was not heard"
-            assert call.mic.frames_received > 0
+    assert isinstance(call, VoiceCall)  # everything the Voice page uses of a call
+    with FakeBrowser(call) as browser:
+        call.ready.result(timeout=120)  # preload + spoken greeting (played out to the browser)
+        assert browser.sound_at, "the greeting was not heard"
+        assert call.mic.frames_received > 0
 
-            cursor = call.events_since(0)[1]
-            browser.say(piper_utterance("My favorite color is teal.", SPEECH_PACE), 22_050)
-            said = wait_for_event(call, lambda e: e["type"] == "transcript" and e["role"] == "user"
-                                  and e["final"], cursor=cursor, timeout=60)
-            # Whisper tiny sometimes hears "colors teal" / "color's teal"; the brain reads all of them
-            # as the same fact, and the stored memory below is what must be exact.
-            assert re.search(r"favou?rite colou?r('?s| is) teal", said["text"].lower()), said["text"]
-            turn = said["turn"]
-            tool = wait_for_event(call, lambda e: e["type"] == "tool_call" and e["turn"] == turn, timeout=60)
-            assert tool["name"] == "remember_detail" and tool["error"] is None
-            assert tool["arguments"] == {"memory_type": "favorite_color", "content": "teal"}
-            # speech-to-text time is stamped with the turn it transcribed, not the one before
-            stt = [e for e in call.events_since(cursor)[0] if e["type"] == "metric" and e["name"] == "stt_ms"]
-            assert stt and {e["turn"] for e in stt} == {turn}
-            wait_for_event(call, lambda e: e["type"] == "turn_done" and e["turn"] == turn, timeout=60)
+        cursor = call.events_since(0)[1]
+        browser.say(piper_utterance("My favorite color is teal.", SPEECH_PACE), 22_050)
+        said = wait_for_event(call, lambda e: e["type"] == "transcript" and e["role"] == "user"
+                              and e["final"], cursor=cursor, timeout=60)
+        # Whisper tiny sometimes hears "colors teal" / "color's teal"; the brain reads all of them
+        # as the same fact, and the stored memory below is what must be exact.
+        assert re.search(r"favou?rite colou?r('?s| is) teal", said["text"].lower()), said["text"]
+        turn = said["turn"]
+        tool = wait_for_event(call, lambda e: e["type"] == "tool_call" and e["turn"] == turn, timeout=60)
+        assert tool["name"] == "remember_detail" and tool["error"] is None
+        assert tool["arguments"] == {"memory_type": "favorite_color", "content": "teal"}
+        # speech-to-text time is stamped with the turn it transcribed, not the one before
+        stt = [e for e in call.events_since(cursor)[0] if e["type"] == "metric" and e["name"] == "stt_ms"]
+        assert stt and {e["turn"] for e in stt} == {turn}
+        wait_for_event(call, lambda e: e["type"] == "turn_done" and e["turn"] == turn, timeout=60)
 
-            stored = memories.recall(user.service, "favorite_color")
-            assert stored.content == "teal" and stored.session_id == call.session_id
+        stored = memories.recall(user.service, "favorite_color")
+        assert stored.content == "teal" and stored.session_id == call.session_id
 
-            # the answer came back as audio, after the user stopped talking
-            speech_end = browser.speech_ended_at[-1]
-            assert browser.first_sound_after(speech_end) is not None
-            assert call.speaker.frames_captured > 0
-            reply = wait_for_event(call, lambda e: e["type"] == "transcript" and e["role"] == "assistant"
-                                   and e["final"] and e["turn"] == turn, timeout=30)
-            assert "teal" in reply["text"].lower()
-            spoken_so_far = [e for e in call.events_since(cursor)[0] if e["type"] == "transcript"
-                             and e["role"] == "assistant" and not e["final"] and e["turn"] == turn]
-            assert spoken_so_far and reply["text"].startswith(spoken_so_far[0]["text"])  # live, then final
-            states = {e["state"] for e in call.events_since(cursor)[0] if e["type"] == "state"
-                      and e["who"] == "agent"}
-            assert {"thinking", "speaking", "listening"} <= states
+        # the answer came back as audio, after the user stopped talking
+        speech_end = browser.speech_ended_at[-1]
+        assert browser.first_sound_after(speech_end) is not None
+        assert call.speaker.frames_captured > 0
+        reply = wait_for_event(call, lambda e: e["type"] == "transcript" and e["role"] == "assistant"
+                               and e["final"] and e["turn"] == turn, timeout=30)
+        assert "teal" in reply["text"].lower()
+        spoken_so_far = [e for e in call.events_since(cursor)[0] if e["type"] == "transcript"
+                         and e["role"] == "assistant" and not e["final"] and e["turn"] == turn]
+        assert spoken_so_far and reply["text"].startswith(spoken_so_far[0]["text"])  # live, then final
+        states = {e["state"] for e in call.events_since(cursor)[0] if e["type"] == "state"
+                  and e["who"] == "agent"}
+        assert {"thinking", "speaking", "listening"} <= states
 
-            # typing during the call goes into the same session and is answered aloud too
-            heard_before = len(browser.sound_at)
-            typed = call.submit_text("What is my favorite color?").result(timeout=60)
-            assert "teal" in typed.reply.lower()
-            assert [c["name"] for c in typed.tool_calls] == ["recall_detail"]
-            assert len(browser.sound_at) > heard_before
-    finally:
-        report = end_call(key).result(timeout=60)
+        # typing during the call goes into the same session and is answered aloud too
+        heard_before = len(browser.sound_at)
+        typed = call.submit_text("What is my favorite color?").result(timeout=60)
+        assert "teal" in typed.reply.lower()
+        assert [c["name"] for c in typed.tool_calls] == ["recall_detail"]
+        assert len(browser.sound_at) > heard_before
+    report = end_call(key).result(timeout=60)
 
     assert report is not None
     record = sessions.get_session(user.scope, call.session_id)  # as the user: RLS lets them read it
@@ -94,33 +92,27 @@ def test_spoken_fact_is_transcribed_remembered_and_answered_by_voice(new_user):
     assert any(w["memory_type"] == "favorite_color" and w["content"] == "teal" for w in written)
 
 
-def test_speaking_over_the_agent_stops_its_audio(new_user):
-    user = new_user()
-    key = f"test-{uuid.uuid4().hex}"
-    call = open_call(key, user.verified)
+def test_speaking_over_the_agent_stops_its_audio(local_call):
+    _, call, _ = local_call()
     nuts = piper_utterance("Remember that I am allergic to nuts.", SPEECH_PACE)
-    try:
-        with FakeBrowser(call) as browser:
-            wait_for_event(call, lambda e: e["type"] == "state" and e["who"] == "agent" and e["state"] == "speaking",
-                           timeout=120)
-            while not browser.sound_at:  # the (long) greeting is playing in the browser
-                time.sleep(0.05)
-            time.sleep(1.0)
-            said_at = time.monotonic()
-            browser.say(nuts, 22_050, lead_silence=0.0)
-            greeting = wait_for_event(call, lambda e: e["type"] == "transcript" and e["role"] == "assistant"
-                                      and e["final"] and e["turn"] == 0, timeout=60)
-            assert greeting.get("interrupted") is True
-            speech_seconds = len(nuts) / 22_050
-            late = [t for t in browser.sound_at if said_at + 1.5 < t < said_at + speech_seconds]
-            assert not late  # it went quiet while the user was still speaking
-            from agent.local_tts import SAMPLE_RATE, synthesize_pcm
+    with FakeBrowser(call) as browser:
+        wait_for_event(call, lambda e: e["type"] == "state" and e["who"] == "agent" and e["state"] == "speaking",
+                       timeout=120)
+        while not browser.sound_at:  # the (long) greeting is playing in the browser
+            time.sleep(0.05)
+        time.sleep(1.0)
+        said_at = time.monotonic()
+        browser.say(nuts, 22_050, lead_silence=0.0)
+        greeting = wait_for_event(call, lambda e: e["type"] == "transcript" and e["role"] == "assistant"
+                                  and e["final"] and e["turn"] == 0, timeout=60)
+        assert greeting.get("interrupted") is True
+        speech_seconds = len(nuts) / 22_050
+        late = [t for t in browser.sound_at if said_at + 1.5 < t < said_at + speech_seconds]
+        assert not late  # it went quiet while the user was still speaking
+        whole_greeting = len(synthesize_pcm(greeting["text"])) / SAMPLE_RATE
+        heard = 0.02 * len([t for t in browser.sound_at if t < said_at + speech_seconds])
+        assert heard < whole_greeting / 2, (heard, whole_greeting)  # the rest was dropped
+        tool = wait_for_event(call, lambda e: e["type"] == "tool_call" and e["name"] == "remember_detail",
+                              timeout=60)
+        assert tool["arguments"]["memory_type"] == "allergies"
 
-            whole_greeting = len(synthesize_pcm(greeting["text"])) / SAMPLE_RATE
-            heard = 0.02 * len([t for t in browser.sound_at if t < said_at + speech_seconds])
-            assert heard < whole_greeting / 2, (heard, whole_greeting)  # the rest was dropped
-            tool = wait_for_event(call, lambda e: e["type"] == "tool_call" and e["name"] == "remember_detail",
-                                  timeout=60)
-            assert tool["arguments"]["memory_type"] == "allergies"
-    finally:
-        end_call(key).result(timeout=60)

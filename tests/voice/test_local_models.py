@@ -10,9 +10,9 @@ import pytest
 from livekit import rtc
 from livekit.agents import metrics
 
-from agent.local_stt import WHISPER_SAMPLE_RATE, LocalWhisperSTT, normalize_transcript, to_whisper_input
-from agent.local_tts import SAMPLE_RATE, LocalPiperTTS, split_first_clause
-from tests.voice_fixtures import piper_utterance, resample, rms
+from agent.voice.local_stt import WHISPER_SAMPLE_RATE, LocalWhisperSTT, normalize_transcript, to_whisper_input
+from agent.voice.local_tts import SAMPLE_RATE, LocalPiperTTS, split_first_clause
+from tests.support.audio import piper_utterance, resample, rms
 
 pytestmark = pytest.mark.slow
 

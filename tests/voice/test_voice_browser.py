@@ -7,7 +7,6 @@ agent's audio comes back to the browser (WebRTC getStats)."""
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 import time
 import uuid
@@ -17,13 +16,11 @@ import pytest
 
 from core import memories, sessions
 from core.db import Scope
-from tests.app_fixtures import CHROMIUM, CHROMIUM_ARGS, screenshot, streamlit_server, wait_for_app  # noqa: F401
-from tests.voice_fixtures import piper_utterance, resample, write_wav
+from tests.support.browser import WEBRTC_FRAME, screenshot, wait_for_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CALL_TIMEOUT_MS = 150_000  # the first call in a fresh server loads Silero, Whisper and Piper
-WEBRTC_FRAME = 'iframe[title="streamlit_webrtc.component.webrtc_streamer"]'
 
 # Runs in every frame before its scripts: keep each RTCPeerConnection so the test can read its stats.
 RECORD_PEER_CONNECTIONS = """
@@ -54,43 +51,14 @@ async () => {
 """
 
 
-@pytest.fixture(scope="module")
-def fake_microphone():
-    """A WAV the fake capture device loops: silence while the call connects, the sentence, then
-    silence long enough for the agent to answer before the loop comes round again."""
-    directory = Path(tempfile.mkdtemp(prefix="mp-voice-browser-"))
-    pcm = resample(piper_utterance("My favorite color is teal."), 22_050, 48_000)
-    yield write_wav(directory / "teal.wav", pcm, 48_000, lead_silence=6.0, tail_silence=18.0)
-    shutil.rmtree(directory, ignore_errors=True)
-
-
-@pytest.fixture
-def voice_browser(fake_microphone):
-    if not CHROMIUM.exists():
-        pytest.skip("Debian chromium is not installed (apt-get install -y chromium; `make test` does it)")
-    from playwright.sync_api import sync_playwright
-
-    profile = Path(tempfile.mkdtemp(prefix="mp-chromium-"))  # outside the project
-    args = CHROMIUM_ARGS + ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-                            f"--use-file-for-fake-audio-capture={fake_microphone}",
-                            "--autoplay-policy=no-user-gesture-required"]
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile), executable_path=str(CHROMIUM), args=args, viewport={"width": 1600, "height": 1000})
-        context.add_init_script(RECORD_PEER_CONNECTIONS)
-        yield context
-        context.close()
-    shutil.rmtree(profile, ignore_errors=True)
-
-
 def _inbound_audio(page) -> dict:
     frame = next(f for f in page.frames if "webrtc_streamer" in f.url)
     stats = frame.evaluate(INBOUND_AUDIO_STATS)
     return {"bytes": sum(s["bytes"] for s in stats), "energy": sum(s["energy"] for s in stats)}
 
 
-def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, voice_browser):  # noqa: F811
-    page = voice_browser.pages[0] if voice_browser.pages else voice_browser.new_page()
+def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new_mic_page):
+    page = new_mic_page((1600, 1000), init_script=RECORD_PEER_CONNECTIONS)
     page.goto(streamlit_server)
     wait_for_app(page)
     page.get_by_text("User id").first.wait_for(timeout=60_000)

@@ -1,6 +1,5 @@
-"""The voice runtime's pure parts: per-turn latency rows, the live transcript
-the page shows, the ICE server setting, the meter scale, and importing a
-livekit plugin off the main thread (Streamlit runs pages in other threads)."""
+"""The pure parts of a voice call's page: per-turn latency rows (agent/voice/latency.py), and the live
+transcript, the ICE server setting and the meter scale (ui/voice.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +7,10 @@ import json
 
 import pytest
 
-from agent.voice_runtime import ICE_SERVERS_ENV, ice_servers, latency_summary, level_fraction, live_transcript, \
-    per_turn_latency
+from agent.voice.latency import latency_summary, per_turn_latency
+from core import config
+from core.config import Settings
+from ui.voice import ice_servers, level_fraction, live_transcript
 
 
 def metric(name, value, turn, ts):
@@ -62,33 +63,32 @@ def test_live_transcript_replaces_interim_text_with_the_final_line():
 
 def test_live_transcript_in_livekit_mode_follows_room_segments():
     events = [
-        said("user", "my favorite", 0, 1, final=False, segment_id="SG_u1", source="lk.transcription"),
-        said("user", "My favorite color is teal.", 1, 2, final=True, source="worker"),  # the worker's copy
-        said("user", "My favorite color is teal.", 0, 2, final=True, segment_id="SG_u1", source="lk.transcription"),
-        said("assistant", "Got it", 1, 3, final=False, segment_id="SG_a1", source="lk.transcription"),
+        said("user", "my favorite", 0, 1, final=False, segment_id="SG_u1", origin="lk.transcription"),
+        said("user", "My favorite color is teal.", 1, 2, final=True, origin="worker"),  # the worker's copy
+        said("user", "My favorite color is teal.", 0, 2, final=True, segment_id="SG_u1", origin="lk.transcription"),
+        said("assistant", "Got it", 1, 3, final=False, segment_id="SG_a1", origin="lk.transcription"),
     ]
     lines = live_transcript(events)
     assert [(line["role"], line["text"], line["final"]) for line in lines] == [
         ("user", "My favorite color is teal.", True), ("assistant", "Got it", False)]
 
 
-def test_ice_servers_come_from_the_setting_or_env(monkeypatch, caplog):
-    monkeypatch.delenv(ICE_SERVERS_ENV, raising=False)
-    assert ice_servers() == []
+def test_ice_servers_come_from_the_setting(monkeypatch, caplog):
+    assert ice_servers(Settings(voice_ice_servers=None)) == []
     stun = [{"urls": ["stun:stun.example.org:3478"]}]
-    monkeypatch.setenv(ICE_SERVERS_ENV, json.dumps(stun))
-    assert ice_servers() == stun
-    monkeypatch.setenv(ICE_SERVERS_ENV, json.dumps({"urls": "turn:turn.example.org", "username": "u",
-                                                     "credential": "p"}))
-    assert ice_servers()[0]["username"] == "u"
-    monkeypatch.setenv(ICE_SERVERS_ENV, "[{not json")
-    assert ice_servers() == [] and "not valid JSON" in caplog.text
-    monkeypatch.setenv(ICE_SERVERS_ENV, json.dumps([{"username": "no urls"}, stun[0]]))
-    assert ice_servers() == stun
-
-    class WithSetting:
-        voice_ice_servers = stun
-    assert ice_servers(WithSetting()) == stun  # a settings field wins over the env var
+    assert ice_servers(Settings(voice_ice_servers=json.dumps(stun))) == stun
+    turn = json.dumps({"urls": "turn:turn.example.org", "username": "u", "credential": "p"})
+    assert ice_servers(Settings(voice_ice_servers=turn))[0]["username"] == "u"  # one object is a list of one
+    assert ice_servers(Settings(voice_ice_servers="[{not json")) == [] and "not valid JSON" in caplog.text
+    assert ice_servers(Settings(voice_ice_servers=json.dumps([{"username": "no urls"}, stun[0]]))) == stun
+    assert ice_servers(Settings(voice_ice_servers='"stun:nope"')) == []  # not RTCIceServer objects
+    monkeypatch.setenv("VOICE_ICE_SERVERS", json.dumps(stun))  # as users set it: env, .env or secrets.toml
+    try:
+        config.reload_settings()
+        assert ice_servers() == stun
+    finally:
+        monkeypatch.undo()
+        config.reload_settings()
 
 
 @pytest.mark.parametrize("level, expected", [(-90.0, 0.0), (-60.0, 0.0), (-30.0, 0.5), (0.0, 1.0), (3.0, 1.0)])
