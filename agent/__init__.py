@@ -65,6 +65,8 @@ _EXPORTS = {
 _RENAMED = {"prewarm_voice": "prewarm"}
 
 __all__ = [
+    "WEBRTC_FRAME_SAMPLES",
+    "WEBRTC_SAMPLE_RATE",
     "AgentRuntime",
     "Conversation",
     "ErrorEvent",
@@ -81,8 +83,6 @@ __all__ = [
     "TranscriptEvent",
     "TurnResult",
     "VoiceCall",
-    "WEBRTC_FRAME_SAMPLES",
-    "WEBRTC_SAMPLE_RATE",
     "describe_models",
     "end_call",
     "events",

@@ -289,7 +289,7 @@ class PlaygroundAgent(Agent):
             value: the new value; for preferences a JSON object such as {"units": "metric"}
         """
         ctx.disallow_interruptions()
-        profile, output = await self._call(
+        _profile, output = await self._call(
             "update_profile", {"field": field, "value": value},
             lambda: profiles.update_profile(self.scope, field, value),
             lambda p: {"field": field.strip().lower().replace(" ", "_"), "value": value, "profile": {

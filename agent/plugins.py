@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import importlib
 import sys
 import threading
@@ -72,10 +73,8 @@ def register_on(loop: asyncio.AbstractEventLoop | None, *, timeout: float = 120.
         if registered():
             return
         for module in _HEAVY_DEPENDENCIES:
-            try:
+            with contextlib.suppress(ImportError):
                 importlib.import_module(module)
-            except ImportError:
-                pass
         if loop is None or loop.is_closed():
             raise ConfigurationError("The livekit plugins could not be loaded: this process has no main-thread "
                                      "event loop to load them on. Start the app with `make run` "
@@ -86,7 +85,7 @@ def register_on(loop: asyncio.AbstractEventLoop | None, *, timeout: float = 120.
             try:
                 register()
                 done.set_result(None)
-            except BaseException as exc:  # noqa: BLE001 - handed back to the waiting thread
+            except BaseException as exc:  # handed back to the waiting thread, which re-raises it
                 done.set_exception(exc)
 
         loop.call_soon_threadsafe(on_main_thread)

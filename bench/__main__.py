@@ -89,7 +89,7 @@ def voice_section(result: dict) -> str:
 def recall_section(result: dict) -> str:
     total = summary(result["total_ms"])
     embed = summary(result["embed_ms"])
-    sql = summary([s - e for s, e in zip(result["search_ms"], result["embed_ms"])])
+    sql = summary([s - e for s, e in zip(result["search_ms"], result["embed_ms"], strict=True)])
     goal = "met" if total["p95"] is not None and total["p95"] <= RECALL_GOAL_MS else "not met"
     return "\n\n".join([
         "## Per-turn recall (the agent's hybrid memory search before each reply)",

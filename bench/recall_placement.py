@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import statistics
@@ -116,8 +117,8 @@ def measure() -> list[dict]:
             bodies = [r.body for r in server.chat_requests() if (r.body or {}).get("tools")]
         accepted = sum(_accepted(body) for body in bodies)
         rendered = [_rendered(body) for body in bodies]
-        reused = [_shared_prefix(before, after) / len(after) for before, after in zip(rendered, rendered[1:])]
-        new_chars = [len(after) - _shared_prefix(before, after) for before, after in zip(rendered, rendered[1:])]
+        reused = [_shared_prefix(before, after) / len(after) for before, after in itertools.pairwise(rendered)]
+        new_chars = [len(after) - _shared_prefix(before, after) for before, after in itertools.pairwise(rendered)]
         rows.append({"placement": placement, "requests": len(bodies), "accepted": accepted,
                      "reused_mean": statistics.fmean(reused), "reused_min": min(reused),
                      "new_chars_total": sum(new_chars), "chars_total": sum(len(r) for r in rendered[1:])})

@@ -89,7 +89,7 @@ def run(rounds: int = 2, log=print, *, utterances: int | None = None) -> dict[st
                         _wait_quiet(call)
                         continue
                     record.heard, record.turn = said["text"], said["turn"]
-                    _wait(call, lambda e: e["type"] == "turn_done" and e["turn"] == record.turn, cursor, 60)
+                    _wait(call, lambda e, turn=record.turn: e["type"] == "turn_done" and e["turn"] == turn, cursor, 60)
                     _wait_quiet(call)
                     speech_end = browser.speech_ended_at[-1]
                     first_sound = browser.first_sound_after(speech_end)

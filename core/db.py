@@ -173,18 +173,20 @@ def transaction(scope: Scope, *, conninfo: str | None = None) -> Iterator[psycop
     next borrower of the pooled connection.
     """
     try:
-        with get_pool(conninfo).connection(timeout=10) as conn:
-            with conn.transaction():
-                with conn.cursor(row_factory=dict_row) as cur:
-                    if scope.is_service:
-                        cur.execute("set local role service_role")
-                    else:
-                        cur.execute("set local role authenticated")
-                        cur.execute(
-                            "select set_config('request.jwt.claims', %s, true)",
-                            (json.dumps(scope.claims, default=str),),
-                        )
-                    yield cur
+        with (
+            get_pool(conninfo).connection(timeout=10) as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
+            if scope.is_service:
+                cur.execute("set local role service_role")
+            else:
+                cur.execute("set local role authenticated")
+                cur.execute(
+                    "select set_config('request.jwt.claims', %s, true)",
+                    (json.dumps(scope.claims, default=str),),
+                )
+            yield cur
     except (psycopg.OperationalError, PoolTimeout) as exc:
         if get_settings().embedded_database:
             revive_embedded()  # so the next request can succeed

@@ -33,9 +33,9 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
@@ -298,7 +298,7 @@ def _check_database(ctx: _Context) -> CheckResult:
             "join pg_type t on t.oid = a.atttypid "
             "where n.nspname = 'public' and c.relkind in ('r', 'p') and t.typname = 'vector' "
             "and a.attnum > 0 and not a.attisdropped order by 1").fetchall()
-    ctx.vector_columns = {name: dims for name, dims in vectors}
+    ctx.vector_columns = dict(vectors)
     without_rls = [name for name, rls in tables if not rls]
     details = {"where": where, "server_version": version, "pgvector": pgvector,
                "migrations_applied": len(files) - len(pending), "migrations_total": len(files),

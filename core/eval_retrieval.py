@@ -294,7 +294,7 @@ def insert_memories(conninfo: str, memories: Sequence[EvalMemory], vectors: np.n
             "insert into public.memories (user_id, memory_type, content, embedding, session_id) "
             "values (%s, %s, %s, %s::extensions.vector, %s) returning id",
             [(user_ids[m.user], m.memory_type, m.content, db.vector_literal(v), EVAL_MARKER)
-             for m, v in zip(memories, vectors)],
+             for m, v in zip(memories, vectors, strict=True)],
             returning=True,
         )
         for memory in memories:
@@ -369,11 +369,11 @@ def score(results: Sequence[QueryResult], qrels: dict[str, list[str]], top_k: in
     ranked = [[hit["id"] for hit in r.hits[:top_k]] for r in judged]
     relevant = [set(qrels[r.id]) for r in judged]
     for k in cutoffs_for(top_k):
-        metrics[f"recall@{k}"] = float(np.mean([len(rel & set(ids[:k])) / len(rel) for ids, rel in zip(ranked, relevant)]))
+        metrics[f"recall@{k}"] = float(np.mean([len(rel & set(ids[:k])) / len(rel) for ids, rel in zip(ranked, relevant, strict=True)]))
     for k in cutoffs_for(top_k):
-        metrics[f"hit@{k}"] = float(np.mean([bool(rel & set(ids[:k])) for ids, rel in zip(ranked, relevant)]))
+        metrics[f"hit@{k}"] = float(np.mean([bool(rel & set(ids[:k])) for ids, rel in zip(ranked, relevant, strict=True)]))
     reciprocal = []
-    for ids, rel in zip(ranked, relevant):
+    for ids, rel in zip(ranked, relevant, strict=True):
         first = next((rank for rank, memory_id in enumerate(ids, start=1) if memory_id in rel), None)
         reciprocal.append(1.0 / first if first else 0.0)
     metrics["mrr"] = float(np.mean(reciprocal))
@@ -433,7 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _raise_on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
+def _raise_on_sigterm(signum, frame):
     raise SystemExit(128 + signum)  # runs the finally blocks and atexit handlers: users and temp dirs go
 
 
@@ -474,8 +474,8 @@ def _evaluate(args: argparse.Namespace, inputs: _Inputs, conninfo: str, created:
     # One unmeasured search first, so the first query's latency is not the pool's and the planner's warm-up.
     search_memories(db.Scope.service(created[inputs.queries[0].user]), "warm up", limit=args.top_k,
                     params=inputs.params, text_match=args.text_match, conninfo=conninfo)
-    run = dict(conninfo=conninfo, queries=inputs.queries, user_ids=created, row_ids=row_ids, params=inputs.params,
-               top_k=args.top_k, text_match=args.text_match, embed=QueryEmbeddings())
+    run = {"conninfo": conninfo, "queries": inputs.queries, "user_ids": created, "row_ids": row_ids, "params": inputs.params,
+               "top_k": args.top_k, "text_match": args.text_match, "embed": QueryEmbeddings()}
     printed = run_queries(mode=args.mode, on_result=emit, **run)
     if inputs.qrels is not None:
         by_mode = {args.mode: printed}

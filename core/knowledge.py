@@ -45,7 +45,7 @@ def ingest(documents: Iterable[dict[str, Any]], *, conninfo: str | None = None, 
             batch = todo[start:start + batch_size]
             vectors = embeddings.embed([f"{d['title']}\n{d['content']}" for d in batch])
             with conn.transaction():
-                for doc, vector in zip(batch, vectors):
+                for doc, vector in zip(batch, vectors, strict=True):
                     cur = conn.execute(
                         "insert into public.knowledge (title, content, category, embedding) "
                         "values (%s, %s, %s, %s::extensions.vector) on conflict (title) do nothing",

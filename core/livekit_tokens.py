@@ -16,7 +16,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -112,5 +112,5 @@ def mint_user_token(
         identity=user_id,
         agent_name=settings.agent_name,
         dispatch_metadata=metadata,
-        expires_at=datetime.now(timezone.utc) + ttl,
+        expires_at=datetime.now(UTC) + ttl,
     )

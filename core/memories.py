@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from core import embeddings
@@ -167,7 +167,7 @@ def export(scope: Scope) -> dict[str, Any]:
     memories = list_memories(scope)
     return {
         "user_id": str(scope.user_id),
-        "exported_at": datetime.now(timezone.utc).isoformat(),
+        "exported_at": datetime.now(UTC).isoformat(),
         "count": len(memories),
         "memories": [memory.as_dict() for memory in memories],
     }

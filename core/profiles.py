@@ -112,10 +112,8 @@ def update_profile(scope: Scope, field_name: str, value) -> Profile:
     if field_name not in ALLOWED_FIELDS:
         raise InvalidInput(f"The profile field {field_name!r} cannot be changed; allowed: {', '.join(ALLOWED_FIELDS)}.")
     cleaned = _clean_value(field_name, value)
-    if field_name == "preferences":
-        assignment = "preferences = preferences || %s::jsonb"
-    else:
-        assignment = f"{field_name} = %s"  # field_name is from the allow-list above
+    # field_name is from the allow-list above
+    assignment = "preferences = preferences || %s::jsonb" if field_name == "preferences" else f"{field_name} = %s"
     with transaction(scope) as cur:
         cur.execute(f"update public.profiles set {assignment} where id = %s returning {_COLUMNS}",
                     (cleaned, scope.user_id))

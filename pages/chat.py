@@ -69,38 +69,37 @@ def _render_message(turn: Turn) -> None:
 
 def _wait_for_turn(chat, future, cursor: int) -> None:
     """Show the agent's steps live while the turn runs (tool calls appear as they happen)."""
-    with st.chat_message("assistant"):
-        with st.status("Thinking…", expanded=True) as status:
-            deadline = time.monotonic() + max(TURN_TIMEOUT_SECONDS, llm_wait_seconds())
-            while not future.done() and time.monotonic() < deadline:
-                events, cursor = chat.events_since(cursor)
-                for event in events:
-                    if event["type"] == "tool_call":
-                        status.write(f":material/build: `{event['name']}` · {ms(event.get('duration_ms'))}")
-                    elif event["type"] == "retrieval":
-                        status.write(f":material/manage_search: searched {event.get('source')} "
-                                     f"({len(event.get('hits') or [])} hits)")
-                time.sleep(0.05)
-            if not future.done():
-                status.update(label="The agent is still working", state="error")
-                st.warning("The agent has not answered yet. Its answer will appear here when it "
-                           "is ready; you can also end the session and start again.")
-                st.stop()
-            try:
-                result = future.result()
-            except InvalidInput as exc:
-                status.update(label="Not sent", state="error")
-                st.warning(str(exc))
-                st.stop()
-            except Exception as exc:
-                status.update(label="The turn failed", state="error")
-                show_error(exc)
-                st.stop()
-            if result.error:
-                status.update(label="The turn failed", state="error", expanded=False)
-            else:
-                status.update(label=f"Answered in {ms(result.timings.get('total_ms'))}", state="complete",
-                              expanded=False)
+    with st.chat_message("assistant"), st.status("Thinking…", expanded=True) as status:
+        deadline = time.monotonic() + max(TURN_TIMEOUT_SECONDS, llm_wait_seconds())
+        while not future.done() and time.monotonic() < deadline:
+            events, cursor = chat.events_since(cursor)
+            for event in events:
+                if event["type"] == "tool_call":
+                    status.write(f":material/build: `{event['name']}` · {ms(event.get('duration_ms'))}")
+                elif event["type"] == "retrieval":
+                    status.write(f":material/manage_search: searched {event.get('source')} "
+                                 f"({len(event.get('hits') or [])} hits)")
+            time.sleep(0.05)
+        if not future.done():
+            status.update(label="The agent is still working", state="error")
+            st.warning("The agent has not answered yet. Its answer will appear here when it "
+                       "is ready; you can also end the session and start again.")
+            st.stop()
+        try:
+            result = future.result()
+        except InvalidInput as exc:
+            status.update(label="Not sent", state="error")
+            st.warning(str(exc))
+            st.stop()
+        except Exception as exc:
+            status.update(label="The turn failed", state="error")
+            show_error(exc)
+            st.stop()
+        if result.error:
+            status.update(label="The turn failed", state="error", expanded=False)
+        else:
+            status.update(label=f"Answered in {ms(result.timings.get('total_ms'))}", state="complete",
+                          expanded=False)
     st.session_state[_INSPECT] = None  # follow the newest turn
     st.rerun()
 

@@ -8,8 +8,8 @@ import streamlit as st
 from core import knowledge
 from ui import auth
 from ui.errors import reported
-from ui.shell import run_page
 from ui.retrieval import render_retrieval
+from ui.shell import run_page
 from ui.style import page_header
 
 ALL = "All categories"

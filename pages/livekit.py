@@ -13,8 +13,8 @@ from core.config import get_settings
 from core.livekit_tokens import AGENTS_PLAYGROUND_URL, mint_user_token
 from ui import auth
 from ui.errors import reported
-from ui.shell import run_page
 from ui.format import when
+from ui.shell import run_page
 from ui.style import page_header
 
 TOKEN_KEY = "u_livekit_token"

@@ -12,9 +12,9 @@ from core import memories
 from core.retrieval import search_memories
 from ui import auth, rrf
 from ui.errors import reported
-from ui.shell import run_page
 from ui.format import ago, clip, short_id, when
 from ui.retrieval import render_retrieval
+from ui.shell import run_page
 from ui.style import empty_state, page_header
 
 DELETE_ALL_PHRASE = "DELETE"

@@ -12,10 +12,10 @@ import streamlit as st
 
 from core import sessions
 from ui import auth
-from ui.shell import run_page
 from ui.format import ago, clip, duration, ms, when
 from ui.report_view import ReportView, read_report
 from ui.retrieval import render_retrieval
+from ui.shell import run_page
 from ui.style import empty_state, page_header
 
 REQUEST = "u_sessions_request"  # another page sets a session id here before switching to this page
@@ -42,7 +42,7 @@ def _duration_seconds(record, view: ReportView) -> float | None:
 
 def _overview(records, views) -> pd.DataFrame:
     rows = []
-    for record, view in zip(records, views):
+    for record, view in zip(records, views, strict=True):
         tools = view.tools_used
         rows.append({
             "Date": when(record.started_at or record.created_at),

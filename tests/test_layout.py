@@ -120,7 +120,7 @@ def test_each_layer_imports_only_the_layers_below_it():
         layer = module.split(".")[0]
         for name, line in _imported(module, path):
             top = name.split(".")[0]
-            if top in allowed and top not in allowed[layer] or (top == "tests" and layer != "bench"):
+            if (top in allowed and top not in allowed[layer]) or (top == "tests" and layer != "bench"):
                 wrong.append(f"{path.relative_to(PROJECT_ROOT)}:{line} imports {name}")
     assert wrong == []
 

@@ -327,7 +327,7 @@ def resign_email() -> str | None:
 def _replace(auth: AuthSession, *, family: str, notice: str | None = None) -> None:
     """Switch this browser session to another identity and forget the old one's view state."""
     chat_state.close_chat_session(reason="identity changed")
-    for key in [k for k in st.session_state.keys() if str(k).startswith(USER_STATE_PREFIX)]:
+    for key in [k for k in st.session_state if str(k).startswith(USER_STATE_PREFIX)]:
         del st.session_state[key]
     _store(auth, notice, family=family)
     st.session_state[_GENERATION_KEY] = st.session_state.get(_GENERATION_KEY, 0) + 1

@@ -22,6 +22,7 @@ from agent.brain.intents import classify
 from agent.brain.replies import ToolResult, compose_reply, follow_up, greeting_from_context, load_output
 from agent.chat_format import instruction_of, user_words
 
+
 def _text_of(item) -> str:
     return (item.text_content or "").strip()
 
@@ -109,10 +110,11 @@ class BrainStream(llm.LLMStream):
             if more:
                 return more, None
             return [], compose_reply(user_text, results)
-        if after and after[-1].type == "message" and after[-1].role == "system":
-            # generate_reply(instructions=...) after a user turn, e.g. a greeting on a handoff
-            if "greet" in _text_of(after[-1]).lower():
-                return [], greeting_from_context(self._chat_ctx)
+        # generate_reply(instructions=...) after a user turn, e.g. a greeting on a handoff
+        asked_to_greet = after and after[-1].type == "message" and after[-1].role == "system" \
+            and "greet" in _text_of(after[-1]).lower()
+        if asked_to_greet:
+            return [], greeting_from_context(self._chat_ctx)
         instruction = instruction_of(user_text)
         if instruction is not None:  # a per-call instruction sent as a user turn (agent/chat_format.py)
             if "greet" in instruction.lower():

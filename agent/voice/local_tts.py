@@ -116,7 +116,7 @@ class LocalPiperTTS(tts.TTS):
         load_voice()
 
     def synthesize(self, text: str, *,
-                   conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS) -> "PiperChunkedStream":
+                   conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS) -> PiperChunkedStream:
         return PiperChunkedStream(tts=self, input_text=text, conn_options=conn_options)
 
 

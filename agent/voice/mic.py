@@ -9,6 +9,7 @@ microphone level for the page's meter.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Any
 
@@ -91,10 +92,8 @@ class WebRTCAudioInput(io.AudioInput):
         if self._closed:
             return
         self._closed = True
-        try:
+        with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
-        except RuntimeError:
-            pass
 
     # --- consumer side (session loop) ---------------------------------------
     async def __anext__(self) -> rtc.AudioFrame:

@@ -15,6 +15,7 @@ agent's track in a LiveKit room).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -162,10 +163,8 @@ class WebRTCAudioOutput(io.AudioOutput):
         return out
 
     def _call_on_loop(self, callback, *args) -> None:
-        try:
+        with contextlib.suppress(RuntimeError):  # the session loop is closed: nobody is waiting any more
             self._loop.call_soon_threadsafe(callback, *args)
-        except RuntimeError:  # session loop closed
-            pass
 
     def _report_started(self, created_at: float, segment: int) -> None:
         if segment == self._segment_id:

@@ -22,7 +22,7 @@ def _ctx(*items) -> llm.ChatContext:
     ctx.add_message(role="system", content="INSTRUCTIONS", id="lk.agent_task.instructions")
     ctx.add_message(role="system", content="PRELOAD", id=PRELOAD_MESSAGE_ID)
     for role, text, *rest in items:
-        ctx.add_message(role=role, content=text, id=rest[0] if rest else None or f"m{len(ctx.items)}")
+        ctx.add_message(role=role, content=text, id=rest[0] if rest else f"m{len(ctx.items)}")
     return ctx
 
 

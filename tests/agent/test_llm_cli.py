@@ -8,6 +8,7 @@ its tools, the database, extraction and the saved report.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import subprocess
@@ -17,6 +18,7 @@ import pytest
 
 from agent.prompts import EXTRACTION_PROMPT, PRELOAD_HEADER
 from core import memories, sessions
+from core.errors import NotFound
 from tests.support.app import PROJECT_ROOT
 from tests.support.llm_requests import (
     assert_agent_requests,
@@ -62,7 +64,7 @@ def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user
     extracted = [w for w in section["memories_written"] if w["source"] == "extraction"]
     assert [(w["memory_type"], w["content"]) for w in extracted] == [("home_city", "Denver")]
     assert memories.recall(user.scope, "home_city").content == "Denver"
-    with pytest.raises(Exception):
+    with pytest.raises(NotFound):
         memories.recall(user.scope, "favorite_color")  # forgotten by the tool
 
     requests = llm_server.chat_requests()
@@ -75,7 +77,7 @@ def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user
     assert_recall_carries(first_request_for(requests, "what is my favorite color?"), "- favorite_color: teal")
     # each request starts with the previous one (a server's prompt cache stays valid)
     agent_calls = [r.messages for r in requests if r.body.get("tools")]
-    for before, after in zip(agent_calls, agent_calls[1:]):
+    for before, after in itertools.pairwise(agent_calls):
         assert after[:len(before)] == before
     extraction = requests[-1]
     assert "tools" not in extraction.body

@@ -72,7 +72,7 @@ def test_set_rrf_changes_the_next_search(runtime, new_user):
     chat = runtime.open_conversation("rrf", user.user_id)
     chat.set_rrf(RrfParams(vector_weight=1.0, text_weight=0.0, k=5))
     turn = chat.send("search my memories for color").result(timeout=60)
-    search = [r for r in turn.retrievals if r["trigger"] == "tool:search_memories"][0]
+    search = next(r for r in turn.retrievals if r["trigger"] == "tool:search_memories")
     assert search["params"] == {"vector_weight": 1.0, "text_weight": 0.0, "k": 5}
     assert search["hits"][0]["rrf_score"] == pytest.approx(1.0 / 6)
     with pytest.raises(InvalidInput):

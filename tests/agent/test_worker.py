@@ -13,7 +13,6 @@ import uuid
 import pytest
 from livekit.agents import inference
 from livekit.agents.testing import fake_job_context
-
 from livekit.plugins import openai
 
 from agent import events, model_factory, worker
@@ -32,7 +31,6 @@ from tests.support.llm_requests import (
     last_user_text,
     system_message,
 )
-
 
 # --- dispatch metadata -------------------------------------------------------------
 

@@ -44,6 +44,6 @@ def app(database_uri, v2_navigation) -> Callable[..., AppTest]:
     yield make
     # End the conversations these browser sessions opened (their reports are saved).
     for at in created:
-        chat = at.session_state["u_chat_session"] if "u_chat_session" in at.session_state else None
+        chat = at.session_state.get("u_chat_session", None)
         if chat is not None:
             chat.close().result(timeout=60)

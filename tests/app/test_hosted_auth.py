@@ -21,7 +21,7 @@ def _visitor(at):
 
 def _notice(at) -> str:
     """The identity notice, as shown at the top of the sidebar."""
-    notice = at.session_state["mp_auth_notice"] if "mp_auth_notice" in at.session_state else ""
+    notice = at.session_state.get("mp_auth_notice", "")
     assert not notice or any(w.value == notice for w in at.sidebar.warning)
     return notice
 

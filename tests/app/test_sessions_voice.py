@@ -4,12 +4,11 @@ the report that agent/voice/local_call.py writes)."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent import events
-from agent import reports
+from agent import events, reports
 from core import sessions
 from core.db import Scope
 from ui.report_view import read_report
@@ -37,7 +36,7 @@ def _voice_report(session_id: str) -> dict:
 
 def test_report_view_reads_voice_latency_and_ignores_junk():
     view = read_report(_voice_report("voice-x"))
-    assert [line["text"] for line in view.transcript][0] == "my favorite color is teal" and view.user_turns == 3
+    assert next(line["text"] for line in view.transcript) == "my favorite color is teal" and view.user_turns == 3
     assert [row["turn"] for row in view.voice_latency] == [1, 2, 3]
     assert view.voice_latency[0]["stt_ms"] == 641.5 and "stt_ms" not in view.voice_latency[2]
     assert view.voice_latency_summary["e2e_ms"] == {"count": 2.0, "p50": 1260.0, "max": 1333.0}
@@ -51,7 +50,7 @@ def test_sessions_page_shows_per_turn_voice_latency(app):
     at = app()
     visitor = at.session_state["mp_visitor"]
     session_id = f"voice-{uuid.uuid4().hex[:16]}"
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     sessions.save_report(Scope.service(visitor.user_id), session_id, _voice_report(session_id),
                          started_at=now - timedelta(seconds=60), ended_at=now)
 
@@ -75,7 +74,7 @@ def test_sessions_page_shows_per_turn_voice_latency(app):
     summary = next(df.value for df in at.dataframe if "Median (ms)" in df.value.columns).set_index("Stage")
     assert summary.loc["End of speech → first agent audio", "Median (ms)"] == pytest.approx(1260.0)
     assert summary.loc["Speech-to-text", "Max (ms)"] == pytest.approx(702.0)
-    assert list(summary.index)[0] == "End-of-utterance delay"  # in pipeline order
+    assert next(iter(summary.index)) == "End-of-utterance delay"  # in pipeline order
 
 
 def test_a_text_session_has_no_voice_latency_section(app):

@@ -3,7 +3,7 @@ and the agent's events for them), turn grouping, report reading, formatting."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -81,7 +81,7 @@ def test_turn_grouping_and_reading_a_worker_report_without_agent_events():
 
 
 def test_formatting_helpers():
-    now = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
     assert fmt.ago(now - timedelta(minutes=5), now=now) == "5 minutes ago"
     assert fmt.ago(now - timedelta(days=1), now=now) == "1 day ago"
     assert fmt.ago("not a time") == "—"

@@ -62,7 +62,7 @@ def test_env_beats_secrets_toml(env):
 
 
 def test_blank_env_var_is_unset(env):
-    monkeypatch, secrets_toml = env
+    monkeypatch, _secrets_toml = env
     for name in ("DATABASE_URL", "SUPABASE_URL", "SUPABASE_ANON_KEY", "LLM_MODEL"):
         monkeypatch.setenv(name, "   ")
     settings = config.reload_settings()

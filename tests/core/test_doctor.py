@@ -20,6 +20,7 @@ from core.config import Settings
 from core.db import admin_connection
 from tests.support.app import PROJECT_ROOT, free_port
 from tests.support.openai_standin import OpenAIStandIn
+
 LIVEKIT_KEY = "APIdoctorTestKey"
 LIVEKIT_SECRET = "doctor-test-secret-that-is-long-enough-for-livekit"
 
@@ -128,7 +129,7 @@ def test_llm_at_a_healthy_endpoint_completes_and_round_trips_a_tool_call(openai_
     assert "1003" in llm["details"]["tool_answer"]  # the model answered from the tool result
     assert "tool call round trip" in llm["summary"] and "completion in" in llm["summary"]
 
-    assert [(r.method, r.path) for r in openai_standin.requests][0] == ("GET", "/v1/models")
+    assert next((r.method, r.path) for r in openai_standin.requests) == ("GET", "/v1/models")
     completion, ask_tool, answer_tool = openai_standin.chat_requests()
     assert completion.body["stream"] is True and "tools" not in completion.body
     assert ask_tool.body["tool_choice"] == "required"
@@ -284,7 +285,7 @@ class LiveKitApiStandIn:
         standin = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 standin.requests.append(self.path)
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 try:

@@ -87,7 +87,7 @@ def test_fused_scores_follow_the_rrf_formula(hybrid_run):
     lines, *_ = hybrid_run
     for line in lines:
         for hit in line["hits"]:
-            expected = sum(w / (RRF_K + r) for w, r in zip(WEIGHTS, (hit["vector_rank"], hit["text_rank"])) if r)
+            expected = sum(w / (RRF_K + r) for w, r in zip(WEIGHTS, (hit["vector_rank"], hit["text_rank"]), strict=True) if r)
             assert hit["rrf_score"] == pytest.approx(expected, rel=1e-9)
 
 

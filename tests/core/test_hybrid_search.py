@@ -10,6 +10,7 @@ branch contributes weight / (k + rank) or nothing; the fused order is
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import uuid
@@ -159,7 +160,7 @@ def expected_hybrid(user_id, query_vector: str | None, query_text: str | None, m
         # pgvector sums in float32 (measured error < 1e-7 here); the rank comparison is only
         # meaningful if that noise cannot swap two rows, so distinct distances must be further apart
         values = [distances[mid] for mid in ordered]
-        for left, right in zip(values, values[1:]):
+        for left, right in itertools.pairwise(values):
             assert right - left == 0 or right - left > 1e-6, "near-tie in the test data; change the query"
         vector = {mid: (rank, distances[mid]) for rank, mid in enumerate(ordered[:candidates], start=1)}
 
@@ -190,7 +191,7 @@ def assert_matches(actual, expected: list[Expected]):
     """`actual`: SQL rows (dicts) or MemoryHit objects, in the function's order."""
     rows = [row if isinstance(row, dict) else row.__dict__ for row in actual]
     assert [row["id"] for row in rows] == [e.id for e in expected]
-    for row, e in zip(rows, expected):
+    for row, e in zip(rows, expected, strict=True):
         assert row["vector_rank"] == e.vector_rank
         assert row["text_rank"] == e.text_rank
         if e.vector_distance is None:

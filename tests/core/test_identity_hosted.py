@@ -176,7 +176,7 @@ def test_verified_tokens_are_cached_briefly_and_sign_out_drops_them(supabase_aut
     assert "POST /auth/v1/logout" in supabase_auth.paths()
     with pytest.raises(AuthError, match="refused"):
         identity.verify(session.access_token)
-    with pytest.raises(AuthError, match="Already Used|refused"):
+    with pytest.raises(AuthError, match=r"Already Used|refused"):
         identity.refresh(session.refresh_token)
 
 
@@ -370,7 +370,7 @@ class _NotSupabase(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    do_GET = do_POST = _answer
+    do_GET = do_POST = _answer  # noqa: N815 - the names http.server calls
 
     def log_message(self, *args):
         pass

@@ -288,9 +288,8 @@ def test_a_stopped_embedded_server_is_restarted_after_the_failure_is_reported(da
     server = db._embedded_servers[(tmp_path / "pg").resolve()]
     pgserver.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
 
-    with pytest.raises(DatabaseUnavailable, match="not reachable"):
-        with db.transaction(scope, conninfo=uri) as cur:
-            cur.execute("select 1")
+    with pytest.raises(DatabaseUnavailable, match="not reachable"), db.transaction(scope, conninfo=uri) as cur:
+        cur.execute("select 1")
     # the failure revived the server: the next request works again
     with db.transaction(scope, conninfo=db.start_embedded(tmp_path / "pg")) as cur:
         cur.execute("select 2 as two")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 import psycopg
@@ -39,7 +39,7 @@ def users(database_uri):
     memories.remember(b.scope, "pet", "B has a tortoise called Dash")
     profiles.update_profile(a.scope, "name", "Ana")
     profiles.update_profile(b.scope, "name", "Bruno")
-    started = datetime.now(timezone.utc) - timedelta(minutes=5)
+    started = datetime.now(UTC) - timedelta(minutes=5)
     sessions.save_report(a.service, f"sess-a-{uuid.uuid4().hex}", {"turns": 1}, started_at=started)
     sessions.save_report(b.service, f"sess-b-{uuid.uuid4().hex}", {"turns": 7, "secret": SECRET_TEXT},
                          started_at=started)
@@ -204,8 +204,7 @@ def test_profiles_insert_and_delete_are_refused(users):
 
 @pytest.mark.parametrize("table,key,insert,update", [
     ("knowledge", "id",
-     "insert into public.knowledge (title, content, embedding) values ('planted', 'x', '%s'::extensions.vector)"
-     % UNIT_VECTOR,
+     f"insert into public.knowledge (title, content, embedding) values ('planted', 'x', '{UNIT_VECTOR}'::extensions.vector)",
      "update public.knowledge set content = 'defaced'"),
     ("orders", "order_id",
      "insert into public.orders (order_id, customer_name, status, total, placed_at) "
@@ -274,22 +273,21 @@ def test_users_cannot_reach_auth_tables_or_create_objects(users, sql):
 
 @pytest.mark.parametrize("table", ["profiles", "knowledge", "memories", "orders", "sessions"])
 def test_anon_role_reads_nothing(users, table):
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
-        with as_role("anon") as cur:
-            cur.execute(f"select * from public.{table}")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"), as_role("anon") as cur:
+        cur.execute(f"select * from public.{table}")
     # even with another user's claims in hand, anon is still anon
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
-        with as_role("anon", {"sub": str(users.b.user_id), "role": "anon"}) as cur:
+    with (
+        pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"),
+        as_role("anon", {"sub": str(users.b.user_id), "role": "anon"}) as cur,
+    ):
             cur.execute(f"select * from public.{table}")
 
 
 def test_anon_role_cannot_call_the_search_functions(users):
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
-        with as_role("anon") as cur:
-            cur.execute("select * from public.match_memories_hybrid(null, 'zeppelin', %s)", (users.b.user_id,))
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"):
-        with as_role("anon") as cur:
-            cur.execute("select * from public.match_knowledge(%s::extensions.vector)", (UNIT_VECTOR,))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"), as_role("anon") as cur:
+        cur.execute("select * from public.match_memories_hybrid(null, 'zeppelin', %s)", (users.b.user_id,))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"), as_role("anon") as cur:
+        cur.execute("select * from public.match_knowledge(%s::extensions.vector)", (UNIT_VECTOR,))
 
 
 @pytest.mark.parametrize("table,key", [("profiles", "id"), ("memories", "user_id"), ("sessions", "user_id")])

@@ -4,7 +4,7 @@ core.errors with a message a person can act on, and writes nothing."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -295,7 +295,7 @@ def test_preferences_merge(fresh):
 # ---------------------------------------------------------------------------
 
 def test_session_reports_round_trip_and_bad_input(fresh):
-    started = datetime.now(timezone.utc) - timedelta(minutes=3)
+    started = datetime.now(UTC) - timedelta(minutes=3)
     session_id = f"room-{uuid.uuid4().hex}"
     saved = sessions.save_report(fresh.service, session_id, {"transcript": ["hi\x00 there"], "n": 1},
                                  room_name="room", started_at=started, ended_at=started + timedelta(seconds=90))

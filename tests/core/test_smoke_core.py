@@ -1,8 +1,8 @@
 """End-to-end smoke over the core services on the real embedded database."""
 
 from core import memories, orders, profiles
-from core.retrieval import search_memories
 from core.errors import NotFound
+from core.retrieval import search_memories
 
 
 def test_remember_search_forget_round_trip(new_user):

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+
 from agent.prompts import PRELOAD_HEADER, RECALL_HEADER
 from tests.support.app import PROJECT_ROOT
 from tests.support.openai_standin import RecordedRequest

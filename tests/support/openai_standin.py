@@ -47,6 +47,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import socket
@@ -254,10 +255,8 @@ class OpenAIStandIn:
         with self._lock:
             connections, self._connections = list(self._connections), set()
         for connection in connections:  # kept-alive connections would otherwise still be served
-            try:
+            with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
@@ -361,16 +360,13 @@ def _handler_for(server: OpenAIStandIn):
         def finish(self) -> None:
             with server._lock:
                 server._connections.discard(self.connection)
-            try:
+            with contextlib.suppress(OSError):
                 super().finish()
-            except OSError:
-                pass
 
         def handle(self) -> None:
-            try:
+            # the client may give up (its timeout), or the server be stopped, mid-answer
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 super().handle()
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (its timeout) or the server was stopped
 
         # ---- plumbing ------------------------------------------------------------
 
@@ -414,7 +410,7 @@ def _handler_for(server: OpenAIStandIn):
 
         # ---- routes ----------------------------------------------------------------
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        def do_GET(self) -> None:
             record = self._start("GET")
             if not self._authorized(record) or server._take_fault(chat=False) == "unauthorized":
                 return self._unauthorized(record)
@@ -424,7 +420,7 @@ def _handler_for(server: OpenAIStandIn):
                     for model in server.models]}, record)
             self._json(404, _error_body(f"Invalid URL (GET {record.path})", "invalid_request_error"), record)
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             record = self._start("POST")
             if record.path.rstrip("/") != "/v1/chat/completions":
                 return self._json(404, _error_body(f"Invalid URL (POST {record.path})", "invalid_request_error"),

@@ -57,6 +57,7 @@ serves from daemon threads, so a `streamlit run` subprocess can reach it at
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
@@ -66,7 +67,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlparse
 
@@ -101,7 +102,7 @@ class OAuthError(Exception):
 
 
 def _iso(ts: float | None) -> str | None:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat() if ts is not None else None
+    return datetime.fromtimestamp(ts, UTC).isoformat() if ts is not None else None
 
 
 class SupabaseAuthStandIn:
@@ -152,10 +153,8 @@ class SupabaseAuthStandIn:
             self.server = None
         with self.lock:
             for connection in list(self.connections):
-                try:
+                with contextlib.suppress(OSError):
                     connection.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
 
     def __enter__(self) -> SupabaseAuthStandIn:
         return self.start()
@@ -361,7 +360,7 @@ class SupabaseAuthStandIn:
                 answer["id"] = self.user_id_override
             return 200, answer
         if method == "PUT" and route == "/user":
-            _, user, session_id = self._authenticated(headers)
+            _, user, _session_id = self._authenticated(headers)
             return self._update_user(user, body)
         if method == "POST" and route == "/logout":
             return self._logout(headers, (query.get("scope") or [""])[0])

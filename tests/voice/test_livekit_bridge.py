@@ -31,8 +31,8 @@ LK_KEY, LK_SECRET = "devkey", "secret-that-is-long-enough-for-hs256-signing"
 
 
 def livekit_settings(**overrides) -> Settings:
-    values = dict(livekit_url="ws://127.0.0.1:7880", livekit_api_key=LK_KEY, livekit_api_secret=LK_SECRET,
-                  agent_name="memory-playground")
+    values = {"livekit_url": "ws://127.0.0.1:7880", "livekit_api_key": LK_KEY, "livekit_api_secret": LK_SECRET,
+                  "agent_name": "memory-playground"}
     values.update(overrides)
     return Settings(**values)
 

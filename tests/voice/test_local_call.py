@@ -84,7 +84,7 @@ def test_spoken_fact_is_transcribed_remembered_and_answered_by_voice(local_call)
     record = sessions.get_session(user.scope, call.session_id)  # as the user: RLS lets them read it
     voice = record.report["voice"]
     assert voice["pipeline"] == "local" and voice["agent_audio_frames"] > 0
-    spoken = [row for row in voice["turn_latency_ms"] if row["turn"] == turn][0]
+    spoken = next(row for row in voice["turn_latency_ms"] if row["turn"] == turn)
     for metric in ("eou_delay_ms", "transcription_delay_ms", "stt_ms", "llm_ttft_ms", "tts_ttfb_ms", "e2e_ms"):
         assert spoken[metric] > 0, metric
     assert spoken["e2e_ms"] > spoken["eou_delay_ms"]  # the reply starts after the turn ended
