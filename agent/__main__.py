@@ -1,8 +1,8 @@
 """``python -m agent <command>``.
 
-  chat [--user-id ID | --new-user]    text chat with the agent in this terminal (tool calls and scores shown)
-  dev | start | console | connect     the LiveKit Agents worker, through livekit-agents' CLI
-  download-files                      fetch plugin model files (nothing needed for the offline defaults)
+chat [--user-id ID | --new-user]    text chat with the agent in this terminal (tool calls and scores shown)
+dev | start | console | connect     the LiveKit Agents worker, through livekit-agents' CLI
+download-files                      fetch plugin model files (nothing needed for the offline defaults)
 """
 
 from __future__ import annotations

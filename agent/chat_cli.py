@@ -54,19 +54,22 @@ def format_turn(turn: TurnResult) -> list[str]:
             lines.append(f"  [retrieval] {label}: skipped ({event.get('skip_reason')})")
             continue
         params = event.get("params") or {}
-        extra = (f" w_vec={params['vector_weight']} w_text={params['text_weight']} k={params['k']}"
-                 if params else "")
-        lines.append(f"  [retrieval] {label} mode={event.get('mode')}{extra} "
-                     f"{len(event['hits'])} hit(s) in {event['latency_ms']:.0f} ms"
-                     + (f" (degraded: {event['degraded_reason']})" if event.get("degraded_reason") else ""))
+        extra = f" w_vec={params['vector_weight']} w_text={params['text_weight']} k={params['k']}" if params else ""
+        lines.append(
+            f"  [retrieval] {label} mode={event.get('mode')}{extra} "
+            f"{len(event['hits'])} hit(s) in {event['latency_ms']:.0f} ms"
+            + (f" (degraded: {event['degraded_reason']})" if event.get("degraded_reason") else "")
+        )
         injected = set(event.get("injected") or [])
         for index, hit in enumerate(event["hits"][:5], start=1):
             if event["source"] == "memories":
                 vr = f"#{hit['vector_rank']}" if hit["vector_rank"] is not None else "-"
                 tr = f"#{hit['text_rank']}" if hit["text_rank"] is not None else "-"
                 mark = " *" if hit["id"] in injected else ""
-                lines.append(f"     {index}. {hit['memory_type']}: {_short(hit['content'], 50)}  rrf={hit['rrf_score']:.4f} "
-                             f"(vector {vr} {hit['vector_rrf']:.4f} + text {tr} {hit['text_rrf']:.4f}){mark}")
+                lines.append(
+                    f"     {index}. {hit['memory_type']}: {_short(hit['content'], 50)}  rrf={hit['rrf_score']:.4f} "
+                    f"(vector {vr} {hit['vector_rrf']:.4f} + text {tr} {hit['text_rrf']:.4f}){mark}"
+                )
             else:
                 lines.append(f"     {index}. {hit['title']}  similarity={hit['similarity']:.3f}")
     timing = ", ".join(f"{k}={v:.0f}ms" for k, v in turn.timings.items() if k.endswith("_ms"))
@@ -110,8 +113,10 @@ def _check_settings() -> None:
     except ValidationError as exc:
         first = exc.errors()[0]
         name = str(first["loc"][0]).upper() if first.get("loc") else "a setting"
-        raise PlaygroundError(f"{name}: {first['msg']} (got {first.get('input')!r}); fix it in the environment, "
-                              ".env or .streamlit/secrets.toml.") from None
+        raise PlaygroundError(
+            f"{name}: {first['msg']} (got {first.get('input')!r}); fix it in the environment, "
+            ".env or .streamlit/secrets.toml."
+        ) from None
 
 
 def _problems(chat: Conversation, turn: int) -> list[str]:
@@ -120,14 +125,19 @@ def _problems(chat: Conversation, turn: int) -> list[str]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m agent chat",
-                                     description="Text chat with the Memory Playground agent in the terminal.")
+    parser = argparse.ArgumentParser(
+        prog="python -m agent chat", description="Text chat with the Memory Playground agent in the terminal."
+    )
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--user-id", help="act for this existing user (default: the demo user)")
     who.add_argument("--new-user", action="store_true", help="sign in a brand-new anonymous user")
     parser.add_argument("--quiet", action="store_true", help="print replies only, no tool calls or scores")
-    parser.add_argument("--timeout", type=float, default=None,
-                        help="seconds to wait for one reply (default: from LLM_TIMEOUT_SECONDS and LLM_MAX_RETRIES)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for one reply (default: from LLM_TIMEOUT_SECONDS and LLM_MAX_RETRIES)",
+    )
     return parser
 
 
@@ -165,7 +175,9 @@ def _open(runtime: AgentRuntime, user_id: uuid.UUID, timeout: float) -> Conversa
     try:
         greeting = chat.ready.result(timeout=timeout)
     except Exception as exc:  # the session could not start: say why, no traceback
-        message = str(exc) if isinstance(exc, PlaygroundError) else f"the agent could not start ({type(exc).__name__}: {exc})"
+        message = (
+            str(exc) if isinstance(exc, PlaygroundError) else f"the agent could not start ({type(exc).__name__}: {exc})"
+        )
         print(f"error: {message}", file=sys.stderr)
         return None
     if greeting:

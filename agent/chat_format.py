@@ -72,14 +72,24 @@ def _text(item: llm.ChatMessage) -> str:
     return item.raw_text_content or ""
 
 
-def shape(chat_ctx: llm.ChatContext, *, recalls: Mapping[str, str] | None = None,
-          opening_instruction: str | None = None,
-          recall_placement: RecallPlacement = DEFAULT_RECALL_PLACEMENT) -> llm.ChatContext:
+def shape(
+    chat_ctx: llm.ChatContext,
+    *,
+    recalls: Mapping[str, str] | None = None,
+    opening_instruction: str | None = None,
+    recall_placement: RecallPlacement = DEFAULT_RECALL_PLACEMENT,
+) -> llm.ChatContext:
     """A new context for one model call (see the module docstring). `recalls` maps a user message id to
     its recall text; `opening_instruction` is the instruction the greeting was generated from."""
     recalls = recalls or {}
-    latest_recall = next((item.id for item in reversed(chat_ctx.items)
-                          if item.type == "message" and item.role == "user" and recalls.get(item.id)), None)
+    latest_recall = next(
+        (
+            item.id
+            for item in reversed(chat_ctx.items)
+            if item.type == "message" and item.role == "user" and recalls.get(item.id)
+        ),
+        None,
+    )
     system_parts: list[str] = []
     items: list[llm.ChatItem] = []
     leading = True
@@ -91,17 +101,29 @@ def shape(chat_ctx: llm.ChatContext, *, recalls: Mapping[str, str] | None = None
             if leading and (item.id in INSTRUCTIONS_IDS or not system_parts):
                 system_parts.append(text)
             else:  # a per-call instruction: the greeting's, or one added after the conversation started
-                items.append(llm.ChatMessage(id=item.id, role="user", content=[instruction_turn(text)],
-                                             created_at=item.created_at))
+                items.append(
+                    llm.ChatMessage(
+                        id=item.id, role="user", content=[instruction_turn(text)], created_at=item.created_at
+                    )
+                )
             continue
         if item.type in ("message", "function_call", "function_call_output"):
             leading = False
-        if item.type == "message" and item.role == "user" and recalls.get(item.id) and (
-                recall_placement == "user_turns" or (recall_placement == "latest_user_turn"
-                                                     and item.id == latest_recall)):
-            item = llm.ChatMessage(id=item.id, role="user",
-                                   content=[f"{recall_block(recalls[item.id])}\n\n{_text(item)}"],
-                                   created_at=item.created_at)
+        if (
+            item.type == "message"
+            and item.role == "user"
+            and recalls.get(item.id)
+            and (
+                recall_placement == "user_turns"
+                or (recall_placement == "latest_user_turn" and item.id == latest_recall)
+            )
+        ):
+            item = llm.ChatMessage(
+                id=item.id,
+                role="user",
+                content=[f"{recall_block(recalls[item.id])}\n\n{_text(item)}"],
+                created_at=item.created_at,
+            )
         items.append(item)
     if recall_placement == "system" and latest_recall is not None:
         system_parts.append(recall_block(recalls[latest_recall]))
@@ -128,7 +150,8 @@ def shape(chat_ctx: llm.ChatContext, *, recalls: Mapping[str, str] | None = None
 
     result: list[llm.ChatItem] = []
     if system_parts:
-        result.append(llm.ChatMessage(id="lk.agent_task.instructions", role="system",
-                                      content=["\n\n".join(system_parts)]))
+        result.append(
+            llm.ChatMessage(id="lk.agent_task.instructions", role="system", content=["\n\n".join(system_parts)])
+        )
     result.extend(merged)
     return llm.ChatContext(result)

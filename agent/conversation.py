@@ -78,8 +78,15 @@ class _Closing:
 class Conversation:
     """One conversation on the runtime's loop (see the module docstring)."""
 
-    def __init__(self, runtime: Runtime, key: str, user_id: uuid.UUID, *, rrf: RrfParams | None,
-                 factory: SessionFactory | None = None) -> None:
+    def __init__(
+        self,
+        runtime: Runtime,
+        key: str,
+        user_id: uuid.UUID,
+        *,
+        rrf: RrfParams | None,
+        factory: SessionFactory | None = None,
+    ) -> None:
         self.runtime = runtime
         self.key = key
         self.user_id = user_id
@@ -120,8 +127,11 @@ class Conversation:
     def history(self) -> list[dict[str, Any]]:
         """The conversation so far: final user and assistant transcripts, in order."""
         events = self._ps.bus.events if self._ps else self.sink.since(0)[0]
-        return [{"turn": e["turn"], "role": e["role"], "text": e["text"], "ts": e["ts"]}
-                for e in of_type(events, "transcript") if e.get("final")]
+        return [
+            {"turn": e["turn"], "role": e["role"], "text": e["text"], "ts": e["ts"]}
+            for e in of_type(events, "transcript")
+            if e.get("final")
+        ]
 
     # ---- write side ------------------------------------------------------------
 
@@ -164,8 +174,10 @@ class Conversation:
         if self._factory is not None:
             self._ps = await self._factory(self.sink)
             self._ps.set_rrf(self._rrf)
-            self.greeting = next((e["text"] for e in of_type(self._ps.bus.events, "transcript", turn=0)
-                                  if e["role"] == "assistant"), None)
+            self.greeting = next(
+                (e["text"] for e in of_type(self._ps.bus.events, "transcript", turn=0) if e["role"] == "assistant"),
+                None,
+            )
             return self.greeting
         ps = PlaygroundSession(self.user_id, mode="text", rrf=self._rrf, sinks=[self.sink])
         self._ps = ps
@@ -183,8 +195,11 @@ class Conversation:
             messages: list[str] = []
             try:
                 result = await ps.run_text(text)
-                messages = [ev.item.text_content for ev in result.events
-                            if ev.type == "message" and ev.item.role == "assistant" and ev.item.text_content]
+                messages = [
+                    ev.item.text_content
+                    for ev in result.events
+                    if ev.type == "message" and ev.item.role == "assistant" and ev.item.text_content
+                ]
             except PlaygroundError as exc:  # the model failed (TurnFailed: the sentence); the conversation goes on
                 error = str(exc)
             except Exception as exc:  # anything else around the model: same, with a generic sentence
@@ -216,8 +231,9 @@ class Conversation:
             return await self._ps.finish()
 
 
-def _turn_result(turn: int, text: str, messages: list[str], events: list[Event], *, total_ms: float,
-                 error: str | None) -> TurnResult:
+def _turn_result(
+    turn: int, text: str, messages: list[str], events: list[Event], *, total_ms: float, error: str | None
+) -> TurnResult:
     timings: dict[str, float] = {"total_ms": round(total_ms, 2)}
     for event in of_type(events, "metric"):
         timings.setdefault(event["name"], event["value"])
@@ -227,5 +243,12 @@ def _turn_result(turn: int, text: str, messages: list[str], events: list[Event],
     problems = [e["message"] for e in of_type(events, "error")]
     if error is None and problems and not messages:
         error = problems[-1]  # e.g. only unknown tools were called: nothing was said
-    return TurnResult(turn=turn, user_text=text, reply=messages[-1] if messages else "", messages=messages,
-                      events=events, timings=timings, error=error)
+    return TurnResult(
+        turn=turn,
+        user_text=text,
+        reply=messages[-1] if messages else "",
+        messages=messages,
+        events=events,
+        timings=timings,
+        error=error,
+    )

@@ -55,8 +55,13 @@ class EventBus:
     def emit(self, fields: EventFields, *, turn: int | None = None) -> Event:
         """Stamp one event made by a builder in agent/events.py (this turn unless `turn` is given) and publish it."""
         with self._lock:
-            event = events.stamped(fields, ts=time.time(), session_id=self.session_id,
-                                   turn=self.turn if turn is None else int(turn), seq=len(self._events))
+            event = events.stamped(
+                fields,
+                ts=time.time(),
+                session_id=self.session_id,
+                turn=self.turn if turn is None else int(turn),
+                seq=len(self._events),
+            )
             self._events.append(event)
         for sink in self._sinks:
             try:

@@ -61,8 +61,17 @@ if TYPE_CHECKING:
 EVENTS_TOPIC = "memory-playground.events"
 EventType = Literal["transcript", "tool_call", "retrieval", "state", "metric", "turn_done", "error"]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
-METRIC_NAMES = ("llm_ttft_ms", "llm_duration_ms", "e2e_ms", "recall_ms", "stt_ms", "transcription_delay_ms",
-                "tts_ttfb_ms", "eou_delay_ms", "turn_total_ms")
+METRIC_NAMES = (
+    "llm_ttft_ms",
+    "llm_duration_ms",
+    "e2e_ms",
+    "recall_ms",
+    "stt_ms",
+    "transcription_delay_ms",
+    "tts_ttfb_ms",
+    "eou_delay_ms",
+    "turn_total_ms",
+)
 RECALL_TRIGGER = "per_turn_recall"
 ORIGIN_WORKER = "worker"
 ORIGIN_TRANSCRIPTION = "lk.transcription"
@@ -142,16 +151,28 @@ class ErrorEvent(_Common):
 
 Event = TranscriptEvent | ToolCallEvent | RetrievalEvent | StateEvent | MetricEvent | TurnDoneEvent | ErrorEvent
 _SCHEMAS: dict[str, type] = {
-    "transcript": TranscriptEvent, "tool_call": ToolCallEvent, "retrieval": RetrievalEvent, "state": StateEvent,
-    "metric": MetricEvent, "turn_done": TurnDoneEvent, "error": ErrorEvent,
+    "transcript": TranscriptEvent,
+    "tool_call": ToolCallEvent,
+    "retrieval": RetrievalEvent,
+    "state": StateEvent,
+    "metric": MetricEvent,
+    "turn_done": TurnDoneEvent,
+    "error": ErrorEvent,
 }
 
 
 # --- builders: one per kind ---------------------------------------------------------------------
 
 
-def transcript(role: str, text: str, *, final: bool = True, interrupted: bool | None = None,
-               stt_final: bool | None = None, segment_id: str | None = None) -> EventFields:
+def transcript(
+    role: str,
+    text: str,
+    *,
+    final: bool = True,
+    interrupted: bool | None = None,
+    stt_final: bool | None = None,
+    segment_id: str | None = None,
+) -> EventFields:
     fields: EventFields = {"type": "transcript", "role": role, "text": text, "final": final}
     for key, value in (("interrupted", interrupted), ("stt_final", stt_final), ("segment_id", segment_id)):
         if value is not None:
@@ -159,23 +180,48 @@ def transcript(role: str, text: str, *, final: bool = True, interrupted: bool | 
     return fields
 
 
-def tool_call(name: str, arguments: Mapping[str, Any], *, output: str | None, error: str | None,
-              duration_ms: float) -> EventFields:
-    return {"type": "tool_call", "name": name, "arguments": dict(arguments), "output": output, "error": error,
-            "duration_ms": round(duration_ms, 2)}
+def tool_call(
+    name: str, arguments: Mapping[str, Any], *, output: str | None, error: str | None, duration_ms: float
+) -> EventFields:
+    return {
+        "type": "tool_call",
+        "name": name,
+        "arguments": dict(arguments),
+        "output": output,
+        "error": error,
+        "duration_ms": round(duration_ms, 2),
+    }
 
 
-def retrieval(*, source: str, trigger: str, query: str, mode: str, params: "RrfParams | None", latency_ms: float,
-              hits: Iterable[Any] = (), degraded_reason: str | None = None, skip_reason: str | None = None,
-              injected: "Iterable[MemoryHit] | None" = None, embed_ms: float | None = None,
-              search_ms: float | None = None) -> EventFields:
+def retrieval(
+    *,
+    source: str,
+    trigger: str,
+    query: str,
+    mode: str,
+    params: "RrfParams | None",
+    latency_ms: float,
+    hits: Iterable[Any] = (),
+    degraded_reason: str | None = None,
+    skip_reason: str | None = None,
+    injected: "Iterable[MemoryHit] | None" = None,
+    embed_ms: float | None = None,
+    search_ms: float | None = None,
+) -> EventFields:
     """A search and what it found; `hits` are MemoryHit / KnowledgeHit (or their dicts)."""
     fields: EventFields = {
-        "type": "retrieval", "source": source, "trigger": trigger, "query": query, "mode": mode,
-        "params": None if params is None else {"vector_weight": params.vector_weight,
-                                               "text_weight": params.text_weight, "k": params.k},
-        "latency_ms": round(latency_ms, 2), "degraded_reason": degraded_reason,
-        "skipped": skip_reason is not None, "skip_reason": skip_reason,
+        "type": "retrieval",
+        "source": source,
+        "trigger": trigger,
+        "query": query,
+        "mode": mode,
+        "params": None
+        if params is None
+        else {"vector_weight": params.vector_weight, "text_weight": params.text_weight, "k": params.k},
+        "latency_ms": round(latency_ms, 2),
+        "degraded_reason": degraded_reason,
+        "skipped": skip_reason is not None,
+        "skip_reason": skip_reason,
         "hits": [hit if isinstance(hit, dict) else hit.as_dict() for hit in hits],
     }
     if injected is not None:
@@ -187,27 +233,57 @@ def retrieval(*, source: str, trigger: str, query: str, mode: str, params: "RrfP
     return fields
 
 
-def memory_search_retrieval(search: "MemorySearch", *, trigger: str, query: str | None = None,
-                            latency_ms: float | None = None, injected: "Iterable[MemoryHit] | None" = None) -> EventFields:
+def memory_search_retrieval(
+    search: "MemorySearch",
+    *,
+    trigger: str,
+    query: str | None = None,
+    latency_ms: float | None = None,
+    injected: "Iterable[MemoryHit] | None" = None,
+) -> EventFields:
     """A memory search that ran. `query` is what the user said when it differs from the search's cleaned query;
     `latency_ms` is the caller's wall time when it differs from the search's own (the per-turn recall waits on a
     thread), the search's own time is then `search_ms`."""
-    return retrieval(source="memories", trigger=trigger, query=search.query if query is None else query,
-                     mode=search.mode,
-                     params=search.params, latency_ms=search.latency_ms if latency_ms is None else latency_ms,
-                     hits=search.hits, degraded_reason=search.degraded_reason, injected=injected,
-                     embed_ms=search.embed_ms, search_ms=None if latency_ms is None else search.latency_ms)
+    return retrieval(
+        source="memories",
+        trigger=trigger,
+        query=search.query if query is None else query,
+        mode=search.mode,
+        params=search.params,
+        latency_ms=search.latency_ms if latency_ms is None else latency_ms,
+        hits=search.hits,
+        degraded_reason=search.degraded_reason,
+        injected=injected,
+        embed_ms=search.embed_ms,
+        search_ms=None if latency_ms is None else search.latency_ms,
+    )
 
 
 def knowledge_search_retrieval(search: "KnowledgeSearch", *, trigger: str) -> EventFields:
-    return retrieval(source="knowledge", trigger=trigger, query=search.query, mode="vector", params=None,
-                     latency_ms=search.latency_ms, hits=search.hits, embed_ms=search.embed_ms)
+    return retrieval(
+        source="knowledge",
+        trigger=trigger,
+        query=search.query,
+        mode="vector",
+        params=None,
+        latency_ms=search.latency_ms,
+        hits=search.hits,
+        embed_ms=search.embed_ms,
+    )
 
 
 def skipped_recall(query: str, params: "RrfParams", *, reason: str, latency_ms: float) -> EventFields:
     """The per-turn recall that did not run or did not finish in time."""
-    return retrieval(source="memories", trigger=RECALL_TRIGGER, query=query, mode="hybrid", params=params,
-                     latency_ms=latency_ms, skip_reason=reason, injected=[])
+    return retrieval(
+        source="memories",
+        trigger=RECALL_TRIGGER,
+        query=query,
+        mode="hybrid",
+        params=params,
+        latency_ms=latency_ms,
+        skip_reason=reason,
+        injected=[],
+    )
 
 
 def state(who: str, value: str) -> EventFields:

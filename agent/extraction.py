@@ -65,8 +65,9 @@ def propose_with_rules(user_turns: Iterable[str]) -> list[tuple[Fact, str]]:
     return list(proposals.values())
 
 
-def filter_facts(proposals: Iterable[tuple[Fact, str]], *, touched_slots: set[str],
-                 existing: dict[str, str]) -> tuple[list[ExtractedFact], list[dict[str, Any]]]:
+def filter_facts(
+    proposals: Iterable[tuple[Fact, str]], *, touched_slots: set[str], existing: dict[str, str]
+) -> tuple[list[ExtractedFact], list[dict[str, Any]]]:
     kept: list[ExtractedFact] = []
     dropped: list[dict[str, Any]] = []
     for fact, evidence in proposals:
@@ -95,7 +96,7 @@ async def propose_with_llm(llm_model, user_turns: list[str]) -> list[tuple[Fact,
     chat_ctx.add_message(role="user", content=extraction_request(user_turns))
     response = await llm_model.chat(chat_ctx=chat_ctx, conn_options=llm_connect_options()).collect()
     text = response.text.strip()
-    text = text[text.find("["): text.rfind("]") + 1]
+    text = text[text.find("[") : text.rfind("]") + 1]
     items = json.loads(text)
     proposals = []
     for item in items[: MAX_FACTS * 2]:
@@ -105,8 +106,9 @@ async def propose_with_llm(llm_model, user_turns: list[str]) -> list[tuple[Fact,
     return proposals
 
 
-async def extract_facts(user_turns: list[str], *, touched_slots: set[str], existing: dict[str, str],
-                        llm_model=None) -> Extraction:
+async def extract_facts(
+    user_turns: list[str], *, touched_slots: set[str], existing: dict[str, str], llm_model=None
+) -> Extraction:
     turns = [t for t in (t.strip() for t in user_turns) if t]
     method = "rules"
     proposals: list[tuple[Fact, str]] | None = None

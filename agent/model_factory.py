@@ -75,9 +75,16 @@ class ModelDescription:
         return OFFLINE_BRAIN_HELP if self.offline_brain else None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"llm": self.llm, "stt": self.stt, "tts": self.tts, "vad": self.vad,
-                "llm_backend": self.llm_backend, "speech_backend": self.speech_backend,
-                "offline_brain": self.offline_brain, "help": self.help}
+        return {
+            "llm": self.llm,
+            "stt": self.stt,
+            "tts": self.tts,
+            "vad": self.vad,
+            "llm_backend": self.llm_backend,
+            "speech_backend": self.speech_backend,
+            "offline_brain": self.offline_brain,
+            "help": self.help,
+        }
 
 
 def describe_models(settings: Settings | None = None) -> ModelDescription:
@@ -102,8 +109,9 @@ def describe_models(settings: Settings | None = None) -> ModelDescription:
         "openai": f"OpenAI: {settings.tts_model or DEFAULT_OPENAI_TTS}",
         "offline": OFFLINE_TTS_LABEL,
     }[tts_speech]
-    return ModelDescription(llm=llm_label, stt=stt_label, tts=tts_label, vad=VAD_LABEL,
-                            llm_backend=backend, speech_backend=speech)
+    return ModelDescription(
+        llm=llm_label, stt=stt_label, tts=tts_label, vad=VAD_LABEL, llm_backend=backend, speech_backend=speech
+    )
 
 
 def is_openai_endpoint(settings: Settings | None = None) -> bool:
@@ -128,16 +136,16 @@ def llm_location(settings: Settings | None = None) -> str:
 def llm_connect_options(settings: Settings | None = None) -> APIConnectOptions:
     """Timeout and retries of every LLM request (LLM_TIMEOUT_SECONDS, LLM_MAX_RETRIES)."""
     settings = settings or get_settings()
-    return APIConnectOptions(max_retry=settings.llm_max_retries, retry_interval=1.0,
-                             timeout=settings.llm_timeout_seconds)
+    return APIConnectOptions(
+        max_retry=settings.llm_max_retries, retry_interval=1.0, timeout=settings.llm_timeout_seconds
+    )
 
 
 def session_connect_options(settings: Settings | None = None) -> SessionConnectOptions:
     """AgentSession connect options: our LLM timeout and retries, and a session that never closes
     itself over model errors (livekit's default closes it after 3 in a row; here each failed turn
     is reported and the person can try again or end the session)."""
-    return SessionConnectOptions(llm_conn_options=llm_connect_options(settings),
-                                 max_unrecoverable_errors=1_000_000)
+    return SessionConnectOptions(llm_conn_options=llm_connect_options(settings), max_unrecoverable_errors=1_000_000)
 
 
 def llm_wait_seconds(settings: Settings | None = None, *, calls: int = 2) -> float:
@@ -151,8 +159,11 @@ def build_llm(settings: Settings | None = None):
     settings = settings or get_settings()
     backend = llm_backend(settings)
     if backend == "livekit":
-        return inference.LLM(model=settings.llm_model or DEFAULT_INFERENCE_LLM,
-                             api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
+        return inference.LLM(
+            model=settings.llm_model or DEFAULT_INFERENCE_LLM,
+            api_key=settings.livekit_api_key,
+            api_secret=settings.livekit_api_secret,
+        )
     if backend == "openai":
         openai = plugin("openai")
         kwargs: dict[str, Any] = {"model": settings.llm_model or DEFAULT_OPENAI_LLM}
@@ -171,8 +182,11 @@ def build_stt(settings: Settings | None = None):
     settings = settings or get_settings()
     backend = speech_backend(settings, "stt")
     if backend == "livekit":
-        return inference.STT(model=settings.stt_model or DEFAULT_INFERENCE_STT,
-                             api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
+        return inference.STT(
+            model=settings.stt_model or DEFAULT_INFERENCE_STT,
+            api_key=settings.livekit_api_key,
+            api_secret=settings.livekit_api_secret,
+        )
     if backend == "openai":
         return plugin("openai").STT(model=settings.stt_model or DEFAULT_OPENAI_STT, api_key=settings.openai_api_key)
     return LocalWhisperSTT()
@@ -182,8 +196,11 @@ def build_tts(settings: Settings | None = None):
     settings = settings or get_settings()
     backend = speech_backend(settings, "tts")
     if backend == "livekit":
-        return inference.TTS(model=settings.tts_model or DEFAULT_INFERENCE_TTS,
-                             api_key=settings.livekit_api_key, api_secret=settings.livekit_api_secret)
+        return inference.TTS(
+            model=settings.tts_model or DEFAULT_INFERENCE_TTS,
+            api_key=settings.livekit_api_key,
+            api_secret=settings.livekit_api_secret,
+        )
     if backend == "openai":
         return plugin("openai").TTS(model=settings.tts_model or DEFAULT_OPENAI_TTS, api_key=settings.openai_api_key)
     return LocalPiperTTS()

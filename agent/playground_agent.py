@@ -51,6 +51,7 @@ from core.retrieval import RrfParams
 
 log = logging.getLogger(__name__)
 
+
 def load_preload(user_id: uuid.UUID | str) -> Preload:
     """Stamp last_seen_at and read profile + memories (blocking; run it in a thread)."""
     return profiles.preload(Scope.service(parse_user_id(user_id)))
@@ -106,7 +107,9 @@ class PlaygroundAgent(Agent):
         if self.preload is None:  # not loaded by the caller: load it now, before the first word
             self.preload = await asyncio.to_thread(load_preload, self.user_id)
             chat_ctx = self.chat_ctx.copy()
-            chat_ctx.add_message(role="system", content=preload_message(self.preload.as_context()), id=PRELOAD_MESSAGE_ID)
+            chat_ctx.add_message(
+                role="system", content=preload_message(self.preload.as_context()), id=PRELOAD_MESSAGE_ID
+            )
             await self.update_chat_ctx(chat_ctx)
         if self.greet:
             self.greeting_instruction = greeting_instruction(self.preload.profile.name if self.preload else None)
@@ -123,8 +126,9 @@ class PlaygroundAgent(Agent):
     ) -> AsyncIterable[llm.ChatChunk | str]:
         # Typed turns (session.run, generate_reply, room text input) do not pass through
         # on_user_turn_completed, so the first model call of a turn does the recall instead.
-        user_message = next((item for item in reversed(chat_ctx.items)
-                             if item.type == "message" and item.role == "user"), None)
+        user_message = next(
+            (item for item in reversed(chat_ctx.items) if item.type == "message" and item.role == "user"), None
+        )
         if user_message is not None:
             await self._prepare_turn(chat_ctx, user_message)
         request = self.shape_request(chat_ctx)
@@ -134,8 +138,12 @@ class PlaygroundAgent(Agent):
     def shape_request(self, chat_ctx: llm.ChatContext) -> llm.ChatContext:
         """The context one model call sends: `chat_ctx` in the form every chat template accepts,
         with each user turn's recall in front of it (agent/chat_format.py)."""
-        return shape(chat_ctx, recalls=self._recalls, opening_instruction=self.greeting_instruction,
-                     recall_placement=self.recall_placement)
+        return shape(
+            chat_ctx,
+            recalls=self._recalls,
+            opening_instruction=self.greeting_instruction,
+            recall_placement=self.recall_placement,
+        )
 
     async def _prepare_turn(self, chat_ctx: llm.ChatContext, message: llm.ChatMessage) -> None:
         """Once per user message: start its turn on the event bus and run its recall."""
@@ -148,13 +156,21 @@ class PlaygroundAgent(Agent):
 
     async def recall(self, text: str) -> str | None:
         """Hybrid-search memories with the user's words; the recall text with the top hits, or None."""
-        return await recall(self.scope, text, params=self.rrf, bus=self.bus, budget_ms=self.recall_budget_ms,
-                            limit=self.recall_limit, inject=self.recall_inject)
+        return await recall(
+            self.scope,
+            text,
+            params=self.rrf,
+            bus=self.bus,
+            budget_ms=self.recall_budget_ms,
+            limit=self.recall_limit,
+            inject=self.recall_inject,
+        )
 
     # ------------------------------------------------------------------ tool plumbing
 
-    async def _call(self, name: str, arguments: dict[str, Any], work: Callable[[], Any],
-                    render: Callable[[Any], dict[str, Any]]) -> tuple[Any, str]:
+    async def _call(
+        self, name: str, arguments: dict[str, Any], work: Callable[[], Any], render: Callable[[Any], dict[str, Any]]
+    ) -> tuple[Any, str]:
         """Run blocking core work in a thread; publish the call; map core errors to ToolError."""
         started = time.perf_counter()
         error: str | None = "cancelled"  # replaced below unless the call is cancelled mid-way
@@ -176,14 +192,26 @@ class PlaygroundAgent(Agent):
             log.exception("tool %s failed", name)
             raise
         finally:
-            self.bus.emit(events.tool_call(name, arguments, output=output, error=error,
-                                           duration_ms=(time.perf_counter() - started) * 1000))
+            self.bus.emit(
+                events.tool_call(
+                    name, arguments, output=output, error=error, duration_ms=(time.perf_counter() - started) * 1000
+                )
+            )
 
-    def note_write(self, action: str, memory_type: str, content: str | None,
-                    previous: str | None = None, source: str = "tool") -> None:
-        self.memories_written.append({"action": action, "memory_type": memory_type, "content": content,
-                                      "previous_content": previous, "turn": self.bus.turn, "source": source,
-                                      "ts": time.time()})
+    def note_write(
+        self, action: str, memory_type: str, content: str | None, previous: str | None = None, source: str = "tool"
+    ) -> None:
+        self.memories_written.append(
+            {
+                "action": action,
+                "memory_type": memory_type,
+                "content": content,
+                "previous_content": previous,
+                "turn": self.bus.turn,
+                "source": source,
+                "ts": time.time(),
+            }
+        )
 
     # ------------------------------------------------------------------ tools
 
@@ -196,11 +224,22 @@ class PlaygroundAgent(Agent):
         """
         async with ctx.with_filler(FILLER_TEXT, delay=self.filler_delay):
             result, output = await self._call(
-                "search_knowledge", {"query": query},
+                "search_knowledge",
+                {"query": query},
                 lambda: retrieval.search_knowledge(self.scope, query, limit=3),
-                lambda r: {"query": r.query, "hits": [
-                    {"title": h.title, "category": h.category, "similarity": round(h.similarity, 4),
-                     "content": h.content} for h in r.hits]})
+                lambda r: {
+                    "query": r.query,
+                    "hits": [
+                        {
+                            "title": h.title,
+                            "category": h.category,
+                            "similarity": round(h.similarity, 4),
+                            "content": h.content,
+                        }
+                        for h in r.hits
+                    ],
+                },
+            )
         self.bus.emit(events.knowledge_search_retrieval(result, trigger="tool:search_knowledge"))
         return output
 
@@ -214,12 +253,22 @@ class PlaygroundAgent(Agent):
         """
         ctx.disallow_interruptions()  # a half-heard "remember" must not leave a half-written slot
         result, output = await self._call(
-            "remember_detail", {"memory_type": memory_type, "content": content},
+            "remember_detail",
+            {"memory_type": memory_type, "content": content},
             lambda: memories.remember(self.scope, memory_type, content, session_id=self.session_id),
-            lambda r: {"memory_type": r.memory.memory_type, "content": r.memory.content, "created": r.created,
-                       "previous_content": r.previous_content})
-        self.note_write("remembered" if result.created else "updated", result.memory.memory_type,
-                         result.memory.content, result.previous_content)
+            lambda r: {
+                "memory_type": r.memory.memory_type,
+                "content": r.memory.content,
+                "created": r.created,
+                "previous_content": r.previous_content,
+            },
+        )
+        self.note_write(
+            "remembered" if result.created else "updated",
+            result.memory.memory_type,
+            result.memory.content,
+            result.previous_content,
+        )
         return output
 
     @function_tool
@@ -230,9 +279,11 @@ class PlaygroundAgent(Agent):
             memory_type: the slot name, e.g. favorite_color
         """
         _, output = await self._call(
-            "recall_detail", {"memory_type": memory_type},
+            "recall_detail",
+            {"memory_type": memory_type},
             lambda: memories.recall(self.scope, memory_type),
-            lambda m: {"memory_type": m.memory_type, "content": m.content, "updated_at": m.updated_at.isoformat()})
+            lambda m: {"memory_type": m.memory_type, "content": m.content, "updated_at": m.updated_at.isoformat()},
+        )
         return output
 
     @function_tool
@@ -244,9 +295,11 @@ class PlaygroundAgent(Agent):
         """
         ctx.disallow_interruptions()
         memory, output = await self._call(
-            "forget_detail", {"memory_type": memory_type},
+            "forget_detail",
+            {"memory_type": memory_type},
             lambda: memories.forget(self.scope, memory_type),
-            lambda m: {"memory_type": m.memory_type, "forgotten": m.content})
+            lambda m: {"memory_type": m.memory_type, "forgotten": m.content},
+        )
         self.note_write("forgotten", memory.memory_type, None, memory.content)
         return output
 
@@ -259,13 +312,26 @@ class PlaygroundAgent(Agent):
         """
         params = self.rrf
         result, output = await self._call(
-            "search_memories", {"query": query},
+            "search_memories",
+            {"query": query},
             lambda: retrieval.search_memories(self.scope, query, limit=5, params=params),
-            lambda r: {"query": r.query, "mode": r.mode, "degraded_reason": r.degraded_reason, "hits": [
-                {"memory_type": h.memory_type, "content": h.content, "rrf_score": round(h.rrf_score, 6),
-                 "vector_rank": h.vector_rank, "text_rank": h.text_rank,
-                 "vector_distance": None if h.vector_distance is None else round(h.vector_distance, 4)}
-                for h in r.hits]})
+            lambda r: {
+                "query": r.query,
+                "mode": r.mode,
+                "degraded_reason": r.degraded_reason,
+                "hits": [
+                    {
+                        "memory_type": h.memory_type,
+                        "content": h.content,
+                        "rrf_score": round(h.rrf_score, 6),
+                        "vector_rank": h.vector_rank,
+                        "text_rank": h.text_rank,
+                        "vector_distance": None if h.vector_distance is None else round(h.vector_distance, 4),
+                    }
+                    for h in r.hits
+                ],
+            },
+        )
         self.bus.emit(events.memory_search_retrieval(result, trigger="tool:search_memories"))
         return output
 
@@ -273,11 +339,17 @@ class PlaygroundAgent(Agent):
     async def list_user_memories(self, ctx: RunContext) -> str:
         """List every fact remembered about the user, most recently updated first."""
         _, output = await self._call(
-            "list_user_memories", {},
+            "list_user_memories",
+            {},
             lambda: memories.list_memories(self.scope),
-            lambda ms: {"count": len(ms), "memories": [
-                {"memory_type": m.memory_type, "content": m.content, "updated_at": m.updated_at.isoformat()}
-                for m in ms]})
+            lambda ms: {
+                "count": len(ms),
+                "memories": [
+                    {"memory_type": m.memory_type, "content": m.content, "updated_at": m.updated_at.isoformat()}
+                    for m in ms
+                ],
+            },
+        )
         return output
 
     @function_tool
@@ -290,11 +362,21 @@ class PlaygroundAgent(Agent):
         """
         ctx.disallow_interruptions()
         _profile, output = await self._call(
-            "update_profile", {"field": field, "value": value},
+            "update_profile",
+            {"field": field, "value": value},
             lambda: profiles.update_profile(self.scope, field, value),
-            lambda p: {"field": field.strip().lower().replace(" ", "_"), "value": value, "profile": {
-                "name": p.name, "email": p.email, "preferred_language": p.preferred_language,
-                "timezone": p.timezone, "preferences": p.preferences}})
+            lambda p: {
+                "field": field.strip().lower().replace(" ", "_"),
+                "value": value,
+                "profile": {
+                    "name": p.name,
+                    "email": p.email,
+                    "preferred_language": p.preferred_language,
+                    "timezone": p.timezone,
+                    "preferences": p.preferences,
+                },
+            },
+        )
         self.profile_updates.append({"field": field, "value": value, "turn": self.bus.turn, "ts": time.time()})
         return output
 
@@ -306,7 +388,9 @@ class PlaygroundAgent(Agent):
             order_id: the order number, e.g. 1001
         """
         _, output = await self._call(
-            "lookup_order", {"order_id": order_id},
+            "lookup_order",
+            {"order_id": order_id},
             lambda: orders.lookup(self.scope, order_id),
-            lambda o: {"order": o.as_dict(), "summary": o.summary()})
+            lambda o: {"order": o.as_dict(), "summary": o.summary()},
+        )
         return output

@@ -53,8 +53,10 @@ def register() -> None:
     if registered():
         return
     if threading.current_thread() is not threading.main_thread():
-        raise RuntimeError("agent.plugins.register() must run on the main thread at process start "
-                           "(livekit registers plugins only there)")
+        raise RuntimeError(
+            "agent.plugins.register() must run on the main thread at process start "
+            "(livekit registers plugins only there)"
+        )
     for module in PLUGIN_MODULES.values():
         importlib.import_module(module)
 
@@ -76,9 +78,11 @@ def register_on(loop: asyncio.AbstractEventLoop | None, *, timeout: float = 120.
             with contextlib.suppress(ImportError):
                 importlib.import_module(module)
         if loop is None or loop.is_closed():
-            raise ConfigurationError("The livekit plugins could not be loaded: this process has no main-thread "
-                                     "event loop to load them on. Start the app with `make run` "
-                                     "(or `streamlit run streamlit_app.py`).")
+            raise ConfigurationError(
+                "The livekit plugins could not be loaded: this process has no main-thread "
+                "event loop to load them on. Start the app with `make run` "
+                "(or `streamlit run streamlit_app.py`)."
+            )
         done: concurrent.futures.Future[None] = concurrent.futures.Future()
 
         def on_main_thread() -> None:
@@ -96,7 +100,9 @@ def plugin(name: str) -> ModuleType:
     """The registered plugin package `name` ("openai", "silero"); never imports it."""
     module = sys.modules.get(PLUGIN_MODULES[name])
     if module is None:
-        raise ConfigurationError(f"The livekit {name} plugin was not loaded when this process started "
-                                 "(agent.plugins.register() runs at the start of the app, the CLI, the worker "
-                                 "and the benchmark); start it through one of those.")
+        raise ConfigurationError(
+            f"The livekit {name} plugin was not loaded when this process started "
+            "(agent.plugins.register() runs at the start of the app, the CLI, the worker "
+            "and the benchmark); start it through one of those."
+        )
     return module

@@ -35,8 +35,9 @@ def recall_text(hits: list[retrieval.MemoryHit]) -> str:
     return "\n".join([RECALL_LEAD, *(f"- {hit.memory_type}: {hit.content}" for hit in hits)])
 
 
-async def recall(scope: Scope, text: str, *, params: RrfParams, bus: EventBus, budget_ms: float, limit: int,
-                 inject: int) -> str | None:
+async def recall(
+    scope: Scope, text: str, *, params: RrfParams, bus: EventBus, budget_ms: float, limit: int, inject: int
+) -> str | None:
     """Search the memories of `scope`'s user with `text` within `budget_ms`; publish the ``retrieval`` event
     (and ``recall_ms``); return the recall text with the top `inject` relevant hits, or None."""
     started = time.perf_counter()
@@ -48,14 +49,14 @@ async def recall(scope: Scope, text: str, *, params: RrfParams, bus: EventBus, b
     if not query.strip():
         bus.emit(events.skipped_recall(text, params, reason="nothing to search for", latency_ms=0.0))
         return None
-    work = asyncio.ensure_future(asyncio.to_thread(retrieval.search_memories, scope, query, limit=limit,
-                                                   params=params))
+    work = asyncio.ensure_future(asyncio.to_thread(retrieval.search_memories, scope, query, limit=limit, params=params))
     try:
         result = await asyncio.wait_for(asyncio.shield(work), timeout=budget_ms / 1000)
     except TimeoutError:
         work.add_done_callback(lambda f: f.cancelled() or f.exception())  # finish quietly in the background
-        bus.emit(events.skipped_recall(text, params, reason=f"over the {budget_ms:.0f} ms budget",
-                                       latency_ms=elapsed_ms()))
+        bus.emit(
+            events.skipped_recall(text, params, reason=f"over the {budget_ms:.0f} ms budget", latency_ms=elapsed_ms())
+        )
         bus.metric("recall_ms", elapsed_ms())
         return None
     except PlaygroundError as exc:
@@ -64,7 +65,10 @@ async def recall(scope: Scope, text: str, *, params: RrfParams, bus: EventBus, b
         return None
     took = elapsed_ms()
     injected = [hit for hit in result.hits if is_relevant(hit.text_rank, hit.vector_distance)][:inject]
-    bus.emit(events.memory_search_retrieval(result, trigger=events.RECALL_TRIGGER, query=text, latency_ms=took,
-                                            injected=injected))
+    bus.emit(
+        events.memory_search_retrieval(
+            result, trigger=events.RECALL_TRIGGER, query=text, latency_ms=took, injected=injected
+        )
+    )
     bus.metric("recall_ms", took)
     return recall_text(injected) if injected else None

@@ -60,18 +60,36 @@ def summarize_metrics(events: list[Event]) -> dict[str, dict[str, float]]:
     by_name: dict[str, list[float]] = {}
     for event in of_type(events, "metric"):
         by_name.setdefault(event["name"], []).append(float(event["value"]))
-    return {name: {"count": len(values), "mean": round(statistics.fmean(values), 2),
-                   "p50": round(_percentile(values, 0.5), 2), "p95": round(_percentile(values, 0.95), 2),
-                   "max": round(max(values), 2)}
-            for name, values in sorted(by_name.items())}
+    return {
+        name: {
+            "count": len(values),
+            "mean": round(statistics.fmean(values), 2),
+            "p50": round(_percentile(values, 0.5), 2),
+            "p95": round(_percentile(values, 0.95), 2),
+            "max": round(max(values), 2),
+        }
+        for name, values in sorted(by_name.items())
+    }
 
 
-def playground_section(*, session_id: str, user_id: uuid.UUID, mode: str, events: list[Event],
-                       started_at: float, ended_at: float, memories_written: list[dict[str, Any]],
-                       profile_updates: list[dict[str, Any]] | None = None,
-                       extraction: dict[str, Any] | None = None, models: dict[str, Any] | None = None) -> dict:
-    transcript = [{"turn": e["turn"], "role": e["role"], "text": e["text"], "ts": e["ts"]}
-                  for e in of_type(events, "transcript") if e.get("final", True)]
+def playground_section(
+    *,
+    session_id: str,
+    user_id: uuid.UUID,
+    mode: str,
+    events: list[Event],
+    started_at: float,
+    ended_at: float,
+    memories_written: list[dict[str, Any]],
+    profile_updates: list[dict[str, Any]] | None = None,
+    extraction: dict[str, Any] | None = None,
+    models: dict[str, Any] | None = None,
+) -> dict:
+    transcript = [
+        {"turn": e["turn"], "role": e["role"], "text": e["text"], "ts": e["ts"]}
+        for e in of_type(events, "transcript")
+        if e.get("final", True)
+    ]
     return {
         "version": REPORT_VERSION,
         "session_id": session_id,
@@ -99,10 +117,15 @@ def livekit_report(session, *, session_id: str, room_name: str | None = None) ->
     """The same dict ``ctx.make_session_report(session).to_dict()`` gives, for a session without a job."""
     started = session._started_at  # what JobContext.make_session_report reads too
     report = SessionReport(
-        job_id=session_id, room_id="", room=room_name or "in-process",
-        options=session.options, events=list(session._recorded_events),
-        chat_history=session.history.copy(), model_usage=session.usage.model_usage,
-        started_at=started, agent_name=get_settings().agent_name,
+        job_id=session_id,
+        room_id="",
+        room=room_name or "in-process",
+        options=session.options,
+        events=list(session._recorded_events),
+        chat_history=session.history.copy(),
+        model_usage=session.usage.model_usage,
+        started_at=started,
+        agent_name=get_settings().agent_name,
     )
     if started:
         report.duration = report.timestamp - started
@@ -117,9 +140,14 @@ def _spool(user_id: uuid.UUID, session_id: str, report: dict, room_name, started
     directory = _spool_dir()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{uuid.uuid4().hex}.json"
-    payload = {"user_id": str(user_id), "session_id": session_id, "room_name": room_name,
-               "started_at": started_at.isoformat() if started_at else None,
-               "ended_at": ended_at.isoformat() if ended_at else None, "report": report}
+    payload = {
+        "user_id": str(user_id),
+        "session_id": session_id,
+        "room_name": room_name,
+        "started_at": started_at.isoformat() if started_at else None,
+        "ended_at": ended_at.isoformat() if ended_at else None,
+        "report": report,
+    }
     temp = path.with_suffix(".tmp")
     temp.write_text(json.dumps(payload, default=str, ensure_ascii=False), encoding="utf-8")
     temp.replace(path)
@@ -130,22 +158,31 @@ def _epoch_to_dt(value: float | None) -> datetime | None:
     return datetime.fromtimestamp(value, tz=UTC) if value else None
 
 
-def save(user_id: uuid.UUID | str, session_id: str, report: dict[str, Any], *, room_name: str | None = None,
-         started_at: float | None = None, ended_at: float | None = None) -> sessions.SessionRecord | None:
+def save(
+    user_id: uuid.UUID | str,
+    session_id: str,
+    report: dict[str, Any],
+    *,
+    room_name: str | None = None,
+    started_at: float | None = None,
+    ended_at: float | None = None,
+) -> sessions.SessionRecord | None:
     """Save one report (blocking). On failure it is logged and kept on disk for a retry; returns None then."""
     user_id = parse_user_id(user_id)
     started, ended = _epoch_to_dt(started_at), _epoch_to_dt(ended_at)
     try:
-        record = sessions.save_report(Scope.service(user_id), session_id, report, room_name=room_name,
-                                      started_at=started, ended_at=ended)
+        record = sessions.save_report(
+            Scope.service(user_id), session_id, report, room_name=room_name, started_at=started, ended_at=ended
+        )
     except InvalidInput as exc:
         # too large or otherwise unstorable: keep a slimmer copy rather than nothing
         log.error("session report %s rejected (%s); saving it without the raw livekit events", session_id, exc)
         slim = {k: v for k, v in report.items() if k not in ("events", "chat_history")}
         slim.setdefault("playground", {}).pop("events", None)
         try:
-            return sessions.save_report(Scope.service(user_id), session_id, slim, room_name=room_name,
-                                        started_at=started, ended_at=ended)
+            return sessions.save_report(
+                Scope.service(user_id), session_id, slim, room_name=room_name, started_at=started, ended_at=ended
+            )
         except PlaygroundError as second:
             path = _spool(user_id, session_id, report, room_name, started, ended)
             log.error("session report %s could not be saved (%s); kept in %s", session_id, second, path)
@@ -169,10 +206,13 @@ def flush_pending() -> int:
             try:
                 payload = json.loads(path.read_text(encoding="utf-8"))
                 sessions.save_report(
-                    Scope.service(payload["user_id"]), payload["session_id"], payload["report"],
+                    Scope.service(payload["user_id"]),
+                    payload["session_id"],
+                    payload["report"],
                     room_name=payload.get("room_name"),
                     started_at=datetime.fromisoformat(payload["started_at"]) if payload.get("started_at") else None,
-                    ended_at=datetime.fromisoformat(payload["ended_at"]) if payload.get("ended_at") else None)
+                    ended_at=datetime.fromisoformat(payload["ended_at"]) if payload.get("ended_at") else None,
+                )
             except DatabaseUnavailable as exc:
                 log.warning("pending session report %s still not saved: %s", path.name, exc)
                 break  # the database is still down; try again later

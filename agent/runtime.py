@@ -88,8 +88,9 @@ class AgentRuntime:
 
     # ---- conversations -------------------------------------------------------------
 
-    def open_conversation(self, key: str, user_id: uuid.UUID | str, *, rrf: RrfParams | None = None,
-                          factory: SessionFactory | None = None) -> Conversation:
+    def open_conversation(
+        self, key: str, user_id: uuid.UUID | str, *, rrf: RrfParams | None = None, factory: SessionFactory | None = None
+    ) -> Conversation:
         """The conversation for `key`, created on first use (idempotent per key).
 
         By default a text conversation; `factory(sink) -> started PlaygroundSession` builds another kind

@@ -106,8 +106,15 @@ class PlaygroundSession:
         """Preload, start the agent session and (if greeting) wait for the greeting; returns its text."""
         if preload is None:
             preload = await asyncio.to_thread(load_preload, self.user_id)
-        self.agent = self.agent_class(self.user_id, preload=preload, bus=self.bus, session_id=self.session_id,
-                                     rrf=self.rrf, greet=self.greet, **self.agent_options)
+        self.agent = self.agent_class(
+            self.user_id,
+            preload=preload,
+            bus=self.bus,
+            session_id=self.session_id,
+            rrf=self.rrf,
+            greet=self.greet,
+            **self.agent_options,
+        )
         self.started_at = time.time()
         kwargs: dict[str, Any] = {}
         if room is not None:
@@ -158,8 +165,13 @@ class PlaygroundSession:
             self.agent.set_rrf(self.rrf)
         return self.rrf
 
-    async def finish(self, *, base_report: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
-                     extract: bool = True, close_session: bool = True) -> dict[str, Any]:
+    async def finish(
+        self,
+        *,
+        base_report: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
+        extract: bool = True,
+        close_session: bool = True,
+    ) -> dict[str, Any]:
         """Close the session, extract facts, build and save the report (once; later calls return it).
 
         `base_report` is the livekit part of the report, or a function making it once the
@@ -183,15 +195,27 @@ class PlaygroundSession:
             extraction = await self._extract(agent)
         base = self._livekit_part(base_report)
         section = reports.playground_section(
-            session_id=self.session_id, user_id=self.user_id, mode=self.mode, events=self.bus.events,
-            started_at=self.started_at or self.ended_at, ended_at=self.ended_at,
+            session_id=self.session_id,
+            user_id=self.user_id,
+            mode=self.mode,
+            events=self.bus.events,
+            started_at=self.started_at or self.ended_at,
+            ended_at=self.ended_at,
             memories_written=agent.memories_written if agent else [],
             profile_updates=agent.profile_updates if agent else [],
-            extraction=extraction, models=describe_models().as_dict())
+            extraction=extraction,
+            models=describe_models().as_dict(),
+        )
         self.report = {**base, "playground": section}
         self.record = await asyncio.to_thread(
-            reports.save, self.user_id, self.session_id, self.report, room_name=self.room_name,
-            started_at=self.started_at, ended_at=self.ended_at)
+            reports.save,
+            self.user_id,
+            self.session_id,
+            self.report,
+            room_name=self.room_name,
+            started_at=self.started_at,
+            ended_at=self.ended_at,
+        )
         return self.report
 
     def _livekit_part(self, base_report: dict[str, Any] | Callable[[], dict[str, Any]] | None) -> dict[str, Any]:
@@ -210,21 +234,27 @@ class PlaygroundSession:
             return {}
 
     async def _extract(self, agent: PlaygroundAgent) -> dict[str, Any] | None:
-        user_turns = [e["text"] for e in events.of_type(self.bus.events, "transcript")
-                      if e["role"] == "user" and e.get("final")]
+        user_turns = [
+            e["text"] for e in events.of_type(self.bus.events, "transcript") if e["role"] == "user" and e.get("final")
+        ]
         if not user_turns:
             return None
         try:
-            existing = {m.memory_type: m.content
-                        for m in await asyncio.to_thread(memories.list_memories, agent.scope)}
+            existing = {m.memory_type: m.content for m in await asyncio.to_thread(memories.list_memories, agent.scope)}
             touched = {w["memory_type"] for w in agent.memories_written}
             model = None if isinstance(self.llm, OfflineBrain) else self.llm
             extraction = await extract_facts(user_turns, touched_slots=touched, existing=existing, llm_model=model)
             for fact in extraction.facts:
-                result = await asyncio.to_thread(memories.remember, agent.scope, fact.memory_type, fact.content,
-                                                 session_id=self.session_id)
-                agent.note_write("remembered" if result.created else "updated", result.memory.memory_type,
-                                  result.memory.content, result.previous_content, source="extraction")
+                result = await asyncio.to_thread(
+                    memories.remember, agent.scope, fact.memory_type, fact.content, session_id=self.session_id
+                )
+                agent.note_write(
+                    "remembered" if result.created else "updated",
+                    result.memory.memory_type,
+                    result.memory.content,
+                    result.previous_content,
+                    source="extraction",
+                )
             return extraction.as_dict()
         except PlaygroundError as exc:
             log.warning("fact extraction after session %s failed: %s", self.session_id, exc)

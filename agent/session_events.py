@@ -80,12 +80,20 @@ class _Publisher:
         cause = getattr(error, "error", error)
         kind = getattr(error, "type", "")
         if kind == "llm_error":
-            self.bus.emit(events.error(llm_failures.describe(cause), where="llm", kind=llm_failures.kind(cause),
-                                       recoverable=False))
+            self.bus.emit(
+                events.error(
+                    llm_failures.describe(cause), where="llm", kind=llm_failures.kind(cause), recoverable=False
+                )
+            )
             return
         what = _SPEECH_MODELS.get(kind, type(ev.source).__name__)
-        self.bus.emit(events.error(f"The {what} failed ({type(cause).__name__}): check its settings and try again.",
-                                   where=kind.removesuffix("_error") or type(ev.source).__name__, recoverable=False))
+        self.bus.emit(
+            events.error(
+                f"The {what} failed ({type(cause).__name__}): check its settings and try again.",
+                where=kind.removesuffix("_error") or type(ev.source).__name__,
+                recoverable=False,
+            )
+        )
 
     def function_tools_executed(self, ev) -> None:
         # tool calls the model got wrong never reach our tools (livekit answers them with an error)
@@ -94,7 +102,14 @@ class _Publisher:
             unknown = said.startswith("Unknown function:")
             if not (unknown or said.startswith("Error parsing arguments for")):
                 continue
-            self.bus.emit(events.tool_call(call.name, {"raw": call.arguments}, output=None, error=said,
-                                           duration_ms=0.0))
-            self.bus.emit(events.error(llm_failures.tool_call_problem(call.name, unknown=unknown), where="llm",
-                                       kind="unknown_tool" if unknown else "tool_arguments", recoverable=True))
+            self.bus.emit(
+                events.tool_call(call.name, {"raw": call.arguments}, output=None, error=said, duration_ms=0.0)
+            )
+            self.bus.emit(
+                events.error(
+                    llm_failures.tool_call_problem(call.name, unknown=unknown),
+                    where="llm",
+                    kind="unknown_tool" if unknown else "tool_arguments",
+                    recoverable=True,
+                )
+            )

@@ -87,9 +87,18 @@ async def entrypoint(ctx: JobContext) -> None:
     vad = ctx.proc.userdata.get("vad") or build_vad()
     # LiveKit Inference brings its end-of-turn model; anywhere else VAD endpointing keeps it offline
     options = {} if speech_backend(kind="stt") == "livekit" else {"turn_handling": {"turn_detection": "vad"}}
-    ps = PlaygroundSession(start.user_id, mode="worker", session_id=f"lk-{ctx.job.id}", llm=build_llm(),
-                           stt=build_stt(), tts=build_tts(), vad=vad, sinks=[sink], room_name=ctx.room.name,
-                           session_options=options)
+    ps = PlaygroundSession(
+        start.user_id,
+        mode="worker",
+        session_id=f"lk-{ctx.job.id}",
+        llm=build_llm(),
+        stt=build_stt(),
+        tts=build_tts(),
+        vad=vad,
+        sinks=[sink],
+        room_name=ctx.room.name,
+        session_options=options,
+    )
     log.info("session %s for user %s (%s)", ps.session_id, start.user_id, start.source)
 
     async def save_report() -> None:

@@ -41,11 +41,22 @@ from core.db import Scope, admin_connection
 from core.errors import PlaygroundError
 from tests.support.openai_standin import OpenAIStandIn, TemplateError, check_messages
 
-TURNS = ["what is my favorite color?", "where do I live?", "I drive a blue Subaru Outback", "what car do I drive?",
-         "where is order 1002?", "how long is the warranty?", "what do you know about me?",
-         "forget my favorite color"]
-MEMORIES = {"favorite_color": "teal", "home_city": "Denver, Colorado", "allergies": "peanuts",
-            "favorite_drink": "Oat milk flat white, extra hot"}
+TURNS = [
+    "what is my favorite color?",
+    "where do I live?",
+    "I drive a blue Subaru Outback",
+    "what car do I drive?",
+    "where is order 1002?",
+    "how long is the warranty?",
+    "what do you know about me?",
+    "forget my favorite color",
+]
+MEMORIES = {
+    "favorite_color": "teal",
+    "home_city": "Denver, Colorado",
+    "allergies": "peanuts",
+    "favorite_drink": "Oat milk flat white, extra hot",
+}
 PLACEMENTS = ("livekit default", "system", "latest user turn", "every user turn")
 
 
@@ -56,11 +67,14 @@ def _agent_class(placement: str) -> type[PlaygroundAgent]:
                 return super().shape_request(chat_ctx)
             # the context as livekit builds it, with the recall as a system message before the user's
             items = list(chat_ctx.items)
-            last_user = max((i for i, item in enumerate(items) if item.type == "message" and item.role == "user"),
-                            default=None)
+            last_user = max(
+                (i for i, item in enumerate(items) if item.type == "message" and item.role == "user"), default=None
+            )
             if last_user is not None and self._recalls.get(items[last_user].id):
-                items.insert(last_user, llm.ChatMessage(role="system",
-                                                        content=[recall_block(self._recalls[items[last_user].id])]))
+                items.insert(
+                    last_user,
+                    llm.ChatMessage(role="system", content=[recall_block(self._recalls[items[last_user].id])]),
+                )
             return llm.ChatContext(items)
 
     return Measured
@@ -68,7 +82,8 @@ def _agent_class(placement: str) -> type[PlaygroundAgent]:
 
 def _rendered(body: dict) -> str:
     return json.dumps(body.get("tools") or [], sort_keys=True) + "".join(
-        json.dumps(message, sort_keys=True) for message in body.get("messages") or [])
+        json.dumps(message, sort_keys=True) for message in body.get("messages") or []
+    )
 
 
 def _shared_prefix(a: str, b: str) -> int:
@@ -80,10 +95,18 @@ def _shared_prefix(a: str, b: str) -> int:
 
 
 async def _conversation(placement: str, user_id) -> None:
-    placement_option = {"livekit default": "user_turns", "system": "system", "latest user turn": "latest_user_turn",
-                        "every user turn": "user_turns"}[placement]
-    ps = PlaygroundSession(user_id, mode="text", agent_class=_agent_class(placement),
-                           agent_options={"recall_placement": placement_option, "recall_budget_ms": 30_000})
+    placement_option = {
+        "livekit default": "user_turns",
+        "system": "system",
+        "latest user turn": "latest_user_turn",
+        "every user turn": "user_turns",
+    }[placement]
+    ps = PlaygroundSession(
+        user_id,
+        mode="text",
+        agent_class=_agent_class(placement),
+        agent_options={"recall_placement": placement_option, "recall_budget_ms": 30_000},
+    )
     await ps.start()
     for text in TURNS:
         with contextlib.suppress(PlaygroundError):  # a refused request is part of what is measured
@@ -119,22 +142,34 @@ def measure() -> list[dict]:
         rendered = [_rendered(body) for body in bodies]
         reused = [_shared_prefix(before, after) / len(after) for before, after in itertools.pairwise(rendered)]
         new_chars = [len(after) - _shared_prefix(before, after) for before, after in itertools.pairwise(rendered)]
-        rows.append({"placement": placement, "requests": len(bodies), "accepted": accepted,
-                     "reused_mean": statistics.fmean(reused), "reused_min": min(reused),
-                     "new_chars_total": sum(new_chars), "chars_total": sum(len(r) for r in rendered[1:])})
+        rows.append(
+            {
+                "placement": placement,
+                "requests": len(bodies),
+                "accepted": accepted,
+                "reused_mean": statistics.fmean(reused),
+                "reused_min": min(reused),
+                "new_chars_total": sum(new_chars),
+                "chars_total": sum(len(r) for r in rendered[1:]),
+            }
+        )
     return rows
 
 
 def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     rows = measure()
-    print("| recall placement | requests strict templates accept | request start reused from the previous "
-          "request (mean / worst) | characters processed again over the conversation |")
+    print(
+        "| recall placement | requests strict templates accept | request start reused from the previous "
+        "request (mean / worst) | characters processed again over the conversation |"
+    )
     print("| --- | --- | --- | --- |")
     for row in rows:
-        print(f"| {row['placement']} | {row['accepted']} of {row['requests']} | {row['reused_mean']:.0%} / "
-              f"{row['reused_min']:.0%} | {row['new_chars_total']:,} of {row['chars_total']:,} "
-              f"({row['new_chars_total'] / row['chars_total']:.0%}) |")
+        print(
+            f"| {row['placement']} | {row['accepted']} of {row['requests']} | {row['reused_mean']:.0%} / "
+            f"{row['reused_min']:.0%} | {row['new_chars_total']:,} of {row['chars_total']:,} "
+            f"({row['new_chars_total'] / row['chars_total']:.0%}) |"
+        )
     return 0
 
 

@@ -81,8 +81,12 @@ def run(rounds: int = 2, log=print, *, utterances: int | None = None) -> dict[st
                     record = VoiceTurn(text=text)
                     cursor = call.events_since(0)[1]
                     browser.say(recordings[text], 22_050, lead_silence=0.2, tail_silence=0.0)
-                    said = _wait(call, lambda e: e["type"] == "transcript" and e["role"] == "user"
-                                 and e.get("final"), cursor, timeout=30)
+                    said = _wait(
+                        call,
+                        lambda e: e["type"] == "transcript" and e["role"] == "user" and e.get("final"),
+                        cursor,
+                        timeout=30,
+                    )
                     if said is None:
                         log(f"voice: no transcript for {text!r} (skipped)")
                         turns.append(record)
@@ -99,8 +103,10 @@ def run(rounds: int = 2, log=print, *, utterances: int | None = None) -> dict[st
                     record.tools = [e["name"] for e in events if e["type"] == "tool_call"]
                     record.tools_ms = sum(e.get("duration_ms") or 0 for e in events if e["type"] == "tool_call")
                     turns.append(record)
-                    log(f"voice: round {round_number + 1} · {text!r} -> heard {record.heard!r} · "
-                        f"first audio after {record.e2e_ms or float('nan'):.0f} ms")
+                    log(
+                        f"voice: round {round_number + 1} · {text!r} -> heard {record.heard!r} · "
+                        f"first audio after {record.e2e_ms or float('nan'):.0f} ms"
+                    )
                     time.sleep(0.5)
             rows = {row["turn"]: row for row in per_turn_latency(call.events_since(0)[0])}
             for record in turns:

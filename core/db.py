@@ -37,6 +37,7 @@ _pools: dict[str, ConnectionPool] = {}
 # Where the database is
 # ---------------------------------------------------------------------------
 
+
 def start_embedded(pgdata: Path, *, cleanup_mode: str | None = "stop") -> str:
     """Start (or join) the embedded server for `pgdata` and return its URI.
 
@@ -90,6 +91,7 @@ def database_url() -> str:
 # Pool
 # ---------------------------------------------------------------------------
 
+
 def get_pool(conninfo: str | None = None) -> ConnectionPool:
     conninfo = conninfo or database_url()
     with _lock:
@@ -119,6 +121,7 @@ def close_pools() -> None:
 # ---------------------------------------------------------------------------
 # Scopes: who a transaction runs as
 # ---------------------------------------------------------------------------
+
 
 class VerifiedIdentity(Protocol):
     """What core.identity.verify() returns; only verified claims get here."""
@@ -261,7 +264,9 @@ def migration_files(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     for path in sorted(directory.glob("*.sql")):
         version, _, name = path.stem.partition("_")
         if not version.isdigit():
-            raise InvalidInput(f"Migration file {path.name} must start with a numeric version, e.g. 20260101000000_name.sql")
+            raise InvalidInput(
+                f"Migration file {path.name} must start with a numeric version, e.g. 20260101000000_name.sql"
+            )
         found.append(Migration(version=version, name=name, path=path))
     return found
 
@@ -297,8 +302,10 @@ def migrate(conninfo: str | None = None, *, embedded: bool | None = None, echo=p
                 if recorded is not None:
                     stored = (recorded["statements"] or [""])[0]
                     if hashlib.sha256(stored.encode()).hexdigest() != migration.checksum:
-                        echo(f"warning: {migration.path.name} changed after it was applied; "
-                             "add a new migration instead of editing an applied one.")
+                        echo(
+                            f"warning: {migration.path.name} changed after it was applied; "
+                            "add a new migration instead of editing an applied one."
+                        )
                     continue
                 echo(f"applying {migration.path.name}")
                 with conn.transaction():
@@ -317,10 +324,7 @@ def migrate(conninfo: str | None = None, *, embedded: bool | None = None, echo=p
 def status(conninfo: str | None = None) -> list[dict[str, Any]]:
     with admin_connection(conninfo) as conn:
         applied = _applied_migrations(conn)
-    return [
-        {"version": m.version, "name": m.name, "applied": m.version in applied}
-        for m in migration_files()
-    ]
+    return [{"version": m.version, "name": m.name, "applied": m.version in applied} for m in migration_files()]
 
 
 def reset(conninfo: str | None = None) -> None:

@@ -99,8 +99,9 @@ def mint_user_token(
         api.AccessToken(settings.livekit_api_key, settings.livekit_api_secret)
         .with_identity(user_id)
         .with_name(display_name or f"Visitor {user_id[:8]}")
-        .with_grants(api.VideoGrants(room_join=True, room=room_name, can_publish=True, can_subscribe=True,
-                                     can_publish_data=True))
+        .with_grants(
+            api.VideoGrants(room_join=True, room=room_name, can_publish=True, can_subscribe=True, can_publish_data=True)
+        )
         .with_room_config(room_config)
         .with_ttl(ttl)
         .to_jwt()

@@ -114,8 +114,12 @@ class KnowledgeSearch:
     embed_ms: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "latency_ms": round(self.latency_ms, 2), "embed_ms": round(self.embed_ms, 2),
-                "hits": [hit.as_dict() for hit in self.hits]}
+        return {
+            "query": self.query,
+            "latency_ms": round(self.latency_ms, 2),
+            "embed_ms": round(self.embed_ms, 2),
+            "hits": [hit.as_dict() for hit in self.hits],
+        }
 
 
 def _clean_limit(limit: int, maximum: int) -> int:
@@ -209,5 +213,4 @@ def search_knowledge(
             (vector, limit, category),
         )
         hits = [KnowledgeHit(**row) for row in cur.fetchall()]
-    return KnowledgeSearch(query=query, hits=hits, latency_ms=(time.perf_counter() - started) * 1000,
-                           embed_ms=embed_ms)
+    return KnowledgeSearch(query=query, hits=hits, latency_ms=(time.perf_counter() - started) * 1000, embed_ms=embed_ms)

@@ -50,9 +50,18 @@ def seed_orders(conninfo: str | None = None) -> int:
                 "insert into public.orders (order_id, customer_name, status, items, total, currency, carrier, "
                 "tracking_number, placed_at, estimated_delivery) values (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s) "
                 "on conflict (order_id) do nothing",
-                (order["order_id"], order["customer_name"], order["status"], json.dumps(order["items"]),
-                 order["total"], order.get("currency", "USD"), order.get("carrier"), order.get("tracking_number"),
-                 order["placed_at"], order.get("estimated_delivery")),
+                (
+                    order["order_id"],
+                    order["customer_name"],
+                    order["status"],
+                    json.dumps(order["items"]),
+                    order["total"],
+                    order.get("currency", "USD"),
+                    order.get("carrier"),
+                    order.get("tracking_number"),
+                    order["placed_at"],
+                    order.get("estimated_delivery"),
+                ),
             )
             added += cur.rowcount
     return added
@@ -80,8 +89,10 @@ def ensure_demo_user(conninfo: str | None = None) -> uuid.UUID:
                 "returning id",
                 (DEMO_EMAIL, json.dumps({"name": DEMO_NAME, "demo": True})),
             ).fetchone()[0]
-        conn.execute("update public.profiles set name = coalesce(name, %s), email = coalesce(email, %s) where id = %s",
-                     (DEMO_NAME, DEMO_EMAIL, user_id))
+        conn.execute(
+            "update public.profiles set name = coalesce(name, %s), email = coalesce(email, %s) where id = %s",
+            (DEMO_NAME, DEMO_EMAIL, user_id),
+        )
     _write_demo_file(path, user_id)
     return user_id
 
@@ -116,7 +127,6 @@ def seed_all(echo=print) -> uuid.UUID:
     added_orders = seed_orders()
     user_id = ensure_demo_user()
     added_memories = seed_demo_memories(user_id)
-    echo(f"seed: {added_docs} knowledge document(s), {added_orders} order(s), "
-         f"{added_memories} demo memory(ies) added")
+    echo(f"seed: {added_docs} knowledge document(s), {added_orders} order(s), {added_memories} demo memory(ies) added")
     echo(f"demo user: {user_id}  (DEMO_USER_ID; kept in {demo_user_file()})")
     return user_id

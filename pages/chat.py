@@ -63,8 +63,10 @@ def _render_message(turn: Turn) -> None:
                 with st.expander(f":material/insights: {turn.summary}"):
                     render_tool_calls(turn)
                     if turn.retrievals:
-                        st.caption("Retrieval details for this turn are in the panel on the right "
-                                   "(choose turn " + str(turn.number) + ").")
+                        st.caption(
+                            "Retrieval details for this turn are in the panel on the right "
+                            "(choose turn " + str(turn.number) + ")."
+                        )
 
 
 def _wait_for_turn(chat, future, cursor: int) -> None:
@@ -77,13 +79,16 @@ def _wait_for_turn(chat, future, cursor: int) -> None:
                 if event["type"] == "tool_call":
                     status.write(f":material/build: `{event['name']}` · {ms(event.get('duration_ms'))}")
                 elif event["type"] == "retrieval":
-                    status.write(f":material/manage_search: searched {event.get('source')} "
-                                 f"({len(event.get('hits') or [])} hits)")
+                    status.write(
+                        f":material/manage_search: searched {event.get('source')} ({len(event.get('hits') or [])} hits)"
+                    )
             time.sleep(0.05)
         if not future.done():
             status.update(label="The agent is still working", state="error")
-            st.warning("The agent has not answered yet. Its answer will appear here when it "
-                       "is ready; you can also end the session and start again.")
+            st.warning(
+                "The agent has not answered yet. Its answer will appear here when it "
+                "is ready; you can also end the session and start again."
+            )
             st.stop()
         try:
             result = future.result()
@@ -98,8 +103,7 @@ def _wait_for_turn(chat, future, cursor: int) -> None:
         if result.error:
             status.update(label="The turn failed", state="error", expanded=False)
         else:
-            status.update(label=f"Answered in {ms(result.timings.get('total_ms'))}", state="complete",
-                          expanded=False)
+            status.update(label=f"Answered in {ms(result.timings.get('total_ms'))}", state="complete", expanded=False)
     st.session_state[_INSPECT] = None  # follow the newest turn
     st.rerun()
 
@@ -117,16 +121,21 @@ def _inspector(turns: list[Turn]) -> None:
     answered = [t for t in turns if t.number > 0]
     st.markdown("#### :material/insights: What the agent did")
     if not answered:
-        st.caption("Send a message: the tool calls, the memories and knowledge retrieved (with vector rank, text "
-                   "rank, each branch's RRF contribution and the fused score) and the timings of each turn "
-                   "appear here.")
+        st.caption(
+            "Send a message: the tool calls, the memories and knowledge retrieved (with vector rank, text "
+            "rank, each branch's RRF contribution and the fused score) and the timings of each turn "
+            "appear here."
+        )
         return
     numbers = [t.number for t in answered]
     wanted = st.session_state.get(_INSPECT)
     if wanted not in numbers:
         st.session_state[_INSPECT] = numbers[-1]
-    chosen = st.segmented_control("Turn", numbers, key=_INSPECT, format_func=lambda n: f"Turn {n}",
-                                  required=True) if len(numbers) > 1 else numbers[0]
+    chosen = (
+        st.segmented_control("Turn", numbers, key=_INSPECT, format_func=lambda n: f"Turn {n}", required=True)
+        if len(numbers) > 1
+        else numbers[0]
+    )
     turn = next(t for t in answered if t.number == (chosen or numbers[-1]))
     st.caption(f"“{clip(turn.user_text, 90)}” · {turn.summary}")
     render_turn_details(turn, key=f"u_chat_turn{turn.number}")
@@ -135,12 +144,14 @@ def _inspector(turns: list[Turn]) -> None:
 def _ended(session_id: str, saved: bool) -> None:
     """The conversation just ended: where its report went, and a new start."""
     if saved:
-        st.success(f"Session `{short_id(session_id, 16)}` ended and its report was saved.",
-                   icon=":material/task_alt:")
+        st.success(f"Session `{short_id(session_id, 16)}` ended and its report was saved.", icon=":material/task_alt:")
         st.page_link("pages/sessions.py", label="Open it on the Sessions page", icon=":material/history:")
     else:
-        st.warning("The session ended, but its report could not be saved yet; it is kept on disk and "
-                   "saved automatically when the database is reachable.", icon=":material/save:")
+        st.warning(
+            "The session ended, but its report could not be saved yet; it is kept on disk and "
+            "saved automatically when the database is reachable.",
+            icon=":material/save:",
+        )
     if st.button("Start a new conversation", type="primary", icon=":material/add_comment:"):
         st.session_state.pop(_ENDED, None)
         st.rerun()
@@ -174,11 +185,18 @@ def _header(chat: Conversation, visitor) -> bool:
     label, demo_brain = _llm_label()
     header_left, header_right = st.columns([4, 1], vertical_alignment="center")
     with header_left:
-        st.caption(f":material/smart_toy: **{label}**{' — not an LLM; see the sidebar' if demo_brain else ''}"
-                   f" · session `{chat.session_id}` · user `{visitor.short_id}`")
+        st.caption(
+            f":material/smart_toy: **{label}**{' — not an LLM; see the sidebar' if demo_brain else ''}"
+            f" · session `{chat.session_id}` · user `{visitor.short_id}`"
+        )
     with header_right:
-        return st.button("End session", key="u_chat_end", icon=":material/stop_circle:", width="stretch",
-                         help="Ends this conversation and saves its report to the Sessions page.")
+        return st.button(
+            "End session",
+            key="u_chat_end",
+            icon=":material/stop_circle:",
+            width="stretch",
+            help="Ends this conversation and saves its report to the Sessions page.",
+        )
 
 
 def _conversation(chat: Conversation, turns: list[Turn], cursor: int, prompt: str | None) -> None:
@@ -189,8 +207,9 @@ def _conversation(chat: Conversation, turns: list[Turn], cursor: int, prompt: st
         if not turns:
             st.caption("Connecting…")
     if not any(t.number > 0 for t in turns) and not prompt:
-        st.pills("Try", SUGGESTIONS, key="u_chat_suggestion", on_change=_suggestion_clicked,
-                 label_visibility="collapsed")
+        st.pills(
+            "Try", SUGGESTIONS, key="u_chat_suggestion", on_change=_suggestion_clicked, label_visibility="collapsed"
+        )
     if prompt:
         with box:
             with st.chat_message("user"):
@@ -202,8 +221,12 @@ def _conversation(chat: Conversation, turns: list[Turn], cursor: int, prompt: st
 
 def main() -> None:
     visitor = auth.current_visitor()
-    page_header("Chat", "Talk to the agent. It remembers what you tell it, per user, in Postgres — and shows "
-                        "you why it recalled what it did.", icon=":material/chat:")
+    page_header(
+        "Chat",
+        "Talk to the agent. It remembers what you tell it, per user, in Postgres — and shows "
+        "you why it recalled what it did.",
+        icon=":material/chat:",
+    )
     ended = st.session_state.get(_ENDED)
     prompt = st.chat_input("Message the agent…", key="u_chat_input", max_chars=2000)
     prompt = prompt or st.session_state.pop(_PENDING, None)
@@ -222,11 +245,14 @@ def main() -> None:
         _conversation(chat, turns, cursor, prompt)
     with inspector:
         _inspector(turns)
-        with st.expander("Tune the fusion (weights and k) — applies to the agent's next search",
-                         icon=":material/tune:"):
+        with st.expander(
+            "Tune the fusion (weights and k) — applies to the agent's next search", icon=":material/tune:"
+        ):
             rrf.render_controls()
-            st.caption(f"In force for this conversation: w_vector {chat.rrf.vector_weight:g} · "
-                       f"w_text {chat.rrf.text_weight:g} · k {chat.rrf.k}")
+            st.caption(
+                f"In force for this conversation: w_vector {chat.rrf.vector_weight:g} · "
+                f"w_text {chat.rrf.text_weight:g} · k {chat.rrf.k}"
+            )
         rrf.render_formula()
     if end:
         with reported():

@@ -65,23 +65,27 @@ def _mic_callback(key: str):
         call = get_call(key)
         if call is not None:
             call.push_av_frame(frame)
+
     return on_mic_frame
 
 
 def _speaker_callback(key: str):
     def next_speaker_frame(pts, time_base) -> av.AudioFrame:  # aiortc's thread, every 20 ms
         call = get_call(key)
-        samples = call.read_samples(WEBRTC_FRAME_SAMPLES) if call is not None else \
-            np.zeros(WEBRTC_FRAME_SAMPLES, np.int16)
+        samples = (
+            call.read_samples(WEBRTC_FRAME_SAMPLES) if call is not None else np.zeros(WEBRTC_FRAME_SAMPLES, np.int16)
+        )
         frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
         frame.sample_rate = WEBRTC_SAMPLE_RATE
         return frame
+
     return next_speaker_frame
 
 
 def _ended_by_browser(key: str):
     def on_ended() -> None:  # the browser pressed Stop, closed the tab or lost the connection
         end_call(key)
+
     return on_ended
 
 
@@ -96,12 +100,16 @@ def _prewarm_once():
 
 def _pipeline_text(settings: Settings) -> str:
     if settings.livekit_configured:
-        return (f":material/podcasts: **LiveKit** · this page joins a room at `{settings.livekit_url}` as you; "
-                f"the `{settings.agent_name}` worker answers")
+        return (
+            f":material/podcasts: **LiveKit** · this page joins a room at `{settings.livekit_url}` as you; "
+            f"the `{settings.agent_name}` worker answers"
+        )
     labels = {row["role"]: row["label"] for row in model_rows()}
-    return (":material/computer: **Local pipeline** (runs in this app) · Silero VAD → "
-            f"{labels.get('STT', 'Whisper tiny.en')} → {labels.get('LLM', 'the agent')} → "
-            f"{labels.get('TTS', 'Piper')}")
+    return (
+        ":material/computer: **Local pipeline** (runs in this app) · Silero VAD → "
+        f"{labels.get('STT', 'Whisper tiny.en')} → {labels.get('LLM', 'the agent')} → "
+        f"{labels.get('TTS', 'Piper')}"
+    )
 
 
 def _state_badge(state: str) -> None:
@@ -125,8 +133,10 @@ def _live_status(key: str, who: str) -> None:
     with out_col:
         out_level = call.speaker_level_dbfs
         st.progress(level_fraction(out_level), text=f":material/volume_up: Agent {out_level:.0f} dBFS")
-    st.caption(f"Audio in: {call.mic_frames_received} frames from your microphone · audio out: "
-               f"{call.agent_audio_seconds_sent:.1f} s of agent speech sent")
+    st.caption(
+        f"Audio in: {call.mic_frames_received} frames from your microphone · audio out: "
+        f"{call.agent_audio_seconds_sent:.1f} s of agent speech sent"
+    )
     if call.error:
         st.error(call.error, icon=":material/error:")
     elif not (call.ready and call.ready.done()):
@@ -142,8 +152,10 @@ def _live_transcript(key: str) -> None:
     lines = live_transcript(events)
     with st.container(height=420, border=True, autoscroll=True):
         if not lines:
-            st.caption("Say something — for example “My favorite color is teal”, then “What is my favorite "
-                       "color?”. Speaking while the agent talks interrupts it.")
+            st.caption(
+                "Say something — for example “My favorite color is teal”, then “What is my favorite "
+                "color?”. Speaking while the agent talks interrupts it."
+            )
         for line in lines:
             if line["role"] == "error":
                 st.error(line["text"], icon=":material/error:")
@@ -161,9 +173,11 @@ def _live_turns(key: str) -> None:
     turns = [t for t in group_turns(events) if t.number > 0]
     st.markdown("#### :material/insights: What the agent did")
     if not turns:
-        st.caption("Per turn: the tool calls, the memories and knowledge retrieved (vector rank, text rank, each "
-                   "branch's RRF contribution, fused score) and the timings, including end of speech → first "
-                   "audio.")
+        st.caption(
+            "Per turn: the tool calls, the memories and knowledge retrieved (vector rank, text rank, each "
+            "branch's RRF contribution, fused score) and the timings, including end of speech → first "
+            "audio."
+        )
         return
     turn = turns[-1]
     st.caption(f"Turn {turn.number}: “{clip(turn.user_text or '', 90)}” · {turn.summary}")
@@ -176,31 +190,41 @@ def _ended_notice() -> None:
         return
     session_id, saved, pipeline = ended
     if pipeline == "livekit":
-        st.info("You left the LiveKit room. The agent worker saves the session report when the room closes.",
-                icon=":material/call_end:")
+        st.info(
+            "You left the LiveKit room. The agent worker saves the session report when the room closes.",
+            icon=":material/call_end:",
+        )
         st.page_link("pages/sessions.py", label="Sessions", icon=":material/history:")
     elif saved:
-        st.success(f"Call `{short_id(session_id, 16)}` ended; its report (transcript, tool calls, per-turn "
-                   "latencies) was saved.", icon=":material/task_alt:")
+        st.success(
+            f"Call `{short_id(session_id, 16)}` ended; its report (transcript, tool calls, per-turn "
+            "latencies) was saved.",
+            icon=":material/task_alt:",
+        )
         st.page_link("pages/sessions.py", label="Open it on the Sessions page", icon=":material/history:")
     else:
-        st.warning("The call ended, but its report could not be saved yet; it is kept on disk and saved "
-                   "automatically when the database is reachable.", icon=":material/save:")
+        st.warning(
+            "The call ended, but its report could not be saved yet; it is kept on disk and saved "
+            "automatically when the database is reachable.",
+            icon=":material/save:",
+        )
 
 
 def _webrtc(key: str, ice: list[dict]):
     """The browser side of the call: the microphone goes to the call's input, its output to the speaker."""
-    mic_sink = create_audio_sink_track(callback=_mic_callback(key), key="u_voice_mic",
-                                       on_ended=_ended_by_browser(key))
-    speaker = create_audio_source_track(callback=_speaker_callback(key), key="u_voice_speaker",
-                                        sample_rate=WEBRTC_SAMPLE_RATE)
+    mic_sink = create_audio_sink_track(callback=_mic_callback(key), key="u_voice_mic", on_ended=_ended_by_browser(key))
+    speaker = create_audio_source_track(
+        callback=_speaker_callback(key), key="u_voice_speaker", sample_rate=WEBRTC_SAMPLE_RATE
+    )
     st.html(_KEEP_WEBRTC_VISIBLE)
     return webrtc_streamer(
         key="u_voice_webrtc",
         mode=WebRtcMode.SENDRECV,
         rtc_configuration={"iceServers": ice},
-        media_stream_constraints={"audio": {"echoCancellation": True, "noiseSuppression": True,
-                                            "autoGainControl": True}, "video": False},
+        media_stream_constraints={
+            "audio": {"echoCancellation": True, "noiseSuppression": True, "autoGainControl": True},
+            "video": False,
+        },
         source_audio_track=speaker,
         sink_audio_track=mic_sink,
         audio_html_attrs={"autoPlay": True, "controls": False},
@@ -238,13 +262,19 @@ def _before_a_call(settings: Settings, playing: bool, ice: list[dict]) -> None:
     _ended_notice()
     if playing:
         return
-    st.caption("Press **Start call** and allow the microphone. "
-               + ("Audio stays on this machine: speech recognition, the agent and the voice all run "
-                  "locally." if not settings.livekit_configured else
-                  "Your audio goes to the LiveKit room; the agent worker joins it."))
+    st.caption(
+        "Press **Start call** and allow the microphone. "
+        + (
+            "Audio stays on this machine: speech recognition, the agent and the voice all run locally."
+            if not settings.livekit_configured
+            else "Your audio goes to the LiveKit room; the agent worker joins it."
+        )
+    )
     if not ice:
-        st.caption(":material/lan: No STUN/TURN servers are configured, which is right when the browser "
-                   "and the app share a machine or network; see docs/VOICE.md for remote use.")
+        st.caption(
+            ":material/lan: No STUN/TURN servers are configured, which is right when the browser "
+            "and the app share a machine or network; see docs/VOICE.md for remote use."
+        )
 
 
 def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
@@ -262,8 +292,10 @@ def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
         with st.expander("Latency of this call so far", icon=":material/timer:"):
             rows = per_turn_latency(call.events_since(0)[0])
             if rows:
-                st.dataframe([{"turn": r["turn"], **{k: ms(v) for k, v in r.items() if k != "turn"}}
-                              for r in rows], hide_index=True)
+                st.dataframe(
+                    [{"turn": r["turn"], **{k: ms(v) for k, v in r.items() if k != "turn"}} for r in rows],
+                    hide_index=True,
+                )
             else:
                 st.caption("Appears after the first spoken turn.")
 
@@ -271,8 +303,12 @@ def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
 def main() -> None:
     visitor = auth.current_visitor()
     settings = get_settings()
-    page_header("Voice", "Talk to the agent with your microphone. It hears you, remembers what you tell it and "
-                         "answers aloud; the panel shows what it retrieved and why.", icon=":material/mic:")
+    page_header(
+        "Voice",
+        "Talk to the agent with your microphone. It hears you, remembers what you tell it and "
+        "answers aloud; the panel shows what it retrieved and why.",
+        icon=":material/mic:",
+    )
     st.caption(_pipeline_text(settings))
     if not settings.livekit_configured:
         _prewarm_once()

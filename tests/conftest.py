@@ -24,9 +24,21 @@ import pytest
 # embedded database and the embedded issuer, whatever the developer's .env says.
 _TEST_DATA_DIR = Path(tempfile.mkdtemp(prefix="mp-test-data-"))
 os.environ["DATA_DIR"] = str(_TEST_DATA_DIR)
-for _name in ("DATABASE_URL", "SUPABASE_URL", "SUPABASE_ANON_KEY", "SUPABASE_JWT_SECRET", "DEMO_USER_ID",
-              "LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-              "LLM_MODEL", "EMBEDDING_MODEL", "VOICE_ICE_SERVERS"):
+for _name in (
+    "DATABASE_URL",
+    "SUPABASE_URL",
+    "SUPABASE_ANON_KEY",
+    "SUPABASE_JWT_SECRET",
+    "DEMO_USER_ID",
+    "LIVEKIT_URL",
+    "LIVEKIT_API_KEY",
+    "LIVEKIT_API_SECRET",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "LLM_MODEL",
+    "EMBEDDING_MODEL",
+    "VOICE_ICE_SERVERS",
+):
     os.environ[_name] = ""
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -112,9 +112,14 @@ def test_no_import_cycles_with_imports_inside_functions_counted():
 
 
 def test_each_layer_imports_only_the_layers_below_it():
-    allowed = {"core": {"core"}, "agent": {"agent", "core"}, "ui": {"ui", "agent", "core"},
-               "pages": {"pages", "ui", "agent", "core"}, "bench": {"bench", "agent", "core", "tests"},
-               "streamlit_app": {"ui"}}
+    allowed = {
+        "core": {"core"},
+        "agent": {"agent", "core"},
+        "ui": {"ui", "agent", "core"},
+        "pages": {"pages", "ui", "agent", "core"},
+        "bench": {"bench", "agent", "core", "tests"},
+        "streamlit_app": {"ui"},
+    }
     wrong = []
     for module, path in SOURCES.items():
         layer = module.split(".")[0]
@@ -126,9 +131,13 @@ def test_each_layer_imports_only_the_layers_below_it():
 
 
 def test_core_imports_neither_streamlit_nor_livekit_agents():
-    wrong = [f"{module}:{line} imports {name}" for module, path in SOURCES.items() if module.startswith("core")
-             for name, line in _imported(module, path)
-             if name.split(".")[0] == "streamlit" or name.startswith(("livekit.agents", "livekit.plugins"))]
+    wrong = [
+        f"{module}:{line} imports {name}"
+        for module, path in SOURCES.items()
+        if module.startswith("core")
+        for name, line in _imported(module, path)
+        if name.split(".")[0] == "streamlit" or name.startswith(("livekit.agents", "livekit.plugins"))
+    ]
     assert wrong == []
 
 
@@ -151,6 +160,8 @@ def test_agent_exports_what_it_lists():
 
 
 def test_no_file_in_agent_is_over_400_lines():
-    lengths = {str(path.relative_to(PROJECT_ROOT)): len(path.read_text(encoding="utf-8").splitlines())
-               for path in (PROJECT_ROOT / "agent").rglob("*.py")}
+    lengths = {
+        str(path.relative_to(PROJECT_ROOT)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in (PROJECT_ROOT / "agent").rglob("*.py")
+    }
     assert {path: n for path, n in lengths.items() if n > MAX_AGENT_FILE_LINES} == {}

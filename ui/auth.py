@@ -151,11 +151,18 @@ def renew(auth: AuthSession, family: str, *, margin: float = REFRESH_MARGIN_SECO
     newest refresh token. Raises AuthError if refreshing fails."""
     with _families.lock(family):
         latest = _families.latest(family)
-        if latest is not None and latest.user_id == auth.user_id and latest.refresh_token != auth.refresh_token \
-                and latest.expires_at - time.time() >= margin:
+        if (
+            latest is not None
+            and latest.user_id == auth.user_id
+            and latest.refresh_token != auth.refresh_token
+            and latest.expires_at - time.time() >= margin
+        ):
             return latest
-        newest = latest if latest is not None and latest.user_id == auth.user_id \
-            and latest.expires_at >= auth.expires_at else auth
+        newest = (
+            latest
+            if latest is not None and latest.user_id == auth.user_id and latest.expires_at >= auth.expires_at
+            else auth
+        )
         return _families.record(family, identity.refresh(newest.refresh_token), replaces=newest.refresh_token)
 
 
@@ -165,7 +172,7 @@ _SESSION_END_REASONS = {
     "refresh_token_not_found": "the session was signed out, for example from another device",
     "session_not_found": "the session was signed out, for example from another device",
     "refresh_token_already_used": "its sign-in token was presented twice, which can mean it was copied, "
-                                  "so the session was closed",
+    "so the session was closed",
     "user_not_found": "the account no longer exists",
     "user_banned": "the account is blocked",
 }
@@ -187,9 +194,12 @@ def restore_or_sign_in(stored_refresh_token: str | None) -> tuple[AuthSession, s
             with _families.lock(family) if family else contextlib.nullcontext():
                 _, superseded_at = _families.family_of(stored_refresh_token)
                 latest = _families.latest(family) if family else None
-                if superseded_at is not None and latest is not None \
-                        and time.time() - superseded_at <= REUSE_INTERVAL_SECONDS \
-                        and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS:
+                if (
+                    superseded_at is not None
+                    and latest is not None
+                    and time.time() - superseded_at <= REUSE_INTERVAL_SECONDS
+                    and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS
+                ):
                     return latest, None, family  # a parallel tab or a reload that raced the cookie write
                 restored = identity.refresh(stored_refresh_token)
             family = family or uuid.uuid4().hex
@@ -198,9 +208,11 @@ def restore_or_sign_in(stored_refresh_token: str | None) -> tuple[AuthSession, s
             raise
         except AuthError as exc:
             log.info("stored identity not restored: %s", exc)
-            notice = (f"Your previous identity could not be restored: {session_end_reason(exc)}. "
-                      "If you saved it with an email, sign in again with it (Sign in with email, in this "
-                      "sidebar); until then you are a new anonymous visitor.")
+            notice = (
+                f"Your previous identity could not be restored: {session_end_reason(exc)}. "
+                "If you saved it with an email, sign in again with it (Sign in with email, in this "
+                "sidebar); until then you are a new anonymous visitor."
+            )
     fresh = identity.sign_in_anonymously()
     return fresh, notice, _families.start(fresh)
 
@@ -244,11 +256,15 @@ def _session_ended(ended: AuthSession, exc: AuthError) -> AuthSession:
     last: Visitor | None = st.session_state.get("mp_visitor")
     email = ended.email or (last.email if last is not None and last.user_id == ended.user_id else None)
     if email:
-        notice = (f"Your session as {email} has ended: {reason}. Sign in again to get back to your memories; "
-                  "until then you are a new anonymous visitor.")
+        notice = (
+            f"Your session as {email} has ended: {reason}. Sign in again to get back to your memories; "
+            "until then you are a new anonymous visitor."
+        )
     else:
-        notice = (f"Your session has ended: {reason}. An anonymous identity cannot be signed into again, "
-                  "so you are now a new anonymous visitor.")
+        notice = (
+            f"Your session has ended: {reason}. An anonymous identity cannot be signed into again, "
+            "so you are now a new anonymous visitor."
+        )
     log.info("session of %s ended: %s", ended.user_id, exc)
     fresh = identity.sign_in_anonymously()
     _replace(fresh, family=_families.start(fresh), notice=notice)

@@ -81,6 +81,7 @@ def close_timeout_seconds() -> float:
 # Close conversations whose browser session went away
 # ---------------------------------------------------------------------------
 
+
 def _track(key: str, streamlit_session_id: str) -> None:
     global _watcher
     with _watch_lock:

@@ -48,8 +48,11 @@ def _events_of(section: dict[str, Any], key: str, kind: str) -> list[Any]:
 
 
 def _from_playground_section(section: dict[str, Any], view: ReportView) -> None:
-    view.transcript = [{"role": line.get("role"), "text": line["text"], "turn": line.get("turn", 0)}
-                       for line in _dicts(section.get("transcript")) if line.get("text")]
+    view.transcript = [
+        {"role": line.get("role"), "text": line["text"], "turn": line.get("turn", 0)}
+        for line in _dicts(section.get("transcript"))
+        if line.get("text")
+    ]
     view.tool_calls = _events_of(section, "tool_calls", "tool_call")
     view.retrievals = _events_of(section, "retrievals", "retrieval")
     view.metrics = _events_of(section, "metrics", "metric")
@@ -61,8 +64,11 @@ def _message_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(part if isinstance(part, str) else str(part.get("text") or part.get("transcript") or "")
-                        for part in content if part is not None).strip()
+        return " ".join(
+            part if isinstance(part, str) else str(part.get("text") or part.get("transcript") or "")
+            for part in content
+            if part is not None
+        ).strip()
     return "" if content is None else str(content)
 
 
@@ -87,11 +93,16 @@ def _from_chat_history(report: dict[str, Any], view: ReportView) -> None:
                 view.transcript.append({"role": item["role"], "text": text, "turn": turn})
         elif kind == "function_call" and not view.tool_calls:
             output = outputs.get(item.get("call_id"), {})
-            view.tool_calls.append({
-                "turn": turn, "name": item.get("name"), "arguments": item.get("arguments"),
-                "output": output.get("output"), "error": output.get("output") if output.get("is_error") else None,
-                "duration_ms": None,
-            })
+            view.tool_calls.append(
+                {
+                    "turn": turn,
+                    "name": item.get("name"),
+                    "arguments": item.get("arguments"),
+                    "output": output.get("output"),
+                    "error": output.get("output") if output.get("is_error") else None,
+                    "duration_ms": None,
+                }
+            )
 
 
 def read_report(report: dict[str, Any] | None) -> ReportView:
@@ -130,7 +141,7 @@ def _voice_latency(report: dict[str, Any], view: ReportView) -> None:
                 view.voice_latency.append({"turn": int(row["turn"]), **values})
     view.voice_latency.sort(key=lambda row: row["turn"])
     summary = voice.get("latency_summary")
-    for name, stats in (summary.items() if isinstance(summary, dict) else []):
+    for name, stats in summary.items() if isinstance(summary, dict) else []:
         if isinstance(stats, dict):
             numbers = {k: float(v) for k, v in stats.items() if k in ("count", "p50", "max") and _is_number(v)}
             if "p50" in numbers:

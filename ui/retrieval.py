@@ -24,8 +24,11 @@ from ui.format import clip, ms
 VECTOR_COLOR = "#0f766e"
 TEXT_COLOR = "#d97706"
 KNOWLEDGE_COLOR = "#2563eb"
-_TRIGGERS = {"per_turn_recall": "per-turn recall", "tool:search_memories": "tool search_memories",
-             "tool:search_knowledge": "tool search_knowledge"}
+_TRIGGERS = {
+    "per_turn_recall": "per-turn recall",
+    "tool:search_memories": "tool search_memories",
+    "tool:search_knowledge": "tool search_knowledge",
+}
 
 
 @dataclass
@@ -64,16 +67,29 @@ def view_of_search(search: MemorySearch | KnowledgeSearch) -> RetrievalView:
     """A search the page ran itself (Memories and Knowledge pages)."""
     data = search.as_dict()
     if isinstance(search, KnowledgeSearch):
-        return RetrievalView(kind="knowledge", query=search.query, hits=data["hits"],
-                             latency_ms=data["latency_ms"], embed_ms=data["embed_ms"])
-    return RetrievalView(kind="memories", query=search.query, hits=data["hits"], mode=search.mode,
-                         params=data["params"], latency_ms=data["latency_ms"], embed_ms=data["embed_ms"],
-                         degraded_reason=search.degraded_reason)
+        return RetrievalView(
+            kind="knowledge",
+            query=search.query,
+            hits=data["hits"],
+            latency_ms=data["latency_ms"],
+            embed_ms=data["embed_ms"],
+        )
+    return RetrievalView(
+        kind="memories",
+        query=search.query,
+        hits=data["hits"],
+        mode=search.mode,
+        params=data["params"],
+        latency_ms=data["latency_ms"],
+        embed_ms=data["embed_ms"],
+        degraded_reason=search.degraded_reason,
+    )
 
 
 # ---------------------------------------------------------------------------
 # Tables (plain data, testable without Streamlit)
 # ---------------------------------------------------------------------------
+
 
 def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
     rows = [
@@ -89,8 +105,19 @@ def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -
         }
         for hit in hits
     ]
-    frame = pd.DataFrame(rows, columns=["Slot", "Memory", "Vector rank", "Text rank", "Vector RRF", "Text RRF",
-                                        "Fused score", "Cosine distance"])
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "Slot",
+            "Memory",
+            "Vector rank",
+            "Text rank",
+            "Vector RRF",
+            "Text RRF",
+            "Fused score",
+            "Cosine distance",
+        ],
+    )
     for column in ("Vector rank", "Text rank"):
         # "—" = the memory is not in that branch's ranking (so the branch contributes 0)
         frame[column] = frame[column].map(lambda rank: "—" if rank is None or rank != rank else str(int(rank)))
@@ -118,20 +145,23 @@ def contribution_rows(hits: list[dict[str, Any]]) -> pd.DataFrame:
     for order, hit in enumerate(hits):
         label = str(hit.get("memory_type") or hit.get("title") or f"hit {order + 1}")
         for branch, rank_key, rrf_key in (("vector", "vector_rank", "vector_rrf"), ("text", "text_rank", "text_rrf")):
-            rows.append({
-                "hit": label,
-                "order": order,
-                "branch": branch,
-                "rank": hit.get(rank_key),
-                "contribution": float(hit.get(rrf_key) or 0.0),
-                "fused": float(hit.get("rrf_score") or 0.0),
-            })
+            rows.append(
+                {
+                    "hit": label,
+                    "order": order,
+                    "branch": branch,
+                    "rank": hit.get(rank_key),
+                    "contribution": float(hit.get(rrf_key) or 0.0),
+                    "fused": float(hit.get("rrf_score") or 0.0),
+                }
+            )
     return pd.DataFrame(rows, columns=["hit", "order", "branch", "rank", "contribution", "fused"])
 
 
 # ---------------------------------------------------------------------------
 # Charts
 # ---------------------------------------------------------------------------
+
 
 def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
     data = contribution_rows(hits)
@@ -141,22 +171,33 @@ def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
         .mark_bar(cornerRadiusEnd=2)
         .encode(
             y=alt.Y("hit:N", sort=order, title=None, axis=alt.Axis(labelLimit=160)),
-            x=alt.X("sum(contribution):Q", title="RRF contribution (stacked = fused score)",
-                    axis=alt.Axis(format=".4f", tickCount=4)),
-            color=alt.Color("branch:N", scale=alt.Scale(domain=["vector", "text"], range=[VECTOR_COLOR, TEXT_COLOR]),
-                            legend=alt.Legend(orient="bottom", title=None)),
+            x=alt.X(
+                "sum(contribution):Q",
+                title="RRF contribution (stacked = fused score)",
+                axis=alt.Axis(format=".4f", tickCount=4),
+            ),
+            color=alt.Color(
+                "branch:N",
+                scale=alt.Scale(domain=["vector", "text"], range=[VECTOR_COLOR, TEXT_COLOR]),
+                legend=alt.Legend(orient="bottom", title=None),
+            ),
             order=alt.Order("branch:N", sort="descending"),
-            tooltip=[alt.Tooltip("hit:N", title="memory"), alt.Tooltip("branch:N"),
-                     alt.Tooltip("rank:Q", title="rank in branch"),
-                     alt.Tooltip("contribution:Q", format=".5f"), alt.Tooltip("fused:Q", format=".5f")],
+            tooltip=[
+                alt.Tooltip("hit:N", title="memory"),
+                alt.Tooltip("branch:N"),
+                alt.Tooltip("rank:Q", title="rank in branch"),
+                alt.Tooltip("contribution:Q", format=".5f"),
+                alt.Tooltip("fused:Q", format=".5f"),
+            ],
         )
         .properties(height=alt.Step(26))
     )
 
 
 def knowledge_chart(hits: list[dict[str, Any]]) -> alt.Chart:
-    data = pd.DataFrame({"hit": [str(h.get("title")) for h in hits],
-                         "similarity": [float(h.get("similarity") or 0.0) for h in hits]})
+    data = pd.DataFrame(
+        {"hit": [str(h.get("title")) for h in hits], "similarity": [float(h.get("similarity") or 0.0) for h in hits]}
+    )
     return (
         alt.Chart(data)
         .mark_bar(color=KNOWLEDGE_COLOR, cornerRadiusEnd=2)
@@ -172,6 +213,7 @@ def knowledge_chart(hits: list[dict[str, Any]]) -> alt.Chart:
 # ---------------------------------------------------------------------------
 # Rendering
 # ---------------------------------------------------------------------------
+
 
 def _summary(view: RetrievalView) -> str:
     what = "Memories" if view.kind == "memories" else "Knowledge"
@@ -198,8 +240,14 @@ def _summary(view: RetrievalView) -> str:
     return text
 
 
-def render_retrieval(found: RetrievalEvent | MemorySearch | KnowledgeSearch, *, key: str | None = None,
-                     chart: bool = True, show_summary: bool = True, compact: bool | str = False) -> RetrievalView:
+def render_retrieval(
+    found: RetrievalEvent | MemorySearch | KnowledgeSearch,
+    *,
+    key: str | None = None,
+    chart: bool = True,
+    show_summary: bool = True,
+    compact: bool | str = False,
+) -> RetrievalView:
     """Draw one retrieval (table + chart) in the current container; returns what was drawn.
 
     compact: False = every column; "medium" = no cosine distance, short memory text;
@@ -242,8 +290,9 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
             "Text rank": st.column_config.TextColumn(help="Rank by full-text match; — = no keyword match."),
             "Vector RRF": st.column_config.NumberColumn(format="%.5f", help="w_vector / (k + vector rank)"),
             "Text RRF": st.column_config.NumberColumn(format="%.5f", help="w_text / (k + text rank)"),
-            "Fused score": st.column_config.ProgressColumn(format="%.5f", min_value=0.0, max_value=top,
-                                                           help="Vector RRF + Text RRF"),
+            "Fused score": st.column_config.ProgressColumn(
+                format="%.5f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF"
+            ),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
         },
     )

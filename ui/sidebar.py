@@ -20,8 +20,11 @@ log = logging.getLogger("memory_playground.ui.sidebar")
 
 CHECKS_POLL_SECONDS = 2.0
 CHECKS_STALE_SECONDS = 600  # older than this: re-check quietly in the background on the next page load
-_STATUS_ICONS = {doctor.OK: ":green[:material/check_circle:]", doctor.FAILED: ":red[:material/error:]",
-                 doctor.SKIPPED: ":gray[:material/do_not_disturb_on:]"}
+_STATUS_ICONS = {
+    doctor.OK: ":green[:material/check_circle:]",
+    doctor.FAILED: ":red[:material/error:]",
+    doctor.SKIPPED: ":gray[:material/do_not_disturb_on:]",
+}
 _PENDING_ICON = ":gray[:material/hourglass_empty:]"
 
 
@@ -36,8 +39,13 @@ def model_rows() -> list[dict[str, Any]]:
     described = describe_models()
     speech_offline = described.speech_backend == "offline"
     return [
-        {"role": "LLM", "label": described.llm, "offline": described.llm_backend == "offline",
-         "demo_brain": described.offline_brain, "detail": described.help},
+        {
+            "role": "LLM",
+            "label": described.llm,
+            "offline": described.llm_backend == "offline",
+            "demo_brain": described.offline_brain,
+            "detail": described.help,
+        },
         {"role": "STT", "label": described.stt, "offline": speech_offline, "demo_brain": False, "detail": None},
         {"role": "TTS", "label": described.tts, "offline": speech_offline, "demo_brain": False, "detail": None},
         {"role": "VAD", "label": described.vad, "offline": True, "demo_brain": False, "detail": None},
@@ -72,9 +80,11 @@ def _identity_card(visitor: auth.Visitor) -> None:
             st.badge(f"user {visitor.short_id}", icon=":material/badge:", color="green")
         st.caption(f"User id: `{visitor.user_id}`")
         if visitor.pending_email:
-            st.info(f"Confirm **{visitor.pending_email}**: open the link we emailed to it. Then you can sign in "
-                    "with it from any browser; until then this browser keeps you signed in.",
-                    icon=":material/mark_email_unread:")
+            st.info(
+                f"Confirm **{visitor.pending_email}**: open the link we emailed to it. Then you can sign in "
+                "with it from any browser; until then this browser keeps you signed in.",
+                icon=":material/mark_email_unread:",
+            )
         if visitor.is_anonymous:
             with st.popover("Save my memories with an email", icon=":material/save:", width="stretch"):
                 _upgrade_form()
@@ -88,16 +98,19 @@ def _upgrade_form() -> None:
     st.markdown("Keep the **same user id** and everything remembered, and sign in with it from any browser.")
     with st.form("upgrade_form", clear_on_submit=False, border=False):
         email = st.text_input("Email", key="upgrade_email", autocomplete="email")
-        password = st.text_input("Password (8+ characters)", type="password", key="upgrade_password",
-                                 autocomplete="new-password")
+        password = st.text_input(
+            "Password (8+ characters)", type="password", key="upgrade_password", autocomplete="new-password"
+        )
         submitted = st.form_submit_button("Save with this email", type="primary")
     if submitted:
         with reported():
             upgraded = auth.upgrade_to_email(email, password)
             st.session_state.pop("upgrade_password", None)
             if upgraded.pending_email:
-                st.toast(f"Almost done: open the link sent to {upgraded.pending_email} to confirm it.",
-                         icon=":material/mark_email_unread:")
+                st.toast(
+                    f"Almost done: open the link sent to {upgraded.pending_email} to confirm it.",
+                    icon=":material/mark_email_unread:",
+                )
             else:
                 st.toast("Saved: this identity can now be signed into with your email.", icon=":material/check:")
             st.rerun()
@@ -108,8 +121,7 @@ def sign_in_form(*, prefill: str | None = None, key: str = "sign_in") -> None:
         st.markdown("Continue as an account you saved earlier. This browser switches to that identity.")
     with st.form(f"{key}_form", clear_on_submit=False, border=False):
         email = st.text_input("Email", value=prefill or "", key=f"{key}_email", autocomplete="email")
-        password = st.text_input("Password", type="password", key=f"{key}_password",
-                                 autocomplete="current-password")
+        password = st.text_input("Password", type="password", key=f"{key}_password", autocomplete="current-password")
         submitted = st.form_submit_button("Sign in", type="primary")
     if submitted:
         with reported():
@@ -121,13 +133,16 @@ def sign_in_form(*, prefill: str | None = None, key: str = "sign_in") -> None:
 
 def _new_identity_form(visitor: auth.Visitor) -> None:
     if visitor.is_anonymous:
-        st.warning("You will become a brand-new anonymous visitor. This identity's memories stay with it and "
-                   "cannot be reached again unless you saved it with an email first.")
+        st.warning(
+            "You will become a brand-new anonymous visitor. This identity's memories stay with it and "
+            "cannot be reached again unless you saved it with an email first."
+        )
     else:
-        st.info("You will be signed out of this account and continue as a new anonymous visitor. "
-                "You can sign in again with your email.")
-    if st.button("Start as a new visitor", key="confirm_new_identity", type="primary",
-                 icon=":material/person_add:"):
+        st.info(
+            "You will be signed out of this account and continue as a new anonymous visitor. "
+            "You can sign in again with your email."
+        )
+    if st.button("Start as a new visitor", key="confirm_new_identity", type="primary", icon=":material/person_add:"):
         with reported():
             auth.start_new_identity()
             st.rerun()
@@ -137,8 +152,11 @@ def _status() -> None:
     settings = get_settings()
     st.markdown("**Running on**")
     mode = settings.mode_label
-    st.badge(f"{mode} mode", icon=":material/dns:" if mode == "embedded" else ":material/cloud:",
-             color="primary" if mode == "embedded" else "violet")
+    st.badge(
+        f"{mode} mode",
+        icon=":material/dns:" if mode == "embedded" else ":material/cloud:",
+        color="primary" if mode == "embedded" else "violet",
+    )
     checks = configuration_checks()
     report = checks.report
     if not checks.running and (report is None or time.time() - report.started_at > CHECKS_STALE_SECONDS):
@@ -148,12 +166,17 @@ def _status() -> None:
     st.fragment(run_every=CHECKS_POLL_SECONDS if checks.running else None)(_check_rows)()
     llm = next(row for row in model_rows() if row["role"] == "LLM")
     if llm["demo_brain"]:
-        st.info("**The LLM is a rule-based demo brain**, not a language model. "
-                "It understands a fixed set of requests and calls the real tools.", icon=":material/smart_toy:")
+        st.info(
+            "**The LLM is a rule-based demo brain**, not a language model. "
+            "It understands a fixed set of requests and calls the real tools.",
+            icon=":material/smart_toy:",
+        )
         with st.expander("Use a real model"):
             st.markdown(llm["detail"])
-            st.code("OPENAI_BASE_URL=http://localhost:11434/v1   # e.g. Ollama\nOPENAI_API_KEY=ollama\n"
-                    "LLM_MODEL=llama3.1", language="bash")
+            st.code(
+                "OPENAI_BASE_URL=http://localhost:11434/v1   # e.g. Ollama\nOPENAI_API_KEY=ollama\nLLM_MODEL=llama3.1",
+                language="bash",
+            )
 
 
 def _labels(report: doctor.DoctorReport | None) -> dict[str, str]:
@@ -174,7 +197,8 @@ def _labels(report: doctor.DoctorReport | None) -> dict[str, str]:
         "llm": models.get("LLM", ""),
         "stt": models.get("STT", ""),
         "tts": models.get("TTS", ""),
-        "livekit": f"`{settings.livekit_url}` · agent `{settings.agent_name}`" if settings.livekit_url
+        "livekit": f"`{settings.livekit_url}` · agent `{settings.agent_name}`"
+        if settings.livekit_url
         else "not configured",
     }
 
@@ -212,16 +236,32 @@ def _check_rows() -> None:
     if report is not None:
         with st.expander("Check details"):
             for result in report.results:
-                st.markdown(f"{_STATUS_ICONS[result.status]} **{doctor.TITLES[result.name]}** "
-                            f"({result.status}, {result.seconds:.1f} s): {_plain(result.summary)}")
-            st.caption("The quick check (automatic) spends no tokens, creates no hosted user and loads no voice "
-                       "model. The full check is what `make doctor` runs: a completion and a tool call, an "
-                       "anonymous sign-in, the voice models loaded and run.")
+                st.markdown(
+                    f"{_STATUS_ICONS[result.status]} **{doctor.TITLES[result.name]}** "
+                    f"({result.status}, {result.seconds:.1f} s): {_plain(result.summary)}"
+                )
+            st.caption(
+                "The quick check (automatic) spends no tokens, creates no hosted user and loads no voice "
+                "model. The full check is what `make doctor` runs: a completion and a tool call, an "
+                "anonymous sign-in, the voice models loaded and run."
+            )
     left, right = st.columns(2)
-    recheck = left.button("Re-check", key="doctor_recheck", icon=":material/refresh:", disabled=checks.running,
-                          width="stretch", help="Quick check: settings, reachability, credentials, database")
-    full = right.button("Full check", key="doctor_full_check", icon=":material/stethoscope:",
-                        disabled=checks.running, width="stretch", help="What `make doctor` checks")
+    recheck = left.button(
+        "Re-check",
+        key="doctor_recheck",
+        icon=":material/refresh:",
+        disabled=checks.running,
+        width="stretch",
+        help="Quick check: settings, reachability, credentials, database",
+    )
+    full = right.button(
+        "Full check",
+        key="doctor_full_check",
+        icon=":material/stethoscope:",
+        disabled=checks.running,
+        width="stretch",
+        help="What `make doctor` checks",
+    )
     if recheck or full:
         checks.start(doctor.FULL if full else doctor.QUICK)
         st.rerun()  # a full run, so the fragment polls until the check is done

@@ -39,8 +39,10 @@ class Turn:
             parts.append(f"{len(self.tool_calls)} tool call{'s' if len(self.tool_calls) != 1 else ''} ({names})")
         hits = sum(len(r["hits"]) for r in self.retrievals)
         if self.retrievals:
-            parts.append(f"{len(self.retrievals)} search{'es' if len(self.retrievals) != 1 else ''}, {hits} hit"
-                         f"{'s' if hits != 1 else ''}")
+            parts.append(
+                f"{len(self.retrievals)} search{'es' if len(self.retrievals) != 1 else ''}, {hits} hit"
+                f"{'s' if hits != 1 else ''}"
+            )
         total = self.total_ms
         if total is not None:
             parts.append(f"{total:.0f} ms")

@@ -64,9 +64,15 @@ def describe_fact(slot: str, content: str) -> str:
     """A fact as a clause about the user: 'you live in Denver', 'your favorite color is teal'."""
     content = content.strip().rstrip(".")
     templates = {
-        "home_city": "you live in {c}", "employer": "you work at {c}", "job": "you work as {c}",
-        "car": "you drive {c}", "allergies": "you're allergic to {c}", "name": "your name is {c}",
-        "pet": "you have {c}", "diet": "your diet is {c}", "hometown": "you're from {c}",
+        "home_city": "you live in {c}",
+        "employer": "you work at {c}",
+        "job": "you work as {c}",
+        "car": "you drive {c}",
+        "allergies": "you're allergic to {c}",
+        "name": "your name is {c}",
+        "pet": "you have {c}",
+        "diet": "your diet is {c}",
+        "hometown": "you're from {c}",
     }
     if slot in templates:
         return templates[slot].format(c=content)
@@ -152,8 +158,9 @@ def parse_fact(statement: str) -> Fact | None:
             return None
         if slot is None:
             subject = match.group("s")
-            if re.fullmatch(r"(?:latest |last |recent |new )?(?:order|package|parcel|shipment|delivery)s?", subject, re.I) \
-                    or re.search(r"\d", subject):
+            if re.fullmatch(
+                r"(?:latest |last |recent |new )?(?:order|package|parcel|shipment|delivery)s?", subject, re.I
+            ) or re.search(r"\d", subject):
                 return None  # "my order is late" is a support question, not a fact about the user
             slot = slot_for(subject)
         elif slot == "likes":
@@ -161,4 +168,3 @@ def parse_fact(statement: str) -> Fact | None:
             slot = "likes_" + "_".join(words[:2]) if words else "likes"
         return Fact(memory_type=slot, content=content, confidence=confidence)
     return None
-

@@ -74,8 +74,11 @@ def _forget(said: _Utterance) -> Intent | None:
         return None
     slot = _forget_target(forget.group("rest"))
     if slot is None:
-        return Intent("forget", reply="I can only forget one thing at a time. Tell me which one, like "
-                                      "'forget my favorite color', or delete everything on the Memories page.")
+        return Intent(
+            "forget",
+            reply="I can only forget one thing at a time. Tell me which one, like "
+            "'forget my favorite color', or delete everything on the Memories page.",
+        )
     if slot == "":
         return Intent("forget", reply="Which detail should I forget? For example: 'forget my favorite color'.")
     return Intent("forget", calls=[("forget_detail", {"memory_type": slot})], slot=slot)
@@ -93,7 +96,8 @@ def _search(said: _Utterance) -> Intent | None:
         return None
     query = strip_end(search.group("q")) or said.body
     asks_about_the_world = re.search(r"\bknow about\b", search.group(0), re.I) and not re.search(
-        r"\b(?:my|me|mine|i)\b", query, re.I)
+        r"\b(?:my|me|mine|i)\b", query, re.I
+    )
     if asks_about_the_world:
         return Intent("knowledge", calls=[("search_knowledge", {"query": said.body})])
     return Intent("search_memories", calls=[("search_memories", {"query": query})])
@@ -165,8 +169,11 @@ def _statement(said: _Utterance) -> Intent | None:
 
 def _order_without_number(said: _Utterance) -> Intent | None:
     lower = said.lower
-    asks = re.search(r"\b(?:where(?:'s| is)|status of|track|check on|what happened to|has) my (?:order|package|parcel|"
-                     r"shipment|delivery)\b", lower) or re.fullmatch(r"(?:where(?:'s| is) )?my (?:order|package)\??", lower)
+    asks = re.search(
+        r"\b(?:where(?:'s| is)|status of|track|check on|what happened to|has) my (?:order|package|parcel|"
+        r"shipment|delivery)\b",
+        lower,
+    ) or re.fullmatch(r"(?:where(?:'s| is) )?my (?:order|package)\??", lower)
     return Intent("lookup_order", reply=ASK_ORDER_NUMBER) if asks else None
 
 
@@ -179,8 +186,11 @@ def _smalltalk(said: _Utterance) -> Intent | None:
 def _personal_question(said: _Utterance) -> Intent | None:
     """A question about the user that names no known slot: search their memories."""
     lower = said.lower
-    personal = re.search(r"\b(?:my|me|mine)\b|\b(?:do|did|am|have|was|were) i\b|"
-                         r"\bi (?:told|said|like|love|own|have|live|work|drive|prefer|usually|always)\b", lower)
+    personal = re.search(
+        r"\b(?:my|me|mine)\b|\b(?:do|did|am|have|was|were) i\b|"
+        r"\bi (?:told|said|like|love|own|have|live|work|drive|prefer|usually|always)\b",
+        lower,
+    )
     about_the_shop = re.search(r"\b(?:your|you|kestrel|shipping|warranty|return|refund|club|subscription)\b", lower)
     if _question(said.raw) and not p.PROCEDURAL.match(said.body) and personal and not about_the_shop:
         return Intent("recall", calls=[("search_memories", {"query": said.body})])
@@ -226,12 +236,20 @@ def _order_id(text: str) -> str | None:
 def _forget_target(rest: str) -> str | None:
     """The slot named after 'forget'; "" when none is named; None for 'everything'."""
     rest = strip_end(rest)
-    rest = re.sub(r"^(?:about|that|what you know about|what you remember about|the fact that|everything about)\s+", "",
-                  rest, flags=re.I).strip()
+    rest = re.sub(
+        r"^(?:about|that|what you know about|what you remember about|the fact that|everything about)\s+",
+        "",
+        rest,
+        flags=re.I,
+    ).strip()
     if re.fullmatch(r"(?:it|that|this)?\s*", rest, re.I):
         return ""
-    if re.fullmatch(r"(?:everything|all|all of it|all my (?:memories|data|info|information)|it all|me|"
-                    r"everything (?:about me|you know|you remember)|all (?:about me|you know))", rest, re.I):
+    if re.fullmatch(
+        r"(?:everything|all|all of it|all my (?:memories|data|info|information)|it all|me|"
+        r"everything (?:about me|you know|you remember)|all (?:about me|you know))",
+        rest,
+        re.I,
+    ):
         return None
     fact = parse_fact(rest)
     if fact:
@@ -259,8 +277,13 @@ def _profile_intent(field_name: str, value: str) -> Intent:
 
 def _name_intent(name: str) -> Intent:
     """The name goes to the profile and is remembered as a fact too."""
-    return Intent("update_profile", calls=[("update_profile", {"field": "name", "value": name}),
-                                           ("remember_detail", {"memory_type": "name", "content": name})])
+    return Intent(
+        "update_profile",
+        calls=[
+            ("update_profile", {"field": "name", "value": name}),
+            ("remember_detail", {"memory_type": "name", "content": name}),
+        ],
+    )
 
 
 def _remember(facts: list[Fact]) -> Intent:

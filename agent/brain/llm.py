@@ -65,8 +65,9 @@ class OfflineBrain(llm.LLM):
         extra_kwargs: NotGivenOr[dict[str, Any]] = NOT_GIVEN,
     ) -> BrainStream:
         self.last_chat_ctx = chat_ctx.copy()
-        return BrainStream(self, chat_ctx=chat_ctx, tools=tools or [], conn_options=conn_options,
-                           tool_choice=tool_choice)
+        return BrainStream(
+            self, chat_ctx=chat_ctx, tools=tools or [], conn_options=conn_options, tool_choice=tool_choice
+        )
 
 
 class BrainStream(llm.LLMStream):
@@ -83,26 +84,34 @@ class BrainStream(llm.LLMStream):
     async def _run(self) -> None:
         plan_calls, text = self.plan()
         if plan_calls:
-            calls = [FunctionToolCall(name=name, arguments=json.dumps(args), call_id=f"call_{uuid.uuid4().hex[:10]}")
-                     for name, args in plan_calls]
-            self._event_ch.send_nowait(ChatChunk(id=self._request_id,
-                                                 delta=ChoiceDelta(role="assistant", tool_calls=calls)))
+            calls = [
+                FunctionToolCall(name=name, arguments=json.dumps(args), call_id=f"call_{uuid.uuid4().hex[:10]}")
+                for name, args in plan_calls
+            ]
+            self._event_ch.send_nowait(
+                ChatChunk(id=self._request_id, delta=ChoiceDelta(role="assistant", tool_calls=calls))
+            )
             return
         # sentence by sentence, so a TTS can start on the first one
         for index, sentence in enumerate(re.split(r"(?<=[.!?])\s+", text or "")):
             if sentence:
-                self._event_ch.send_nowait(ChatChunk(
-                    id=self._request_id, delta=ChoiceDelta(role="assistant", content=(" " if index else "") + sentence)))
+                self._event_ch.send_nowait(
+                    ChatChunk(
+                        id=self._request_id,
+                        delta=ChoiceDelta(role="assistant", content=(" " if index else "") + sentence),
+                    )
+                )
 
     def plan(self) -> tuple[list[tuple[str, dict]], str | None]:
         """(tool calls, None) or ([], reply text) for the current chat context."""
         items = self._chat_ctx.items
-        last_user = max((i for i, item in enumerate(items) if item.type == "message" and item.role == "user"),
-                        default=None)
+        last_user = max(
+            (i for i, item in enumerate(items) if item.type == "message" and item.role == "user"), default=None
+        )
         if last_user is None:
             return [], greeting_from_context(self._chat_ctx)
         user_text = user_words(_text_of(items[last_user]))
-        after = items[last_user + 1:]
+        after = items[last_user + 1 :]
         results = _tool_results(after)
         available = self._available_tools()
         if results:
@@ -111,8 +120,12 @@ class BrainStream(llm.LLMStream):
                 return more, None
             return [], compose_reply(user_text, results)
         # generate_reply(instructions=...) after a user turn, e.g. a greeting on a handoff
-        asked_to_greet = after and after[-1].type == "message" and after[-1].role == "system" \
+        asked_to_greet = (
+            after
+            and after[-1].type == "message"
+            and after[-1].role == "system"
             and "greet" in _text_of(after[-1]).lower()
+        )
         if asked_to_greet:
             return [], greeting_from_context(self._chat_ctx)
         instruction = instruction_of(user_text)
@@ -127,4 +140,3 @@ class BrainStream(llm.LLMStream):
                 return calls, None
             return [], "I can't use my tools for that right now."
         return [], intent.reply
-

@@ -25,8 +25,10 @@ IDENTITY_REPLY = (
     "orders, the Kestrel Coffee knowledge base) and answer from what they return, but I only understand "
     "simple phrasings. " + HOW_TO_USE_A_REAL_MODEL
 )
-SECRET_REPLY = ("I'd rather not keep passwords, PINs, card or ID numbers, so I haven't saved that. "
-                "Tell me something else about you, like your favorite coffee.")
+SECRET_REPLY = (
+    "I'd rather not keep passwords, PINs, card or ID numbers, so I haven't saved that. "
+    "Tell me something else about you, like your favorite coffee."
+)
 ASK_ORDER_NUMBER = "Sure, which order number? They look like 1001."
 MAX_LISTED = 12
 _ABBREVIATION = re.compile(r"\b(Co|Inc|Ltd|No|St|Mr|Mrs|Ms|Dr|vs|etc|e\.g|i\.e|P\.O|U\.S)\.", re.I)
@@ -40,10 +42,14 @@ def smalltalk_reply(lower: str) -> str:
     if re.search(r"\bhow are (you|u)\b|how's it going|how are you doing|what's up", lower):
         return "I'm doing well, thanks for asking! What can I do for you?"
     if re.match(r"^(hi|hello|hey|yo|hiya|howdy|greetings|good (morning|afternoon|evening|day))", lower):
-        return ("Hello! Tell me something to remember, ask what I know about you, check an order like 1001, "
-                "or ask about Kestrel Coffee.")
-    return ("Okay. You can tell me something to remember, ask what I know about you, look up an order, "
-            "or ask a question about Kestrel Coffee.")
+        return (
+            "Hello! Tell me something to remember, ask what I know about you, check an order like 1001, "
+            "or ask about Kestrel Coffee."
+        )
+    return (
+        "Okay. You can tell me something to remember, ask what I know about you, look up an order, "
+        "or ask a question about Kestrel Coffee."
+    )
 
 
 def load_output(output: str) -> Any:
@@ -58,8 +64,11 @@ def compose_reply(user_text: str, results: list[ToolResult]) -> str:
     """Write the answer from this turn's tool results."""
     parts: list[str] = []
     names = [name for name, *_ in results]
-    saved = [load_output(output) for name, _args, output, is_error in results
-             if name == "remember_detail" and not is_error and "update_profile" not in names]
+    saved = [
+        load_output(output)
+        for name, _args, output, is_error in results
+        if name == "remember_detail" and not is_error and "update_profile" not in names
+    ]
     if len(saved) > 1 and all(isinstance(d, dict) for d in saved):
         facts = [describe_fact(d.get("memory_type", ""), d.get("content", "")) for d in saved]
         parts.append("Got it, I'll remember that " + ", that ".join(facts[:-1]) + f" and that {facts[-1]}.")
@@ -96,10 +105,14 @@ def greeting_from_context(chat_ctx: llm.ChatContext) -> str:
                 facts = len(re.findall(r"^- ", text, re.M))
     if name:
         remembered = f" I remember {facts} thing{'s' if facts != 1 else ''} about you." if facts else ""
-        return (f"Welcome back, {name}!{remembered} Ask me about your orders or Kestrel Coffee, "
-                "or tell me something new to remember.")
-    return ("Hi! I'm the Memory Playground agent, running on the offline demo brain. Tell me something about "
-            "yourself and I'll remember it, or ask about an order like 1001 or about Kestrel Coffee.")
+        return (
+            f"Welcome back, {name}!{remembered} Ask me about your orders or Kestrel Coffee, "
+            "or tell me something new to remember."
+        )
+    return (
+        "Hi! I'm the Memory Playground agent, running on the offline demo brain. Tell me something about "
+        "yourself and I'll remember it, or ask about an order like 1001 or about Kestrel Coffee."
+    )
 
 
 # --- one reply per tool ------------------------------------------------------------------------------
@@ -181,8 +194,10 @@ def _profile_updated(data: dict[str, Any]) -> str:
     if field_name == "timezone":
         return f"Got it, your time zone is {value}."
     if field_name == "preferred_language":
-        return (f"Noted: your preferred language is {value}. The offline demo brain only speaks English, "
-                "but a real model will use it.")
+        return (
+            f"Noted: your preferred language is {value}. The offline demo brain only speaks English, "
+            "but a real model will use it."
+        )
     return f"Updated your {slot_words(str(field_name))}."
 
 
@@ -198,8 +213,14 @@ def _knowledge_found(data: dict[str, Any], user_text: str) -> str:
     return f"From the Kestrel Coffee knowledge base ({top['title']}): {_best_sentences(user_text, top['content'])}"
 
 
-_REPLIES = {"remember_detail": _remembered, "recall_detail": _recalled, "forget_detail": _forgotten,
-            "list_user_memories": _listed, "update_profile": _profile_updated, "lookup_order": _order_found}
+_REPLIES = {
+    "remember_detail": _remembered,
+    "recall_detail": _recalled,
+    "forget_detail": _forgotten,
+    "list_user_memories": _listed,
+    "update_profile": _profile_updated,
+    "lookup_order": _order_found,
+}
 
 
 def _sentence(text: str) -> str:

@@ -17,8 +17,12 @@ def clean(text: str) -> str:
     text = re.sub(r"\bfavourite\b", "favorite", text, flags=re.IGNORECASE)
     text = re.sub(r"\bcolour\b", "color", text, flags=re.IGNORECASE)
     # speech-to-text writes "my favorite color's teal", and Whisper tiny often "my favorite colors teal"
-    text = re.sub(r"\b(my (?:favorite|usual) [a-z]+?)(?:'s|s) (?!(?:are|were|is|was|include|and)\b)(?=[a-z0-9])",
-                  r"\1 is ", text, flags=re.IGNORECASE)
+    text = re.sub(
+        r"\b(my (?:favorite|usual) [a-z]+?)(?:'s|s) (?!(?:are|were|is|was|include|and)\b)(?=[a-z0-9])",
+        r"\1 is ",
+        text,
+        flags=re.IGNORECASE,
+    )
     return re.sub(r"\s+", " ", text).strip()
 
 

@@ -44,7 +44,6 @@ def dbfs(samples: np.ndarray) -> float:
     return max(SILENCE_DBFS, 20 * math.log10(rms / 32768.0)) if rms > 0 else SILENCE_DBFS
 
 
-
 class MonoResampler:
     """One stream of audio in any layout and rate -> mono int16 frames at `rate`.
 

@@ -19,8 +19,9 @@ def per_turn_latency(events: list[Event]) -> list[dict[str, Any]]:
     stamped with (the session stamps the upcoming turn; stored reports may carry
     the previous one).
     """
-    user_messages = [(e["ts"], e["turn"]) for e in of_type(events, "transcript")
-                     if e.get("role") == "user" and e.get("final")]
+    user_messages = [
+        (e["ts"], e["turn"]) for e in of_type(events, "transcript") if e.get("role") == "user" and e.get("final")
+    ]
     rows: dict[int, dict[str, Any]] = {}
     for event in of_type(events, "metric"):
         if event.get("name") not in LATENCY_METRICS:
@@ -40,6 +41,9 @@ def latency_summary(rows: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     for name in LATENCY_METRICS:
         values = sorted(row[name] for row in rows if name in row)
         if values:
-            summary[name] = {"count": len(values), "p50": round(statistics.median(values), 1),
-                             "max": round(values[-1], 1)}
+            summary[name] = {
+                "count": len(values),
+                "p50": round(statistics.median(values), 1),
+                "max": round(values[-1], 1),
+            }
     return summary

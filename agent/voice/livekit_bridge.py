@@ -156,8 +156,9 @@ class LiveKitVoiceBridge:
         self.ready: concurrent.futures.Future | None = None  # set by whoever schedules start()
 
     @classmethod
-    def for_user(cls, verified: VerifiedUser, *, loop: asyncio.AbstractEventLoop, sink: QueueSink | None = None,
-                 settings=None) -> LiveKitVoiceBridge:
+    def for_user(
+        cls, verified: VerifiedUser, *, loop: asyncio.AbstractEventLoop, sink: QueueSink | None = None, settings=None
+    ) -> LiveKitVoiceBridge:
         """Mint the token for `verified` and build the bridge."""
         return cls(mint_user_token(verified, settings=settings), loop=loop, sink=sink)
 
@@ -199,8 +200,10 @@ class LiveKitVoiceBridge:
         room.register_text_stream_handler(TOPIC_TRANSCRIPTION, self._on_transcription)
         room.register_text_stream_handler(EVENTS_TOPIC, self._on_worker_event)
         try:
-            await asyncio.wait_for(room.connect(self.token.server_url, self.token.token,
-                                                rtc.RoomOptions(auto_subscribe=True)), CONNECT_TIMEOUT)
+            await asyncio.wait_for(
+                room.connect(self.token.server_url, self.token.token, rtc.RoomOptions(auto_subscribe=True)),
+                CONNECT_TIMEOUT,
+            )
         except Exception as exc:
             self.error = f"Could not join the LiveKit room at {self.token.server_url}: {exc}"
             self._emit(events.error(self.error, where="livekit"))
@@ -208,7 +211,8 @@ class LiveKitVoiceBridge:
         self._source = rtc.AudioSource(WEBRTC_SAMPLE_RATE, 1)
         track = rtc.LocalAudioTrack.create_audio_track("microphone", self._source)
         publication = await room.local_participant.publish_track(
-            track, rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE))
+            track, rtc.TrackPublishOptions(source=rtc.TrackSource.SOURCE_MICROPHONE)
+        )
         self.decoder.local_track_sids.add(publication.sid)
         self._spawn(self._forward_mic())
         for participant in room.remote_participants.values():
@@ -252,11 +256,13 @@ class LiveKitVoiceBridge:
         async def read() -> None:
             async for event in self.decoder.consume(reader, participant_identity):
                 self._emit(event)
+
         self._spawn(read())
 
     def _on_worker_event(self, reader: rtc.TextStreamReader, participant_identity: str) -> None:
         async def read() -> None:
             self.handle_worker_event(await reader.read_all())
+
         self._spawn(read())
 
     def _spawn(self, coro) -> None:

@@ -66,8 +66,11 @@ def shared_vad():
     with _vad_lock:
         if _vad is None:
             silero = plugin("silero")  # registered at process start (agent/plugins.py)
-            _vad = silero.VAD.load(min_silence_duration=VAD_MIN_SILENCE, min_speech_duration=VAD_MIN_SPEECH,
-                                   activation_threshold=VAD_ACTIVATION)
+            _vad = silero.VAD.load(
+                min_silence_duration=VAD_MIN_SILENCE,
+                min_speech_duration=VAD_MIN_SPEECH,
+                activation_threshold=VAD_ACTIVATION,
+            )
         return _vad
 
 
@@ -123,8 +126,19 @@ class LocalVoiceCall:
 
     pipeline = "local"
 
-    def __init__(self, runtime: AgentRuntime, key: str, user_id, *, llm=None, stt=None, tts=None, vad=None,
-                 greet: bool = True, session_options: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        key: str,
+        user_id,
+        *,
+        llm=None,
+        stt=None,
+        tts=None,
+        vad=None,
+        greet: bool = True,
+        session_options: dict[str, Any] | None = None,
+    ) -> None:
         self.runtime = runtime
         self.key = key
         self.loop: asyncio.AbstractEventLoop = runtime.loop
@@ -154,9 +168,17 @@ class LocalVoiceCall:
         # ignore the user for its first seconds of speech (livekit's default AEC warm-up replaces
         # the user's audio with silence then, losing the start of a barge-in)
         options = {"turn_handling": TURN_HANDLING, "aec_warmup_duration": None, **(self._session_options or {})}
-        ps = PlaygroundSession(self.user_id, mode="voice", llm=self._models["llm"], stt=stt, tts=tts,
-                               vad=vad, greet=self._greet, sinks=[sink, self.observer],
-                               session_options=options)
+        ps = PlaygroundSession(
+            self.user_id,
+            mode="voice",
+            llm=self._models["llm"],
+            stt=stt,
+            tts=tts,
+            vad=vad,
+            greet=self._greet,
+            sinks=[sink, self.observer],
+            session_options=options,
+        )
         self._ps = ps
         ps.session.input.audio = self.mic
         ps.session.output.audio = self.speaker

@@ -40,8 +40,10 @@ MODEL_NAME = "whisper-tiny.en"
 # Whisper continues the style of its prompt. A few lines in this app's domain (a coffee
 # shop's assistant that remembers people) steer tiny.en to full forms ("color is", not
 # "colors"), plain digits for order numbers and the menu's words ("decaf").
-STYLE_PROMPT = ("Hi, I'm Sam from Portland. Where is order 1002? I am allergic to peanuts. "
-                "Remember that my usual drink is a decaf cortado.")
+STYLE_PROMPT = (
+    "Hi, I'm Sam from Portland. Where is order 1002? I am allergic to peanuts. "
+    "Remember that my usual drink is a decaf cortado."
+)
 
 _model = None
 _model_lock = threading.Lock()
@@ -107,8 +109,15 @@ class Transcript:
 class LocalWhisperSTT(stt.STT):
     """livekit `stt.STT` over faster-whisper tiny.en (English, offline)."""
 
-    def __init__(self, *, language: str = "en", beam_size: int = 1, cpu_threads: int = 2,
-                 no_speech_threshold: float = 0.6, prompt: str | None = STYLE_PROMPT) -> None:
+    def __init__(
+        self,
+        *,
+        language: str = "en",
+        beam_size: int = 1,
+        cpu_threads: int = 2,
+        no_speech_threshold: float = 0.6,
+        prompt: str | None = STYLE_PROMPT,
+    ) -> None:
         super().__init__(capabilities=stt.STTCapabilities(streaming=False, interim_results=False))
         self._language = language
         self._beam_size = beam_size
@@ -151,8 +160,7 @@ class LocalWhisperSTT(stt.STT):
             kept.append(segment)
         text = normalize_transcript(" ".join(s.text.strip() for s in kept).strip())
         confidence = float(np.mean([math.exp(s.avg_logprob) for s in kept])) if kept else 0.0
-        return Transcript(text, min(confidence, 1.0), pcm.size / WHISPER_SAMPLE_RATE,
-                          time.perf_counter() - started)
+        return Transcript(text, min(confidence, 1.0), pcm.size / WHISPER_SAMPLE_RATE, time.perf_counter() - started)
 
     async def _recognize_impl(
         self,
@@ -173,6 +181,13 @@ class LocalWhisperSTT(stt.STT):
         return stt.SpeechEvent(
             type=stt.SpeechEventType.FINAL_TRANSCRIPT,
             request_id=shortuuid("whisper_"),
-            alternatives=[stt.SpeechData(language=lang, text=result.text, start_time=0.0,
-                                         end_time=result.audio_seconds, confidence=result.confidence)],
+            alternatives=[
+                stt.SpeechData(
+                    language=lang,
+                    text=result.text,
+                    start_time=0.0,
+                    end_time=result.audio_seconds,
+                    confidence=result.confidence,
+                )
+            ],
         )

@@ -52,7 +52,7 @@ def split_first_clause(text: str, *, min_words: int = 2, min_rest_words: int = 4
     match = _CLAUSE_END.search(text)
     if match is None:
         return [text]
-    head, rest = text[: match.end()].strip(), text[match.end():].strip()
+    head, rest = text[: match.end()].strip(), text[match.end() :].strip()
     if len(head.split()) < min_words or len(rest.split()) < min_rest_words:
         return [text]
     first_sentence_end = re.search(r"[.!?](\s|$)", text)
@@ -80,7 +80,8 @@ def load_voice():
                 _voice = PiperVoice.load(model, config_path=config)
                 if _voice.config.sample_rate != SAMPLE_RATE:
                     raise APIConnectionError(
-                        f"Unexpected Piper voice sample rate {_voice.config.sample_rate} Hz.", retryable=False)
+                        f"Unexpected Piper voice sample rate {_voice.config.sample_rate} Hz.", retryable=False
+                    )
                 log.info("loaded Piper voice %s in %.2fs", VOICE_NAME, time.perf_counter() - started)
     return _voice
 
@@ -99,8 +100,9 @@ class LocalPiperTTS(tts.TTS):
     """livekit `tts.TTS` over Piper (English, offline)."""
 
     def __init__(self, *, length_scale: float | None = None, split_first_clause: bool = True) -> None:
-        super().__init__(capabilities=tts.TTSCapabilities(streaming=False),
-                         sample_rate=SAMPLE_RATE, num_channels=NUM_CHANNELS)
+        super().__init__(
+            capabilities=tts.TTSCapabilities(streaming=False), sample_rate=SAMPLE_RATE, num_channels=NUM_CHANNELS
+        )
         self._length_scale = length_scale
         self._split_first_clause = split_first_clause
 
@@ -115,8 +117,9 @@ class LocalPiperTTS(tts.TTS):
     def prewarm(self) -> None:
         load_voice()
 
-    def synthesize(self, text: str, *,
-                   conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS) -> PiperChunkedStream:
+    def synthesize(
+        self, text: str, *, conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS
+    ) -> PiperChunkedStream:
         return PiperChunkedStream(tts=self, input_text=text, conn_options=conn_options)
 
 
@@ -127,8 +130,13 @@ class PiperChunkedStream(tts.ChunkedStream):
         self.sentences_done = 0
 
     async def _run(self, output_emitter: tts.AudioEmitter) -> None:
-        output_emitter.initialize(request_id=shortuuid("piper_"), sample_rate=SAMPLE_RATE,
-                                  num_channels=NUM_CHANNELS, mime_type="audio/pcm", frame_size_ms=100)
+        output_emitter.initialize(
+            request_id=shortuuid("piper_"),
+            sample_rate=SAMPLE_RATE,
+            num_channels=NUM_CHANNELS,
+            mime_type="audio/pcm",
+            frame_size_ms=100,
+        )
         text = self._input_text.strip()
         if not text:
             output_emitter.flush()

@@ -26,8 +26,14 @@ MAX_PENDING_INPUT_SECONDS = 10.0
 class WebRTCAudioInput(io.AudioInput):
     """Browser microphone -> AgentSession. Thread-safe `push_frame`."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, *, label: str = "WebRTC microphone",
-                 output_rate: int = SESSION_INPUT_RATE, attached: bool = True) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        label: str = "WebRTC microphone",
+        output_rate: int = SESSION_INPUT_RATE,
+        attached: bool = True,
+    ) -> None:
         """`attached=False` drops audio (still metering it) until a session attaches the input."""
         super().__init__(label=label)
         self._loop = loop
@@ -109,4 +115,3 @@ class WebRTCAudioInput(io.AudioInput):
     def on_detached(self) -> None:
         # the session does not want audio (e.g. input disabled): drop instead of queueing
         self._attached = False
-

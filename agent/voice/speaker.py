@@ -33,10 +33,15 @@ class WebRTCAudioOutput(io.AudioOutput):
     """AgentSession -> browser speaker. `read_samples()` is called from the
     WebRTC thread at real-time pace; everything else runs on the session loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, *, label: str = "WebRTC speaker",
-                 sample_rate: int = WEBRTC_SAMPLE_RATE) -> None:
-        super().__init__(label=label, next_in_chain=None, sample_rate=sample_rate,
-                         capabilities=io.AudioOutputCapabilities(pause=True))
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, *, label: str = "WebRTC speaker", sample_rate: int = WEBRTC_SAMPLE_RATE
+    ) -> None:
+        super().__init__(
+            label=label,
+            next_in_chain=None,
+            sample_rate=sample_rate,
+            capabilities=io.AudioOutputCapabilities(pause=True),
+        )
         self._loop = loop
         self._lock = threading.Lock()
         self._buffer = bytearray()
@@ -226,4 +231,3 @@ class PlaybackBuffer:
     def buffered_seconds(self) -> float:
         with self._lock:
             return len(self._buffer) / 2 / self.sample_rate
-

@@ -34,8 +34,10 @@ def _openai_messages(ctx: llm.ChatContext) -> list[dict]:
 def test_greeting_request_is_one_system_message_and_a_user_turn():
     ctx = _ctx(("system", "Greet the user warmly."))
     messages = _openai_messages(shape(ctx))
-    assert messages == [{"role": "system", "content": "INSTRUCTIONS\n\nPRELOAD"},
-                        {"role": "user", "content": "<instructions>\nGreet the user warmly.\n</instructions>"}]
+    assert messages == [
+        {"role": "system", "content": "INSTRUCTIONS\n\nPRELOAD"},
+        {"role": "user", "content": "<instructions>\nGreet the user warmly.\n</instructions>"},
+    ]
     check_messages(messages)
     assert instruction_of(messages[1]["content"]) == "Greet the user warmly."
 
@@ -49,32 +51,40 @@ def test_after_the_greeting_the_same_instruction_turn_opens_the_conversation():
 
 
 def test_a_failed_turn_leaves_two_user_messages_which_are_merged():
-    ctx = _ctx(("assistant", "Hi!"), ("user", "my favorite color is teal", "u1"), ("user", "where is order 1002?", "u2"))
+    ctx = _ctx(
+        ("assistant", "Hi!"), ("user", "my favorite color is teal", "u1"), ("user", "where is order 1002?", "u2")
+    )
     messages = _openai_messages(shape(ctx, recalls={"u2": "- favorite_color: teal"}))
     check_messages(messages)
     last = messages[-1]["content"]
-    assert last == ("my favorite color is teal\n\n<recall>\n- favorite_color: teal\n</recall>\n\n"
-                    "where is order 1002?")
+    assert last == ("my favorite color is teal\n\n<recall>\n- favorite_color: teal\n</recall>\n\nwhere is order 1002?")
     assert user_words(last) == "where is order 1002?"
 
 
 def test_assistant_texts_around_a_tool_call_become_one_turn():
     ctx = _ctx(("user", "how long is shipping?"), ("assistant", "One moment, let me look that up."))
     ctx.items.append(llm.FunctionCall(call_id="c1", name="search_knowledge", arguments='{"query": "shipping"}'))
-    ctx.items.append(llm.FunctionCallOutput(call_id="c1", name="search_knowledge", output='{"hits": []}',
-                                            is_error=False))
+    ctx.items.append(
+        llm.FunctionCallOutput(call_id="c1", name="search_knowledge", output='{"hits": []}', is_error=False)
+    )
     ctx.add_message(role="assistant", content="Shipping takes 3 days.")
     messages = _openai_messages(shape(ctx))
     check_messages(messages)
-    assert messages[-1] == {"role": "assistant", "content": "One moment, let me look that up.\n\nShipping takes 3 days."}
+    assert messages[-1] == {
+        "role": "assistant",
+        "content": "One moment, let me look that up.\n\nShipping takes 3 days.",
+    }
 
 
-@pytest.mark.parametrize("placement, in_system, first_user_has_block", [
-    ("user_turns", False, True), ("latest_user_turn", False, False), ("system", True, False)])
+@pytest.mark.parametrize(
+    "placement, in_system, first_user_has_block",
+    [("user_turns", False, True), ("latest_user_turn", False, False), ("system", True, False)],
+)
 def test_recall_placements(placement, in_system, first_user_has_block):
     ctx = _ctx(("user", "my favorite color is teal", "u1"), ("assistant", "Noted."), ("user", "what is it?", "u2"))
-    messages = _openai_messages(shape(ctx, recalls={"u1": "- home_city: Denver", "u2": "- favorite_color: teal"},
-                                      recall_placement=placement))
+    messages = _openai_messages(
+        shape(ctx, recalls={"u1": "- home_city: Denver", "u2": "- favorite_color: teal"}, recall_placement=placement)
+    )
     check_messages(messages)
     assert ("<recall>\n- favorite_color: teal\n</recall>" in messages[0]["content"]) is in_system
     assert messages[1]["content"].startswith("<recall>") is first_user_has_block
@@ -116,19 +126,32 @@ def _plugin_error(cause: BaseException) -> APIConnectionError:
         return outer
 
 
-@pytest.mark.parametrize("error, kind, says", [
-    (_status_error(401), "auth", "refused the API key (401): check OPENAI_API_KEY."),
-    (_wrapped(_status_error(429)), "rate_limit", "is rate-limiting requests (429)"),
-    (_status_error(404), "model", "has no model named 'qwen3' (404): check LLM_MODEL."),
-    (_status_error(400, "tools are not supported"), "bad_request", "rejected the request (400: tools are not supported)"),
-    (_status_error(503), "server_error", "failed with a server error (503)"),
-    (_wrapped(APITimeoutError()), "timeout", "did not answer within 60 s"),
-    (_plugin_error(httpx2.RemoteProtocolError("incomplete chunked read")), "cut", "stopped in the middle"),
-    (_wrapped(_plugin_error(httpx2.ConnectError("All connection attempts failed"))), "unreachable",
-     "could not be reached: check OPENAI_BASE_URL"),
-    (_wrapped(_plugin_error(openai.APIConnectionError(request=httpx2.Request("POST", "http://x")))), "unreachable",
-     "could not be reached"),
-])
+@pytest.mark.parametrize(
+    "error, kind, says",
+    [
+        (_status_error(401), "auth", "refused the API key (401): check OPENAI_API_KEY."),
+        (_wrapped(_status_error(429)), "rate_limit", "is rate-limiting requests (429)"),
+        (_status_error(404), "model", "has no model named 'qwen3' (404): check LLM_MODEL."),
+        (
+            _status_error(400, "tools are not supported"),
+            "bad_request",
+            "rejected the request (400: tools are not supported)",
+        ),
+        (_status_error(503), "server_error", "failed with a server error (503)"),
+        (_wrapped(APITimeoutError()), "timeout", "did not answer within 60 s"),
+        (_plugin_error(httpx2.RemoteProtocolError("incomplete chunked read")), "cut", "stopped in the middle"),
+        (
+            _wrapped(_plugin_error(httpx2.ConnectError("All connection attempts failed"))),
+            "unreachable",
+            "could not be reached: check OPENAI_BASE_URL",
+        ),
+        (
+            _wrapped(_plugin_error(openai.APIConnectionError(request=httpx2.Request("POST", "http://x")))),
+            "unreachable",
+            "could not be reached",
+        ),
+    ],
+)
 def test_each_failure_is_one_sentence_naming_the_setting(openai_settings, error, kind, says):
     assert llm_failures.kind(error) == kind
     sentence = llm_failures.describe(error, openai_settings)

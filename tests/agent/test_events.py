@@ -40,8 +40,13 @@ def test_every_kind_has_a_builder_and_its_events_are_complete():
 
 
 def test_values_are_made_json_safe():
-    fields = events.tool_call("recall_detail", {"when": datetime(2026, 1, 1, tzinfo=UTC), "id": uuid.UUID(int=1),
-                                                "score": float("nan")}, output=None, error=None, duration_ms=1.0)
+    fields = events.tool_call(
+        "recall_detail",
+        {"when": datetime(2026, 1, 1, tzinfo=UTC), "id": uuid.UUID(int=1), "score": float("nan")},
+        output=None,
+        error=None,
+        duration_ms=1.0,
+    )
     event = events.stamped(fields, ts=1.0, session_id="s", turn=1, seq=0)
     assert event["arguments"] == {"when": "2026-01-01T00:00:00+00:00", "id": str(uuid.UUID(int=1)), "score": None}
 
@@ -60,9 +65,16 @@ def test_docs_agent_md_lists_exactly_the_keys_of_each_kind():
         assert set(re.findall(r"`(\w+)`\?", keys)) == schema.__optional_keys__ - common, kind
 
 
-@pytest.mark.parametrize("payload", ["nope", "[]", '{"type": "tool_call"}',
-                                     '{"type": "gossip", "ts": 1, "session_id": "s", "turn": 0, "seq": 0}',
-                                     '{"type": "state", "ts": 1, "session_id": "s", "turn": 0, "seq": 0, "who": "agent"}'])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "nope",
+        "[]",
+        '{"type": "tool_call"}',
+        '{"type": "gossip", "ts": 1, "session_id": "s", "turn": 0, "seq": 0}',
+        '{"type": "state", "ts": 1, "session_id": "s", "turn": 0, "seq": 0, "who": "agent"}',
+    ],
+)
 def test_decode_refuses_what_is_not_a_complete_event(payload):
     with pytest.raises(ValueError):
         events.decode_event(payload)

@@ -44,8 +44,12 @@ def _no_traceback(result) -> None:
 
 def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user, llm_server):
     user = new_user()
-    lines = ["my favorite color is teal", "what is my favorite color?", "I live in Denver. Where is order 1002?",
-             "forget my favorite color"]
+    lines = [
+        "my favorite color is teal",
+        "what is my favorite color?",
+        "I live in Denver. Where is order 1002?",
+        "forget my favorite color",
+    ]
     result = run_chat_cli(llm_server.env(), lines, user_id=user.user_id)
     out = result.stdout
     _no_traceback(result)
@@ -78,7 +82,7 @@ def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user
     # each request starts with the previous one (a server's prompt cache stays valid)
     agent_calls = [r.messages for r in requests if r.body.get("tools")]
     for before, after in itertools.pairwise(agent_calls):
-        assert after[:len(before)] == before
+        assert after[: len(before)] == before
     extraction = requests[-1]
     assert "tools" not in extraction.body
     assert [m["role"] for m in extraction.messages] == ["user"]
@@ -94,24 +98,31 @@ def test_every_failure_of_one_turn_is_one_sentence_and_the_session_goes_on(new_u
     llm_server.fail("cut", times=1, when="favorite color is teal")  # the answer after the tool call
     llm_server.fail("malformed_arguments", times=1, when="what is my favorite color")
     llm_server.fail("unknown_tool", times=1, when="order 1004")
-    lines = ["where is order 1001?", "where is order 1003?", "my favorite color is teal",
-             "what is my favorite color?", "where is order 1004?", "where is order 1002?"]
-    result = run_chat_cli({**llm_server.env(), "LLM_TIMEOUT_SECONDS": "2", "LLM_MAX_RETRIES": "1"}, lines,
-                          user_id=user.user_id)
+    lines = [
+        "where is order 1001?",
+        "where is order 1003?",
+        "my favorite color is teal",
+        "what is my favorite color?",
+        "where is order 1004?",
+        "where is order 1002?",
+    ]
+    result = run_chat_cli(
+        {**llm_server.env(), "LLM_TIMEOUT_SECONDS": "2", "LLM_MAX_RETRIES": "1"}, lines, user_id=user.user_id
+    )
     out = result.stdout
     _no_traceback(result)
     assert result.returncode == 0, result.stderr + out
     expected = {
         1: f"The LLM at {base} is rate-limiting requests (429): wait a moment and try again, or check the limits "
-           "of the account behind OPENAI_API_KEY.",
+        "of the account behind OPENAI_API_KEY.",
         2: f"The LLM at {base} did not answer within 2 s: check that the server is running and the model is "
-           "loaded, or raise LLM_TIMEOUT_SECONDS.",
+        "loaded, or raise LLM_TIMEOUT_SECONDS.",
         3: f"The LLM at {base} stopped in the middle of its answer: try again, and check the server's log if it "
-           "keeps happening.",
+        "keeps happening.",
         4: "The LLM called recall_detail with arguments that are not valid JSON, so that call was skipped: try "
-           "again, or use a model that supports tool calling (LLM_MODEL).",
+        "again, or use a model that supports tool calling (LLM_MODEL).",
         5: "The LLM asked for a tool that does not exist (transfer_to_billing), so that call was skipped: try "
-           "again, or use a model that supports tool calling (LLM_MODEL).",
+        "again, or use a model that supports tool calling (LLM_MODEL).",
     }
     for sentence in expected.values():
         assert f"  error: {sentence}" in out
@@ -120,8 +131,13 @@ def test_every_failure_of_one_turn_is_one_sentence_and_the_session_goes_on(new_u
 
     errors = _report(user, out)["playground"]["errors"]
     assert {e["turn"]: e["message"] for e in errors} == expected
-    assert {e["turn"]: e["kind"] for e in errors} == {1: "rate_limit", 2: "timeout", 3: "cut",
-                                                      4: "tool_arguments", 5: "unknown_tool"}
+    assert {e["turn"]: e["kind"] for e in errors} == {
+        1: "rate_limit",
+        2: "timeout",
+        3: "cut",
+        4: "tool_arguments",
+        5: "unknown_tool",
+    }
     requests = llm_server.chat_requests()
     assert_agent_requests(requests)
     assert sum(r.status == 429 for r in requests) == 2  # retried once, as LLM_MAX_RETRIES says
@@ -144,24 +160,30 @@ def test_a_broken_llm_setting_is_one_sentence_per_turn_and_the_report_is_saved(n
     assert result.returncode == 0, result.stderr + out  # a running session is never a startup failure
     sentence = {
         "unreachable": f"The LLM at {server.base_url} could not be reached: check OPENAI_BASE_URL and that the "
-                       "server is running.",
+        "server is running.",
         "bad key": f"The LLM at {server.base_url} refused the API key (401): check OPENAI_API_KEY.",
         "unknown model": f"The LLM at {server.base_url} has no model named 'llama-3-does-not-exist' (404): "
-                         "check LLM_MODEL.",
+        "check LLM_MODEL.",
     }[case]
     assert out.count(f"  error: {sentence}") == 3, out  # the greeting and both turns
     section = _report(user, out)["playground"]
     assert [(e["turn"], e["message"]) for e in section["errors"]] == [(0, sentence), (1, sentence), (2, sentence)]
-    assert [t["text"] for t in section["transcript"] if t["role"] == "user"] == \
-        ["my favorite color is teal", "where is order 1002?"]
+    assert [t["text"] for t in section["transcript"] if t["role"] == "user"] == [
+        "my favorite color is teal",
+        "where is order 1002?",
+    ]
     # the model could not extract facts either: the rules did, and said so
     assert section["extraction"]["method"] == "llm+rules"
 
 
 def test_a_broken_setting_at_startup_exits_with_a_message(new_user):
     user = new_user()
-    result = run_chat_cli({"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "LLM_TIMEOUT_SECONDS": "soon"},
-                          ["hello"], user_id=user.user_id, timeout=120)
+    result = run_chat_cli(
+        {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "LLM_TIMEOUT_SECONDS": "soon"},
+        ["hello"],
+        user_id=user.user_id,
+        timeout=120,
+    )
     _no_traceback(result)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: LLM_TIMEOUT_SECONDS: ")
@@ -171,9 +193,25 @@ def test_the_benchmark_runs_its_voice_turns_through_an_llm_endpoint(database_uri
     """`python -m bench` registers the plugins at start too: one voice turn through the openai plugin."""
     output = tmp_path / "BENCHMARKS.md"
     result = subprocess.run(
-        [sys.executable, "-m", "bench", "--rounds", "1", "--utterances", "1", "--skip", "recall,scale",
-         "--output", str(output)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "HF_HUB_OFFLINE": "1", **llm_server.env()})
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--rounds",
+            "1",
+            "--utterances",
+            "1",
+            "--skip",
+            "recall,scale",
+            "--output",
+            str(output),
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **llm_server.env()},
+    )
     _no_traceback(result)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"LLM time to first token (OpenAI-compatible: gpt-4o-mini at {llm_server.base_url})" in output.read_text()

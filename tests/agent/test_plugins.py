@@ -18,8 +18,14 @@ from tests.support.app import PROJECT_ROOT
 def _python(script: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     import os
 
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], cwd=PROJECT_ROOT, capture_output=True,
-                          text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT), **(env or {})},
+    )
 
 
 def test_a_plugin_imported_on_a_thread_fails_which_is_why_we_register_at_start():
@@ -40,7 +46,8 @@ def test_a_plugin_imported_on_a_thread_fails_which_is_why_we_register_at_start()
 
 
 def test_building_a_model_without_registration_says_what_to_do():
-    done = _python("""
+    done = _python(
+        """
         import threading
         from agent import model_factory as models
         from core.config import reload_settings
@@ -52,15 +59,19 @@ def test_building_a_model_without_registration_says_what_to_do():
                 result["error"] = f"{type(exc).__name__}: {exc}"
         thread = threading.Thread(target=loop_thread); thread.start(); thread.join()
         print(result.get("error"))
-    """, env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-x", "LLM_MODEL": "m"})
+    """,
+        env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-x", "LLM_MODEL": "m"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.startswith("ConfigurationError: The livekit openai plugin was not loaded when this process "
-                                  "started")
+    assert done.stdout.startswith(
+        "ConfigurationError: The livekit openai plugin was not loaded when this process started"
+    )
 
 
 def test_register_on_runs_the_imports_on_the_main_threads_loop():
     """What the Streamlit app does: a script thread asks the main thread's loop to register."""
-    done = _python("""
+    done = _python(
+        """
         import asyncio, threading
         from agent import model_factory as models, plugins
         from livekit.agents.plugin import Plugin
@@ -85,7 +96,9 @@ def test_register_on_runs_the_imports_on_the_main_threads_loop():
         assert "error" not in result, result
         print(result["llm"])
         print(sorted(p.package for p in Plugin.registered_plugins))
-    """, env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-x", "LLM_MODEL": "m"})
+    """,
+        env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-x", "LLM_MODEL": "m"},
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[0] == "livekit.plugins.openai.llm"
@@ -94,8 +107,9 @@ def test_register_on_runs_the_imports_on_the_main_threads_loop():
 
 def test_the_worker_cli_has_every_plugin_registered():
     """`python -m agent download-files` goes through livekit's CLI, which lists the registered plugins."""
-    done = subprocess.run([sys.executable, "-m", "agent", "download-files"], cwd=PROJECT_ROOT, capture_output=True,
-                          text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-m", "agent", "download-files"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     output = done.stdout + done.stderr
     for package in ("livekit.plugins.openai", "livekit.plugins.silero"):

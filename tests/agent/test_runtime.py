@@ -32,8 +32,9 @@ def test_one_session_per_key_and_a_second_key_gets_its_own(runtime, new_user):
 def test_reruns_from_many_threads_never_build_a_second_session(runtime, new_user):
     user = new_user()
     found: list = []
-    threads = [threading.Thread(target=lambda: found.append(runtime.open_conversation("k", user.user_id)))
-               for _ in range(8)]
+    threads = [
+        threading.Thread(target=lambda: found.append(runtime.open_conversation("k", user.user_id))) for _ in range(8)
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -60,7 +61,9 @@ def test_send_returns_reply_events_with_scores_and_timings(runtime, new_user):
     assert all(decode_event(encode_event(e)) == e for e in turn.events)
     # the page's history and live panel
     assert [(h["role"], h["text"]) for h in chat.history][-2:] == [
-        ("user", "what is my favorite color?"), ("assistant", "Your favorite color is teal.")]
+        ("user", "what is my favorite color?"),
+        ("assistant", "Your favorite color is teal."),
+    ]
     events, cursor = chat.events_since(0)
     more, cursor2 = chat.events_since(cursor)
     assert events and more == [] and cursor2 == cursor
@@ -102,12 +105,18 @@ def test_close_writes_the_report_with_the_memories_written(runtime, new_user):
     assert stored["playground"]["session_id"] == chat.session_id
     assert stored["playground"]["turns"] == 3 and stored["user_turns"] == 3  # ours and livekit's agree
     written = [(w["action"], w["memory_type"], w["source"]) for w in stored["playground"]["memories_written"]]
-    assert written == [("remembered", "favorite_color", "tool"), ("forgotten", "favorite_color", "tool"),
-                       ("remembered", "home_city", "extraction")]
+    assert written == [
+        ("remembered", "favorite_color", "tool"),
+        ("forgotten", "favorite_color", "tool"),
+        ("remembered", "home_city", "extraction"),
+    ]
     assert stored["playground"]["extraction"]["facts"][0]["content"] == "Boulder"
     assert memories.recall(user.scope, "home_city").session_id == chat.session_id
-    assert [t["name"] for t in stored["playground"]["tool_calls"]] == ["remember_detail", "lookup_order",
-                                                                      "forget_detail"]
+    assert [t["name"] for t in stored["playground"]["tool_calls"]] == [
+        "remember_detail",
+        "lookup_order",
+        "forget_detail",
+    ]
     assert stored["playground"]["metrics_summary"]["recall_ms"]["count"] == 3
     assert stored["chat_history"]["items"]  # livekit's part of the report
     assert record.started_at < record.ended_at
@@ -142,8 +151,11 @@ async def test_a_failed_report_save_is_kept_on_disk_and_retried(new_user, monkey
     await ps.run_text("my favorite color is teal")
 
     real_save = sessions.save_report
-    monkeypatch.setattr(sessions, "save_report", lambda *a, **k: (_ for _ in ()).throw(
-        DatabaseUnavailable("The database is not reachable right now.")))
+    monkeypatch.setattr(
+        sessions,
+        "save_report",
+        lambda *a, **k: (_ for _ in ()).throw(DatabaseUnavailable("The database is not reachable right now.")),
+    )
     report = await ps.finish()
     assert ps.record is None
     pending = list(reports._spool_dir().glob("*.json"))

@@ -24,7 +24,8 @@ async def test_remember_writes_the_slot(new_user):
     async with agent_session(user.user_id) as run:
         result = await run.session.run(user_input="My favorite color is teal")
         result.expect.next_event().is_function_call(
-            name="remember_detail", arguments={"memory_type": "favorite_color", "content": "teal"})
+            name="remember_detail", arguments={"memory_type": "favorite_color", "content": "teal"}
+        )
         result.expect.next_event().is_function_call_output(is_error=False)
         message = result.expect.next_event().is_message(role="assistant")
         result.expect.no_more_events()
@@ -33,8 +34,14 @@ async def test_remember_writes_the_slot(new_user):
     assert stored.content == "teal"
     assert stored.session_id == run.agent.session_id  # written in this session, as the Memories page shows
     assert run.agent.memories_written[0] | {"ts": 0} == {
-        "action": "remembered", "memory_type": "favorite_color", "content": "teal", "previous_content": None,
-        "turn": 1, "source": "tool", "ts": 0}
+        "action": "remembered",
+        "memory_type": "favorite_color",
+        "content": "teal",
+        "previous_content": None,
+        "turn": 1,
+        "source": "tool",
+        "ts": 0,
+    }
 
 
 async def test_recall_reads_back_and_forget_deletes(new_user):
@@ -143,7 +150,9 @@ async def test_update_profile_call_me_sam(new_user):
     async with agent_session(user.user_id) as run:
         result = await run.session.run(user_input="call me Sam")
         result.expect.contains_function_call(name="update_profile", arguments={"field": "name", "value": "Sam"})
-        result.expect.contains_function_call(name="remember_detail", arguments={"memory_type": "name", "content": "Sam"})
+        result.expect.contains_function_call(
+            name="remember_detail", arguments={"memory_type": "name", "content": "Sam"}
+        )
         assert "Sam" in reply_text(result)
         result = await run.session.run(user_input="what's my name?")
         result.expect.next_event().is_function_call(name="recall_detail", arguments={"memory_type": "name"})

@@ -34,6 +34,7 @@ from tests.support.llm_requests import (
 
 # --- dispatch metadata -------------------------------------------------------------
 
+
 def test_valid_metadata_gives_that_user(demo_user_id, caplog):
     user_id = uuid.uuid4()
     with caplog.at_level(logging.WARNING, logger="agent.worker"):
@@ -41,9 +42,16 @@ def test_valid_metadata_gives_that_user(demo_user_id, caplog):
     assert caplog.records == []
 
 
-@pytest.mark.parametrize("metadata", [
-    "not json", "[]", json.dumps({"user": "x"}), json.dumps({"user_id": "not-a-uuid"}), json.dumps({"user_id": 42}),
-])
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        "not json",
+        "[]",
+        json.dumps({"user": "x"}),
+        json.dumps({"user_id": "not-a-uuid"}),
+        json.dumps({"user_id": 42}),
+    ],
+)
 def test_invalid_metadata_falls_back_to_the_demo_user_with_a_warning(metadata, demo_user_id, caplog):
     with caplog.at_level(logging.WARNING, logger="agent.worker"):
         assert worker.resolve_user_id(metadata) == (demo_user_id, "demo")
@@ -88,8 +96,16 @@ async def test_job_start_without_metadata_acts_for_the_demo_user(demo_user_id):
 
 # --- model selection ----------------------------------------------------------------
 
-_MODEL_VARS = ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-               "LLM_MODEL", "STT_MODEL", "TTS_MODEL")
+_MODEL_VARS = (
+    "LIVEKIT_URL",
+    "LIVEKIT_API_KEY",
+    "LIVEKIT_API_SECRET",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "LLM_MODEL",
+    "STT_MODEL",
+    "TTS_MODEL",
+)
 
 
 @pytest.fixture
@@ -140,8 +156,13 @@ def test_openai_key_uses_openai_for_speech_too(model_env):
 
 
 def test_livekit_credentials_use_livekit_inference(model_env):
-    settings = model_env(LIVEKIT_URL="wss://example.livekit.cloud", LIVEKIT_API_KEY="key",
-                         LIVEKIT_API_SECRET="s" * 40, OPENAI_API_KEY="sk-test", LLM_MODEL="openai/gpt-4.1-mini")
+    settings = model_env(
+        LIVEKIT_URL="wss://example.livekit.cloud",
+        LIVEKIT_API_KEY="key",
+        LIVEKIT_API_SECRET="s" * 40,
+        OPENAI_API_KEY="sk-test",
+        LLM_MODEL="openai/gpt-4.1-mini",
+    )
     assert model_factory.llm_backend(settings) == "livekit"
     llm = model_factory.build_llm(settings)
     assert isinstance(llm, inference.LLM) and llm.model == "openai/gpt-4.1-mini"
@@ -157,10 +178,18 @@ def test_offline_speech_uses_the_local_adapters(model_env):
 
 # --- the command line ----------------------------------------------------------------
 
+
 def _run(args, *, input_text=None, timeout=300):
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "agent", *args], cwd=PROJECT_ROOT, env=env, input=input_text,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "agent", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        input=input_text,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 @pytest.mark.slow
@@ -181,8 +210,14 @@ def test_top_level_help_lists_chat_and_the_worker_commands():
 @pytest.mark.slow
 def test_terminal_chat_remembers_recalls_forgets_and_looks_up_orders(new_user):
     user = new_user()
-    lines = ["my favorite color is teal", "what is my favorite color?", "forget my favorite color",
-             "what is my favorite color?", "where is order 1002?", "where is order 4321?"]
+    lines = [
+        "my favorite color is teal",
+        "what is my favorite color?",
+        "forget my favorite color",
+        "what is my favorite color?",
+        "where is order 1002?",
+        "where is order 4321?",
+    ]
     result = _run(["chat", "--user-id", str(user.user_id)], input_text="\n".join(lines) + "\n")
     out = result.stdout
     assert result.returncode == 0, result.stderr + out
@@ -206,6 +241,7 @@ def test_terminal_chat_rejects_a_bad_user_id():
 
 
 # --- what the worker publishes and saves -----------------------------------------------
+
 
 class _FakeParticipant:
     """The edge of LiveKit: records what would go out on the room's text streams."""
@@ -252,8 +288,9 @@ async def test_worker_report_is_livekits_session_report_plus_ours(new_user):
     user = new_user()
     with fake_job_context(job_id="job-report-1", job_metadata=json.dumps({"user_id": str(user.user_id)})) as ctx:
         start = await worker.begin_job(ctx)
-        ps = PlaygroundSession(start.user_id, mode="worker", session_id=f"lk-{ctx.job.id}", greet=False,
-                               room_name=ctx.room.name)
+        ps = PlaygroundSession(
+            start.user_id, mode="worker", session_id=f"lk-{ctx.job.id}", greet=False, room_name=ctx.room.name
+        )
         await ps.start(preload=await start.preload)
         await ps.run_text("my favorite color is teal")
         await ps.finish(base_report=lambda: ctx.make_session_report(ps.session).to_dict())
@@ -282,8 +319,14 @@ async def test_entrypoint_runs_a_job_and_saves_its_report_at_shutdown(new_user, 
 
 def test_local_models_can_be_forced_beside_livekit_credentials(model_env):
     # a self-hosted `livekit-server --dev` has no inference gateway: keep every model local
-    settings = model_env(LIVEKIT_URL="ws://127.0.0.1:7880", LIVEKIT_API_KEY="devkey", LIVEKIT_API_SECRET="s" * 40,
-                         LLM_MODEL="offline", STT_MODEL="local", TTS_MODEL="Local")
+    settings = model_env(
+        LIVEKIT_URL="ws://127.0.0.1:7880",
+        LIVEKIT_API_KEY="devkey",
+        LIVEKIT_API_SECRET="s" * 40,
+        LLM_MODEL="offline",
+        STT_MODEL="local",
+        TTS_MODEL="Local",
+    )
     assert model_factory.llm_backend(settings) == "offline"
     assert isinstance(model_factory.build_llm(settings), OfflineBrain)
     assert isinstance(model_factory.build_stt(settings), local_stt.LocalWhisperSTT)
@@ -293,8 +336,9 @@ def test_local_models_can_be_forced_beside_livekit_credentials(model_env):
 
 
 def test_one_speech_model_forced_local_leaves_the_other_hosted(model_env):
-    settings = model_env(LIVEKIT_URL="wss://example.livekit.cloud", LIVEKIT_API_KEY="key",
-                         LIVEKIT_API_SECRET="s" * 40, TTS_MODEL="local")
+    settings = model_env(
+        LIVEKIT_URL="wss://example.livekit.cloud", LIVEKIT_API_KEY="key", LIVEKIT_API_SECRET="s" * 40, TTS_MODEL="local"
+    )
     assert model_factory.speech_backend(settings, "stt") == "livekit"
     assert model_factory.speech_backend(settings, "tts") == "offline"
     assert isinstance(model_factory.build_stt(settings), inference.STT)
@@ -302,8 +346,9 @@ def test_one_speech_model_forced_local_leaves_the_other_hosted(model_env):
     assert described.stt.startswith("LiveKit Inference") and described.tts.startswith("Piper")
 
 
-async def test_entrypoint_runs_a_job_with_the_openai_plugin_against_an_llm_endpoint(new_user, monkeypatch,
-                                                                                       model_env, llm_server):
+async def test_entrypoint_runs_a_job_with_the_openai_plugin_against_an_llm_endpoint(
+    new_user, monkeypatch, model_env, llm_server
+):
     """The job path (metadata -> preload -> turns -> report) with the real openai plugin talking HTTP to an
     OpenAI-compatible server: only the LiveKit room is faked (no LiveKit server can run here)."""
     user = new_user()

@@ -52,7 +52,8 @@ def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page
     assert {"Vector rank", "Text rank", "Vector RRF", "Text RRF"} <= set(header)
     hit = next(row for row in rows if any("favorite_color" in cell for cell in row))
     assert float(hit[header.index("Fused score")]) == pytest.approx(
-        float(hit[header.index("Vector RRF")]) + float(hit[header.index("Text RRF")]), abs=2e-5)
+        float(hit[header.index("Vector RRF")]) + float(hit[header.index("Text RRF")]), abs=2e-5
+    )
     assert page.locator('[data-testid="stVegaLiteChart"]').count() >= 1  # the stacked RRF bars
     screenshot(page, "chat")
 
@@ -119,8 +120,11 @@ def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page
 def test_livekit_panel_mints_a_token_for_the_visitor(database_uri, new_browser_page, tmp_path):
     """A server with LiveKit settings; the first request is a deep link (the page must still run behind
     the identity gate), and the token shown decodes to the visitor's verified id."""
-    credentials = {"LIVEKIT_URL": "wss://your-project.livekit.cloud", "LIVEKIT_API_KEY": "APIbrowsertest",
-                   "LIVEKIT_API_SECRET": "browser-test-secret-0123456789-0123456789"}
+    credentials = {
+        "LIVEKIT_URL": "wss://your-project.livekit.cloud",
+        "LIVEKIT_API_KEY": "APIbrowsertest",
+        "LIVEKIT_API_SECRET": "browser-test-secret-0123456789-0123456789",
+    }
     process, url = start_streamlit(credentials, log_path=tmp_path / "streamlit.log")
     try:
         page = new_browser_page((1920, 1080))

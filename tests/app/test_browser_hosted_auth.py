@@ -73,8 +73,7 @@ def no_traceback(page) -> None:
 
 def open_popover(page, label: str, submit: str):
     """The sidebar popover `label` (opened unless it already is), found by its form's `submit` button."""
-    body = page.locator('[data-testid="stPopoverBody"]').filter(
-        has=page.get_by_role("button", name=submit, exact=True))
+    body = page.locator('[data-testid="stPopoverBody"]').filter(has=page.get_by_role("button", name=submit, exact=True))
     if not body.is_visible():
         sidebar(page).get_by_role("button", name=re.compile(label)).click()
     body.wait_for(timeout=30_000)
@@ -141,7 +140,8 @@ def test_save_with_email_then_sign_in_elsewhere_finds_the_same_memories(hosted, 
     expect_user(elsewhere, visitor)
     open_page(elsewhere, "Memories")
     expect(elsewhere.locator('[class*="st-key-u_memcard_"]').filter(has_text="favorite_color")).to_contain_text(
-        "teal", timeout=TURN_TIMEOUT_MS)
+        "teal", timeout=TURN_TIMEOUT_MS
+    )
     no_traceback(elsewhere)
 
 
@@ -200,8 +200,10 @@ def test_a_session_revoked_at_supabase_leads_to_a_clear_sign_in_again(hosted, st
     standin.revoke_sessions(visitor)  # e.g. "sign out everywhere" on another device
     page.reload()
     wait_for_identity_cookie(page)
-    expect(sidebar(page)).to_contain_text("Your previous identity could not be restored: the session was signed "
-                                          "out, for example from another device", timeout=30_000)
+    expect(sidebar(page)).to_contain_text(
+        "Your previous identity could not be restored: the session was signed out, for example from another device",
+        timeout=30_000,
+    )
     assert user_id_of(page) != visitor  # a new anonymous visitor meanwhile, never the old tokens
     no_traceback(page)
 
@@ -211,7 +213,8 @@ def test_a_session_revoked_at_supabase_leads_to_a_clear_sign_in_again(hosted, st
     expect(sidebar(page)).not_to_contain_text("could not be restored")
     open_page(page, "Memories")
     expect(page.locator('[class*="st-key-u_memcard_"]').filter(has_text="Lisbon")).to_have_count(
-        1, timeout=TURN_TIMEOUT_MS)
+        1, timeout=TURN_TIMEOUT_MS
+    )
     no_traceback(page)
 
 
@@ -224,8 +227,9 @@ def test_a_session_that_expires_while_the_page_is_open_offers_to_sign_in_again(h
     # next interaction asks again, the server refuses the token and the refresh token.
     page.wait_for_timeout(31_000)
     open_page(page, "Memories")
-    expect(sidebar(page)).to_contain_text("Your session as expired@example.com has ended: the session expired",
-                                          timeout=30_000)
+    expect(sidebar(page)).to_contain_text(
+        "Your session as expired@example.com has ended: the session expired", timeout=30_000
+    )
     assert user_id_of(page) != visitor
     resign = page.locator('[class*="st-key-resign_card"]')
     expect(resign.get_by_role("textbox", name="Email")).to_have_value("expired@example.com")
@@ -235,12 +239,14 @@ def test_a_session_that_expires_while_the_page_is_open_offers_to_sign_in_again(h
     expect(sidebar(page)).to_contain_text("expired@example.com", timeout=30_000)
     expect_user(page, visitor)
     expect(page.locator('[class*="st-key-u_memcard_"]').filter(has_text="Lisbon")).to_have_count(
-        1, timeout=TURN_TIMEOUT_MS)
+        1, timeout=TURN_TIMEOUT_MS
+    )
     no_traceback(page)
 
 
 def test_anonymous_sign_ins_turned_off_is_one_sentence_and_saved_accounts_can_still_sign_in(
-        hosted, standin, new_browser_page):
+    hosted, standin, new_browser_page
+):
     _, url = hosted
     account = standin.new_user(email="saved@example.com", password=PASSWORD)
     standin.anonymous_sign_ins = False
@@ -248,9 +254,14 @@ def test_anonymous_sign_ins_turned_off_is_one_sentence_and_saved_accounts_can_st
     page.goto(url)
     wait_for_app(page)
     alert = page.locator('[data-testid="stAlertContentError"] [data-testid="stMarkdownContainer"]')
-    expect(alert).to_have_text(re.compile(r"^Supabase Auth at http://127\.0\.0\.1:\d+ has anonymous sign-ins turned "
-                                          r"off; enable them in the Supabase dashboard under Authentication → Sign "
-                                          r"In / Providers\.$"), timeout=30_000)
+    expect(alert).to_have_text(
+        re.compile(
+            r"^Supabase Auth at http://127\.0\.0\.1:\d+ has anonymous sign-ins turned "
+            r"off; enable them in the Supabase dashboard under Authentication → Sign "
+            r"In / Providers\.$"
+        ),
+        timeout=30_000,
+    )
     no_traceback(page)
 
     gate = page.locator('[class*="st-key-gate_sign_in"]')
@@ -272,9 +283,14 @@ def test_auth_server_down_is_one_sentence_and_the_page_recovers(hosted, standin,
         page.goto(url)
         wait_for_app(page)
         alert = page.locator('[data-testid="stAlertContentError"] [data-testid="stMarkdownContainer"]')
-        expect(alert).to_have_text(re.compile(rf"^Supabase Auth is not reachable at http://127\.0\.0\.1:{port} "
-                                              r"\(Connection refused\); check SUPABASE_URL, or try again in a moment if it is "
-                                              r"correct\.$"), timeout=30_000)
+        expect(alert).to_have_text(
+            re.compile(
+                rf"^Supabase Auth is not reachable at http://127\.0\.0\.1:{port} "
+                r"\(Connection refused\); check SUPABASE_URL, or try again in a moment if it is "
+                r"correct\.$"
+            ),
+            timeout=30_000,
+        )
         # no identity was invented during the outage
         assert COOKIE_NAME not in {cookie["name"] for cookie in page.context.cookies()}
         no_traceback(page)

@@ -139,6 +139,7 @@ def test_a_conversation_whose_browser_session_went_away_is_closed_and_reported(n
     chat.ready.result(timeout=120)
     chat.send("my favorite color is teal").result(timeout=120)
     chat_state._track(key, "gone-browser-session")
+
     # still connected: nothing happens; gone but within the grace period (a reload): nothing happens
     def gone(sid):  # only this browser session is gone; other tests' sessions stay connected
         return sid != "gone-browser-session"

@@ -50,8 +50,10 @@ def test_a_revoked_anonymous_session_says_it_cannot_come_back(supabase_auth, app
     at.run()
     assert not at.exception
     assert _visitor(at).user_id != visitor.user_id and _visitor(at).is_anonymous
-    assert "Your session has ended: the session was signed out, for example from another device. An anonymous " \
-           "identity cannot be signed into again" in _notice(at)
+    assert (
+        "Your session has ended: the session was signed out, for example from another device. An anonymous "
+        "identity cannot be signed into again" in _notice(at)
+    )
     assert "resign_email" not in " ".join(str(k) for k in at.session_state)  # no sign-in form: nothing to sign into
 
 

@@ -14,8 +14,11 @@ from core import config
 from core.errors import ConfigurationError, InvalidInput
 from core.livekit_tokens import mint_user_token
 
-LIVEKIT_ENV = {"LIVEKIT_URL": "wss://playground-test.livekit.cloud", "LIVEKIT_API_KEY": "APItestkey",
-               "LIVEKIT_API_SECRET": "test-secret-that-is-long-enough-for-hs256-0123456789"}
+LIVEKIT_ENV = {
+    "LIVEKIT_URL": "wss://playground-test.livekit.cloud",
+    "LIVEKIT_API_KEY": "APItestkey",
+    "LIVEKIT_API_SECRET": "test-secret-that-is-long-enough-for-hs256-0123456789",
+}
 
 
 @pytest.fixture
@@ -73,7 +76,8 @@ def test_livekit_token_carries_the_verified_user_in_identity_and_dispatch(app, l
     at.button(key="u_livekit_mint").click()  # one room per session: a new token, a new room
     at.run()
     again = api.TokenVerifier(LIVEKIT_ENV["LIVEKIT_API_KEY"], LIVEKIT_ENV["LIVEKIT_API_SECRET"]).verify(
-        at.code[0].value)
+        at.code[0].value
+    )
     assert again.video.room != first_room and again.identity == str(visitor.user_id)
 
 

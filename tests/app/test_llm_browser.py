@@ -114,28 +114,37 @@ def test_chat_page_shows_each_llm_failure_as_one_sentence_and_keeps_the_session(
     where = server.base_url
 
     server.fail("unauthorized")
-    _failed_turn(page, "where is order 1001?",
-                 f"The LLM at {where} refused the API key (401): check OPENAI_API_KEY.")
+    _failed_turn(page, "where is order 1001?", f"The LLM at {where} refused the API key (401): check OPENAI_API_KEY.")
     server.clear()
     models = server.models
     server.models = ("some-other-model",)
-    _failed_turn(page, "where is order 1002?",
-                 f"The LLM at {where} has no model named 'gpt-4o-mini' (404): check LLM_MODEL.")
+    _failed_turn(
+        page, "where is order 1002?", f"The LLM at {where} has no model named 'gpt-4o-mini' (404): check LLM_MODEL."
+    )
     server.models = models
     server.fail("rate_limited", times=2, when="order 1003")
     _failed_turn(page, "where is order 1003?", f"The LLM at {where} is rate-limiting requests (429)")
     server.fail("slow", times=2, when="order 1004")
-    _failed_turn(page, "where is order 1004?",
-                 f"The LLM at {where} did not answer within {TIMEOUT_SECONDS} s: check that the server is running "
-                 "and the model is loaded, or raise LLM_TIMEOUT_SECONDS.")
+    _failed_turn(
+        page,
+        "where is order 1004?",
+        f"The LLM at {where} did not answer within {TIMEOUT_SECONDS} s: check that the server is running "
+        "and the model is loaded, or raise LLM_TIMEOUT_SECONDS.",
+    )
     server.fail("cut", times=1, when="favorite color is teal")
     _failed_turn(page, "my favorite color is teal", f"The LLM at {where} stopped in the middle of its answer")
     server.fail("malformed_arguments", times=1, when="what is my favorite color")
-    _failed_turn(page, "what is my favorite color?",
-                 "The LLM called recall_detail with arguments that are not valid JSON, so that call was skipped")
+    _failed_turn(
+        page,
+        "what is my favorite color?",
+        "The LLM called recall_detail with arguments that are not valid JSON, so that call was skipped",
+    )
     server.fail("unknown_tool", times=1, when="order 1005")
-    _failed_turn(page, "where is order 1005?",
-                 "The LLM asked for a tool that does not exist (transfer_to_billing), so that call was skipped")
+    _failed_turn(
+        page,
+        "where is order 1005?",
+        "The LLM asked for a tool that does not exist (transfer_to_billing), so that call was skipped",
+    )
     server.stop()
     unreachable = f"The LLM at {where} could not be reached: check OPENAI_BASE_URL and that the server is running."
     _failed_turn(page, "where is order 1001?", unreachable)
@@ -153,8 +162,16 @@ def test_chat_page_shows_each_llm_failure_as_one_sentence_and_keeps_the_session(
 
     report = sessions.list_sessions(Scope.service(uuid.UUID(visitor)))[0].report
     kinds = [(e["turn"], e["kind"]) for e in report["playground"]["errors"]]
-    assert kinds == [(1, "auth"), (2, "model"), (3, "rate_limit"), (4, "timeout"), (5, "cut"),
-                     (6, "tool_arguments"), (7, "unknown_tool"), (8, "unreachable")]
+    assert kinds == [
+        (1, "auth"),
+        (2, "model"),
+        (3, "rate_limit"),
+        (4, "timeout"),
+        (5, "cut"),
+        (6, "tool_arguments"),
+        (7, "unknown_tool"),
+        (8, "unreachable"),
+    ]
 
 
 def test_voice_call_with_the_llm(llm_app, new_mic_page):
@@ -188,6 +205,9 @@ def test_voice_call_with_the_llm(llm_app, new_mic_page):
     requests = [r for r in server.chat_requests() if r.status == 200]
     assert_agent_requests(requests)
     # what Whisper heard reached the model as the user's turn, after the greeting
-    heard = [r for r in requests if r.messages[-1]["role"] == "user"
-             and re.search(r"favou?rite colou?r.{0,4}teal", last_user_text(r), re.I)]
+    heard = [
+        r
+        for r in requests
+        if r.messages[-1]["role"] == "user" and re.search(r"favou?rite colou?r.{0,4}teal", last_user_text(r), re.I)
+    ]
     assert heard and heard[0].messages[0]["role"] == "system"

@@ -75,7 +75,10 @@ def test_list_search_and_export(app, captured_downloads):
     exported = json.loads(download.content)
     assert exported["user_id"] == str(visitor.user_id)
     assert {m["memory_type"]: m["content"] for m in exported["memories"]} == {
-        "favorite_color": "teal", "car": "Drives a blue 2019 Subaru Outback", "allergy": "Allergic to peanuts"}
+        "favorite_color": "teal",
+        "car": "Drives a blue 2019 Subaru Outback",
+        "allergy": "Allergic to peanuts",
+    }
 
 
 def test_edit_and_delete_one_with_confirmation(app):

@@ -86,8 +86,7 @@ def test_a_broken_llm_shows_in_the_sidebar_and_recheck_sees_it_fixed(database_ur
 
         server.start()
         side.get_by_role("button", name="Re-check").click()
-        side.get_by_text(re.compile(r"Quick check \d+ s ago: all configured parts healthy")).wait_for(
-            timeout=120_000)
+        side.get_by_text(re.compile(r"Quick check \d+ s ago: all configured parts healthy")).wait_for(timeout=120_000)
         assert "Fix: check OPENAI_BASE_URL" not in side.inner_text()
         assert any(r.path == "/v1/models" for r in server.requests)
         assert server.chat_requests() == []  # the sidebar's check spends no tokens

@@ -22,9 +22,13 @@ def test_retrieval_panel_shows_a_search_and_the_agents_event_for_it_alike(new_us
     memories.remember(user.scope, "favorite_color", "teal")
     search = search_memories(user.scope, "which car do I drive", params=RrfParams(0.5, 0.5, 20))
     # the retrieval event the agent publishes for the same search (its per-turn recall)
-    event = events.stamped(events.memory_search_retrieval(search, trigger="per_turn_recall", latency_ms=9.0,
-                                                          injected=search.hits[:1]),
-                           ts=1.0, session_id="s", turn=1, seq=4)
+    event = events.stamped(
+        events.memory_search_retrieval(search, trigger="per_turn_recall", latency_ms=9.0, injected=search.hits[:1]),
+        ts=1.0,
+        session_id="s",
+        turn=1,
+        seq=4,
+    )
     as_search, as_event = view_of_search(search), view_of_event(event)
     for view in (as_search, as_event):
         assert view.kind == "memories"
@@ -37,13 +41,23 @@ def test_retrieval_panel_shows_a_search_and_the_agents_event_for_it_alike(new_us
     assert (table["Fused score"] - table["Vector RRF"] - table["Text RRF"]).abs().max() < 1e-9
     bars = contribution_rows(as_event.hits)
     assert len(bars) == 2 * len(search.hits) and set(bars["branch"]) == {"vector", "text"}
-    skipped = events.stamped(events.skipped_recall("which car", search.params, reason="over the 50 ms budget",
-                                                   latency_ms=50.0), ts=1.0, session_id="s", turn=1, seq=5)
+    skipped = events.stamped(
+        events.skipped_recall("which car", search.params, reason="over the 50 ms budget", latency_ms=50.0),
+        ts=1.0,
+        session_id="s",
+        turn=1,
+        seq=5,
+    )
     assert view_of_event(skipped).note == "Skipped: over the 50 ms budget."
 
     knowledge = search_knowledge(user.scope, "what payment methods do you accept", limit=3)
-    event = events.stamped(events.knowledge_search_retrieval(knowledge, trigger="tool:search_knowledge"),
-                           ts=1.0, session_id="s", turn=1, seq=6)
+    event = events.stamped(
+        events.knowledge_search_retrieval(knowledge, trigger="tool:search_knowledge"),
+        ts=1.0,
+        session_id="s",
+        turn=1,
+        seq=6,
+    )
     view = view_of_event(event)
     assert view.kind == "knowledge" == view_of_search(knowledge).kind
     assert list(knowledge_table(view.hits)["Rank"]) == [1, 2, 3]
@@ -52,10 +66,25 @@ def test_retrieval_panel_shows_a_search_and_the_agents_event_for_it_alike(new_us
 def test_turn_grouping_and_reading_a_worker_report_without_agent_events():
     published = [
         {"type": "transcript", "role": "assistant", "text": "Hi!", "final": True, "turn": 0, "ts": 1.0},
-        {"type": "transcript", "role": "user", "text": "my favorite color is teal", "final": True, "turn": 1, "ts": 2.0},
+        {
+            "type": "transcript",
+            "role": "user",
+            "text": "my favorite color is teal",
+            "final": True,
+            "turn": 1,
+            "ts": 2.0,
+        },
         {"type": "transcript", "role": "user", "text": "my fav", "final": False, "turn": 1, "ts": 1.9},
-        {"type": "tool_call", "name": "remember_detail", "arguments": {"memory_type": "favorite_color"},
-         "output": "ok", "error": None, "duration_ms": 12.5, "turn": 1, "ts": 2.1},
+        {
+            "type": "tool_call",
+            "name": "remember_detail",
+            "arguments": {"memory_type": "favorite_color"},
+            "output": "ok",
+            "error": None,
+            "duration_ms": 12.5,
+            "turn": 1,
+            "ts": 2.1,
+        },
         {"type": "metric", "name": "turn_total_ms", "value": 80.0, "turn": 1, "ts": 2.2},
         {"type": "transcript", "role": "assistant", "text": "Got it.", "final": True, "turn": 1, "ts": 2.2},
         {"type": "turn_done", "turn": 1, "ts": 2.3},
@@ -67,12 +96,18 @@ def test_turn_grouping_and_reading_a_worker_report_without_agent_events():
     assert "remember_detail" in turns[1].summary
 
     # a LiveKit worker's report before any playground section: livekit's chat_history shape
-    worker = {"chat_history": {"items": [
-        {"type": "message", "role": "user", "content": ["where is order 1001?"]},
-        {"type": "function_call", "call_id": "c1", "name": "lookup_order", "arguments": '{"order_id": "1001"}'},
-        {"type": "function_call_output", "call_id": "c1", "output": "Order 1001 shipped", "is_error": False},
-        {"type": "message", "role": "assistant", "content": ["Order 1001 has shipped."]},
-    ]}, "duration_ms": 4200, "user_turns": 1}
+    worker = {
+        "chat_history": {
+            "items": [
+                {"type": "message", "role": "user", "content": ["where is order 1001?"]},
+                {"type": "function_call", "call_id": "c1", "name": "lookup_order", "arguments": '{"order_id": "1001"}'},
+                {"type": "function_call_output", "call_id": "c1", "output": "Order 1001 shipped", "is_error": False},
+                {"type": "message", "role": "assistant", "content": ["Order 1001 has shipped."]},
+            ]
+        },
+        "duration_ms": 4200,
+        "user_turns": 1,
+    }
     view = read_report(worker)
     assert [line["role"] for line in view.transcript] == ["user", "assistant"]
     assert view.tool_calls[0]["name"] == "lookup_order" and view.tool_calls[0]["output"] == "Order 1001 shipped"

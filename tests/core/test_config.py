@@ -9,9 +9,22 @@ from pydantic import ValidationError
 
 from core import config
 
-HOSTED_VARS = ("DATABASE_URL", "SUPABASE_URL", "SUPABASE_ANON_KEY", "SUPABASE_JWT_SECRET", "LIVEKIT_URL",
-               "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "RRF_K", "RRF_VECTOR_WEIGHT", "RRF_TEXT_WEIGHT",
-               "AGENT_NAME", "LLM_MODEL", "EMBEDDING_MODEL", "DEMO_USER_ID")
+HOSTED_VARS = (
+    "DATABASE_URL",
+    "SUPABASE_URL",
+    "SUPABASE_ANON_KEY",
+    "SUPABASE_JWT_SECRET",
+    "LIVEKIT_URL",
+    "LIVEKIT_API_KEY",
+    "LIVEKIT_API_SECRET",
+    "RRF_K",
+    "RRF_VECTOR_WEIGHT",
+    "RRF_TEXT_WEIGHT",
+    "AGENT_NAME",
+    "LLM_MODEL",
+    "EMBEDDING_MODEL",
+    "DEMO_USER_ID",
+)
 
 
 @pytest.fixture
@@ -87,16 +100,23 @@ def test_blank_value_in_secrets_toml_is_unset(env):
     assert settings.supabase_url is None and settings.hosted_auth is False
 
 
-@pytest.mark.parametrize("values,label,embedded_db,hosted_auth", [
-    ({}, "embedded", True, False),
-    ({"DATABASE_URL": "postgresql://u:p@db.example:5432/postgres"}, "hosted", False, False),
-    ({"SUPABASE_URL": "https://ref.supabase.co", "SUPABASE_ANON_KEY": "anon"}, "hosted", True, True),
-    ({"SUPABASE_URL": "https://ref.supabase.co"}, "embedded", True, False),  # no key: still embedded auth
-    ({"SUPABASE_ANON_KEY": "anon"}, "embedded", True, False),
-    ({"SUPABASE_JWT_SECRET": "s" * 40}, "embedded", True, False),
-    ({"LIVEKIT_URL": "wss://x.livekit.cloud", "LIVEKIT_API_KEY": "k", "LIVEKIT_API_SECRET": "s"},
-     "embedded", True, False),
-])
+@pytest.mark.parametrize(
+    "values,label,embedded_db,hosted_auth",
+    [
+        ({}, "embedded", True, False),
+        ({"DATABASE_URL": "postgresql://u:p@db.example:5432/postgres"}, "hosted", False, False),
+        ({"SUPABASE_URL": "https://ref.supabase.co", "SUPABASE_ANON_KEY": "anon"}, "hosted", True, True),
+        ({"SUPABASE_URL": "https://ref.supabase.co"}, "embedded", True, False),  # no key: still embedded auth
+        ({"SUPABASE_ANON_KEY": "anon"}, "embedded", True, False),
+        ({"SUPABASE_JWT_SECRET": "s" * 40}, "embedded", True, False),
+        (
+            {"LIVEKIT_URL": "wss://x.livekit.cloud", "LIVEKIT_API_KEY": "k", "LIVEKIT_API_SECRET": "s"},
+            "embedded",
+            True,
+            False,
+        ),
+    ],
+)
 def test_mode_label(env, values, label, embedded_db, hosted_auth):
     monkeypatch, _ = env
     for name, value in values.items():
@@ -113,11 +133,14 @@ def test_mode_can_come_from_secrets_toml(env):
     assert config.reload_settings().mode_label == "hosted"
 
 
-@pytest.mark.parametrize("present,configured", [
-    (("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"), True),
-    (("LIVEKIT_URL", "LIVEKIT_API_KEY"), False),
-    (("LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"), False),
-])
+@pytest.mark.parametrize(
+    "present,configured",
+    [
+        (("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"), True),
+        (("LIVEKIT_URL", "LIVEKIT_API_KEY"), False),
+        (("LIVEKIT_API_KEY", "LIVEKIT_API_SECRET"), False),
+    ],
+)
 def test_livekit_configured_needs_all_three(env, present, configured):
     monkeypatch, _ = env
     for name in present:
@@ -133,8 +156,16 @@ def test_relative_data_dir_is_under_the_project(env):
     assert config.reload_settings().data_dir == Path("/tmp/absolute-data")
 
 
-@pytest.mark.parametrize("name,value", [("RRF_K", "0"), ("RRF_K", "ten"), ("RRF_VECTOR_WEIGHT", "-1"),
-                                        ("RRF_TEXT_WEIGHT", "11"), ("ACCESS_TOKEN_TTL_SECONDS", "5")])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("RRF_K", "0"),
+        ("RRF_K", "ten"),
+        ("RRF_VECTOR_WEIGHT", "-1"),
+        ("RRF_TEXT_WEIGHT", "11"),
+        ("ACCESS_TOKEN_TTL_SECONDS", "5"),
+    ],
+)
 def test_out_of_range_values_are_refused(env, name, value):
     monkeypatch, _ = env
     monkeypatch.setenv(name, value)

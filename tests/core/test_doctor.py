@@ -26,9 +26,14 @@ LIVEKIT_SECRET = "doctor-test-secret-that-is-long-enough-for-livekit"
 
 
 def run_doctor(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "core.doctor", *args], cwd=PROJECT_ROOT,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "core.doctor", *args],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def run_json(*args: str, env: dict | None = None) -> tuple[int, dict]:
@@ -50,13 +55,21 @@ def auth_user_count() -> int:
 # The embedded default
 # ---------------------------------------------------------------------------
 
+
 def test_healthy_embedded_configuration_passes_every_check(database_uri):
     users_before = auth_user_count()
     code, report = run_json()
     checks = rows(report)
     assert code == 0 and report["healthy"], report
-    assert [row["name"] for row in report["checks"]] == ["database", "auth", "embeddings", "llm", "stt", "tts",
-                                                          "livekit"]
+    assert [row["name"] for row in report["checks"]] == [
+        "database",
+        "auth",
+        "embeddings",
+        "llm",
+        "stt",
+        "tts",
+        "livekit",
+    ]
     database = checks["database"]
     assert database["status"] == "ok"
     assert database["details"]["server_version"].startswith("18")
@@ -118,6 +131,7 @@ def test_a_table_without_row_level_security_fails_the_database_row(database_uri)
 # LLM: an OpenAI-compatible server
 # ---------------------------------------------------------------------------
 
+
 def test_llm_at_a_healthy_endpoint_completes_and_round_trips_a_tool_call(openai_standin):
     code, report = run_json("--only", "llm", env=openai_standin.env())
     llm = rows(report)["llm"]
@@ -142,10 +156,13 @@ def test_llm_at_a_healthy_endpoint_completes_and_round_trips_a_tool_call(openai_
     assert all(r.headers["authorization"] == f"Bearer {openai_standin.api_key}" for r in openai_standin.requests)
 
 
-@pytest.mark.parametrize("case, env_change, summary_part, fix_part", [
-    ("401", {"OPENAI_API_KEY": "sk-wrong"}, "refused the API key (401)", "check OPENAI_API_KEY"),
-    ("404", {"LLM_MODEL": "no-such-model"}, "model 'no-such-model' not found", "set LLM_MODEL"),
-])
+@pytest.mark.parametrize(
+    "case, env_change, summary_part, fix_part",
+    [
+        ("401", {"OPENAI_API_KEY": "sk-wrong"}, "refused the API key (401)", "check OPENAI_API_KEY"),
+        ("404", {"LLM_MODEL": "no-such-model"}, "model 'no-such-model' not found", "set LLM_MODEL"),
+    ],
+)
 def test_llm_refusals_name_the_setting_to_fix(openai_standin, case, env_change, summary_part, fix_part):
     done = run_doctor("--only", "llm", env={**openai_standin.env(), **env_change})
     assert done.returncode == 1, done.stdout
@@ -166,11 +183,14 @@ def test_llm_endpoint_stopped_fails_with_the_base_url_to_check(openai_standin):
     assert "cannot reach http://127.0.0.1" in flat and "fix: check OPENAI_BASE_URL" in flat
 
 
-@pytest.mark.parametrize("fault, summary_part, fix_part", [
-    ("rate_limited", "rate limiting or out of quota (429)", "OPENAI_API_KEY"),
-    ("malformed_arguments", "tool arguments that are not a JSON object", "tool calling"),
-    ("unknown_tool", "called an unknown tool 'transfer_to_billing'", "tool calling"),
-])
+@pytest.mark.parametrize(
+    "fault, summary_part, fix_part",
+    [
+        ("rate_limited", "rate limiting or out of quota (429)", "OPENAI_API_KEY"),
+        ("malformed_arguments", "tool arguments that are not a JSON object", "tool calling"),
+        ("unknown_tool", "called an unknown tool 'transfer_to_billing'", "tool calling"),
+    ],
+)
 def test_llm_misbehaviour_fails_the_row(openai_standin, fault, summary_part, fix_part):
     openai_standin.fail(fault)
     code, report = run_json("--only", "llm", env=openai_standin.env())
@@ -202,8 +222,12 @@ def test_llm_through_livekit_inference_sends_a_livekit_token(database_uri):
     from livekit import api
 
     with OpenAIStandIn(models=("openai/gpt-4.1-mini",), api_key=None) as server:
-        env = {"LIVEKIT_URL": "wss://example.invalid", "LIVEKIT_API_KEY": LIVEKIT_KEY,
-               "LIVEKIT_API_SECRET": LIVEKIT_SECRET, "LIVEKIT_INFERENCE_URL": server.base_url}
+        env = {
+            "LIVEKIT_URL": "wss://example.invalid",
+            "LIVEKIT_API_KEY": LIVEKIT_KEY,
+            "LIVEKIT_API_SECRET": LIVEKIT_SECRET,
+            "LIVEKIT_INFERENCE_URL": server.base_url,
+        }
         code, report = run_json("--only", "llm", env=env)
         assert code == 0, report
         assert rows(report)["llm"]["summary"].startswith("openai/gpt-4.1-mini at LiveKit Inference")
@@ -215,6 +239,7 @@ def test_llm_through_livekit_inference_sends_a_livekit_token(database_uri):
 # ---------------------------------------------------------------------------
 # Auth: Supabase
 # ---------------------------------------------------------------------------
+
 
 def test_supabase_auth_healthy_signs_in_anonymously_and_signs_out(database_uri, supabase_standin):
     users_before = auth_user_count()
@@ -236,14 +261,18 @@ def test_supabase_quick_check_creates_no_user(database_uri, supabase_standin):
     assert supabase_standin.paths() == ["GET /auth/v1/settings"] and supabase_standin.users == {}
 
 
-@pytest.mark.parametrize("breakage, summary_part, fix_part", [
-    ("anonymous_disabled", "anonymous sign-ins are disabled", "enable anonymous sign-ins"),
-    ("wrong_key", "refused the anon key (401", "check SUPABASE_ANON_KEY"),
-    ("down", "not reachable at http://127.0.0.1", "check SUPABASE_URL"),
-    ("half_configured", "SUPABASE_ANON_KEY is not set", "set SUPABASE_ANON_KEY too"),
-])
-def test_supabase_auth_broken_fails_with_the_setting_to_fix(database_uri, supabase_standin, breakage, summary_part,
-                                                            fix_part):
+@pytest.mark.parametrize(
+    "breakage, summary_part, fix_part",
+    [
+        ("anonymous_disabled", "anonymous sign-ins are disabled", "enable anonymous sign-ins"),
+        ("wrong_key", "refused the anon key (401", "check SUPABASE_ANON_KEY"),
+        ("down", "not reachable at http://127.0.0.1", "check SUPABASE_URL"),
+        ("half_configured", "SUPABASE_ANON_KEY is not set", "set SUPABASE_ANON_KEY too"),
+    ],
+)
+def test_supabase_auth_broken_fails_with_the_setting_to_fix(
+    database_uri, supabase_standin, breakage, summary_part, fix_part
+):
     env = supabase_standin.env()
     if breakage == "anonymous_disabled":
         supabase_standin.anonymous_sign_ins = False
@@ -272,6 +301,7 @@ def test_supabase_refusing_the_sign_in_itself_is_reported(database_uri, supabase
 # ---------------------------------------------------------------------------
 # LiveKit
 # ---------------------------------------------------------------------------
+
 
 class LiveKitApiStandIn:
     """RoomService.ListRooms over Twirp, checking the bearer token as livekit-server does:
@@ -345,8 +375,9 @@ def test_livekit_api_unreachable_or_refusing_fails_the_row(livekit_api):
     assert code == 1 and "not reachable" in livekit["summary"] and "LIVEKIT_URL" in livekit["fix"]
 
     # a secret that is not the server's: the token still verifies locally, the server refuses it
-    code, report = run_json("--only", "livekit",
-                            env=livekit_env(livekit_api.url, secret="another-secret-of-the-same-length-xx"))
+    code, report = run_json(
+        "--only", "livekit", env=livekit_env(livekit_api.url, secret="another-secret-of-the-same-length-xx")
+    )
     livekit = rows(report)["livekit"]
     assert code == 1 and "refused the credentials (401)" in livekit["summary"]
     assert "LIVEKIT_API_KEY and LIVEKIT_API_SECRET" in livekit["fix"]
@@ -363,6 +394,7 @@ def test_livekit_half_configured_fails_and_unconfigured_is_skipped(database_uri)
 # ---------------------------------------------------------------------------
 # In-process: deadlines and the background runner the sidebar uses
 # ---------------------------------------------------------------------------
+
 
 def test_a_check_that_hangs_becomes_a_failed_row_at_its_deadline(monkeypatch):
     release = threading.Event()
@@ -393,13 +425,22 @@ def test_background_checks_never_block_the_caller(database_uri):
 def test_the_checks_import_neither_streamlit_nor_livekit_agents(database_uri, livekit_api):
     """core/ stays free of the app and the agent framework: run every check, full depth, with LiveKit
     configured (livekit.api is the server SDK, which is allowed), then look at what was imported."""
-    code = ("import json, sys; from core import doctor; r = doctor.run_checks(); "
-            "print(json.dumps({'failed': [c.name for c in r.failed], 'modules': sorted(m for m in sys.modules "
-            "if m.split('.')[0] == 'streamlit' or m.startswith('livekit.agents') or m.startswith('livekit.plugins')"
-            " or m.startswith('agent'))}))")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", **livekit_env(livekit_api.url), "LLM_MODEL": "offline",
-           "STT_MODEL": "local", "TTS_MODEL": "local"}
-    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    code = (
+        "import json, sys; from core import doctor; r = doctor.run_checks(); "
+        "print(json.dumps({'failed': [c.name for c in r.failed], 'modules': sorted(m for m in sys.modules "
+        "if m.split('.')[0] == 'streamlit' or m.startswith('livekit.agents') or m.startswith('livekit.plugins')"
+        " or m.startswith('agent'))}))"
+    )
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        **livekit_env(livekit_api.url),
+        "LLM_MODEL": "offline",
+        "STT_MODEL": "local",
+        "TTS_MODEL": "local",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"failed": [], "modules": []}, done.stderr[-2000:]

@@ -20,6 +20,7 @@ MEMORIES, QUERIES, QRELS = DATA / "memories.jsonl", DATA / "queries.jsonl", DATA
 TOP_K = 5
 WEIGHTS, RRF_K = (0.7, 0.3), 60
 
+
 def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -33,7 +34,11 @@ RELEVANT = {r["id"]: set(r["relevant"]) for r in _jsonl(QRELS)}
 def run_cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "core.eval_retrieval", *args],
-        cwd=PROJECT_ROOT, env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=timeout,
+        cwd=PROJECT_ROOT,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -59,8 +64,19 @@ def metrics_from_ranks(ranks_of_relevant: dict[str, list[int | None]], top_k: in
 def hybrid_run(tmp_path_factory):
     """One CLI process for the main assertions: hybrid lines plus the three-mode summary."""
     tmp = tmp_path_factory.mktemp("eval-tmp")
-    result = run_cli("--memories", str(MEMORIES), "--queries", str(QUERIES), "--qrels", str(QRELS),
-                     "--top-k", str(TOP_K), "--mode", "hybrid", env={"TMPDIR": str(tmp)})
+    result = run_cli(
+        "--memories",
+        str(MEMORIES),
+        "--queries",
+        str(QUERIES),
+        "--qrels",
+        str(QRELS),
+        "--top-k",
+        str(TOP_K),
+        "--mode",
+        "hybrid",
+        env={"TMPDIR": str(tmp)},
+    )
     assert result.returncode == 0, result.stderr
     lines, summary = split_output(result.stdout)
     return lines, summary, result.stderr, tmp
@@ -87,7 +103,9 @@ def test_fused_scores_follow_the_rrf_formula(hybrid_run):
     lines, *_ = hybrid_run
     for line in lines:
         for hit in line["hits"]:
-            expected = sum(w / (RRF_K + r) for w, r in zip(WEIGHTS, (hit["vector_rank"], hit["text_rank"]), strict=True) if r)
+            expected = sum(
+                w / (RRF_K + r) for w, r in zip(WEIGHTS, (hit["vector_rank"], hit["text_rank"]), strict=True) if r
+            )
             assert hit["rrf_score"] == pytest.approx(expected, rel=1e-9)
 
 
@@ -154,12 +172,24 @@ def test_throwaway_database_is_deleted_at_exit(hybrid_run):
 def test_database_url_gets_temporary_users_that_are_removed(database_uri):
     def counts():
         with psycopg.connect(database_uri, autocommit=True) as conn:
-            return conn.execute("select (select count(*) from auth.users), (select count(*) from public.memories), "
-                                "(select count(*) from public.profiles)").fetchone()
+            return conn.execute(
+                "select (select count(*) from auth.users), (select count(*) from public.memories), "
+                "(select count(*) from public.profiles)"
+            ).fetchone()
 
     before = counts()
-    result = run_cli("--memories", str(MEMORIES), "--queries", str(QUERIES), "--mode", "text",
-                     "--text-match", "all", "--database-url", database_uri)
+    result = run_cli(
+        "--memories",
+        str(MEMORIES),
+        "--queries",
+        str(QUERIES),
+        "--mode",
+        "text",
+        "--text-match",
+        "all",
+        "--database-url",
+        database_uri,
+    )
     assert result.returncode == 0, result.stderr
     lines, summary = split_output(result.stdout)
     assert summary is None and len(lines) == len(QUERY_ROWS)
@@ -214,12 +244,16 @@ def test_bad_input_exits_2_with_a_clear_message(tmp_path, capsys, case, expected
     elif case == "zero_weights":
         extra = ["--weights", "0,0"]
     elif case == "duplicate_slot":
-        memories = _write(tmp_path / "memories.jsonl", [
-            {"user": "ana", "id": "p1", "memory_type": "license_plate", "content": "5QZT903"},
-            {"user": "ana", "id": "p2", "memory_type": "License Plate", "content": "7ABC123"},
-        ])
-    status = eval_retrieval.main(["--memories", str(memories), "--queries", str(queries), "--qrels", str(qrels),
-                                  *extra])
+        memories = _write(
+            tmp_path / "memories.jsonl",
+            [
+                {"user": "ana", "id": "p1", "memory_type": "license_plate", "content": "5QZT903"},
+                {"user": "ana", "id": "p2", "memory_type": "License Plate", "content": "7ABC123"},
+            ],
+        )
+    status = eval_retrieval.main(
+        ["--memories", str(memories), "--queries", str(queries), "--qrels", str(qrels), *extra]
+    )
     out, err = capsys.readouterr()
     assert status == 2
     assert out == ""

@@ -105,7 +105,9 @@ def corpus(database_uri):
         conn.execute(
             "insert into public.memories (user_id, memory_type, content, embedding) "
             "select user_id, slot, content, embedding from public.memories, unnest(array['twin_a', 'twin_b']) slot "
-            "where user_id = %s and memory_type = 'car'", (owner.user_id,))
+            "where user_id = %s and memory_type = 'car'",
+            (owner.user_id,),
+        )
     others = [sign_in(), sign_in()]
     for other in others:
         for slot, content in list(FACTS.items())[:12]:  # the same words: text matches a filter must drop
@@ -116,8 +118,7 @@ def corpus(database_uri):
 
 def stored_embeddings(user_id) -> dict[uuid.UUID, np.ndarray]:
     with db.admin_connection() as conn:
-        rows = conn.execute("select id, embedding::text from public.memories where user_id = %s",
-                            (user_id,)).fetchall()
+        rows = conn.execute("select id, embedding::text from public.memories where user_id = %s", (user_id,)).fetchall()
     return {row[0]: np.asarray(json.loads(row[1]), dtype=np.float64) for row in rows}
 
 
@@ -132,15 +133,16 @@ def text_scores(user_id, query_text: str | None, text_match: str) -> dict[uuid.U
         if text_match == "all":
             tsquery_sql, tsquery_arg = "websearch_to_tsquery('english', %s)", query_text
         else:
-            lexemes = conn.execute("select tsvector_to_array(to_tsvector('english', %s))",
-                                   (query_text,)).fetchone()[0]
+            lexemes = conn.execute("select tsvector_to_array(to_tsvector('english', %s))", (query_text,)).fetchone()[0]
             if not lexemes:
                 return {}
             tsquery_sql = "%s::tsquery"
             tsquery_arg = " | ".join("'" + lexeme.replace("'", "''") + "'" for lexeme in lexemes)
         rows = conn.execute(
             f"select id, ts_rank_cd(fts, q)::float8 from public.memories, (select {tsquery_sql} as q) as tq "
-            "where user_id = %s and fts @@ q", (tsquery_arg, user_id)).fetchall()
+            "where user_id = %s and fts @@ q",
+            (tsquery_arg, user_id),
+        ).fetchall()
     return dict(rows)
 
 
@@ -148,8 +150,16 @@ def cosine_distance(a: np.ndarray, b: np.ndarray) -> float:
     return float(1.0 - a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
-def expected_hybrid(user_id, query_vector: str | None, query_text: str | None, match_count: int,
-                    vector_weight: float, text_weight: float, k: int, text_match: str = "any") -> list[Expected]:
+def expected_hybrid(
+    user_id,
+    query_vector: str | None,
+    query_text: str | None,
+    match_count: int,
+    vector_weight: float,
+    text_weight: float,
+    k: int,
+    text_match: str = "any",
+) -> list[Expected]:
     candidates = min(max(match_count, 1), 200) * 4
 
     vector: dict[uuid.UUID, tuple[int, float]] = {}
@@ -176,14 +186,17 @@ def expected_hybrid(user_id, query_vector: str | None, query_text: str | None, m
         t_rrf = text_weight / (k + t_rank) if t_rank else 0.0
         fused.append(Expected(mid, v_rank, v_dist, t_rank, t_score, v_rrf, t_rrf, v_rrf + t_rrf))
     fused.sort(key=lambda e: (-e.rrf_score, e.vector_rank if e.vector_rank is not None else math.inf, e.id))
-    return fused[:min(max(match_count, 1), 200)]
+    return fused[: min(max(match_count, 1), 200)]
 
 
-def call_sql(scope: Scope, query_vector, query_text, user_id, match_count, vector_weight, text_weight, k,
-             text_match="any") -> list[dict]:
+def call_sql(
+    scope: Scope, query_vector, query_text, user_id, match_count, vector_weight, text_weight, k, text_match="any"
+) -> list[dict]:
     with transaction(scope) as cur:
-        cur.execute("select * from public.match_memories_hybrid(%s::extensions.vector, %s, %s, %s, %s, %s, %s, %s)",
-                    (query_vector, query_text, user_id, match_count, vector_weight, text_weight, k, text_match))
+        cur.execute(
+            "select * from public.match_memories_hybrid(%s::extensions.vector, %s, %s, %s, %s, %s, %s, %s)",
+            (query_vector, query_text, user_id, match_count, vector_weight, text_weight, k, text_match),
+        )
         return cur.fetchall()
 
 
@@ -212,6 +225,7 @@ def assert_matches(actual, expected: list[Expected]):
 # ---------------------------------------------------------------------------
 # Ranks and fused scores agree with the independent computation
 # ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("query", QUERIES)
 @pytest.mark.parametrize("match_count,vector_weight,text_weight,k", PARAMS)
@@ -313,6 +327,7 @@ def test_match_count_is_clamped(corpus, match_count, returned):
 # Through core.retrieval: same numbers, modes, fallback, validation
 # ---------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("params", [RrfParams(), RrfParams(0.4, 1.6, 20), RrfParams(2.0, 0.5, 1)])
 def test_search_memories_returns_the_functions_numbers(corpus, params):
     owner = corpus.owner
@@ -321,8 +336,10 @@ def test_search_memories_returns_the_functions_numbers(corpus, params):
     assert result.mode == "hybrid" and result.degraded_reason is None
     assert result.params == params
     query_vector = vector_literal(embeddings.embed_one(query))
-    assert_matches(result.hits, expected_hybrid(owner.user_id, query_vector, query, 8, params.vector_weight,
-                                                params.text_weight, params.k))
+    assert_matches(
+        result.hits,
+        expected_hybrid(owner.user_id, query_vector, query, 8, params.vector_weight, params.text_weight, params.k),
+    )
     assert result.hits[0].memory_type == "partner"
     as_dict = result.as_dict()
     assert as_dict["hits"][0]["id"] == str(result.hits[0].id) and as_dict["params"]["k"] == params.k
@@ -364,15 +381,18 @@ def test_embedding_failure_falls_back_to_text(corpus, mode):
     assert result.as_dict()["degraded_reason"] == result.degraded_reason
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"limit": 0}, "between 1 and 200"),
-    ({"limit": 201}, "between 1 and 200"),
-    ({"limit": "ten"}, "whole number"),
-    ({"params": RrfParams(-0.1, 0.3, 60)}, "between 0 and 10"),
-    ({"params": RrfParams(0.0, 0.0, 60)}, "above 0"),
-    ({"params": RrfParams(0.7, 0.3, 0)}, "between 1 and 10000"),
-    ({"mode": "fuzzy"}, "Unknown search mode"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"limit": 0}, "between 1 and 200"),
+        ({"limit": 201}, "between 1 and 200"),
+        ({"limit": "ten"}, "whole number"),
+        ({"params": RrfParams(-0.1, 0.3, 60)}, "between 0 and 10"),
+        ({"params": RrfParams(0.0, 0.0, 60)}, "above 0"),
+        ({"params": RrfParams(0.7, 0.3, 0)}, "between 1 and 10000"),
+        ({"mode": "fuzzy"}, "Unknown search mode"),
+    ],
+)
 def test_invalid_search_arguments_are_refused(corpus, kwargs, message):
     with pytest.raises(InvalidInput, match=message):
         search_memories(corpus.owner.scope, "coffee", **kwargs)
@@ -382,10 +402,14 @@ def test_invalid_search_arguments_are_refused(corpus, kwargs, message):
 # Slot upsert
 # ---------------------------------------------------------------------------
 
+
 def _slot_rows(user_id, slot):
     with db.admin_connection() as conn:
-        return conn.execute("select id, content, embedding::text, created_at, updated_at from public.memories "
-                            "where user_id = %s and memory_type = %s", (user_id, slot)).fetchall()
+        return conn.execute(
+            "select id, content, embedding::text, created_at, updated_at from public.memories "
+            "where user_id = %s and memory_type = %s",
+            (user_id, slot),
+        ).fetchall()
 
 
 def test_slot_upsert_keeps_one_row(new_user):
@@ -424,22 +448,31 @@ def test_slot_upsert_is_per_user(new_user):
 # The vector branch is exact per user
 # ---------------------------------------------------------------------------
 
+
 def test_other_users_rows_never_push_a_users_rows_out(database_uri):
     target = sign_in()
-    for slot, content in [("dog", "Has a border collie named Biscuit"), ("tea", "Drinks green tea"),
-                          ("car", "Drives an old red Fiat Panda")]:
+    for slot, content in [
+        ("dog", "Has a border collie named Biscuit"),
+        ("tea", "Drinks green tea"),
+        ("car", "Drives an old red Fiat Panda"),
+    ]:
         memories.remember(target.scope, slot, content)
     query = "espresso machine descaling"
     query_vector = vector_literal(embeddings.embed_one(query))
     # 2,000 rows of 40 other users, every one closer to the query than any of the target's rows
     with db.admin_connection() as conn:
-        crowd = [row[0] for row in conn.execute(
-            "insert into auth.users (is_anonymous) select true from generate_series(1, 40) returning id").fetchall()]
+        crowd = [
+            row[0]
+            for row in conn.execute(
+                "insert into auth.users (is_anonymous) select true from generate_series(1, 40) returning id"
+            ).fetchall()
+        ]
         conn.execute(
             "insert into public.memories (user_id, memory_type, content, embedding) "
             "select u, 'crowd_' || g, 'espresso machine descaling tips ' || g, %s::extensions.vector "
             "from unnest(%s::uuid[]) u, generate_series(1, 50) g",
-            (query_vector, crowd))
+            (query_vector, crowd),
+        )
         conn.execute("analyze public.memories")
     try:
         expected = expected_hybrid(target.user_id, query_vector, query, 3, 0.7, 0.3, 60)
@@ -454,7 +487,8 @@ def test_other_users_rows_never_push_a_users_rows_out(database_uri):
         with db.admin_connection() as conn:
             nearest_owners = conn.execute(
                 "select user_id from public.memories order by embedding <=> %s::extensions.vector limit 100",
-                (query_vector,)).fetchall()
+                (query_vector,),
+            ).fetchall()
         assert target.user_id not in {row[0] for row in nearest_owners}
     finally:
         delete_users([*crowd, target.user_id])

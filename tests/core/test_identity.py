@@ -26,8 +26,15 @@ def _b64(data: dict | bytes) -> str:
 
 def _claims(user_id, **overrides) -> dict:
     now = int(time.time())
-    claims = {"iss": identity.EMBEDDED_ISSUER, "sub": str(user_id), "aud": "authenticated", "role": "authenticated",
-              "iat": now, "exp": now + 600, "is_anonymous": True}
+    claims = {
+        "iss": identity.EMBEDDED_ISSUER,
+        "sub": str(user_id),
+        "aud": "authenticated",
+        "role": "authenticated",
+        "iat": now,
+        "exp": now + 600,
+        "is_anonymous": True,
+    }
     claims.update(overrides)
     return {key: value for key, value in claims.items() if value is not None}
 
@@ -38,13 +45,15 @@ def _unique_email() -> str:
 
 def _auth_row(user_id):
     with db.admin_connection() as conn:
-        return conn.execute("select is_anonymous, email, encrypted_password from auth.users where id = %s",
-                            (user_id,)).fetchone()
+        return conn.execute(
+            "select is_anonymous, email, encrypted_password from auth.users where id = %s", (user_id,)
+        ).fetchone()
 
 
 # ---------------------------------------------------------------------------
 # Anonymous sign-in and verification
 # ---------------------------------------------------------------------------
+
 
 def test_sign_in_creates_an_anonymous_user_with_a_profile(database_uri):
     session = identity.sign_in_anonymously()
@@ -63,8 +72,9 @@ def test_sign_in_creates_an_anonymous_user_with_a_profile(database_uri):
     assert claims["iss"] == identity.EMBEDDED_ISSUER and claims["is_anonymous"] is True
     assert claims["exp"] - claims["iat"] == get_settings().access_token_ttl_seconds
     # the token is really signed with the secret (verifiable without core.identity)
-    assert jwt.decode(session.access_token, identity.jwt_secret(), algorithms=["HS256"],
-                      audience="authenticated")["sub"] == str(session.user_id)
+    assert jwt.decode(session.access_token, identity.jwt_secret(), algorithms=["HS256"], audience="authenticated")[
+        "sub"
+    ] == str(session.user_id)
 
 
 def test_two_sign_ins_are_two_users(database_uri):
@@ -76,8 +86,12 @@ def test_two_sign_ins_are_two_users(database_uri):
 def test_refresh_tokens_are_stored_hashed(database_uri):
     session = identity.sign_in_anonymously()
     with db.admin_connection() as conn:
-        stored = [row[0] for row in conn.execute("select token_hash from auth.refresh_tokens where user_id = %s",
-                                                 (session.user_id,)).fetchall()]
+        stored = [
+            row[0]
+            for row in conn.execute(
+                "select token_hash from auth.refresh_tokens where user_id = %s", (session.user_id,)
+            ).fetchall()
+        ]
     assert stored == [identity.hash_refresh_token(session.refresh_token)]
     assert session.refresh_token not in stored
 
@@ -109,10 +123,25 @@ def test_configured_secret_wins_and_short_secrets_are_refused(database_uri, monk
         config.reload_settings()
 
 
-@pytest.mark.parametrize("case", [
-    "forged_signature", "expired", "wrong_audience", "no_audience", "wrong_issuer", "alg_none", "alg_none_upper",
-    "alg_hs512", "role_anon", "role_service", "no_exp", "sub_not_uuid", "unknown_user", "tampered_payload",
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "forged_signature",
+        "expired",
+        "wrong_audience",
+        "no_audience",
+        "wrong_issuer",
+        "alg_none",
+        "alg_none_upper",
+        "alg_hs512",
+        "role_anon",
+        "role_service",
+        "no_exp",
+        "sub_not_uuid",
+        "unknown_user",
+        "tampered_payload",
+    ],
+)
 def test_verify_refuses_bad_tokens(database_uri, case):
     session = identity.sign_in_anonymously()
     secret = identity.jwt_secret()
@@ -158,8 +187,9 @@ def test_verify_refuses_bad_tokens(database_uri, case):
     assert identity.verify(session.access_token).user_id == uid  # the genuine token still works
 
 
-@pytest.mark.parametrize("garbage", [None, "", "garbage", "a.b.c", "...", "x" * 9000, 12345,
-                                     "eyJhbGciOiJIUzI1NiJ9.e30.", "Bearer abc"])
+@pytest.mark.parametrize(
+    "garbage", [None, "", "garbage", "a.b.c", "...", "x" * 9000, 12345, "eyJhbGciOiJIUzI1NiJ9.e30.", "Bearer abc"]
+)
 def test_verify_refuses_garbage(database_uri, garbage):
     with pytest.raises(AuthError, match=r"access token|sign in again"):
         identity.verify(garbage)
@@ -180,6 +210,7 @@ def test_verify_refuses_a_token_for_a_deleted_user(database_uri):
 # Refresh rotation
 # ---------------------------------------------------------------------------
 
+
 def test_refresh_rotates_and_reuse_revokes_the_family(database_uri):
     first = identity.sign_in_anonymously()
     second = identity.refresh(first.refresh_token)
@@ -193,10 +224,13 @@ def test_refresh_rotates_and_reuse_revokes_the_family(database_uri):
     with pytest.raises(AuthError, match="already used"):
         identity.refresh(second.refresh_token)
     with db.admin_connection() as conn:
-        live = conn.execute("select count(*) from auth.refresh_tokens where user_id = %s and not revoked",
-                            (first.user_id,)).fetchone()[0]
-        parent = conn.execute("select parent_hash from auth.refresh_tokens where token_hash = %s",
-                              (identity.hash_refresh_token(second.refresh_token),)).fetchone()[0]
+        live = conn.execute(
+            "select count(*) from auth.refresh_tokens where user_id = %s and not revoked", (first.user_id,)
+        ).fetchone()[0]
+        parent = conn.execute(
+            "select parent_hash from auth.refresh_tokens where token_hash = %s",
+            (identity.hash_refresh_token(second.refresh_token),),
+        ).fetchone()[0]
     assert live == 0
     assert parent == identity.hash_refresh_token(first.refresh_token)
 
@@ -228,6 +262,7 @@ def test_sign_out_revokes_the_refresh_token(database_uri):
 # Upgrade to an email account; password sign-in
 # ---------------------------------------------------------------------------
 
+
 def test_upgrade_keeps_the_user_id_and_the_memories(database_uri):
     anonymous = identity.sign_in_anonymously()
     scope = Scope.for_user(identity.verify(anonymous.access_token))
@@ -244,7 +279,9 @@ def test_upgrade_keeps_the_user_id_and_the_memories(database_uri):
     assert verified.claims["is_anonymous"] is False and verified.claims["email"] == email
     new_scope = Scope.for_user(verified)
     assert {m.memory_type: m.content for m in memories.list_memories(new_scope)} == {
-        "favorite_color": "teal", "car": "An old red Fiat Panda"}
+        "favorite_color": "teal",
+        "car": "An old red Fiat Panda",
+    }
     is_anonymous, stored_email, password_hash = _auth_row(anonymous.user_id)
     assert is_anonymous is False and stored_email == email
     assert password_hash.startswith("scrypt$") and PASSWORD not in password_hash
@@ -264,16 +301,19 @@ def test_upgrade_refuses_an_email_used_by_another_account(database_uri):
     assert _auth_row(second.user_id) == (True, None, None)
 
 
-@pytest.mark.parametrize("email,password,match", [
-    ("someone@example.com", "short", "at least 8 characters"),
-    ("someone@example.com", "", "at least 8 characters"),
-    ("someone@example.com", "p" * 257, "too long"),
-    ("someone@example.com", "pass\x00word123", "NUL"),
-    ("not-an-email", PASSWORD, "does not look like an email"),
-    ("", PASSWORD, "does not look like an email"),
-    ("a@b", PASSWORD, "does not look like an email"),
-    ("two words@example.com", PASSWORD, "does not look like an email"),
-])
+@pytest.mark.parametrize(
+    "email,password,match",
+    [
+        ("someone@example.com", "short", "at least 8 characters"),
+        ("someone@example.com", "", "at least 8 characters"),
+        ("someone@example.com", "p" * 257, "too long"),
+        ("someone@example.com", "pass\x00word123", "NUL"),
+        ("not-an-email", PASSWORD, "does not look like an email"),
+        ("", PASSWORD, "does not look like an email"),
+        ("a@b", PASSWORD, "does not look like an email"),
+        ("two words@example.com", PASSWORD, "does not look like an email"),
+    ],
+)
 def test_upgrade_refuses_bad_credentials(database_uri, email, password, match):
     session = identity.sign_in_anonymously()
     with pytest.raises(InvalidInput, match=match):
@@ -285,8 +325,11 @@ def test_upgrade_needs_a_valid_session(database_uri):
     session = identity.sign_in_anonymously()
     forged = identity.AuthSession(
         access_token=jwt.encode(_claims(session.user_id), "not-the-secret-but-long-enough-x", algorithm="HS256"),
-        refresh_token=session.refresh_token, expires_at=session.expires_at, user_id=session.user_id,
-        is_anonymous=True)
+        refresh_token=session.refresh_token,
+        expires_at=session.expires_at,
+        user_id=session.user_id,
+        is_anonymous=True,
+    )
     with pytest.raises(AuthError):
         identity.upgrade_to_email(forged, _unique_email(), PASSWORD)
     assert _auth_row(session.user_id) == (True, None, None)

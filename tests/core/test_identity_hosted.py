@@ -40,8 +40,11 @@ def _point_at(monkeypatch, url: str, anon_key: str = ANON_KEY) -> None:
 
 def _local_auth_user(user_id) -> tuple | None:
     with admin_connection() as conn:
-        return conn.execute("select u.is_anonymous, u.email, p.email from auth.users u "
-                            "left join public.profiles p on p.id = u.id where u.id = %s", (user_id,)).fetchone()
+        return conn.execute(
+            "select u.is_anonymous, u.email, p.email from auth.users u "
+            "left join public.profiles p on p.id = u.id where u.id = %s",
+            (user_id,),
+        ).fetchone()
 
 
 def test_settings_select_the_hosted_issuer(supabase_auth):
@@ -58,8 +61,9 @@ def test_anonymous_sign_in_goes_through_signup(supabase_auth):
     assert request["apikey"] == ANON_KEY
     assert str(session.user_id) in supabase_auth.users
     assert session.is_anonymous is True and session.email is None
-    assert jwt.decode(session.access_token, supabase_auth.secret, algorithms=["HS256"],
-                      audience="authenticated")["sub"] == str(session.user_id)
+    assert jwt.decode(session.access_token, supabase_auth.secret, algorithms=["HS256"], audience="authenticated")[
+        "sub"
+    ] == str(session.user_id)
     assert session.refresh_token in supabase_auth.refresh_tokens
     assert session.expires_at > time.time() + 3000
     # the embedded database now has the user, so its rows can reference it
@@ -82,8 +86,16 @@ def test_verify_asks_the_server(supabase_auth):
 
 def _well_formed(fake, user_id, secret, **overrides) -> str:
     now = int(time.time())
-    claims = {"iss": f"{fake.url}/auth/v1", "sub": str(user_id), "aud": "authenticated", "role": "authenticated",
-              "iat": now, "exp": now + 600, "is_anonymous": True, "session_id": str(uuid.uuid4())}
+    claims = {
+        "iss": f"{fake.url}/auth/v1",
+        "sub": str(user_id),
+        "aud": "authenticated",
+        "role": "authenticated",
+        "iat": now,
+        "exp": now + 600,
+        "is_anonymous": True,
+        "session_id": str(uuid.uuid4()),
+    }
     claims.update(overrides)
     return jwt.encode(claims, secret, algorithm="HS256")
 
@@ -92,18 +104,29 @@ def test_verify_refuses_well_formed_tokens_the_server_rejects(supabase_auth):
     session = identity.sign_in_anonymously()
     session_id = jwt.decode(session.access_token, options={"verify_signature": False})["session_id"]
     candidates = {
-        "signed with another secret": (_well_formed(supabase_auth, session.user_id, "x" * 40, session_id=session_id),
-                                       "invalid JWT: unable to parse or verify signature, token signature is invalid"),
+        "signed with another secret": (
+            _well_formed(supabase_auth, session.user_id, "x" * 40, session_id=session_id),
+            "invalid JWT: unable to parse or verify signature, token signature is invalid",
+        ),
         # the embedded issuer's secret means nothing in hosted mode
         "signed with the embedded secret": (
             _well_formed(supabase_auth, session.user_id, identity.jwt_secret(), iss=identity.EMBEDDED_ISSUER),
-            "token signature is invalid"),
-        "for a user the server does not know": (_well_formed(supabase_auth, uuid.uuid4(), supabase_auth.secret),
-                                                "User from sub claim in JWT does not exist"),
-        "for a session the server does not know": (_well_formed(supabase_auth, session.user_id, supabase_auth.secret),
-                                                   "Session from session_id claim in JWT does not exist"),
-        "expired": (_well_formed(supabase_auth, session.user_id, supabase_auth.secret, exp=int(time.time()) - 60,
-                                 session_id=session_id), "token has invalid claims: token is expired"),
+            "token signature is invalid",
+        ),
+        "for a user the server does not know": (
+            _well_formed(supabase_auth, uuid.uuid4(), supabase_auth.secret),
+            "User from sub claim in JWT does not exist",
+        ),
+        "for a session the server does not know": (
+            _well_formed(supabase_auth, session.user_id, supabase_auth.secret),
+            "Session from session_id claim in JWT does not exist",
+        ),
+        "expired": (
+            _well_formed(
+                supabase_auth, session.user_id, supabase_auth.secret, exp=int(time.time()) - 60, session_id=session_id
+            ),
+            "token has invalid claims: token is expired",
+        ),
     }
     for what, (token, reason) in candidates.items():
         supabase_auth.requests.clear()
@@ -259,8 +282,13 @@ def test_a_stale_mirrored_email_gives_way_but_an_embedded_users_email_stays(supa
 def test_upgrade_with_an_expired_access_token_uses_the_rotated_refresh_token(supabase_auth):
     anonymous = identity.sign_in_anonymously()
     expired = supabase_auth.issue(supabase_auth.users[str(anonymous.user_id)], expires_in=-10)  # the browser idled
-    stale = identity.AuthSession(access_token=expired["access_token"], refresh_token=expired["refresh_token"],
-                                 expires_at=expired["expires_at"], user_id=anonymous.user_id, is_anonymous=True)
+    stale = identity.AuthSession(
+        access_token=expired["access_token"],
+        refresh_token=expired["refresh_token"],
+        expires_at=expired["expires_at"],
+        user_id=anonymous.user_id,
+        is_anonymous=True,
+    )
 
     upgraded = identity.upgrade_to_email(stale, "late@example.com", PASSWORD)
 
@@ -288,8 +316,9 @@ def test_upgrade_with_email_confirmation_waits_for_the_link(supabase_auth):
     assert identity.verify(pending.access_token).email == "confirm@example.com"  # the user record changed
     elsewhere = identity.sign_in_with_password("confirm@example.com", PASSWORD)
     assert elsewhere.user_id == anonymous.user_id and elsewhere.is_anonymous is False
-    assert [m.content for m in memories.list_memories(Scope.for_user(identity.verify(elsewhere.access_token)))] \
-        == ["teal"]
+    assert [m.content for m in memories.list_memories(Scope.for_user(identity.verify(elsewhere.access_token)))] == [
+        "teal"
+    ]
     assert _local_auth_user(anonymous.user_id) == (False, "confirm@example.com", "confirm@example.com")
 
 
@@ -322,11 +351,17 @@ def test_wrong_anon_key_is_reported(supabase_auth, monkeypatch):
     assert supabase_auth.users == {}
 
 
-@pytest.mark.parametrize("switch, code, sentence", [
-    ("anonymous_sign_ins", "anonymous_provider_disabled",
-     "has anonymous sign-ins turned off; enable them in the Supabase dashboard under Authentication"),
-    ("disable_signup", "signup_disabled", "does not accept new users"),
-])
+@pytest.mark.parametrize(
+    "switch, code, sentence",
+    [
+        (
+            "anonymous_sign_ins",
+            "anonymous_provider_disabled",
+            "has anonymous sign-ins turned off; enable them in the Supabase dashboard under Authentication",
+        ),
+        ("disable_signup", "signup_disabled", "does not accept new users"),
+    ],
+)
 def test_project_settings_that_block_anonymous_sign_in_say_what_to_change(supabase_auth, switch, code, sentence):
     setattr(supabase_auth, switch, switch == "disable_signup")
     with pytest.raises(AuthError, match=sentence) as info:
@@ -339,7 +374,9 @@ def test_the_anonymous_sign_in_rate_limit_is_explained(supabase_auth):
     supabase_auth.anonymous_sign_ins_per_hour = 2  # Supabase's default is 30 per hour per IP
     identity.sign_in_anonymously()
     identity.sign_in_anonymously()
-    with pytest.raises(AuthError, match="rate-limiting sign-ins from this server \\(Request rate limit reached\\)") as info:
+    with pytest.raises(
+        AuthError, match="rate-limiting sign-ins from this server \\(Request rate limit reached\\)"
+    ) as info:
         identity.sign_in_anonymously()
     assert info.value.code == "over_request_rate_limit" and "Rate Limits" in str(info.value)
 
@@ -347,8 +384,11 @@ def test_the_anonymous_sign_in_rate_limit_is_explained(supabase_auth):
 def test_server_down_gives_a_clear_message(supabase_auth, monkeypatch):
     down = f"http://127.0.0.1:{free_port()}"
     _point_at(monkeypatch, down)
-    for call, args in ((identity.sign_in_anonymously, ()), (identity.verify, ("a.b.c",)),
-                       (identity.refresh, ("some-refresh-token",))):
+    for call, args in (
+        (identity.sign_in_anonymously, ()),
+        (identity.verify, ("a.b.c",)),
+        (identity.refresh, ("some-refresh-token",)),
+    ):
         with pytest.raises(AuthUnavailable) as info:
             call(*args)
         message = str(info.value)
@@ -362,8 +402,11 @@ class _NotSupabase(BaseHTTPRequestHandler):
     status = 404
 
     def _answer(self):
-        body = b"<html>Not here</html>" if self.status == 404 else json.dumps(
-            {"code": "unexpected_failure", "message": "Unexpected failure"}).encode()
+        body = (
+            b"<html>Not here</html>"
+            if self.status == 404
+            else json.dumps({"code": "unexpected_failure", "message": "Unexpected failure"}).encode()
+        )
         self.send_response(self.status)
         self.send_header("Content-Type", "text/html" if self.status == 404 else "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -376,8 +419,13 @@ class _NotSupabase(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize("status, sentence", [(404, "did not answer like Supabase Auth; check SUPABASE_URL"),
-                                              (500, "failed \\(Unexpected failure\\); try again")])
+@pytest.mark.parametrize(
+    "status, sentence",
+    [
+        (404, "did not answer like Supabase Auth; check SUPABASE_URL"),
+        (500, "failed \\(Unexpected failure\\); try again"),
+    ],
+)
 def test_a_wrong_url_or_a_failing_server_is_unavailable_not_a_refusal(supabase_auth, monkeypatch, status, sentence):
     handler = type("Handler", (_NotSupabase,), {"status": status})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -395,11 +443,16 @@ def test_a_wrong_url_or_a_failing_server_is_unavailable_not_a_refusal(supabase_a
 # The stand-in itself, over raw HTTP: the parts of the contract the client hides
 # ---------------------------------------------------------------------------
 
+
 def _http(standin, method, path, *, body=None, headers=None, apikey=ANON_KEY):
-    request = urllib.request.Request(f"{standin.url}/auth/v1{path}", method=method,
-                                     data=json.dumps(body).encode() if body is not None else None)
-    for name, value in {**({"apikey": apikey} if apikey else {}), "Content-Type": "application/json",
-                        **(headers or {})}.items():
+    request = urllib.request.Request(
+        f"{standin.url}/auth/v1{path}", method=method, data=json.dumps(body).encode() if body is not None else None
+    )
+    for name, value in {
+        **({"apikey": apikey} if apikey else {}),
+        "Content-Type": "application/json",
+        **(headers or {}),
+    }.items():
         request.add_header(name, value)
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
@@ -413,17 +466,24 @@ def _http(standin, method, path, *, body=None, headers=None, apikey=ANON_KEY):
 def test_standin_error_bodies_follow_the_requested_api_version():
     with SupabaseAuthStandIn() as standin:
         status, headers, body = _http(standin, "GET", "/user")
-        assert (status, body) == (401, {"code": 401, "error_code": "no_authorization",
-                                        "msg": "This endpoint requires a Bearer token"})
+        assert (status, body) == (
+            401,
+            {"code": 401, "error_code": "no_authorization", "msg": "This endpoint requires a Bearer token"},
+        )
         assert "X-Supabase-Api-Version" not in headers
-        status, headers, body = _http(standin, "GET", "/user", headers={"X-Supabase-Api-Version": "2024-01-01",
-                                                                        "Authorization": "Bearer x.y.z"})
+        status, headers, body = _http(
+            standin, "GET", "/user", headers={"X-Supabase-Api-Version": "2024-01-01", "Authorization": "Bearer x.y.z"}
+        )
         assert status == 403 and body["code"] == "bad_jwt" and body["message"].startswith("invalid JWT")
         assert headers["X-Supabase-Api-Version"] == "2024-01-01"
         assert _http(standin, "GET", "/settings", apikey=None)[2] == {
-            "message": "No API key found in request", "hint": "No `apikey` request header or url param was found."}
+            "message": "No API key found in request",
+            "hint": "No `apikey` request header or url param was found.",
+        }
         assert _http(standin, "POST", "/token?grant_type=refresh_token", body={})[2] == {
-            "error": "invalid_request", "error_description": "refresh_token required"}
+            "error": "invalid_request",
+            "error_description": "refresh_token required",
+        }
 
 
 def test_standin_settings_logout_scopes_and_admin_delete():
@@ -432,12 +492,21 @@ def test_standin_settings_logout_scopes_and_admin_delete():
         standin.anonymous_sign_ins = False
         assert _http(standin, "GET", "/settings")[2]["external"]["anonymous_users"] is False
         assert _http(standin, "POST", "/signup", body={})[:3:2] == (
-            422, {"code": 422, "error_code": "anonymous_provider_disabled", "msg": "Anonymous sign-ins are disabled"})
+            422,
+            {"code": 422, "error_code": "anonymous_provider_disabled", "msg": "Anonymous sign-ins are disabled"},
+        )
         standin.anonymous_sign_ins = True
 
         user = standin.new_user(email="scopes@example.com", password=PASSWORD)
-        sessions = [_http(standin, "POST", "/token?grant_type=password",
-                          body={"email": "scopes@example.com", "password": PASSWORD})[2] for _ in range(3)]
+        sessions = [
+            _http(
+                standin,
+                "POST",
+                "/token?grant_type=password",
+                body={"email": "scopes@example.com", "password": PASSWORD},
+            )[2]
+            for _ in range(3)
+        ]
         bearer = [{"Authorization": f"Bearer {s['access_token']}"} for s in sessions]
         assert _http(standin, "POST", "/logout?scope=others", headers=bearer[0])[0] == 204
         assert [_http(standin, "GET", "/user", headers=b)[0] for b in bearer] == [200, 403, 403]
@@ -445,6 +514,14 @@ def test_standin_settings_logout_scopes_and_admin_delete():
         assert _http(standin, "GET", "/user", headers=bearer[0])[2]["error_code"] == "session_not_found"
 
         assert _http(standin, "DELETE", f"/admin/users/{user['id']}", headers=bearer[0])[0] == 403
-        assert _http(standin, "DELETE", f"/admin/users/{user['id']}", apikey=SERVICE_ROLE_KEY,
-                     headers={"Authorization": f"Bearer {SERVICE_ROLE_KEY}"})[0] == 200
+        assert (
+            _http(
+                standin,
+                "DELETE",
+                f"/admin/users/{user['id']}",
+                apikey=SERVICE_ROLE_KEY,
+                headers={"Authorization": f"Bearer {SERVICE_ROLE_KEY}"},
+            )[0]
+            == 200
+        )
         assert standin.user_by_email("scopes@example.com") is None

@@ -83,8 +83,7 @@ DATA_COUNTS = """
 
 def catalog_dump(conninfo: str) -> dict[str, list[tuple]]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        return {name: conn.execute(sql, {"schemas": list(SCHEMAS)}).fetchall()
-                for name, sql in CATALOG_QUERIES.items()}
+        return {name: conn.execute(sql, {"schemas": list(SCHEMAS)}).fetchall() for name, sql in CATALOG_QUERIES.items()}
 
 
 def data_counts(conninfo: str) -> tuple:
@@ -111,6 +110,7 @@ def scratch_db(database_uri):
 # The shared, seeded test database
 # ---------------------------------------------------------------------------
 
+
 def test_second_migrate_on_seeded_database_changes_nothing(database_uri):
     before_catalog = catalog_dump(database_uri)
     before_counts = data_counts(database_uri)
@@ -126,10 +126,18 @@ def test_second_migrate_on_seeded_database_changes_nothing(database_uri):
     assert data_counts(database_uri) == before_counts
     # the dump really covers the schema (an empty dump would compare equal too)
     assert {row[2] for row in before_catalog["policies"]} >= {
-        "Users can read their own memories", "Users can read their own sessions", "Signed-in users can read orders",
+        "Users can read their own memories",
+        "Users can read their own sessions",
+        "Signed-in users can read orders",
     }
-    assert {row[1] for row in before_catalog["functions"]} >= {"match_memories_hybrid", "match_knowledge",
-                                                              "handle_new_user", "uid", "jwt", "role"}
+    assert {row[1] for row in before_catalog["functions"]} >= {
+        "match_memories_hybrid",
+        "match_knowledge",
+        "handle_new_user",
+        "uid",
+        "jwt",
+        "role",
+    }
 
 
 def test_status_lists_every_migration_as_applied(database_uri):
@@ -144,8 +152,9 @@ def _cli(*args: str, env_overrides: dict[str, str] | None = None) -> subprocess.
     env = dict(os.environ)
     env["DATA_DIR"] = str(get_settings().data_dir)
     env.update(env_overrides or {})
-    return subprocess.run([sys.executable, "-m", "core", *args], cwd=PROJECT_ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "core", *args], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_cli_status_attaches_to_the_running_server(database_uri):
@@ -173,7 +182,8 @@ def test_cli_migrate_and_uri_on_an_up_to_date_database(database_uri):
     printed = uri_run.stdout.strip()
     with psycopg.connect(printed, autocommit=True) as conn:  # the printed URI reaches the same database
         assert conn.execute("select count(*) from supabase_migrations.schema_migrations").fetchone()[0] == len(
-            expected_versions())
+            expected_versions()
+        )
     assert db.ping(database_uri)["ok"] is True
 
 
@@ -187,6 +197,7 @@ def test_cli_reports_an_unreachable_database_clearly(database_uri):
 # ---------------------------------------------------------------------------
 # A scratch database: fresh, twice, concurrently, after a reset
 # ---------------------------------------------------------------------------
+
 
 def test_fresh_database_migrates_once_then_never_again(scratch_db):
     assert [row["applied"] for row in db.status(scratch_db)] == [False] * len(expected_versions())
@@ -235,7 +246,8 @@ def test_concurrent_migrate_runs_apply_each_migration_once(scratch_db):
     assert sorted(results, key=len) == [[], [], expected_versions()]
     with psycopg.connect(scratch_db, autocommit=True) as conn:
         assert conn.execute("select count(*) from supabase_migrations.schema_migrations").fetchone()[0] == len(
-            expected_versions())
+            expected_versions()
+        )
 
 
 def test_edited_applied_migration_warns_and_is_not_reapplied(scratch_db):

@@ -41,16 +41,19 @@ def users(database_uri):
     profiles.update_profile(b.scope, "name", "Bruno")
     started = datetime.now(UTC) - timedelta(minutes=5)
     sessions.save_report(a.service, f"sess-a-{uuid.uuid4().hex}", {"turns": 1}, started_at=started)
-    sessions.save_report(b.service, f"sess-b-{uuid.uuid4().hex}", {"turns": 7, "secret": SECRET_TEXT},
-                         started_at=started)
+    sessions.save_report(
+        b.service, f"sess-b-{uuid.uuid4().hex}", {"turns": 7, "secret": SECRET_TEXT}, started_at=started
+    )
     return SimpleNamespace(a=a, b=b)
 
 
 def shared_counts() -> tuple:
     with db.admin_connection() as conn:
-        return conn.execute("select (select count(*) from public.knowledge), (select count(*) from public.orders), "
-                            "(select md5(string_agg(order_id || status || total::text, ',' order by order_id)) "
-                            " from public.orders)").fetchone()
+        return conn.execute(
+            "select (select count(*) from public.knowledge), (select count(*) from public.orders), "
+            "(select md5(string_agg(order_id || status || total::text, ',' order by order_id)) "
+            " from public.orders)"
+        ).fetchone()
 
 
 def run_as(scope: Scope, sql: str, params=None):
@@ -80,6 +83,7 @@ def as_role(role: str, claims: dict | None = None):
 # memories: full CRUD on own rows, nothing on anyone else's
 # ---------------------------------------------------------------------------
 
+
 def test_memories_select_sees_only_own_rows(users):
     a, b = users.a, users.b
     assert run_as(a.scope, "select * from public.memories where user_id = %s", (b.user_id,)) == (0, [])
@@ -95,16 +99,21 @@ def test_memories_select_sees_only_own_rows(users):
 def test_memories_insert_for_another_user_is_refused(users):
     a, b = users.a, users.b
     before = stored_rows(b.user_id)
-    assert_refused(a.scope,
-                   "insert into public.memories (user_id, memory_type, content, embedding) "
-                   "values (%s, 'planted', 'planted by A', %s::extensions.vector)",
-                   (b.user_id, UNIT_VECTOR), match="row-level security")
+    assert_refused(
+        a.scope,
+        "insert into public.memories (user_id, memory_type, content, embedding) "
+        "values (%s, 'planted', 'planted by A', %s::extensions.vector)",
+        (b.user_id, UNIT_VECTOR),
+        match="row-level security",
+    )
     assert stored_rows(b.user_id) == before
     # the same insert for A itself is allowed
-    count, rows = run_as(a.scope,
-                         "insert into public.memories (user_id, memory_type, content, embedding) "
-                         "values (%s, 'own_insert', 'fine', %s::extensions.vector) returning user_id",
-                         (a.user_id, UNIT_VECTOR))
+    count, rows = run_as(
+        a.scope,
+        "insert into public.memories (user_id, memory_type, content, embedding) "
+        "values (%s, 'own_insert', 'fine', %s::extensions.vector) returning user_id",
+        (a.user_id, UNIT_VECTOR),
+    )
     assert count == 1 and rows[0]["user_id"] == a.user_id
     memories.forget(a.scope, "own_insert")
 
@@ -113,8 +122,9 @@ def test_memories_update_and_delete_of_another_users_rows_touch_nothing(users):
     a, b = users.a, users.b
     before = stored_rows(b.user_id)
     assert run_as(a.scope, "update public.memories set content = 'hacked' where user_id = %s", (b.user_id,))[0] == 0
-    assert run_as(a.scope, "update public.memories set content = 'hacked' where memory_type = %s",
-                  (SECRET_SLOT,))[0] == 0
+    assert (
+        run_as(a.scope, "update public.memories set content = 'hacked' where memory_type = %s", (SECRET_SLOT,))[0] == 0
+    )
     assert run_as(a.scope, "delete from public.memories where user_id = %s", (b.user_id,))[0] == 0
     own_count = len(stored_rows(a.user_id)["memories"])
     assert own_count > 0
@@ -126,8 +136,12 @@ def test_memories_update_and_delete_of_another_users_rows_touch_nothing(users):
 def test_memories_cannot_be_handed_to_another_user(users):
     a, b = users.a, users.b
     mine = memories.remember(a.scope, "gift", "A's row").memory
-    assert_refused(a.scope, "update public.memories set user_id = %s where id = %s", (b.user_id, mine.id),
-                   match="row-level security")
+    assert_refused(
+        a.scope,
+        "update public.memories set user_id = %s where id = %s",
+        (b.user_id, mine.id),
+        match="row-level security",
+    )
     assert memories.recall(a.scope, "gift").id == mine.id
     assert [m for m in stored_rows(b.user_id)["memories"] if m["memory_type"] == "gift"] == []
     memories.forget(a.scope, "gift")
@@ -150,12 +164,14 @@ def test_hybrid_function_with_another_users_id_returns_nothing(users):
 # profiles: read and update own (allowed columns only); no insert/delete
 # ---------------------------------------------------------------------------
 
+
 def test_profiles_created_by_trigger_for_anonymous_users(database_uri):
     user = sign_in()
     with db.admin_connection() as conn:
         is_anonymous, profile_id = conn.execute(
-            "select u.is_anonymous, p.id from auth.users u left join public.profiles p on p.id = u.id "
-            "where u.id = %s", (user.user_id,)).fetchone()
+            "select u.is_anonymous, p.id from auth.users u left join public.profiles p on p.id = u.id where u.id = %s",
+            (user.user_id,),
+        ).fetchone()
     assert is_anonymous is True and profile_id == user.user_id
     assert profiles.get_profile(user.scope).id == user.user_id
 
@@ -178,20 +194,27 @@ def test_profiles_update_of_another_user_touches_nothing(users):
 
 def test_profiles_id_cannot_be_changed(users):
     a, b = users.a, users.b
-    assert_refused(a.scope, "update public.profiles set id = %s where id = %s", (uuid.uuid4(), a.user_id),
-                   match="permission denied")
-    assert_refused(a.scope, "update public.profiles set id = %s where id = %s", (b.user_id, a.user_id),
-                   match="permission denied")
-    assert_refused(a.scope, "update public.profiles set created_at = now() where id = %s", (a.user_id,),
-                   match="permission denied")
+    assert_refused(
+        a.scope,
+        "update public.profiles set id = %s where id = %s",
+        (uuid.uuid4(), a.user_id),
+        match="permission denied",
+    )
+    assert_refused(
+        a.scope, "update public.profiles set id = %s where id = %s", (b.user_id, a.user_id), match="permission denied"
+    )
+    assert_refused(
+        a.scope, "update public.profiles set created_at = now() where id = %s", (a.user_id,), match="permission denied"
+    )
     assert profiles.get_profile(a.scope).id == a.user_id
 
 
 def test_profiles_insert_and_delete_are_refused(users):
     a, b = users.a, users.b
     before = stored_rows(b.user_id)
-    assert_refused(a.scope, "insert into public.profiles (id, name) values (%s, 'x')", (a.user_id,),
-                   match="permission denied")
+    assert_refused(
+        a.scope, "insert into public.profiles (id, name) values (%s, 'x')", (a.user_id,), match="permission denied"
+    )
     assert_refused(a.scope, "delete from public.profiles where id = %s", (b.user_id,), match="permission denied")
     assert_refused(a.scope, "delete from public.profiles where id = %s", (a.user_id,), match="permission denied")
     assert stored_rows(b.user_id) == before
@@ -202,15 +225,25 @@ def test_profiles_insert_and_delete_are_refused(users):
 # knowledge and orders: shared, read-only for users
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("table,key,insert,update", [
-    ("knowledge", "id",
-     f"insert into public.knowledge (title, content, embedding) values ('planted', 'x', '{UNIT_VECTOR}'::extensions.vector)",
-     "update public.knowledge set content = 'defaced'"),
-    ("orders", "order_id",
-     "insert into public.orders (order_id, customer_name, status, total, placed_at) "
-     "values ('X-1', 'Mallory', 'shipped', 1, now())",
-     "update public.orders set status = 'cancelled'"),
-])
+
+@pytest.mark.parametrize(
+    "table,key,insert,update",
+    [
+        (
+            "knowledge",
+            "id",
+            f"insert into public.knowledge (title, content, embedding) values ('planted', 'x', '{UNIT_VECTOR}'::extensions.vector)",
+            "update public.knowledge set content = 'defaced'",
+        ),
+        (
+            "orders",
+            "order_id",
+            "insert into public.orders (order_id, customer_name, status, total, placed_at) "
+            "values ('X-1', 'Mallory', 'shipped', 1, now())",
+            "update public.orders set status = 'cancelled'",
+        ),
+    ],
+)
 def test_shared_tables_are_read_only_for_users(users, table, key, insert, update):
     a = users.a
     before = shared_counts()
@@ -226,6 +259,7 @@ def test_shared_tables_are_read_only_for_users(users, table, key, insert, update
 # sessions: users read their own; only the service writes
 # ---------------------------------------------------------------------------
 
+
 def test_sessions_select_sees_only_own_reports(users):
     a, b = users.a, users.b
     assert run_as(a.scope, "select * from public.sessions where user_id = %s", (b.user_id,)) == (0, [])
@@ -239,18 +273,26 @@ def test_sessions_cannot_be_written_by_users_even_their_own(users):
     a, b = users.a, users.b
     own_id = stored_rows(a.user_id)["sessions"][0]["session_id"]
     before_a, before_b = stored_rows(a.user_id), stored_rows(b.user_id)
-    assert_refused(a.scope, "insert into public.sessions (session_id, user_id) values (%s, %s)",
-                   (f"forged-{uuid.uuid4().hex}", a.user_id), match="permission denied")
-    assert_refused(a.scope, "insert into public.sessions (session_id, user_id) values (%s, %s)",
-                   (f"forged-{uuid.uuid4().hex}", b.user_id), match="permission denied")
-    assert_refused(a.scope, "update public.sessions set report = '{}' where session_id = %s", (own_id,),
-                   match="permission denied")
-    assert_refused(a.scope, "update public.sessions set report = '{}' where user_id = %s", (b.user_id,),
-                   match="permission denied")
-    assert_refused(a.scope, "delete from public.sessions where session_id = %s", (own_id,),
-                   match="permission denied")
-    assert_refused(a.scope, "delete from public.sessions where user_id = %s", (b.user_id,),
-                   match="permission denied")
+    assert_refused(
+        a.scope,
+        "insert into public.sessions (session_id, user_id) values (%s, %s)",
+        (f"forged-{uuid.uuid4().hex}", a.user_id),
+        match="permission denied",
+    )
+    assert_refused(
+        a.scope,
+        "insert into public.sessions (session_id, user_id) values (%s, %s)",
+        (f"forged-{uuid.uuid4().hex}", b.user_id),
+        match="permission denied",
+    )
+    assert_refused(
+        a.scope, "update public.sessions set report = '{}' where session_id = %s", (own_id,), match="permission denied"
+    )
+    assert_refused(
+        a.scope, "update public.sessions set report = '{}' where user_id = %s", (b.user_id,), match="permission denied"
+    )
+    assert_refused(a.scope, "delete from public.sessions where session_id = %s", (own_id,), match="permission denied")
+    assert_refused(a.scope, "delete from public.sessions where user_id = %s", (b.user_id,), match="permission denied")
     assert stored_rows(a.user_id) == before_a and stored_rows(b.user_id) == before_b
     with pytest.raises(InvalidInput, match="written by the service"):
         sessions.save_report(a.scope, f"as-user-{uuid.uuid4().hex}", {"x": 1})
@@ -260,13 +302,17 @@ def test_sessions_cannot_be_written_by_users_even_their_own(users):
 # auth schema, anon, missing claims, no leaking between pooled transactions
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("sql", [
-    "select * from auth.users",
-    "select token_hash from auth.refresh_tokens",
-    "update auth.users set is_anonymous = false",
-    "create table public.planted (id int)",
-    "create function public.planted() returns int language sql as 'select 1'",
-])
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select * from auth.users",
+        "select token_hash from auth.refresh_tokens",
+        "update auth.users set is_anonymous = false",
+        "create table public.planted (id int)",
+        "create function public.planted() returns int language sql as 'select 1'",
+    ],
+)
 def test_users_cannot_reach_auth_tables_or_create_objects(users, sql):
     assert_refused(users.a.scope, sql, match="permission denied")
 
@@ -280,7 +326,7 @@ def test_anon_role_reads_nothing(users, table):
         pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"),
         as_role("anon", {"sub": str(users.b.user_id), "role": "anon"}) as cur,
     ):
-            cur.execute(f"select * from public.{table}")
+        cur.execute(f"select * from public.{table}")
 
 
 def test_anon_role_cannot_call_the_search_functions(users):
@@ -312,8 +358,7 @@ def test_role_and_claims_do_not_leak_to_the_next_borrower(users):
     pool = db.get_pool()
     for _ in range(pool.max_size):  # every pooled connection, in turn
         with pool.connection() as conn:
-            user, claims = conn.execute(
-                "select current_user, current_setting('request.jwt.claims', true)").fetchone()
+            user, claims = conn.execute("select current_user, current_setting('request.jwt.claims', true)").fetchone()
             assert user != "authenticated"
             assert not claims
 
@@ -322,10 +367,12 @@ def test_role_and_claims_do_not_leak_to_the_next_borrower(users):
 # The service scope bypasses RLS; the code's own filter is what keeps users apart
 # ---------------------------------------------------------------------------
 
+
 def test_service_scope_bypasses_rls_so_raw_sql_sees_everyone(users):
     a, b = users.a, users.b
-    _, rows = run_as(a.service, "select distinct user_id from public.memories where user_id in (%s, %s)",
-                     (a.user_id, b.user_id))
+    _, rows = run_as(
+        a.service, "select distinct user_id from public.memories where user_id in (%s, %s)", (a.user_id, b.user_id)
+    )
     assert {row["user_id"] for row in rows} == {a.user_id, b.user_id}
 
 
@@ -336,7 +383,8 @@ def test_memory_services_with_service_scope_never_touch_another_user(users):
     secret_id = next(m["id"] for m in before_b["memories"] if m["memory_type"] == SECRET_SLOT)
 
     assert {m.memory_type for m in memories.list_memories(service_a)} == {
-        m["memory_type"] for m in stored_rows(a.user_id)["memories"]}
+        m["memory_type"] for m in stored_rows(a.user_id)["memories"]
+    }
     with pytest.raises(NotFound):
         memories.recall(service_a, SECRET_SLOT)
     with pytest.raises(NotFound):

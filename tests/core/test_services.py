@@ -13,8 +13,20 @@ from core.errors import EmbeddingUnavailable, InvalidInput, NotFound, Playground
 from core.retrieval import search_memories
 from tests.support.users import SignedInUser, sign_in, stored_rows
 
-TSQUERY_SYNTAX = ["a & | ! ( ' :*", '"unbalanced', "!!!", "foo:*", "(coffee | tea) & !milk", "'", "<->", "\\",
-                  "or", "-", "teal <2> colour", "a:A & b:*B"]
+TSQUERY_SYNTAX = [
+    "a & | ! ( ' :*",
+    '"unbalanced',
+    "!!!",
+    "foo:*",
+    "(coffee | tea) & !milk",
+    "'",
+    "<->",
+    "\\",
+    "or",
+    "-",
+    "teal <2> colour",
+    "a:A & b:*B",
+]
 
 
 def _make_user() -> SignedInUser:
@@ -53,38 +65,53 @@ def refused(error_type, match, call, user, *args, **kwargs):
 # remember / recall / forget
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("slot,match", [
-    ("", "memory slot name is empty"),
-    ("   ", "memory slot name is empty"),
-    (None, "memory slot name is empty"),
-    ("!!!", "not a usable memory slot name"),
-    ("123", "not a usable memory slot name"),
-    ("\u65e5\u672c", "not a usable memory slot name"),
-    ("x" * 65, "slot name is too long"),
-    ("x" * 201, "too long"),
-    ("favorite\x00color", "NUL character"),
-    (42, "must be text"),
-])
+
+@pytest.mark.parametrize(
+    "slot,match",
+    [
+        ("", "memory slot name is empty"),
+        ("   ", "memory slot name is empty"),
+        (None, "memory slot name is empty"),
+        ("!!!", "not a usable memory slot name"),
+        ("123", "not a usable memory slot name"),
+        ("\u65e5\u672c", "not a usable memory slot name"),
+        ("x" * 65, "slot name is too long"),
+        ("x" * 201, "too long"),
+        ("favorite\x00color", "NUL character"),
+        (42, "must be text"),
+    ],
+)
 def test_remember_rejects_bad_slot_names(user, slot, match):
     refused(InvalidInput, match, memories.remember, user, user.scope, slot, "some content")
 
 
-@pytest.mark.parametrize("content,match", [
-    ("", "memory is empty"),
-    (" \n\t ", "memory is empty"),
-    (None, "memory is empty"),
-    ("x" * 2001, r"too long \(2001 characters; the limit is 2000\)"),
-    ("teal\x00", "NUL character"),
-    (["teal"], "must be text"),
-])
+@pytest.mark.parametrize(
+    "content,match",
+    [
+        ("", "memory is empty"),
+        (" \n\t ", "memory is empty"),
+        (None, "memory is empty"),
+        ("x" * 2001, r"too long \(2001 characters; the limit is 2000\)"),
+        ("teal\x00", "NUL character"),
+        (["teal"], "must be text"),
+    ],
+)
 def test_remember_rejects_bad_content(user, content, match):
     refused(InvalidInput, match, memories.remember, user, user.scope, "favorite_color", content)
     assert memories.recall(user.scope, "favorite_color").content == "teal"
 
 
 def test_remember_rejects_bad_session_ids(user):
-    refused(InvalidInput, "session id is too long", memories.remember, user, user.scope, "color", "red",
-            session_id="s" * 201)
+    refused(
+        InvalidInput,
+        "session id is too long",
+        memories.remember,
+        user,
+        user.scope,
+        "color",
+        "red",
+        session_id="s" * 201,
+    )
     refused(InvalidInput, "session id is empty", memories.remember, user, user.scope, "color", "red", session_id=" ")
 
 
@@ -98,10 +125,17 @@ def test_remember_writes_nothing_when_embedding_fails(user):
     def broken(_text):
         raise EmbeddingUnavailable("model missing")
 
-    refused(EmbeddingUnavailable, "model missing", memories.remember, user, user.scope, "favorite_color", "red",
-            embed=broken)
-    refused(EmbeddingUnavailable, "model missing", memories.remember, user, user.scope, "new_slot", "red",
-            embed=broken)
+    refused(
+        EmbeddingUnavailable,
+        "model missing",
+        memories.remember,
+        user,
+        user.scope,
+        "favorite_color",
+        "red",
+        embed=broken,
+    )
+    refused(EmbeddingUnavailable, "model missing", memories.remember, user, user.scope, "new_slot", "red", embed=broken)
 
 
 @pytest.mark.parametrize("text", TSQUERY_SYNTAX)
@@ -139,14 +173,18 @@ def test_bad_slot_names_are_refused_for_recall_and_forget(user, call):
 # search
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("query,match", [
-    ("", "search query is empty"),
-    ("   ", "search query is empty"),
-    (None, "search query is empty"),
-    ("q" * 1001, r"search query is too long \(1001 characters; the limit is 1000\)"),
-    ("teal\x00", "NUL character"),
-    (b"teal", "must be text"),
-])
+
+@pytest.mark.parametrize(
+    "query,match",
+    [
+        ("", "search query is empty"),
+        ("   ", "search query is empty"),
+        (None, "search query is empty"),
+        ("q" * 1001, r"search query is too long \(1001 characters; the limit is 1000\)"),
+        ("teal\x00", "NUL character"),
+        (b"teal", "must be text"),
+    ],
+)
 def test_search_rejects_bad_queries(user, query, match):
     refused(InvalidInput, match, search_memories, user, user.scope, query)
     refused(InvalidInput, match, knowledge.search, user, user.scope, query)
@@ -164,6 +202,7 @@ def test_knowledge_search_rejects_a_blank_category(user):
 # ---------------------------------------------------------------------------
 # edit and delete by id
 # ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("memory_id", ["not-a-uuid", "", "1 or 1=1", 12345, None, "0" * 37])
 @pytest.mark.parametrize("call", ["update", "delete"])
@@ -217,20 +256,24 @@ def test_delete_all_and_export(fresh, new_user):
 # orders
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("order_id,error,match", [
-    ("", InvalidInput, "order number is empty"),
-    (None, InvalidInput, "order number is empty"),
-    ("#", InvalidInput, "is not an order number"),
-    ("abc def", InvalidInput, "is not an order number"),
-    ("1001; drop table orders", InvalidInput, "is not an order number"),
-    ("1001' or '1'='1", InvalidInput, "is not an order number"),
-    ("1" * 33, InvalidInput, "is not an order number"),
-    ("1" * 65, InvalidInput, "order number is too long"),
-    ("10\x0001", InvalidInput, "NUL character"),
-    ("9999", NotFound, "^Order 9999 not found.$"),
-    ("#9999", NotFound, "^Order 9999 not found.$"),
-    (12.5, InvalidInput, "is not an order number"),
-])
+
+@pytest.mark.parametrize(
+    "order_id,error,match",
+    [
+        ("", InvalidInput, "order number is empty"),
+        (None, InvalidInput, "order number is empty"),
+        ("#", InvalidInput, "is not an order number"),
+        ("abc def", InvalidInput, "is not an order number"),
+        ("1001; drop table orders", InvalidInput, "is not an order number"),
+        ("1001' or '1'='1", InvalidInput, "is not an order number"),
+        ("1" * 33, InvalidInput, "is not an order number"),
+        ("1" * 65, InvalidInput, "order number is too long"),
+        ("10\x0001", InvalidInput, "NUL character"),
+        ("9999", NotFound, "^Order 9999 not found.$"),
+        ("#9999", NotFound, "^Order 9999 not found.$"),
+        (12.5, InvalidInput, "is not an order number"),
+    ],
+)
 def test_bad_order_ids(user, order_id, error, match):
     refused(error, match, orders.lookup, user, user.scope, order_id)
 
@@ -247,16 +290,51 @@ def test_order_id_spellings(user, spelling):
 # profiles
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("field_name", ["id", "is_admin", "created_at", "last_seen_at", "updated_at", "role", "",
-                                        None, "name; drop table profiles", "preferences = '{}', id"])
+
+@pytest.mark.parametrize(
+    "field_name",
+    [
+        "id",
+        "is_admin",
+        "created_at",
+        "last_seen_at",
+        "updated_at",
+        "role",
+        "",
+        None,
+        "name; drop table profiles",
+        "preferences = '{}', id",
+    ],
+)
 def test_disallowed_profile_fields(user, field_name):
-    message = refused(InvalidInput, "cannot be changed; allowed: name, email", profiles.update_profile, user,
-                      user.scope, field_name, "x")
+    message = refused(
+        InvalidInput,
+        "cannot be changed; allowed: name, email",
+        profiles.update_profile,
+        user,
+        user.scope,
+        field_name,
+        "x",
+    )
     assert "preferences" in message
 
 
-@pytest.mark.parametrize("tz", ["Mars/Olympus", "Europe", "Europe/", "../../etc/passwd", "/etc/localtime",
-                                "Europe/../Europe/Paris", "zone.tab", "UTC+25", "Europe/Paris\x00", "", "t" * 65])
+@pytest.mark.parametrize(
+    "tz",
+    [
+        "Mars/Olympus",
+        "Europe",
+        "Europe/",
+        "../../etc/passwd",
+        "/etc/localtime",
+        "Europe/../Europe/Paris",
+        "zone.tab",
+        "UTC+25",
+        "Europe/Paris\x00",
+        "",
+        "t" * 65,
+    ],
+)
 def test_bad_timezones(user, tz):
     refused(InvalidInput, "time zone|NUL|empty|too long", profiles.update_profile, user, user.scope, "timezone", tz)
 
@@ -265,19 +343,22 @@ def test_good_timezone_is_stored(fresh):
     assert profiles.update_profile(fresh.scope, " TimeZone ", "Europe/Paris").timezone == "Europe/Paris"
 
 
-@pytest.mark.parametrize("field_name,value,match", [
-    ("name", "", "name is empty"),
-    ("name", "n" * 201, "name is too long"),
-    ("name", "Ro\x00bin", "NUL"),
-    ("email", "not-an-email", "does not look like an email"),
-    ("email", "a b@example.com", "does not look like an email"),
-    ("preferred_language", "l" * 65, "too long"),
-    ("preferences", "not json", "must be a JSON object"),
-    ("preferences", "[1, 2]", "must be a JSON object"),
-    ("preferences", ["units"], "must be a JSON object"),
-    ("preferences", {"note": "a\x00b"}, "NUL"),
-    ("preferences", {"blob": "x" * 9000}, "too large"),
-])
+@pytest.mark.parametrize(
+    "field_name,value,match",
+    [
+        ("name", "", "name is empty"),
+        ("name", "n" * 201, "name is too long"),
+        ("name", "Ro\x00bin", "NUL"),
+        ("email", "not-an-email", "does not look like an email"),
+        ("email", "a b@example.com", "does not look like an email"),
+        ("preferred_language", "l" * 65, "too long"),
+        ("preferences", "not json", "must be a JSON object"),
+        ("preferences", "[1, 2]", "must be a JSON object"),
+        ("preferences", ["units"], "must be a JSON object"),
+        ("preferences", {"note": "a\x00b"}, "NUL"),
+        ("preferences", {"blob": "x" * 9000}, "too large"),
+    ],
+)
 def test_bad_profile_values(user, field_name, value, match):
     refused(InvalidInput, match, profiles.update_profile, user, user.scope, field_name, value)
 
@@ -294,11 +375,18 @@ def test_preferences_merge(fresh):
 # sessions
 # ---------------------------------------------------------------------------
 
+
 def test_session_reports_round_trip_and_bad_input(fresh):
     started = datetime.now(UTC) - timedelta(minutes=3)
     session_id = f"room-{uuid.uuid4().hex}"
-    saved = sessions.save_report(fresh.service, session_id, {"transcript": ["hi\x00 there"], "n": 1},
-                                 room_name="room", started_at=started, ended_at=started + timedelta(seconds=90))
+    saved = sessions.save_report(
+        fresh.service,
+        session_id,
+        {"transcript": ["hi\x00 there"], "n": 1},
+        room_name="room",
+        started_at=started,
+        ended_at=started + timedelta(seconds=90),
+    )
     assert saved.report == {"transcript": ["hi there"], "n": 1}  # NUL dropped, the rest kept
     assert saved.duration_seconds == 90
     assert sessions.get_session(fresh.scope, session_id).report == saved.report
@@ -306,8 +394,15 @@ def test_session_reports_round_trip_and_bad_input(fresh):
     replaced = sessions.save_report(fresh.service, session_id, {"n": 2})
     assert replaced.report == {"n": 2} and len(sessions.list_sessions(fresh.scope)) == 1
 
-    refused(InvalidInput, "too large", sessions.save_report, fresh, fresh.service, f"big-{uuid.uuid4().hex}",
-            {"blob": "x" * 5_000_001})
+    refused(
+        InvalidInput,
+        "too large",
+        sessions.save_report,
+        fresh,
+        fresh.service,
+        f"big-{uuid.uuid4().hex}",
+        {"blob": "x" * 5_000_001},
+    )
     refused(InvalidInput, "session id is empty", sessions.save_report, fresh, fresh.service, "", {"n": 1})
     refused(InvalidInput, "session id is too long", sessions.save_report, fresh, fresh.service, "s" * 201, {})
     refused(NotFound, "not found", sessions.get_session, fresh, fresh.scope, "no-such-session")

@@ -36,10 +36,15 @@ async def agent_session(user_id: uuid.UUID, *, greet: bool = False, **agent_opti
     sink = QueueSink()
     bus = EventBus(f"test-{uuid.uuid4().hex[:12]}", [sink])
     brain = OfflineBrain()
-    agent = PlaygroundAgent(user_id, preload=load_preload(user_id), bus=bus, session_id=bus.session_id,
-                            greet=greet, **agent_options)
-    async with brain, AgentSession(llm=brain, vad=None, turn_handling={"turn_detection": "manual"},
-                                   user_away_timeout=None) as session:
+    agent = PlaygroundAgent(
+        user_id, preload=load_preload(user_id), bus=bus, session_id=bus.session_id, greet=greet, **agent_options
+    )
+    async with (
+        brain,
+        AgentSession(
+            llm=brain, vad=None, turn_handling={"turn_detection": "manual"}, user_away_timeout=None
+        ) as session,
+    ):
         publish_session_events(session, bus)
         await session.start(agent)
         yield AgentRun(session=session, agent=agent, brain=brain, bus=bus, sink=sink)
@@ -47,5 +52,6 @@ async def agent_session(user_id: uuid.UUID, *, greet: bool = False, **agent_opti
 
 def reply_text(result) -> str:
     """The assistant's text in a RunResult (all its messages joined)."""
-    return " ".join(ev.item.text_content or "" for ev in result.events
-                    if ev.type == "message" and ev.item.role == "assistant")
+    return " ".join(
+        ev.item.text_content or "" for ev in result.events if ev.type == "message" and ev.item.role == "assistant"
+    )

@@ -31,16 +31,34 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_streamlit(extra_env: dict[str, str] | None = None, *, log_path: Path | None = None,
-                    timeout: float = 90) -> tuple[subprocess.Popen, str]:
+def start_streamlit(
+    extra_env: dict[str, str] | None = None, *, log_path: Path | None = None, timeout: float = 90
+) -> tuple[subprocess.Popen, str]:
     """`streamlit run streamlit_app.py` on a free port with this test run's DATA_DIR; returns (process, url)."""
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", **(extra_env or {})}
     log = open(log_path or Path(tempfile.mkstemp(prefix="mp-streamlit-", suffix=".log")[1]), "w")  # noqa: SIM115 - the server writes to it until it stops
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(APP_SCRIPT), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(APP_SCRIPT),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout

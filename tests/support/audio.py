@@ -34,27 +34,37 @@ def resample(pcm: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:
     return np.frombuffer(pcm_bytes(frames), dtype=np.int16)
 
 
-def webrtc_frames(pcm: np.ndarray, rate: int, *, channels: int = 2, lead_silence: float = 0.3,
-                  tail_silence: float = 1.2) -> list[tuple[bytes, int]]:
+def webrtc_frames(
+    pcm: np.ndarray, rate: int, *, channels: int = 2, lead_silence: float = 0.3, tail_silence: float = 1.2
+) -> list[tuple[bytes, int]]:
     """Mono PCM -> 20 ms chunks of 48 kHz interleaved s16 (stereo by default),
     padded with silence before and after, as (bytes, samples_per_channel)."""
     audio = resample(pcm, rate, WEBRTC_RATE)
-    audio = np.concatenate([np.zeros(int(lead_silence * WEBRTC_RATE), np.int16), audio,
-                            np.zeros(int(tail_silence * WEBRTC_RATE), np.int16)])
+    audio = np.concatenate(
+        [
+            np.zeros(int(lead_silence * WEBRTC_RATE), np.int16),
+            audio,
+            np.zeros(int(tail_silence * WEBRTC_RATE), np.int16),
+        ]
+    )
     pad = (-len(audio)) % WEBRTC_FRAME_SAMPLES
     audio = np.concatenate([audio, np.zeros(pad, np.int16)])
     out = []
     for start in range(0, len(audio), WEBRTC_FRAME_SAMPLES):
-        chunk = audio[start:start + WEBRTC_FRAME_SAMPLES]
+        chunk = audio[start : start + WEBRTC_FRAME_SAMPLES]
         interleaved = np.repeat(chunk, channels) if channels > 1 else chunk
         out.append((interleaved.astype(np.int16).tobytes(), WEBRTC_FRAME_SAMPLES))
     return out
 
 
-def write_wav(path: Path, pcm: np.ndarray, rate: int, *, lead_silence: float = 0.0,
-              tail_silence: float = 0.0) -> Path:
-    audio = np.concatenate([np.zeros(int(lead_silence * rate), np.int16), pcm.astype(np.int16),
-                            np.zeros(int(tail_silence * rate), np.int16)])
+def write_wav(path: Path, pcm: np.ndarray, rate: int, *, lead_silence: float = 0.0, tail_silence: float = 0.0) -> Path:
+    audio = np.concatenate(
+        [
+            np.zeros(int(lead_silence * rate), np.int16),
+            pcm.astype(np.int16),
+            np.zeros(int(tail_silence * rate), np.int16),
+        ]
+    )
     with wave.open(str(path), "wb") as wav:
         wav.setnchannels(1)
         wav.setsampwidth(2)
@@ -91,8 +101,10 @@ class FakeBrowser:
         self.sound_at: list[float] = []  # monotonic time of each non-silent 20 ms read
         self.speech_ended_at: list[float] = []  # monotonic time the last speech frame of each utterance was sent
         self.sent_frames = 0
-        self._threads = [threading.Thread(target=self._mic, daemon=True, name="fake-browser-mic"),
-                         threading.Thread(target=self._speaker, daemon=True, name="fake-browser-speaker")]
+        self._threads = [
+            threading.Thread(target=self._mic, daemon=True, name="fake-browser-mic"),
+            threading.Thread(target=self._speaker, daemon=True, name="fake-browser-speaker"),
+        ]
 
     def __enter__(self):
         for thread in self._threads:

@@ -28,13 +28,23 @@ from tests.support.audio import piper_utterance, resample, write_wav
 from ui.auth import COOKIE_NAME
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run"]
-FAKE_MICROPHONE_ARGS = ["--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
-                        "--autoplay-policy=no-user-gesture-required"]
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+FAKE_MICROPHONE_ARGS = [
+    "--use-fake-ui-for-media-stream",
+    "--use-fake-device-for-media-stream",
+    "--autoplay-policy=no-user-gesture-required",
+]
 UPDATE_SCREENSHOTS = os.environ.get("MP_UPDATE_SCREENSHOTS") == "1"
-SCREENSHOTS = (PROJECT_ROOT / "docs" / "screenshots" if UPDATE_SCREENSHOTS
-               else Path(tempfile.gettempdir()) / "mp-screenshots")
+SCREENSHOTS = (
+    PROJECT_ROOT / "docs" / "screenshots" if UPDATE_SCREENSHOTS else Path(tempfile.gettempdir()) / "mp-screenshots"
+)
 TURN_TIMEOUT_MS = 90_000
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 WEBRTC_FRAME = 'iframe[title="streamlit_webrtc.component.webrtc_streamer"]'
@@ -115,8 +125,7 @@ def new_mic_page(mic_browser):
 def wait_for_app(page, timeout_ms: int = APP_TIMEOUT * 1000) -> None:
     """Wait until Streamlit has finished running the script for this page."""
     page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
 
 
 def wait_for_identity_cookie(page, timeout_ms: int = 30_000) -> None:
@@ -134,8 +143,10 @@ def wait_for_identity_cookie(page, timeout_ms: int = 30_000) -> None:
 def screenshot(page, name: str) -> Path:
     """<name>.png, scrolled to the top of the page: into docs/screenshots/ with MP_UPDATE_SCREENSHOTS=1."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.evaluate("() => document.querySelectorAll('[data-testid=stAppScrollToBottomContainer], "
-                  "[data-testid=stMain]').forEach(e => e.scrollTop = 0)")
+    page.evaluate(
+        "() => document.querySelectorAll('[data-testid=stAppScrollToBottomContainer], "
+        "[data-testid=stMain]').forEach(e => e.scrollTop = 0)"
+    )
     page.wait_for_timeout(800)
     path = SCREENSHOTS / f"{name}.png"
     page.screenshot(path=str(path))
@@ -162,7 +173,10 @@ def send(page, text: str) -> str:
     box.press("Enter")
     page.wait_for_function(
         "n => document.querySelectorAll('[class*=st-key-chat_turn_]').length > n && "
-        "!document.querySelector('[data-testid=stStatusWidget]')", arg=before, timeout=TURN_TIMEOUT_MS)
+        "!document.querySelector('[data-testid=stStatusWidget]')",
+        arg=before,
+        timeout=TURN_TIMEOUT_MS,
+    )
     return answered_turns(page).last.inner_text()
 
 
@@ -171,7 +185,8 @@ def grid_rows(page) -> list[list[str]]:
     page.locator('[role="gridcell"]').first.wait_for(state="attached", timeout=30_000)
     return page.evaluate(
         "() => [...document.querySelectorAll('[role=row]')].map(r => "
-        "[...r.querySelectorAll('[role=gridcell],[role=columnheader]')].map(c => c.textContent.trim()))")
+        "[...r.querySelectorAll('[role=gridcell],[role=columnheader]')].map(c => c.textContent.trim()))"
+    )
 
 
 def open_page(page, title: str) -> None:

@@ -15,8 +15,14 @@ class EventSource(Protocol):
     def events_since(self, cursor: int = 0) -> tuple[list[Event], int]: ...
 
 
-def wait_for_event(source: EventSource, predicate: Callable[[Event], Any], *, cursor: int = 0,
-                   timeout: float = 60.0, poll_seconds: float = 0.02) -> Event:
+def wait_for_event(
+    source: EventSource,
+    predicate: Callable[[Event], Any],
+    *,
+    cursor: int = 0,
+    timeout: float = 60.0,
+    poll_seconds: float = 0.02,
+) -> Event:
     """Poll `source.events_since(cursor)` until an event matches `predicate`; TimeoutError after `timeout` s."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -18,13 +18,20 @@ from tests.support.openai_standin import RecordedRequest
 NO_RECALL_SKIPS = {"RECALL_BUDGET_MS": "15000"}
 
 
-def run_chat_cli(env: dict[str, str], lines: list[str], *, user_id, timeout: float = 300) \
-        -> subprocess.CompletedProcess:
+def run_chat_cli(
+    env: dict[str, str], lines: list[str], *, user_id, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """`python -m agent chat --user-id ...` with `lines` piped in, as a user runs it."""
     full_env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1", **NO_RECALL_SKIPS, **env}
-    return subprocess.run([sys.executable, "-m", "agent", "chat", "--user-id", str(user_id)], cwd=PROJECT_ROOT,
-                          env=full_env, input="\n".join(lines) + "\n", capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "agent", "chat", "--user-id", str(user_id)],
+        cwd=PROJECT_ROOT,
+        env=full_env,
+        input="\n".join(lines) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def saved_session_id(stdout: str) -> str:
@@ -34,6 +41,7 @@ def saved_session_id(stdout: str) -> str:
 
 
 # --- what a request must look like --------------------------------------------------------
+
 
 def system_message(request: RecordedRequest) -> str:
     """The request's one leading system message (asserts there is exactly one, and first)."""

@@ -106,14 +106,18 @@ def check_messages(messages: list[dict[str, Any]], *, templates: bool = True) ->
         role = message.get("role")
         if role == "tool":
             if message.get("tool_call_id") not in pending:
-                raise TemplateError("Invalid parameter: messages with role 'tool' must be a response to a "
-                                    "preceding message with 'tool_calls'.")
+                raise TemplateError(
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceding message with 'tool_calls'."
+                )
             pending.discard(message["tool_call_id"])
             continue
         if pending:
-            raise TemplateError("An assistant message with 'tool_calls' must be followed by tool messages "
-                                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
-                                f"response messages: {', '.join(sorted(pending))}")
+            raise TemplateError(
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(sorted(pending))}"
+            )
         if role == "assistant" and message.get("tool_calls"):
             pending = {call["id"] for call in message["tool_calls"]}
         if templates and role in ("system", "developer") and index != 0:
@@ -124,8 +128,11 @@ def check_messages(messages: list[dict[str, Any]], *, templates: bool = True) ->
         return
     if not any(m.get("role") == "user" for m in messages):
         raise TemplateError("No user query found in messages.")
-    turns = [m["role"] for m in messages
-             if m.get("role") in ("user", "assistant") and not (m["role"] == "assistant" and m.get("tool_calls"))]
+    turns = [
+        m["role"]
+        for m in messages
+        if m.get("role") in ("user", "assistant") and not (m["role"] == "assistant" and m.get("tool_calls"))
+    ]
     for index, role in enumerate(turns):
         if role != ("user" if index % 2 == 0 else "assistant"):
             raise TemplateError("Conversation roles must alternate user/assistant/user/assistant/...")
@@ -134,6 +141,7 @@ def check_messages(messages: list[dict[str, Any]], *, templates: bool = True) ->
 # ---------------------------------------------------------------------------
 # the scripted model
 # ---------------------------------------------------------------------------
+
 
 def user_words(content: Any) -> str:
     """The latest words of a user message: past any recall block, the last paragraph (user messages
@@ -147,7 +155,7 @@ def user_words(content: Any) -> str:
 def _tool_results(messages: list[dict[str, Any]], after: int) -> list[tuple[str, dict, str, bool]]:
     calls: dict[str, tuple[str, dict]] = {}
     results = []
-    for message in messages[after + 1:]:
+    for message in messages[after + 1 :]:
         for call in message.get("tool_calls") or []:
             try:
                 args = json.loads(call["function"]["arguments"] or "{}")
@@ -177,8 +185,15 @@ def _extraction_answer(prompt: str) -> str:
     for line in prompt.splitlines():
         if line.startswith("- "):
             said = line[2:].strip()
-            facts += [{"memory_type": f.memory_type, "content": f.content, "confidence": round(f.confidence, 2),
-                       "evidence": said} for f in parse_facts(said)]
+            facts += [
+                {
+                    "memory_type": f.memory_type,
+                    "content": f.content,
+                    "confidence": round(f.confidence, 2),
+                    "evidence": said,
+                }
+                for f in parse_facts(said)
+            ]
     return json.dumps(facts)
 
 
@@ -213,10 +228,18 @@ def script(body: dict[str, Any]) -> tuple[list[tuple[str, dict]], str]:
 # the server
 # ---------------------------------------------------------------------------
 
+
 class OpenAIStandIn:
-    def __init__(self, *, models: tuple[str, ...] = (DEFAULT_MODEL,), api_key: str | None = DEFAULT_API_KEY,
-                 check_templates: bool = True, host: str = "127.0.0.1", port: int = 0,
-                 slow_seconds: float = 30.0) -> None:
+    def __init__(
+        self,
+        *,
+        models: tuple[str, ...] = (DEFAULT_MODEL,),
+        api_key: str | None = DEFAULT_API_KEY,
+        check_templates: bool = True,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        slow_seconds: float = 30.0,
+    ) -> None:
         self.models = tuple(models)
         self.api_key = api_key
         self.check_templates = check_templates
@@ -277,8 +300,11 @@ class OpenAIStandIn:
 
     def env(self, *, model: str | None = None, api_key: str | None = None) -> dict[str, str]:
         """Settings that point the app, the CLI or the worker at this server."""
-        return {"OPENAI_BASE_URL": self.base_url, "OPENAI_API_KEY": api_key or self.api_key or "not-needed",
-                "LLM_MODEL": model or self.models[0]}
+        return {
+            "OPENAI_BASE_URL": self.base_url,
+            "OPENAI_API_KEY": api_key or self.api_key or "not-needed",
+            "LLM_MODEL": model or self.models[0],
+        }
 
     # ---- faults ------------------------------------------------------------------
 
@@ -398,8 +424,12 @@ def _handler_for(server: OpenAIStandIn):
 
         def _start(self, method: str) -> RecordedRequest:
             body = self._read_body() if method == "POST" else None
-            record = RecordedRequest(method=method, path=self.path.split("?")[0],
-                                     headers={k.lower(): v for k, v in self.headers.items()}, body=body)
+            record = RecordedRequest(
+                method=method,
+                path=self.path.split("?")[0],
+                headers={k.lower(): v for k, v in self.headers.items()},
+                body=body,
+            )
             server._record(record)
             return record
 
@@ -415,24 +445,39 @@ def _handler_for(server: OpenAIStandIn):
             if not self._authorized(record) or server._take_fault(chat=False) == "unauthorized":
                 return self._unauthorized(record)
             if record.path.rstrip("/") == "/v1/models":
-                return self._json(200, {"object": "list", "data": [
-                    {"id": model, "object": "model", "created": 1700000000, "owned_by": "standin"}
-                    for model in server.models]}, record)
+                return self._json(
+                    200,
+                    {
+                        "object": "list",
+                        "data": [
+                            {"id": model, "object": "model", "created": 1700000000, "owned_by": "standin"}
+                            for model in server.models
+                        ],
+                    },
+                    record,
+                )
             self._json(404, _error_body(f"Invalid URL (GET {record.path})", "invalid_request_error"), record)
 
         def do_POST(self) -> None:
             record = self._start("POST")
             if record.path.rstrip("/") != "/v1/chat/completions":
-                return self._json(404, _error_body(f"Invalid URL (POST {record.path})", "invalid_request_error"),
-                                  record)
+                return self._json(
+                    404, _error_body(f"Invalid URL (POST {record.path})", "invalid_request_error"), record
+                )
             if not self._authorized(record):
                 return self._unauthorized(record)
             body = record.body if isinstance(record.body, dict) else {}
             model = body.get("model")
             if model not in server.models:
-                return self._json(404, _error_body(
-                    f"The model `{model}` does not exist or you do not have access to it.",
-                    "invalid_request_error", "model_not_found"), record)
+                return self._json(
+                    404,
+                    _error_body(
+                        f"The model `{model}` does not exist or you do not have access to it.",
+                        "invalid_request_error",
+                        "model_not_found",
+                    ),
+                    record,
+                )
             try:
                 check_messages(body.get("messages") or [], templates=server.check_templates)
             except TemplateError as exc:
@@ -444,11 +489,17 @@ def _handler_for(server: OpenAIStandIn):
             if fault == "unauthorized":
                 return self._unauthorized(record)
             if fault == "rate_limited":
-                return self._json(429, _error_body("Rate limit reached for requests. Please try again in 20s.",
-                                                   "requests", "rate_limit_exceeded"), record)
+                return self._json(
+                    429,
+                    _error_body(
+                        "Rate limit reached for requests. Please try again in 20s.", "requests", "rate_limit_exceeded"
+                    ),
+                    record,
+                )
             if fault == "server_error":
-                return self._json(500, _error_body("The server had an error while processing your request.",
-                                                   "server_error"), record)
+                return self._json(
+                    500, _error_body("The server had an error while processing your request.", "server_error"), record
+                )
             if fault == "slow":
                 server._release.wait(server.slow_seconds)
                 if not server.running:
@@ -464,18 +515,29 @@ def _handler_for(server: OpenAIStandIn):
                 self._complete(record, body, calls, text)
 
         def _unauthorized(self, record: RecordedRequest) -> None:
-            self._json(401, _error_body("Incorrect API key provided. You can find your API key at "
-                                        "https://platform.openai.com/account/api-keys.",
-                                        "invalid_request_error", "invalid_api_key"), record)
+            self._json(
+                401,
+                _error_body(
+                    "Incorrect API key provided. You can find your API key at "
+                    "https://platform.openai.com/account/api-keys.",
+                    "invalid_request_error",
+                    "invalid_api_key",
+                ),
+                record,
+            )
 
         # ---- answers --------------------------------------------------------------------
 
         @staticmethod
         def _tool_calls(record: RecordedRequest, calls) -> list[dict[str, Any]]:
             record.answer_tool_calls = [
-                {"id": f"call_{uuid.uuid4().hex[:16]}", "type": "function",
-                 "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)}}
-                for name, args in calls]
+                {
+                    "id": f"call_{uuid.uuid4().hex[:16]}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+                }
+                for name, args in calls
+            ]
             return record.answer_tool_calls
 
         @staticmethod
@@ -490,12 +552,26 @@ def _handler_for(server: OpenAIStandIn):
             message: dict[str, Any] = {"role": "assistant", "content": None if tool_calls else text}
             if tool_calls:
                 message["tool_calls"] = tool_calls
-            self._json(200, {
-                "id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion", "created": int(time.time()),
-                "model": body["model"], "system_fingerprint": "fp_standin",
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": "tool_calls" if tool_calls else "stop"}],
-                "usage": self._usage(body, text, calls)}, record)
+            self._json(
+                200,
+                {
+                    "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body["model"],
+                    "system_fingerprint": "fp_standin",
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": message,
+                            "logprobs": None,
+                            "finish_reason": "tool_calls" if tool_calls else "stop",
+                        }
+                    ],
+                    "usage": self._usage(body, text, calls),
+                },
+                record,
+            )
 
         def _stream(self, record, body, calls, text, *, cut: bool) -> None:
             record.status = 200
@@ -504,22 +580,43 @@ def _handler_for(server: OpenAIStandIn):
             self.send_header("Cache-Control", "no-cache")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            base = {"id": f"chatcmpl-{uuid.uuid4().hex[:24]}", "object": "chat.completion.chunk",
-                    "created": int(time.time()), "model": body["model"], "system_fingerprint": "fp_standin"}
+            base = {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+                "object": "chat.completion.chunk",
+                "created": int(time.time()),
+                "model": body["model"],
+                "system_fingerprint": "fp_standin",
+            }
 
             def chunk(delta: dict, finish: str | None = None) -> None:
-                self._event({**base, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                                  "finish_reason": finish}]})
+                self._event(
+                    {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+                )
 
             chunk({"role": "assistant", "content": ""})
             tool_calls = self._tool_calls(record, calls)
             for index, call in enumerate(tool_calls):
                 arguments = call["function"]["arguments"]
-                chunk({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
-                                       "function": {"name": call["function"]["name"], "arguments": ""}}]})
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": index,
+                                "id": call["id"],
+                                "type": "function",
+                                "function": {"name": call["function"]["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
                 for start in range(0, len(arguments), ARGUMENT_PIECE):
-                    chunk({"tool_calls": [{"index": index,
-                                           "function": {"arguments": arguments[start:start + ARGUMENT_PIECE]}}]})
+                    chunk(
+                        {
+                            "tool_calls": [
+                                {"index": index, "function": {"arguments": arguments[start : start + ARGUMENT_PIECE]}}
+                            ]
+                        }
+                    )
             record.answer_text = text if not tool_calls else None
             if not tool_calls:
                 words = re.findall(r"\S+\s*", text) or [""]

@@ -108,10 +108,17 @@ def _iso(ts: float | None) -> str | None:
 class SupabaseAuthStandIn:
     """State and token logic; the HTTP handler below only parses and routes."""
 
-    def __init__(self, *, access_token_ttl: int = 3600, mailer_autoconfirm: bool = False,
-                 anonymous_sign_ins: bool = True, anonymous_sign_ins_per_hour: int | None = 30,
-                 refresh_token_reuse_interval: float = 10.0, password_min_length: int = 6,
-                 site_url: str = "http://127.0.0.1:3000"):
+    def __init__(
+        self,
+        *,
+        access_token_ttl: int = 3600,
+        mailer_autoconfirm: bool = False,
+        anonymous_sign_ins: bool = True,
+        anonymous_sign_ins_per_hour: int | None = 30,
+        refresh_token_reuse_interval: float = 10.0,
+        password_min_length: int = 6,
+        site_url: str = "http://127.0.0.1:3000",
+    ):
         self.secret = secrets.token_urlsafe(32)
         self.access_token_ttl = access_token_ttl
         self.mailer_autoconfirm = mailer_autoconfirm
@@ -123,11 +130,11 @@ class SupabaseAuthStandIn:
         self.site_url = site_url
         self.clock_offset = 0.0
         self.users: dict[str, dict] = {}
-        self.sessions: dict[str, dict] = {}        # id -> {user_id, created_at, expired}
+        self.sessions: dict[str, dict] = {}  # id -> {user_id, created_at, expired}
         self.refresh_tokens: dict[str, dict] = {}  # token -> {session_id, user_id, parent, revoked, updated_at}
-        self.outbox: list[dict] = []                # emails "sent": {to, type, token, link}
+        self.outbox: list[dict] = []  # emails "sent": {to, type, token, link}
         self.requests: list[dict] = []
-        self.user_id_override: str | None = None   # misbehave: answer /user with another user's id
+        self.user_id_override: str | None = None  # misbehave: answer /user with another user's id
         self._anonymous_sign_ins_by_ip: dict[str, deque] = {}
         self.lock = threading.RLock()
         self.connections: set = set()  # open keep-alive sockets, closed by stop() as a dying server's are
@@ -141,8 +148,9 @@ class SupabaseAuthStandIn:
         self.server = ThreadingHTTPServer(("127.0.0.1", port), _handler_for(self))
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                         name="supabase-auth-standin", daemon=True).start()
+        threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, name="supabase-auth-standin", daemon=True
+        ).start()
         return self
 
     def stop(self) -> None:
@@ -218,8 +226,13 @@ class SupabaseAuthStandIn:
     # -- tokens ---------------------------------------------------------------
     def _new_refresh_token(self, session_id: str, user_id: str, parent: str | None) -> str:
         token = secrets.token_urlsafe(9)  # GoTrue's refresh tokens are short random strings
-        self.refresh_tokens[token] = {"session_id": session_id, "user_id": user_id, "parent": parent,
-                                      "revoked": False, "updated_at": self.now()}
+        self.refresh_tokens[token] = {
+            "session_id": session_id,
+            "user_id": user_id,
+            "parent": parent,
+            "revoked": False,
+            "updated_at": self.now(),
+        }
         return token
 
     def _delete_session(self, session_id: str) -> None:
@@ -227,19 +240,36 @@ class SupabaseAuthStandIn:
         for token in [t for t, r in self.refresh_tokens.items() if r["session_id"] == session_id]:
             del self.refresh_tokens[token]
 
-    def _token_response(self, user: dict, session_id: str, refresh_token: str, method: str,
-                        expires_in: int | None = None) -> dict:
+    def _token_response(
+        self, user: dict, session_id: str, refresh_token: str, method: str, expires_in: int | None = None
+    ) -> dict:
         now = int(self.now())
         ttl = self.access_token_ttl if expires_in is None else expires_in
         user["last_sign_in_at"] = user.get("last_sign_in_at") or now
-        claims = {"iss": f"{self.url}{PREFIX}", "sub": user["id"], "aud": "authenticated",
-                  "exp": now + ttl, "iat": now, "email": user["email"] or "",
-                  "phone": "", "app_metadata": self._app_metadata(user), "user_metadata": user["user_metadata"],
-                  "role": "authenticated", "aal": "aal1", "amr": [{"method": method, "timestamp": now}],
-                  "session_id": session_id, "is_anonymous": user["is_anonymous"]}
-        return {"access_token": jwt.encode(claims, self.secret, algorithm="HS256"), "token_type": "bearer",
-                "expires_in": ttl, "expires_at": now + ttl,
-                "refresh_token": refresh_token, "user": self.user_json(user)}
+        claims = {
+            "iss": f"{self.url}{PREFIX}",
+            "sub": user["id"],
+            "aud": "authenticated",
+            "exp": now + ttl,
+            "iat": now,
+            "email": user["email"] or "",
+            "phone": "",
+            "app_metadata": self._app_metadata(user),
+            "user_metadata": user["user_metadata"],
+            "role": "authenticated",
+            "aal": "aal1",
+            "amr": [{"method": method, "timestamp": now}],
+            "session_id": session_id,
+            "is_anonymous": user["is_anonymous"],
+        }
+        return {
+            "access_token": jwt.encode(claims, self.secret, algorithm="HS256"),
+            "token_type": "bearer",
+            "expires_in": ttl,
+            "expires_at": now + ttl,
+            "refresh_token": refresh_token,
+            "user": self.user_json(user),
+        }
 
     def issue(self, user: dict, *, method: str = "password", expires_in: int | None = None) -> dict:
         """A new session for `user` (what a sign-in does); `expires_in` overrides the access token's lifetime."""
@@ -254,16 +284,36 @@ class SupabaseAuthStandIn:
         return {"provider": providers[0], "providers": providers} if providers else {}
 
     def user_json(self, user: dict) -> dict:
-        answer = {"id": user["id"], "aud": "authenticated", "role": "authenticated", "email": user["email"] or "",
-                  "email_confirmed_at": _iso(user["email_confirmed_at"]), "phone": "",
-                  "confirmed_at": _iso(user["email_confirmed_at"]), "last_sign_in_at": _iso(user["last_sign_in_at"]),
-                  "app_metadata": self._app_metadata(user), "user_metadata": user["user_metadata"],
-                  "identities": ([{"identity_id": user["id"], "id": user["id"], "user_id": user["id"],
-                                   "identity_data": {"email": user["email"], "sub": user["id"]},
-                                   "provider": "email", "created_at": _iso(user["created_at"]),
-                                   "updated_at": _iso(user["updated_at"])}] if user["email"] else []),
-                  "created_at": _iso(user["created_at"]), "updated_at": _iso(user["updated_at"]),
-                  "is_anonymous": user["is_anonymous"]}
+        answer = {
+            "id": user["id"],
+            "aud": "authenticated",
+            "role": "authenticated",
+            "email": user["email"] or "",
+            "email_confirmed_at": _iso(user["email_confirmed_at"]),
+            "phone": "",
+            "confirmed_at": _iso(user["email_confirmed_at"]),
+            "last_sign_in_at": _iso(user["last_sign_in_at"]),
+            "app_metadata": self._app_metadata(user),
+            "user_metadata": user["user_metadata"],
+            "identities": (
+                [
+                    {
+                        "identity_id": user["id"],
+                        "id": user["id"],
+                        "user_id": user["id"],
+                        "identity_data": {"email": user["email"], "sub": user["id"]},
+                        "provider": "email",
+                        "created_at": _iso(user["created_at"]),
+                        "updated_at": _iso(user["updated_at"]),
+                    }
+                ]
+                if user["email"]
+                else []
+            ),
+            "created_at": _iso(user["created_at"]),
+            "updated_at": _iso(user["updated_at"]),
+            "is_anonymous": user["is_anonymous"],
+        }
         if user.get("new_email"):
             answer["new_email"] = user["new_email"]
             answer["email_change_sent_at"] = _iso(user["email_change_sent_at"])
@@ -271,18 +321,26 @@ class SupabaseAuthStandIn:
 
     def new_user(self, *, email: str | None = None, password: str | None = None, confirmed: bool = True) -> dict:
         now = self.now()
-        user = {"id": str(uuid.uuid4()), "email": email, "password": password, "is_anonymous": email is None,
-                "email_confirmed_at": now if email and confirmed else None, "new_email": None,
-                "email_change_sent_at": None, "user_metadata": {}, "created_at": now, "updated_at": now,
-                "last_sign_in_at": None}
+        user = {
+            "id": str(uuid.uuid4()),
+            "email": email,
+            "password": password,
+            "is_anonymous": email is None,
+            "email_confirmed_at": now if email and confirmed else None,
+            "new_email": None,
+            "email_change_sent_at": None,
+            "user_metadata": {},
+            "created_at": now,
+            "updated_at": now,
+            "last_sign_in_at": None,
+        }
         self.users[user["id"]] = user
         return user
 
     def _send_email(self, to: str, kind: str, user: dict) -> None:
         token = secrets.token_hex(28)
         link = f"{self.url}{PREFIX}/verify?" + urlencode({"token": token, "type": kind, "redirect_to": self.site_url})
-        self.outbox.append({"to": to, "type": kind, "token": token, "user_id": user["id"], "link": link,
-                            "used": False})
+        self.outbox.append({"to": to, "type": kind, "token": token, "user_id": user["id"], "link": link, "used": False})
 
     # -- request authentication ----------------------------------------------
     def _claims(self, authorization: str | None) -> dict:
@@ -290,20 +348,35 @@ class SupabaseAuthStandIn:
         if not match:
             raise ApiError(401, "no_authorization", "This endpoint requires a Bearer token")
         try:
-            claims = jwt.decode(match.group(1), self.secret, algorithms=["HS256"],
-                                options={"verify_exp": False, "verify_aud": False, "verify_iat": False})
+            claims = jwt.decode(
+                match.group(1),
+                self.secret,
+                algorithms=["HS256"],
+                options={"verify_exp": False, "verify_aud": False, "verify_iat": False},
+            )
         except jwt.InvalidSignatureError:
-            raise ApiError(403, "bad_jwt", "invalid JWT: unable to parse or verify signature, "
-                                           "token signature is invalid: signature is invalid") from None
+            raise ApiError(
+                403,
+                "bad_jwt",
+                "invalid JWT: unable to parse or verify signature, token signature is invalid: signature is invalid",
+            ) from None
         except jwt.InvalidAlgorithmError:
-            raise ApiError(403, "bad_jwt", "invalid JWT: unable to parse or verify signature, "
-                                           "token signature is invalid: signing method is invalid") from None
+            raise ApiError(
+                403,
+                "bad_jwt",
+                "invalid JWT: unable to parse or verify signature, "
+                "token signature is invalid: signing method is invalid",
+            ) from None
         except jwt.InvalidTokenError as exc:
-            raise ApiError(403, "bad_jwt", "invalid JWT: unable to parse or verify signature, "
-                                           f"token is malformed: {exc}") from None
+            raise ApiError(
+                403, "bad_jwt", f"invalid JWT: unable to parse or verify signature, token is malformed: {exc}"
+            ) from None
         if isinstance(claims.get("exp"), (int, float)) and claims["exp"] <= self.now():
-            raise ApiError(403, "bad_jwt", "invalid JWT: unable to parse or verify signature, "
-                                           "token has invalid claims: token is expired")
+            raise ApiError(
+                403,
+                "bad_jwt",
+                "invalid JWT: unable to parse or verify signature, token has invalid claims: token is expired",
+            )
         return claims
 
     def _authenticated(self, headers) -> tuple[dict, dict, str | None]:
@@ -324,12 +397,17 @@ class SupabaseAuthStandIn:
             if session is None:
                 raise ApiError(403, "session_not_found", "Session from session_id claim in JWT does not exist")
             if session["expired"]:  # the switch's promise: this session's access tokens are past exp too
-                raise ApiError(403, "bad_jwt", "invalid JWT: unable to parse or verify signature, "
-                                               "token has invalid claims: token is expired")
+                raise ApiError(
+                    403,
+                    "bad_jwt",
+                    "invalid JWT: unable to parse or verify signature, token has invalid claims: token is expired",
+                )
         return claims, user, session_id
 
     # -- routes -------------------------------------------------------------
-    def handle(self, method: str, path: str, query: dict, headers, body: dict, client_ip: str) -> tuple[int, dict | None]:
+    def handle(
+        self, method: str, path: str, query: dict, headers, body: dict, client_ip: str
+    ) -> tuple[int, dict | None]:
         """(status, JSON body); raises ApiError / OAuthError for GoTrue's error answers."""
         route = path.removeprefix(PREFIX)
         if route not in ("/verify",):  # the gateway's open routes skip key-auth
@@ -341,9 +419,14 @@ class SupabaseAuthStandIn:
         if method == "GET" and route == "/health":
             return 200, {"version": "standin", "name": "GoTrue", "description": "Supabase Auth stand-in for tests"}
         if method == "GET" and route == "/settings":
-            return 200, {"external": {"anonymous_users": self.anonymous_sign_ins, "email": True, "phone": False},
-                         "disable_signup": self.disable_signup, "mailer_autoconfirm": self.mailer_autoconfirm,
-                         "phone_autoconfirm": False, "sms_provider": "", "saml_enabled": False}
+            return 200, {
+                "external": {"anonymous_users": self.anonymous_sign_ins, "email": True, "phone": False},
+                "disable_signup": self.disable_signup,
+                "mailer_autoconfirm": self.mailer_autoconfirm,
+                "phone_autoconfirm": False,
+                "sms_provider": "",
+                "saml_enabled": False,
+            }
         if method == "POST" and route == "/signup":
             return self._signup(body, client_ip)
         if method == "POST" and route == "/token":
@@ -368,8 +451,9 @@ class SupabaseAuthStandIn:
             return self._verify(query)
         if method == "DELETE" and route.startswith("/admin/users/"):
             # The gateway turns a secret key into a service_role JWT; a service_role JWT also works.
-            if headers.get("Authorization") != f"Bearer {self.service_role_key}" \
-                    and self._claims(headers.get("Authorization")).get("role") not in ("service_role", "supabase_admin"):
+            if headers.get("Authorization") != f"Bearer {self.service_role_key}" and self._claims(
+                headers.get("Authorization")
+            ).get("role") not in ("service_role", "supabase_admin"):
                 raise ApiError(403, "not_admin", "User not allowed")
             user_id = route.rsplit("/", 1)[1]
             if user_id not in self.users:
@@ -410,13 +494,19 @@ class SupabaseAuthStandIn:
 
     def _check_password(self, password: str) -> None:
         if len(password) < self.password_min_length:
-            raise ApiError(422, "weak_password", f"Password should be at least {self.password_min_length} characters.",
-                           weak_password={"reasons": ["length"]})
+            raise ApiError(
+                422,
+                "weak_password",
+                f"Password should be at least {self.password_min_length} characters.",
+                weak_password={"reasons": ["length"]},
+            )
 
     def _password(self, body: dict) -> tuple[int, dict]:
         email, phone = (body.get("email") or "").strip().lower(), body.get("phone")
         if email and phone:
-            raise ApiError(400, "validation_failed", "Only an email address or phone number should be provided on login.")
+            raise ApiError(
+                400, "validation_failed", "Only an email address or phone number should be provided on login."
+            )
         if not email and not phone:
             raise ApiError(400, "validation_failed", "missing email or phone")
         user = self.user_by_email(email)
@@ -442,8 +532,14 @@ class SupabaseAuthStandIn:
         user = self.users[record["user_id"]]
         issued = None
         if record["revoked"]:
-            active = next((t for t, r in self.refresh_tokens.items()
-                           if r["session_id"] == record["session_id"] and not r["revoked"]), None)
+            active = next(
+                (
+                    t
+                    for t, r in self.refresh_tokens.items()
+                    if r["session_id"] == record["session_id"] and not r["revoked"]
+                ),
+                None,
+            )
             if active is not None and self.refresh_tokens[active]["parent"] == presented:
                 issued = active  # the client lost the answer to its last refresh: hand the same token back
             elif self.now() > record["updated_at"] + self.refresh_token_reuse_interval:
@@ -464,10 +560,16 @@ class SupabaseAuthStandIn:
         if password is not None:
             self._check_password(password)
         if user["is_anonymous"] and password and not email and not body.get("phone"):
-            raise ApiError(422, "validation_failed",
-                           "Updating password of an anonymous user without an email or phone is not allowed")
-        if email and email != user["email"] and any(u["email"] == email and u["id"] != user["id"]
-                                                    for u in self.users.values()):
+            raise ApiError(
+                422,
+                "validation_failed",
+                "Updating password of an anonymous user without an email or phone is not allowed",
+            )
+        if (
+            email
+            and email != user["email"]
+            and any(u["email"] == email and u["id"] != user["id"] for u in self.users.values())
+        ):
             raise ApiError(422, "email_exists", "A user with this email address has already been registered")
         if password and user["password"] is not None and user["password"] == password:
             raise ApiError(422, "same_password", "New password should be different from the old password.")
@@ -485,15 +587,23 @@ class SupabaseAuthStandIn:
         return 200, self.user_json(user)
 
     def _confirm_email_change(self, user: dict, email: str) -> None:
-        user.update(email=email, email_confirmed_at=self.now(), is_anonymous=False, new_email=None,
-                    email_change_sent_at=None, updated_at=self.now())
+        user.update(
+            email=email,
+            email_confirmed_at=self.now(),
+            is_anonymous=False,
+            new_email=None,
+            email_change_sent_at=None,
+            updated_at=self.now(),
+        )
 
     def _verify(self, query: dict) -> tuple[int, dict]:
         token, kind = (query.get("token") or [""])[0], (query.get("type") or [""])[0]
         mail = next((m for m in self.outbox if m["token"] == token and m["type"] == kind and not m["used"]), None)
         if mail is None or mail["user_id"] not in self.users:
-            return 303, {"_location": f"{self.site_url}#error=access_denied&error_code=otp_expired"
-                                      "&error_description=Email+link+is+invalid+or+has+expired"}
+            return 303, {
+                "_location": f"{self.site_url}#error=access_denied&error_code=otp_expired"
+                "&error_description=Email+link+is+invalid+or+has+expired"
+            }
         mail["used"] = True
         user = self.users[mail["user_id"]]
         if kind == "email_change":
@@ -501,8 +611,10 @@ class SupabaseAuthStandIn:
         else:
             user["email_confirmed_at"] = self.now()
         tokens = self.issue(user, method="otp")
-        fragment = urlencode({k: tokens[k] for k in ("access_token", "expires_at", "expires_in", "refresh_token",
-                                                     "token_type")} | {"type": kind})
+        fragment = urlencode(
+            {k: tokens[k] for k in ("access_token", "expires_at", "expires_in", "refresh_token", "token_type")}
+            | {"type": kind}
+        )
         return 303, {"_location": f"{self.site_url}#{fragment}"}
 
     def _logout(self, headers, scope: str) -> tuple[int, None]:
@@ -552,15 +664,23 @@ def _handler_for(standin: SupabaseAuthStandIn):
             api_version = self.headers.get(API_VERSION_HEADER)
             extra_headers: dict[str, str] = {}
             with standin.lock:
-                standin.requests.append({"method": method, "path": parsed.path, "query": query, "body": body,
-                                         "apikey": self.headers.get("apikey"),
-                                         "authorization": self.headers.get("Authorization"),
-                                         "api_version": api_version})
+                standin.requests.append(
+                    {
+                        "method": method,
+                        "path": parsed.path,
+                        "query": query,
+                        "body": body,
+                        "apikey": self.headers.get("apikey"),
+                        "authorization": self.headers.get("Authorization"),
+                        "api_version": api_version,
+                    }
+                )
                 try:
                     if body is None or not isinstance(body, dict):
                         raise ApiError(400, "bad_json", "Could not parse request body as JSON")
-                    status, payload = standin.handle(method, parsed.path, query, self.headers, body,
-                                                     self.client_address[0])
+                    status, payload = standin.handle(
+                        method, parsed.path, query, self.headers, body, self.client_address[0]
+                    )
                 except (ApiError, OAuthError) as exc:
                     status, payload = _error_body(exc, api_version)
                     if api_version == API_VERSION_2024:  # GoTrue echoes the version it answered in

@@ -45,8 +45,11 @@ def stored_rows(user_id: uuid.UUID, *, table_counts: bool = False) -> dict[str, 
     """Everything stored for a user (memories, profile, session reports), and with `table_counts` the row
     count of every table (only where nothing else writes meanwhile: a closing conversation saves a report)."""
     with db.admin_connection() as conn, conn.cursor(row_factory=dict_row) as cur:
-        cur.execute("select id, memory_type, content, session_id, embedding::text as embedding, updated_at "
-                    "from public.memories where user_id = %s order by memory_type", (user_id,))
+        cur.execute(
+            "select id, memory_type, content, session_id, embedding::text as embedding, updated_at "
+            "from public.memories where user_id = %s order by memory_type",
+            (user_id,),
+        )
         mems = cur.fetchall()
         cur.execute("select * from public.profiles where id = %s", (user_id,))
         profile = cur.fetchone()
@@ -54,9 +57,11 @@ def stored_rows(user_id: uuid.UUID, *, table_counts: bool = False) -> dict[str, 
         reports = cur.fetchall()
         rows = {"memories": mems, "profile": profile, "sessions": reports}
         if table_counts:
-            cur.execute("select (select count(*) from public.memories) as memories, "
-                        "(select count(*) from public.sessions) as sessions, "
-                        "(select count(*) from public.orders) as orders, "
-                        "(select count(*) from public.knowledge) as knowledge")
+            cur.execute(
+                "select (select count(*) from public.memories) as memories, "
+                "(select count(*) from public.sessions) as sessions, "
+                "(select count(*) from public.orders) as orders, "
+                "(select count(*) from public.knowledge) as knowledge"
+            )
             rows["counts"] = cur.fetchone()
     return rows

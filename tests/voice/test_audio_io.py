@@ -43,7 +43,7 @@ async def test_input_turns_48k_stereo_from_another_thread_into_16k_mono():
 
     def webrtc_thread():
         for start in range(0, len(stereo), 1920):  # 20 ms
-            audio_input.push_frame(stereo[start:start + 1920].tobytes(), sample_rate=48_000, num_channels=2)
+            audio_input.push_frame(stereo[start : start + 1920].tobytes(), sample_rate=48_000, num_channels=2)
 
     thread = threading.Thread(target=webrtc_thread)
     thread.start()
@@ -127,8 +127,10 @@ class Reader:
 def agent_frames(seconds: float, rate: int = 22_050, freq: float = 600) -> list[rtc.AudioFrame]:
     signal = tone(freq, rate, seconds)
     step = rate // 10
-    return [rtc.AudioFrame(signal[i:i + step].tobytes(), rate, 1, len(signal[i:i + step]))
-            for i in range(0, len(signal), step)]
+    return [
+        rtc.AudioFrame(signal[i : i + step].tobytes(), rate, 1, len(signal[i : i + step]))
+        for i in range(0, len(signal), step)
+    ]
 
 
 def record_events(output: WebRTCAudioOutput):

@@ -41,8 +41,9 @@ def test_spoken_fact_is_transcribed_remembered_and_answered_by_voice(local_call)
 
         cursor = call.events_since(0)[1]
         browser.say(piper_utterance("My favorite color is teal.", SPEECH_PACE), 22_050)
-        said = wait_for_event(call, lambda e: e["type"] == "transcript" and e["role"] == "user"
-                              and e["final"], cursor=cursor, timeout=60)
+        said = wait_for_event(
+            call, lambda e: e["type"] == "transcript" and e["role"] == "user" and e["final"], cursor=cursor, timeout=60
+        )
         # Whisper tiny sometimes hears "colors teal" / "color's teal"; the brain reads all of them
         # as the same fact, and the stored memory below is what must be exact.
         assert re.search(r"favou?rite colou?r('?s| is) teal", said["text"].lower()), said["text"]
@@ -62,14 +63,19 @@ def test_spoken_fact_is_transcribed_remembered_and_answered_by_voice(local_call)
         speech_end = browser.speech_ended_at[-1]
         assert browser.first_sound_after(speech_end) is not None
         assert call.speaker.frames_captured > 0
-        reply = wait_for_event(call, lambda e: e["type"] == "transcript" and e["role"] == "assistant"
-                               and e["final"] and e["turn"] == turn, timeout=30)
+        reply = wait_for_event(
+            call,
+            lambda e: e["type"] == "transcript" and e["role"] == "assistant" and e["final"] and e["turn"] == turn,
+            timeout=30,
+        )
         assert "teal" in reply["text"].lower()
-        spoken_so_far = [e for e in call.events_since(cursor)[0] if e["type"] == "transcript"
-                         and e["role"] == "assistant" and not e["final"] and e["turn"] == turn]
+        spoken_so_far = [
+            e
+            for e in call.events_since(cursor)[0]
+            if e["type"] == "transcript" and e["role"] == "assistant" and not e["final"] and e["turn"] == turn
+        ]
         assert spoken_so_far and reply["text"].startswith(spoken_so_far[0]["text"])  # live, then final
-        states = {e["state"] for e in call.events_since(cursor)[0] if e["type"] == "state"
-                  and e["who"] == "agent"}
+        states = {e["state"] for e in call.events_since(cursor)[0] if e["type"] == "state" and e["who"] == "agent"}
         assert {"thinking", "speaking", "listening"} <= states
 
         # typing during the call goes into the same session and is answered aloud too
@@ -96,15 +102,19 @@ def test_speaking_over_the_agent_stops_its_audio(local_call):
     _, call, _ = local_call()
     nuts = piper_utterance("Remember that I am allergic to nuts.", SPEECH_PACE)
     with FakeBrowser(call) as browser:
-        wait_for_event(call, lambda e: e["type"] == "state" and e["who"] == "agent" and e["state"] == "speaking",
-                       timeout=120)
+        wait_for_event(
+            call, lambda e: e["type"] == "state" and e["who"] == "agent" and e["state"] == "speaking", timeout=120
+        )
         while not browser.sound_at:  # the (long) greeting is playing in the browser
             time.sleep(0.05)
         time.sleep(1.0)
         said_at = time.monotonic()
         browser.say(nuts, 22_050, lead_silence=0.0)
-        greeting = wait_for_event(call, lambda e: e["type"] == "transcript" and e["role"] == "assistant"
-                                  and e["final"] and e["turn"] == 0, timeout=60)
+        greeting = wait_for_event(
+            call,
+            lambda e: e["type"] == "transcript" and e["role"] == "assistant" and e["final"] and e["turn"] == 0,
+            timeout=60,
+        )
         assert greeting.get("interrupted") is True
         speech_seconds = len(nuts) / 22_050
         late = [t for t in browser.sound_at if said_at + 1.5 < t < said_at + speech_seconds]
@@ -112,7 +122,5 @@ def test_speaking_over_the_agent_stops_its_audio(local_call):
         whole_greeting = len(synthesize_pcm(greeting["text"])) / SAMPLE_RATE
         heard = 0.02 * len([t for t in browser.sound_at if t < said_at + speech_seconds])
         assert heard < whole_greeting / 2, (heard, whole_greeting)  # the rest was dropped
-        tool = wait_for_event(call, lambda e: e["type"] == "tool_call" and e["name"] == "remember_detail",
-                              timeout=60)
+        tool = wait_for_event(call, lambda e: e["type"] == "tool_call" and e["name"] == "remember_detail", timeout=60)
         assert tool["arguments"]["memory_type"] == "allergies"
-

@@ -31,7 +31,7 @@ def test_whisper_input_downmixes_and_resamples_webrtc_audio():
     # 0.5 s of a 440 Hz tone as 48 kHz interleaved stereo, split into 20 ms frames like WebRTC
     tone = _sine(440, 48_000, 0.5)
     stereo = np.repeat(tone, 2)
-    frames = [rtc.AudioFrame(stereo[i:i + 1920].tobytes(), 48_000, 2, 960) for i in range(0, len(stereo), 1920)]
+    frames = [rtc.AudioFrame(stereo[i : i + 1920].tobytes(), 48_000, 2, 960) for i in range(0, len(stereo), 1920)]
     pcm = to_whisper_input(frames)
     assert pcm.dtype == np.float32
     assert abs(len(pcm) - WHISPER_SAMPLE_RATE // 2) < 100
@@ -86,7 +86,9 @@ async def test_piper_streams_each_sentence_as_soon_as_it_is_ready():
 
 def test_a_long_first_sentence_is_spoken_from_its_first_clause():
     assert split_first_clause("Got it, I'll remember that your favorite color is teal.") == [
-        "Got it,", "I'll remember that your favorite color is teal."]
+        "Got it,",
+        "I'll remember that your favorite color is teal.",
+    ]
     assert split_first_clause("Yes, sure.") == ["Yes, sure."]  # too short to gain anything
     assert split_first_clause("Hi! How are you today, friend?") == ["Hi! How are you today, friend?"]
     assert split_first_clause("Order 1001 shipped") == ["Order 1001 shipped"]
@@ -101,8 +103,10 @@ async def test_whisper_ignores_silence():
 
 async def test_whisper_tiny_utterances_round_trip():
     stt = LocalWhisperSTT()
-    for sentence, words in [("What is my favorite color?", {"favorite", "color"}),
-                            ("Remember that I am allergic to nuts.", {"allergic", "nuts"})]:
+    for sentence, words in [
+        ("What is my favorite color?", {"favorite", "color"}),
+        ("Remember that I am allergic to nuts.", {"allergic", "nuts"}),
+    ]:
         audio = piper_utterance(sentence)
         event = await stt.recognize(rtc.AudioFrame(audio.tobytes(), SAMPLE_RATE, 1, len(audio)))
         heard = event.alternatives[0].text.lower()

@@ -83,8 +83,10 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
         messages.filter(has_text=re.compile(r"remember.*teal", re.I)).first.wait_for(timeout=60_000)
     except Exception as exc:
         page.screenshot(path=str(Path(tempfile.gettempdir()) / "voice-browser-failure.png"))
-        raise AssertionError(f"transcript so far: {messages.all_inner_texts()}; "
-                             f"status: {page.locator('[data-testid=stCaptionContainer]').all_inner_texts()}") from exc
+        raise AssertionError(
+            f"transcript so far: {messages.all_inner_texts()}; "
+            f"status: {page.locator('[data-testid=stCaptionContainer]').all_inner_texts()}"
+        ) from exc
 
     stored = memories.recall(Scope.service(user_id), "favorite_color")  # as the page's verified visitor
     assert stored.content == "teal"

@@ -26,16 +26,26 @@ def test_per_turn_latency_gives_each_turn_its_own_speech_to_text_time():
         said("assistant", "Hi!", 0, 1.0),
         metric("stt_ms", 640.0, 0, 10.0),  # finished before turn 1 began, so stamped with turn 0
         said("user", "my favorite color is teal", 1, 10.1),
-        metric("eou_delay_ms", 700.0, 1, 10.1), metric("recall_ms", 31.0, 1, 10.2),
-        metric("llm_ttft_ms", 2.0, 1, 10.3), metric("tts_ttfb_ms", 240.0, 1, 10.6), metric("e2e_ms", 1100.0, 1, 11),
+        metric("eou_delay_ms", 700.0, 1, 10.1),
+        metric("recall_ms", 31.0, 1, 10.2),
+        metric("llm_ttft_ms", 2.0, 1, 10.3),
+        metric("tts_ttfb_ms", 240.0, 1, 10.6),
+        metric("e2e_ms", 1100.0, 1, 11),
         metric("e2e_ms", 9999.0, 1, 12),  # a second reply in the same turn does not replace the first
         said("user", "where is order 1001", 2, 20.0),  # typed: no speech-to-text
         metric("llm_ttft_ms", 3.0, 2, 20.1),
     ]
     rows = per_turn_latency(events)
     assert rows == [
-        {"turn": 1, "stt_ms": 640.0, "eou_delay_ms": 700.0, "recall_ms": 31.0, "llm_ttft_ms": 2.0,
-         "tts_ttfb_ms": 240.0, "e2e_ms": 1100.0},
+        {
+            "turn": 1,
+            "stt_ms": 640.0,
+            "eou_delay_ms": 700.0,
+            "recall_ms": 31.0,
+            "llm_ttft_ms": 2.0,
+            "tts_ttfb_ms": 240.0,
+            "e2e_ms": 1100.0,
+        },
         {"turn": 2, "llm_ttft_ms": 3.0},
     ]
     summary = latency_summary(rows)
@@ -70,7 +80,9 @@ def test_live_transcript_in_livekit_mode_follows_room_segments():
     ]
     lines = live_transcript(events)
     assert [(line["role"], line["text"], line["final"]) for line in lines] == [
-        ("user", "My favorite color is teal.", True), ("assistant", "Got it", False)]
+        ("user", "My favorite color is teal.", True),
+        ("assistant", "Got it", False),
+    ]
 
 
 def test_ice_servers_come_from_the_setting(monkeypatch, caplog):
