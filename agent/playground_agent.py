@@ -37,7 +37,7 @@ from typing import Any
 
 from livekit.agents import Agent, ModelSettings, RunContext, ToolError, function_tool, llm
 
-from agent import events
+from agent import events, tool_outputs
 from agent.chat_format import DEFAULT_RECALL_PLACEMENT, PRELOAD_MESSAGE_ID, RecallPlacement, shape
 from agent.event_bus import EventBus
 from agent.prompts import FILLER_TEXT, INSTRUCTIONS, greeting_instruction, preload_message
@@ -227,18 +227,7 @@ class PlaygroundAgent(Agent):
                 "search_knowledge",
                 {"query": query},
                 lambda: retrieval.search_knowledge(self.scope, query, limit=3),
-                lambda r: {
-                    "query": r.query,
-                    "hits": [
-                        {
-                            "title": h.title,
-                            "category": h.category,
-                            "similarity": round(h.similarity, 4),
-                            "content": h.content,
-                        }
-                        for h in r.hits
-                    ],
-                },
+                tool_outputs.knowledge_found,
             )
         self.bus.emit(events.knowledge_search_retrieval(result, trigger="tool:search_knowledge"))
         return output
@@ -256,12 +245,7 @@ class PlaygroundAgent(Agent):
             "remember_detail",
             {"memory_type": memory_type, "content": content},
             lambda: memories.remember(self.scope, memory_type, content, session_id=self.session_id),
-            lambda r: {
-                "memory_type": r.memory.memory_type,
-                "content": r.memory.content,
-                "created": r.created,
-                "previous_content": r.previous_content,
-            },
+            tool_outputs.remembered,
         )
         self.note_write(
             "remembered" if result.created else "updated",
@@ -282,7 +266,7 @@ class PlaygroundAgent(Agent):
             "recall_detail",
             {"memory_type": memory_type},
             lambda: memories.recall(self.scope, memory_type),
-            lambda m: {"memory_type": m.memory_type, "content": m.content, "updated_at": m.updated_at.isoformat()},
+            tool_outputs.recalled,
         )
         return output
 
@@ -298,7 +282,7 @@ class PlaygroundAgent(Agent):
             "forget_detail",
             {"memory_type": memory_type},
             lambda: memories.forget(self.scope, memory_type),
-            lambda m: {"memory_type": m.memory_type, "forgotten": m.content},
+            tool_outputs.forgotten,
         )
         self.note_write("forgotten", memory.memory_type, None, memory.content)
         return output
@@ -315,22 +299,7 @@ class PlaygroundAgent(Agent):
             "search_memories",
             {"query": query},
             lambda: retrieval.search_memories(self.scope, query, limit=5, params=params),
-            lambda r: {
-                "query": r.query,
-                "mode": r.mode,
-                "degraded_reason": r.degraded_reason,
-                "hits": [
-                    {
-                        "memory_type": h.memory_type,
-                        "content": h.content,
-                        "rrf_score": round(h.rrf_score, 6),
-                        "vector_rank": h.vector_rank,
-                        "text_rank": h.text_rank,
-                        "vector_distance": None if h.vector_distance is None else round(h.vector_distance, 4),
-                    }
-                    for h in r.hits
-                ],
-            },
+            tool_outputs.memories_found,
         )
         self.bus.emit(events.memory_search_retrieval(result, trigger="tool:search_memories"))
         return output
@@ -342,13 +311,7 @@ class PlaygroundAgent(Agent):
             "list_user_memories",
             {},
             lambda: memories.list_memories(self.scope),
-            lambda ms: {
-                "count": len(ms),
-                "memories": [
-                    {"memory_type": m.memory_type, "content": m.content, "updated_at": m.updated_at.isoformat()}
-                    for m in ms
-                ],
-            },
+            tool_outputs.listed,
         )
         return output
 
@@ -365,17 +328,7 @@ class PlaygroundAgent(Agent):
             "update_profile",
             {"field": field, "value": value},
             lambda: profiles.update_profile(self.scope, field, value),
-            lambda p: {
-                "field": field.strip().lower().replace(" ", "_"),
-                "value": value,
-                "profile": {
-                    "name": p.name,
-                    "email": p.email,
-                    "preferred_language": p.preferred_language,
-                    "timezone": p.timezone,
-                    "preferences": p.preferences,
-                },
-            },
+            lambda profile: tool_outputs.profile_updated(field, value, profile),
         )
         self.profile_updates.append({"field": field, "value": value, "turn": self.bus.turn, "ts": time.time()})
         return output
@@ -391,6 +344,6 @@ class PlaygroundAgent(Agent):
             "lookup_order",
             {"order_id": order_id},
             lambda: orders.lookup(self.scope, order_id),
-            lambda o: {"order": o.as_dict(), "summary": o.summary()},
+            tool_outputs.order_found,
         )
         return output
