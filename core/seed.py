@@ -48,7 +48,8 @@ def seed_orders(conninfo: str | None = None) -> int:
         for order in read_jsonl(SEED_DIR / "orders.jsonl"):
             cur = conn.execute(
                 "insert into public.orders (order_id, customer_name, status, items, total, currency, carrier, "
-                "tracking_number, placed_at, estimated_delivery) values (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s) "
+                "tracking_number, placed_at, estimated_delivery) "
+                "values (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s) "
                 "on conflict (order_id) do nothing",
                 (
                     order["order_id"],

@@ -6,8 +6,8 @@ run *without* the entry script: Streamlit treats an app with a `pages/` folder
 as a v1 multipage app until `st.navigation` has run once in the process, so the
 very first request of a fresh server for a deep link (e.g. /memories) executes
 pages/memories.py directly. `run_page` notices that, switches Streamlit to
-`st.navigation` mode (setting the flag st.navigation itself sets) and reruns, so the entry script runs and a page never runs without the
-verified visitor.
+`st.navigation` mode (setting the flag st.navigation itself sets) and reruns,
+so the entry script runs and a page never runs without the verified visitor.
 """
 
 from __future__ import annotations

@@ -106,17 +106,20 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
     (re.compile(r"^i drive (?:an? )?(?P<c>.+)$", re.I), "car", 0.85),
     (re.compile(r"^i (?:own|have) (?P<c>(?:an?|two|three|four|\d+) (?:\w+ )?(?:dogs?|cats?|pets?|rabbits?|"
                 r"parrots?|hamsters?|fish|horses?)\b.*)$", re.I), "pet", 0.85),
-    (re.compile(r"^i(?:'m| am) (?P<c>vegetarian|vegan|pescatarian|gluten[- ]free|keto|kosher|halal)$", re.I), "diet", 0.85),
+    (re.compile(r"^i(?:'m| am) (?P<c>vegetarian|vegan|pescatarian|gluten[- ]free|keto|kosher|halal)$", re.I),
+     "diet", 0.85),
     (re.compile(r"^i (?:was )?born (?:on|in) (?P<c>.+)$", re.I), "birthday", 0.8),
     (re.compile(r"^i(?:'m| am) (?P<c>\d{1,3}) years? old$", re.I), "age", 0.8),
     (re.compile(r"^i speak (?P<c>.+)$", re.I), "languages_spoken", 0.8),
-    (re.compile(r"^i (?:(?:usually|always|normally) (?:drink|order|get|have)|drink) (?:an? )?(?P<c>.+?)(?: every (?:day|morning))?$", re.I),
+    (re.compile(r"^i (?:(?:usually|always|normally) (?:drink|order|get|have)|"
+                r"drink) (?:an? )?(?P<c>.+?)(?: every (?:day|morning))?$", re.I),
      "favorite_drink", 0.7),
     (re.compile(r"^i (?:really )?(?:love|like|enjoy|adore) (?P<c>.+)$", re.I), "likes", 0.75),
     (re.compile(r"^i prefer (?P<c>.+)$", re.I), "preference", 0.75),
     # inverted: "Teal is my favorite color", "Denver is where I live". Only slot-like subjects, and never a
     # pronoun as the content, so "this is my first time" or "that is my question" stay out.
-    (re.compile(r"^(?:an? )?(?P<c>(?!(?:it|this|that|these|those|there|here|what|which|who|he|she|they|we|you|i|my|mine)\b)"
+    (re.compile(r"^(?:an? )?(?P<c>(?!(?:it|this|that|these|those|there|here|what|which|who|he|she|they|we|you|i|my|"
+                r"mine)\b)"
                 r"[\w'&.,-]+(?: [\w'&.,-]+){0,5}) (?:is|are) (?P<s>my (?:favorite|usual|preferred)(?: [\w' -]+?)?|"
                 r"my (?:home|home city|hometown|city|employer|workplace|job|occupation|profession|car|birthday|"
                 r"allergy|allergies|diet|pet)|where i (?:live|work|(?:'m|am) based))$", re.I), None, 0.8),

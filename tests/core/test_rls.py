@@ -232,7 +232,8 @@ def test_profiles_insert_and_delete_are_refused(users):
         (
             "knowledge",
             "id",
-            f"insert into public.knowledge (title, content, embedding) values ('planted', 'x', '{UNIT_VECTOR}'::extensions.vector)",
+            "insert into public.knowledge (title, content, embedding) "
+            f"values ('planted', 'x', '{UNIT_VECTOR}'::extensions.vector)",
             "update public.knowledge set content = 'defaced'",
         ),
         (
