@@ -504,12 +504,16 @@ class SupabaseAuthIssuer:
 
     def sign_out(self, session: AuthSession) -> None:
         _verified_cache.pop(session.access_token, None)  # a signed-out token must not stay trusted here
+        import httpx
+        from supabase_auth.errors import AuthError as SupabaseError
+
         client = self._client()
         try:
             client.set_session(session.access_token, session.refresh_token)
             client.sign_out({"scope": "local"})
-        except Exception:
-            pass  # signing out of an already-dead session is not an error for the visitor
+        except (SupabaseError, httpx.HTTPError) as exc:
+            # an already-dead session (or a server that is down) is not an error for the visitor: it is dropped here
+            log.info("Supabase Auth did not sign out session of %s: %s", session.user_id, exc)
 
 
 def _short(message: Any, limit: int = 200) -> str:

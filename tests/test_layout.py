@@ -159,6 +159,20 @@ def test_agent_exports_what_it_lists():
         assert getattr(agent, name) is not None, name
 
 
+def test_no_error_is_swallowed_silently():
+    """No `except Exception: pass` (or bare `except: pass`): an expected error is named, an unexpected one logged."""
+    silent = []
+    for path in SOURCES.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            broad = isinstance(node, ast.ExceptHandler) and (
+                node.type is None
+                or (isinstance(node.type, ast.Name) and node.type.id in ("Exception", "BaseException"))
+            )
+            if broad and all(isinstance(statement, ast.Pass) for statement in node.body):
+                silent.append(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}")
+    assert silent == []
+
+
 def test_no_file_in_agent_is_over_400_lines():
     lengths = {
         str(path.relative_to(PROJECT_ROOT)): len(path.read_text(encoding="utf-8").splitlines())
