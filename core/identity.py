@@ -27,8 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import jwt
+from psycopg import errors as pg_errors
 
 from core.config import get_settings
+from core.db import admin_connection
 from core.errors import AuthError, AuthUnavailable, InvalidInput
 
 log = logging.getLogger("memory_playground.identity")
@@ -64,6 +66,7 @@ class AuthSession:
 # ---------------------------------------------------------------------------
 # Public interface
 # ---------------------------------------------------------------------------
+
 
 def sign_in_anonymously() -> AuthSession:
     return _issuer().sign_in_anonymously()
@@ -152,7 +155,8 @@ def jwt_secret() -> str:
     return secret
 
 
-def _hash_refresh_token(token: str) -> str:
+def hash_refresh_token(token: str) -> str:
+    """How a refresh token is kept wherever it must be recognised later: never in clear."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -180,12 +184,11 @@ class EmbeddedIssuer:
         self.conninfo = conninfo
 
     def _connection(self):
-        from core.db import admin_connection
-
         return admin_connection(self.conninfo)
 
-    def _issue(self, conn, user_id: uuid.UUID, *, is_anonymous: bool, email: str | None,
-               parent_hash: str | None = None) -> AuthSession:
+    def _issue(
+        self, conn, user_id: uuid.UUID, *, is_anonymous: bool, email: str | None, parent_hash: str | None = None
+    ) -> AuthSession:
         settings = get_settings()
         now = int(time.time())
         expires_at = now + settings.access_token_ttl_seconds
@@ -204,16 +207,14 @@ class EmbeddedIssuer:
         refresh_token = secrets.token_urlsafe(32)
         conn.execute(
             "insert into auth.refresh_tokens (token_hash, user_id, parent_hash) values (%s, %s, %s)",
-            (_hash_refresh_token(refresh_token), user_id, parent_hash),
+            (hash_refresh_token(refresh_token), user_id, parent_hash),
         )
         conn.execute("update auth.users set last_sign_in_at = now() where id = %s", (user_id,))
         return AuthSession(access_token, refresh_token, expires_at, user_id, is_anonymous, email)
 
     def sign_in_anonymously(self) -> AuthSession:
         with self._connection() as conn, conn.transaction():
-            user_id = conn.execute(
-                "insert into auth.users (is_anonymous) values (true) returning id"
-            ).fetchone()[0]
+            user_id = conn.execute("insert into auth.users (is_anonymous) values (true) returning id").fetchone()[0]
             return self._issue(conn, user_id, is_anonymous=True, email=None)
 
     def verify(self, access_token: str, *, use_cache: bool = True) -> VerifiedUser:
@@ -244,7 +245,7 @@ class EmbeddedIssuer:
         return VerifiedUser(user_id=user_id, claims=claims, is_anonymous=row[0], email=row[1])
 
     def refresh(self, refresh_token: str) -> AuthSession:
-        token_hash = _hash_refresh_token(refresh_token)
+        token_hash = hash_refresh_token(refresh_token)
         with self._connection() as conn:
             with conn.transaction():
                 row = conn.execute(
@@ -256,20 +257,24 @@ class EmbeddedIssuer:
                     raise AuthError("The refresh token is not valid; sign in again.")
                 user_id, revoked, is_anonymous, email = row
                 if not revoked:
-                    conn.execute("update auth.refresh_tokens set revoked = true, updated_at = now() "
-                                 "where token_hash = %s", (token_hash,))
+                    conn.execute(
+                        "update auth.refresh_tokens set revoked = true, updated_at = now() where token_hash = %s",
+                        (token_hash,),
+                    )
                     return self._issue(conn, user_id, is_anonymous=is_anonymous, email=email, parent_hash=token_hash)
                 # A used token presented again: someone may have copied it. Revoke the family,
                 # and commit that before refusing (raising inside the transaction would roll it back).
-                conn.execute("update auth.refresh_tokens set revoked = true, updated_at = now() where user_id = %s",
-                             (user_id,))
+                conn.execute(
+                    "update auth.refresh_tokens set revoked = true, updated_at = now() where user_id = %s", (user_id,)
+                )
             raise AuthError("The refresh token was already used; sign in again.")
 
     def upgrade_to_email(self, session: AuthSession, email: str, password: str) -> AuthSession:
         verified = self.verify(session.access_token)
         with self._connection() as conn, conn.transaction():
-            taken = conn.execute("select 1 from auth.users where email = %s and id <> %s",
-                                 (email, verified.user_id)).fetchone()
+            taken = conn.execute(
+                "select 1 from auth.users where email = %s and id <> %s", (email, verified.user_id)
+            ).fetchone()
             if taken:
                 raise InvalidInput("That email is already used by another account; sign in with it instead.")
             conn.execute(
@@ -289,8 +294,10 @@ class EmbeddedIssuer:
 
     def sign_out(self, session: AuthSession) -> None:
         with self._connection() as conn:
-            conn.execute("update auth.refresh_tokens set revoked = true, updated_at = now() where token_hash = %s",
-                         (_hash_refresh_token(session.refresh_token),))
+            conn.execute(
+                "update auth.refresh_tokens set revoked = true, updated_at = now() where token_hash = %s",
+                (hash_refresh_token(session.refresh_token),),
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -304,12 +311,12 @@ _VERIFIED_CACHE_SECONDS = 30.0  # Streamlit reruns often; ask Supabase at most t
 # say which setting to change.
 _SETTING_HINTS = {
     "anonymous_provider_disabled": "Supabase Auth at {url} has anonymous sign-ins turned off; enable them in the "
-                                   "Supabase dashboard under Authentication → Sign In / Providers.",
+    "Supabase dashboard under Authentication → Sign In / Providers.",
     "signup_disabled": "Supabase Auth at {url} does not accept new users; turn on “Allow new users to sign up” "
-                       "under Authentication → Sign In / Providers.",
+    "under Authentication → Sign In / Providers.",
     "over_request_rate_limit": "Supabase Auth is rate-limiting sign-ins from this server ({message}); try again in "
-                               "a few minutes, or raise the limits under Authentication → Rate Limits (every "
-                               "visitor signs in from this server's address).",
+    "a few minutes, or raise the limits under Authentication → Rate Limits (every "
+    "visitor signs in from this server's address).",
 }
 
 _http_client = None
@@ -333,39 +340,41 @@ def _mirror_into_local_auth_users(user_id: uuid.UUID, *, is_anonymous: bool, ema
     local auth.users (the shim's) so foreign keys, the profile trigger and RLS work
     exactly as in a Supabase project, where Supabase Auth writes that table itself.
     Never called for a DATABASE_URL: a Supabase project's auth.users is not ours to write."""
-    from psycopg import errors as pg_errors
-
-    from core.db import admin_connection
-
     source = get_settings().supabase_url
-    upsert = ("insert into auth.users (id, is_anonymous, email, email_confirmed_at, last_sign_in_at, "
-              "raw_app_meta_data) "
-              "values (%s, %s, %s, case when %s::text is null then null else now() end, now(), "
-              "jsonb_build_object('mirrored_from', %s::text)) "
-              "on conflict (id) do update set is_anonymous = excluded.is_anonymous, email = excluded.email, "
-              "email_confirmed_at = coalesce(auth.users.email_confirmed_at, excluded.email_confirmed_at), "
-              "updated_at = now() "
-              "where auth.users.is_anonymous is distinct from excluded.is_anonymous "
-              "or auth.users.email is distinct from excluded.email")
-    with admin_connection() as conn:
-        with conn.transaction():
-            if email:
-                # Supabase keeps emails unique, so another mirrored row with this email is stale
-                # (a user of a previously configured project, or one who changed address).
-                conn.execute("update auth.users set email = null, updated_at = now() where email = %s "
-                             "and id <> %s and raw_app_meta_data ? 'mirrored_from'", (email, user_id))
-            try:
-                with conn.transaction():  # a savepoint, so the fallback below can still run
-                    conn.execute(upsert, (user_id, is_anonymous, email, email, source))
-            except pg_errors.UniqueViolation:
-                # A user the embedded issuer created holds this email. Supabase decides who is who;
-                # the local row only needs the id, so keep it without the email.
-                log.warning("email of Supabase user %s is taken by a local user; mirrored without it", user_id)
-                email = None
-                conn.execute(upsert, (user_id, is_anonymous, None, None, source))
-            if email:
-                conn.execute("update public.profiles set email = %s where id = %s and email is distinct from %s",
-                             (email, user_id, email))
+    upsert = (
+        "insert into auth.users (id, is_anonymous, email, email_confirmed_at, last_sign_in_at, "
+        "raw_app_meta_data) "
+        "values (%s, %s, %s, case when %s::text is null then null else now() end, now(), "
+        "jsonb_build_object('mirrored_from', %s::text)) "
+        "on conflict (id) do update set is_anonymous = excluded.is_anonymous, email = excluded.email, "
+        "email_confirmed_at = coalesce(auth.users.email_confirmed_at, excluded.email_confirmed_at), "
+        "updated_at = now() "
+        "where auth.users.is_anonymous is distinct from excluded.is_anonymous "
+        "or auth.users.email is distinct from excluded.email"
+    )
+    with admin_connection() as conn, conn.transaction():
+        if email:
+            # Supabase keeps emails unique, so another mirrored row with this email is stale
+            # (a user of a previously configured project, or one who changed address).
+            conn.execute(
+                "update auth.users set email = null, updated_at = now() where email = %s "
+                "and id <> %s and raw_app_meta_data ? 'mirrored_from'",
+                (email, user_id),
+            )
+        try:
+            with conn.transaction():  # a savepoint, so the fallback below can still run
+                conn.execute(upsert, (user_id, is_anonymous, email, email, source))
+        except pg_errors.UniqueViolation:
+            # A user the embedded issuer created holds this email. Supabase decides who is who;
+            # the local row only needs the id, so keep it without the email.
+            log.warning("email of Supabase user %s is taken by a local user; mirrored without it", user_id)
+            email = None
+            conn.execute(upsert, (user_id, is_anonymous, None, None, source))
+        if email:
+            conn.execute(
+                "update public.profiles set email = %s where id = %s and email is distinct from %s",
+                (email, user_id, email),
+            )
 
 
 class SupabaseAuthIssuer:
@@ -411,28 +420,39 @@ class SupabaseAuthIssuer:
         try:
             return fn(*args, **kwargs)
         except AuthRetryableError as exc:  # transport errors and 502/503/504
-            raise AuthUnavailable(f"Supabase Auth is not reachable at {self.url} ({_short(exc.message)}); "
-                                  "check SUPABASE_URL, or try again in a moment if it is correct.") from None
+            raise AuthUnavailable(
+                f"Supabase Auth is not reachable at {self.url} ({_short(exc.message)}); "
+                "check SUPABASE_URL, or try again in a moment if it is correct."
+            ) from None
         except AuthApiError as exc:
             if exc.status >= 500:
-                raise AuthUnavailable(f"Supabase Auth at {self.url} failed ({_short(exc.message)}); "
-                                      "try again in a moment.", code=exc.code) from None
+                raise AuthUnavailable(
+                    f"Supabase Auth at {self.url} failed ({_short(exc.message)}); try again in a moment.", code=exc.code
+                ) from None
             if exc.code in _SETTING_HINTS:
-                raise AuthError(_SETTING_HINTS[exc.code].format(url=self.url, message=_short(exc.message)),
-                                code=exc.code) from None
+                raise AuthError(
+                    _SETTING_HINTS[exc.code].format(url=self.url, message=_short(exc.message)), code=exc.code
+                ) from None
             if exc.status == 401 and not exc.code:  # the API gateway refused the key
-                raise AuthError(f"Supabase Auth refused: {_short(exc.message)}; check SUPABASE_ANON_KEY "
-                                "(the project's anon / publishable key).", code="invalid_api_key") from None
+                raise AuthError(
+                    f"Supabase Auth refused: {_short(exc.message)}; check SUPABASE_ANON_KEY "
+                    "(the project's anon / publishable key).",
+                    code="invalid_api_key",
+                ) from None
             raise AuthError(f"Supabase Auth refused: {_short(exc.message)}", code=exc.code) from None
         except AuthUnknownError:  # an answer that is not Supabase Auth's JSON (a wrong URL, a proxy page)
-            raise AuthUnavailable(f"The server at {self.url} did not answer like Supabase Auth; check "
-                                  "SUPABASE_URL (the project URL, e.g. https://<ref>.supabase.co).") from None
+            raise AuthUnavailable(
+                f"The server at {self.url} did not answer like Supabase Auth; check "
+                "SUPABASE_URL (the project URL, e.g. https://<ref>.supabase.co)."
+            ) from None
         except SupabaseError as exc:
-            raise AuthError(f"Supabase Auth refused: {_short(getattr(exc, 'message', str(exc)))}",
-                            code=getattr(exc, "code", None)) from None
+            raise AuthError(
+                f"Supabase Auth refused: {_short(getattr(exc, 'message', str(exc)))}", code=getattr(exc, "code", None)
+            ) from None
         except Exception as exc:  # anything else from the transport
-            raise AuthUnavailable(f"Supabase Auth is not reachable at {self.url} ({_short(str(exc))}); "
-                                  "try again in a moment.") from None
+            raise AuthUnavailable(
+                f"Supabase Auth is not reachable at {self.url} ({_short(str(exc))}); try again in a moment."
+            ) from None
 
     def sign_in_anonymously(self) -> AuthSession:
         return self._session(self._call(self._client().sign_in_anonymously))
@@ -482,8 +502,10 @@ class SupabaseAuthIssuer:
         # No argument: set_session may already have rotated the refresh token (expired access token).
         upgraded = self._session(self._call(client.refresh_session))
         if upgraded.email != email and (getattr(updated, "new_email", None) or upgraded.pending_email) is None:
-            raise AuthError(f"Supabase Auth accepted the change but the account does not show {email}; "
-                            "reload the page to see its current state.")
+            raise AuthError(
+                f"Supabase Auth accepted the change but the account does not show {email}; "
+                "reload the page to see its current state."
+            )
         return upgraded
 
     def sign_in_with_password(self, email: str, password: str) -> AuthSession:
@@ -492,12 +514,16 @@ class SupabaseAuthIssuer:
 
     def sign_out(self, session: AuthSession) -> None:
         _verified_cache.pop(session.access_token, None)  # a signed-out token must not stay trusted here
+        import httpx
+        from supabase_auth.errors import AuthError as SupabaseError
+
         client = self._client()
         try:
             client.set_session(session.access_token, session.refresh_token)
             client.sign_out({"scope": "local"})
-        except Exception:
-            pass  # signing out of an already-dead session is not an error for the visitor
+        except (SupabaseError, httpx.HTTPError) as exc:
+            # an already-dead session (or a server that is down) is not an error for the visitor: it is dropped here
+            log.info("Supabase Auth did not sign out session of %s: %s", session.user_id, exc)
 
 
 def _short(message: Any, limit: int = 200) -> str:

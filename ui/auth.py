@@ -17,7 +17,6 @@ Design (see docs/APP.md):
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import threading
 import time
@@ -32,6 +31,7 @@ from core import identity
 from core.db import Scope
 from core.errors import AuthError, AuthUnavailable
 from core.identity import AuthSession, VerifiedUser
+from ui import chat_state
 from ui.format import short_id
 
 log = logging.getLogger("memory_playground.ui.auth")
@@ -99,10 +99,6 @@ class Visitor:
 REUSE_INTERVAL_SECONDS = 30.0
 
 
-def _token_key(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 class _Families:
     def __init__(self, max_tokens: int = 50_000) -> None:
         self._guard = threading.Lock()
@@ -118,15 +114,15 @@ class _Families:
 
     def family_of(self, token: str) -> tuple[str | None, float | None]:
         with self._guard:
-            entry = self._tokens.get(_token_key(token))
+            entry = self._tokens.get(identity.hash_refresh_token(token))
             return (entry[0], entry[1]) if entry else (None, None)
 
     def record(self, family: str, auth: AuthSession, *, replaces: str | None = None) -> AuthSession:
         with self._guard:
             if replaces is not None:
-                old = self._tokens.setdefault(_token_key(replaces), [family, None])
+                old = self._tokens.setdefault(identity.hash_refresh_token(replaces), [family, None])
                 old[1] = old[1] or time.time()
-            self._tokens[_token_key(auth.refresh_token)] = [family, None]
+            self._tokens[identity.hash_refresh_token(auth.refresh_token)] = [family, None]
             while len(self._tokens) > self._max_tokens:
                 self._tokens.popitem(last=False)
             current = self._latest.get(family)
@@ -156,11 +152,18 @@ def renew(auth: AuthSession, family: str, *, margin: float = REFRESH_MARGIN_SECO
     newest refresh token. Raises AuthError if refreshing fails."""
     with _families.lock(family):
         latest = _families.latest(family)
-        if latest is not None and latest.user_id == auth.user_id and latest.refresh_token != auth.refresh_token \
-                and latest.expires_at - time.time() >= margin:
+        if (
+            latest is not None
+            and latest.user_id == auth.user_id
+            and latest.refresh_token != auth.refresh_token
+            and latest.expires_at - time.time() >= margin
+        ):
             return latest
-        newest = latest if latest is not None and latest.user_id == auth.user_id \
-            and latest.expires_at >= auth.expires_at else auth
+        newest = (
+            latest
+            if latest is not None and latest.user_id == auth.user_id and latest.expires_at >= auth.expires_at
+            else auth
+        )
         return _families.record(family, identity.refresh(newest.refresh_token), replaces=newest.refresh_token)
 
 
@@ -170,7 +173,7 @@ _SESSION_END_REASONS = {
     "refresh_token_not_found": "the session was signed out, for example from another device",
     "session_not_found": "the session was signed out, for example from another device",
     "refresh_token_already_used": "its sign-in token was presented twice, which can mean it was copied, "
-                                  "so the session was closed",
+    "so the session was closed",
     "user_not_found": "the account no longer exists",
     "user_banned": "the account is blocked",
 }
@@ -207,9 +210,12 @@ def restore_or_sign_in(stored_refresh_token: str | None) -> tuple[AuthSession, s
             with _families.lock(family) if family else contextlib.nullcontext():
                 _, superseded_at = _families.family_of(stored_refresh_token)
                 latest = _families.latest(family) if family else None
-                if superseded_at is not None and latest is not None \
-                        and time.time() - superseded_at <= REUSE_INTERVAL_SECONDS \
-                        and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS:
+                if (
+                    superseded_at is not None
+                    and latest is not None
+                    and time.time() - superseded_at <= REUSE_INTERVAL_SECONDS
+                    and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS
+                ):
                     # A parallel tab or a reload that raced the cookie write.
                     return _still_standing(latest, family), None, family
                 restored = identity.refresh(stored_refresh_token)
@@ -219,9 +225,11 @@ def restore_or_sign_in(stored_refresh_token: str | None) -> tuple[AuthSession, s
             raise
         except AuthError as exc:
             log.info("stored identity not restored: %s", exc)
-            notice = (f"Your previous identity could not be restored: {session_end_reason(exc)}. "
-                      "If you saved it with an email, sign in again with it (Sign in with email, in this "
-                      "sidebar); until then you are a new anonymous visitor.")
+            notice = (
+                f"Your previous identity could not be restored: {session_end_reason(exc)}. "
+                "If you saved it with an email, sign in again with it (Sign in with email, in this "
+                "sidebar); until then you are a new anonymous visitor."
+            )
     fresh = identity.sign_in_anonymously()
     return fresh, notice, _families.start(fresh)
 
@@ -265,11 +273,15 @@ def _session_ended(ended: AuthSession, exc: AuthError) -> AuthSession:
     last: Visitor | None = st.session_state.get("mp_visitor")
     email = ended.email or (last.email if last is not None and last.user_id == ended.user_id else None)
     if email:
-        notice = (f"Your session as {email} has ended: {reason}. Sign in again to get back to your memories; "
-                  "until then you are a new anonymous visitor.")
+        notice = (
+            f"Your session as {email} has ended: {reason}. Sign in again to get back to your memories; "
+            "until then you are a new anonymous visitor."
+        )
     else:
-        notice = (f"Your session has ended: {reason}. An anonymous identity cannot be signed into again, "
-                  "so you are now a new anonymous visitor.")
+        notice = (
+            f"Your session has ended: {reason}. An anonymous identity cannot be signed into again, "
+            "so you are now a new anonymous visitor."
+        )
     log.info("session of %s ended: %s", ended.user_id, exc)
     fresh = identity.sign_in_anonymously()
     _replace(fresh, family=_families.start(fresh), notice=notice)
@@ -347,10 +359,8 @@ def resign_email() -> str | None:
 
 def _replace(auth: AuthSession, *, family: str, notice: str | None = None) -> None:
     """Switch this browser session to another identity and forget the old one's view state."""
-    from ui import chat_state  # late: chat_state imports the agent runtime lazily too
-
     chat_state.close_chat_session(reason="identity changed")
-    for key in [k for k in st.session_state.keys() if str(k).startswith(USER_STATE_PREFIX)]:
+    for key in [k for k in st.session_state if str(k).startswith(USER_STATE_PREFIX)]:
         del st.session_state[key]
     _store(auth, notice, family=family)
     st.session_state[_GENERATION_KEY] = st.session_state.get(_GENERATION_KEY, 0) + 1
