@@ -132,8 +132,9 @@ def test_a_reload_whose_cookie_lags_one_rotation_behind_still_sees_a_revocation(
     standin.requests.clear()
     reloaded = app()  # a new browser session with the same lagging cookie, seconds later
     assert not reloaded.exception
-    assert _notice(reloaded).startswith("Your previous identity could not be restored: the session was signed out, "
-                                        "for example from another device.")
+    assert _notice(reloaded).startswith(
+        "Your previous identity could not be restored: the session was signed out, for example from another device."
+    )
     assert _visitor(reloaded).user_id != visitor.user_id and _visitor(reloaded).is_anonymous
     assert "GET /auth/v1/user" in standin.paths() or "POST /auth/v1/token" in standin.paths()
 
