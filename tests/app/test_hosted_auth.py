@@ -106,7 +106,7 @@ def test_refreshing_against_a_stopped_server_is_unavailable_not_refused(supabase
         identity.refresh(session.refresh_token)
 
 
-def test_a_reload_whose_cookie_lags_one_rotation_behind_still_sees_a_revocation(standin, app, monkeypatch):
+def test_a_reload_whose_cookie_lags_one_rotation_behind_still_sees_a_revocation(supabase_auth, app, monkeypatch):
     """The browser's cookie is written by a component after the run, so a reload right after
     "Save with this email" can present the token the upgrade rotated away. Restoring that within the
     reuse interval hands over the family's newer session; that session must be checked with Supabase
@@ -128,27 +128,27 @@ def test_a_reload_whose_cookie_lags_one_rotation_behind_still_sees_a_revocation(
     assert not reloaded.exception and not _notice(reloaded)
     assert _visitor(reloaded).user_id == visitor.user_id and _visitor(reloaded).email == "lee@example.com"
 
-    standin.revoke_sessions(visitor.user_id)  # "sign out everywhere" on another device
-    standin.requests.clear()
+    supabase_auth.revoke_sessions(visitor.user_id)  # "sign out everywhere" on another device
+    supabase_auth.requests.clear()
     reloaded = app()  # a new browser session with the same lagging cookie, seconds later
     assert not reloaded.exception
     assert _notice(reloaded).startswith(
         "Your previous identity could not be restored: the session was signed out, for example from another device."
     )
     assert _visitor(reloaded).user_id != visitor.user_id and _visitor(reloaded).is_anonymous
-    assert "GET /auth/v1/user" in standin.paths() or "POST /auth/v1/token" in standin.paths()
+    assert "GET /auth/v1/user" in supabase_auth.paths() or "POST /auth/v1/token" in supabase_auth.paths()
 
 
-def test_a_lagging_cookie_whose_newer_session_the_server_calls_expired_is_refreshed_once(standin):
+def test_a_lagging_cookie_whose_newer_session_the_server_calls_expired_is_refreshed_once(supabase_auth):
     from ui import auth as ui_auth
 
     first, _, family = ui_auth.restore_or_sign_in(None)
     second, notice, _ = ui_auth.restore_or_sign_in(first.refresh_token)  # rotated; the cookie still holds `first`
     assert notice is None and second.refresh_token != first.refresh_token
-    standin.advance_clock(3700)  # the auth server's clock is an hour ahead: it calls `second`'s access token expired
-    standin.requests.clear()
+    supabase_auth.advance_clock(3700)  # server clock an hour ahead: `second` looks expired
+    supabase_auth.requests.clear()
     again, notice, same_family = ui_auth.restore_or_sign_in(first.refresh_token)
     assert notice is None and same_family == family and again.user_id == first.user_id
-    assert standin.paths() == ["GET /auth/v1/user", "POST /auth/v1/token"]  # asked, refused, refreshed once
+    assert supabase_auth.paths() == ["GET /auth/v1/user", "POST /auth/v1/token"]  # asked, refused, refreshed once
     assert again.refresh_token not in (first.refresh_token, second.refresh_token)
     assert identity.verify(again.access_token, use_cache=False).user_id == first.user_id
