@@ -21,10 +21,10 @@ $(PIP_STAMP): requirements.txt
 	@touch $@
 
 # Debian's chromium for the browser tests (Playwright drives it; it never downloads a browser),
-# and a font so screenshots have readable text.
-APT_PACKAGES := chromium fonts-dejavu-core
+# a font so screenshots have readable text, and espeak-ng + sox for the benchmark's recorded speech set.
+APT_PACKAGES := chromium fonts-dejavu-core espeak-ng sox
 system-packages: $(APT_STAMP)
-$(APT_STAMP): | $(PIP_STAMP)
+$(APT_STAMP): Makefile | $(PIP_STAMP)
 	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); }
 	@touch $@
@@ -52,7 +52,7 @@ format: $(PIP_STAMP)
 screenshots: db system-packages
 	MP_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -m browser
 
-bench: db
+bench: db system-packages
 	$(PY) -m bench
 
 # Checks the configuration you set, live (database, auth, embeddings, LLM, STT/TTS, LiveKit);

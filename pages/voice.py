@@ -143,7 +143,8 @@ def _live_status(key: str, who: str) -> None:
         st.caption(":material/hourglass_top: Connecting the agent (the first call loads the speech models)…")
 
 
-@st.fragment(run_every=1.0)
+# twice a second: an interim transcript of the user's words lives about a second before the next replaces it
+@st.fragment(run_every=0.5)
 def _live_transcript(key: str) -> None:
     call = get_call(key)
     if call is None:
