@@ -34,6 +34,7 @@ db: $(PIP_STAMP)
 	$(PY) -m core.db seed
 
 run: db
+	$(PY) -m core.db cleanup
 	$(PY) -m streamlit run streamlit_app.py --server.address 127.0.0.1 --server.port 8501 --server.headless true
 
 test: db system-packages

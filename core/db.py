@@ -26,7 +26,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from core.config import LOCAL_SHIM_DIR, MIGRATIONS_DIR, get_settings
-from core.errors import DatabaseUnavailable, InvalidInput
+from core.errors import DatabaseUnavailable, InvalidInput, PlaygroundError
 
 log = logging.getLogger(__name__)
 
@@ -533,7 +533,12 @@ def _main(argv: list[str] | None = None) -> int:
     sub.add_parser("seed", help="load demo knowledge, orders and the demo user (idempotent)")
     reset_parser = sub.add_parser("reset", help="drop all data, re-apply migrations and seed")
     reset_parser.add_argument("--yes", action="store_true", help="required when DATABASE_URL points elsewhere")
-    sub.add_parser("uri", help="print the connection URI (starts the embedded server if needed)")
+    sub.add_parser("uri", help="print the owner's connection URI (starts the embedded server if needed; "
+                   "the password stays in its file in DATA_DIR)")
+    cleanup_parser = sub.add_parser("cleanup", help="delete anonymous users idle longer than "
+                                    "ANON_USER_RETENTION_DAYS, with everything they own")
+    cleanup_parser.add_argument("--days", type=float, default=None,
+                                help="idle days before an anonymous user goes (default ANON_USER_RETENTION_DAYS)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     settings = get_settings()
@@ -541,6 +546,12 @@ def _main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "uri":
             print(database_url())
+        elif args.command == "cleanup":
+            from core.identity import cleanup
+
+            removed = cleanup(older_than_days=args.days)
+            print(f"cleanup: {removed['anonymous_users']} idle anonymous user(s) deleted with their data, "
+                  f"{removed['session_handoffs']} expired session hand-off(s)")
         elif args.command == "status":
             where = "embedded at " + str(settings.data_dir / "pg") if settings.embedded_database else "DATABASE_URL"
             print(f"database: {where}")
@@ -562,7 +573,7 @@ def _main(argv: list[str] | None = None) -> int:
             from core.seed import seed_all
 
             seed_all(echo=print)
-    except (DatabaseUnavailable, InvalidInput) as exc:
+    except (DatabaseUnavailable, InvalidInput, PlaygroundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -440,6 +440,19 @@ class EmbeddedIssuer:
                 self._revoke_all(conn, session.user_id, "signed_out")
 
 
+def cleanup(older_than_days: float | None = None, *, conninfo: str | None = None) -> dict[str, int]:
+    """The maintenance job behind `python -m core.db cleanup` (run by `make run`): idle
+    anonymous users and session hand-offs older than the longest a session lasts."""
+    from core import session_store
+    from core.db import admin_connection
+
+    removed = {"anonymous_users": delete_idle_anonymous_users(older_than_days, conninfo=conninfo)}
+    with admin_connection(conninfo) as conn:
+        removed["session_handoffs"] = session_store.prune(
+            conn, get_settings().refresh_token_lifetime_days * 86400 + 86400)
+    return removed
+
+
 def delete_idle_anonymous_users(older_than_days: float | None = None, *, conninfo: str | None = None,
                                 batch_size: int = 500) -> int:
     """Delete anonymous users unseen for `older_than_days` (ANON_USER_RETENTION_DAYS), with

@@ -22,6 +22,10 @@ for _name in ("DATABASE_URL", "SUPABASE_URL", "SUPABASE_ANON_KEY", "SUPABASE_JWT
               "LLM_MODEL", "EMBEDDING_MODEL"):
     os.environ[_name] = ""
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Every AppTest and browser session signs in from one address ("local"); the throttle's own
+# tests set their limits explicitly.
+os.environ["ANON_SIGNIN_BURST"] = "100000"
+os.environ["ANON_SIGNIN_PER_MINUTE"] = "1000000"
 
 from core import config, db, identity  # noqa: E402
 
