@@ -299,7 +299,7 @@ def test_good_timezone_is_stored(fresh):
     ("preferences", "[1, 2]", "must be a JSON object"),
     ("preferences", ["units"], "must be a JSON object"),
     ("preferences", {"note": "a\x00b"}, "NUL"),
-    ("preferences", {"blob": "x" * 9000}, "too large"),
+    ("preferences", {"blob": "x" * 17_000}, "too large"),  # MAX_PREFERENCES_BYTES, 16 kB by default
 ])
 def test_bad_profile_values(user, field_name, value, match):
     refused(InvalidInput, match, profiles.update_profile, user, user.scope, field_name, value)
