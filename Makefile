@@ -40,7 +40,9 @@ run: db
 test: db system-packages
 	$(PY) -m pytest
 
+# The hostile-input suite with thousands of cases (make test runs a few hundred), then the benchmarks.
 bench: db
+	HOSTILE_INPUT_EXAMPLES=300 $(PY) -m pytest tests/core/test_hostile_input.py -q -p no:cacheprovider
 	$(PY) -m bench
 
 # Checks the configuration you set, live (database, auth, embeddings, LLM, STT/TTS, LiveKit);

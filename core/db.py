@@ -331,7 +331,10 @@ def parse_user_id(value: uuid.UUID | str | None) -> uuid.UUID:
 
 
 def _excerpt(value: Any, limit: int = 60) -> str:
-    text = ascii(value)
+    try:
+        text = ascii(value)
+    except (RecursionError, ValueError):
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -43,7 +43,7 @@ from core import db, embeddings
 from core.errors import InvalidInput, PlaygroundError
 from core.memories import MAX_CONTENT_LENGTH
 from core.retrieval import MAX_QUERY_LENGTH, RrfParams, search_memories
-from core.text import clean_text, normalize_slot
+from core.text import clean_text, describe, normalize_slot
 
 MODES = ("vector", "text", "hybrid")
 MAX_TOP_K = 200  # what match_memories_hybrid returns at most
@@ -110,7 +110,7 @@ def _field(where: str, obj: dict[str, Any], name: str) -> str:
         raise EvalInputError(f"{where}: missing the {name!r} field.")
     value = obj[name]
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise EvalInputError(f"{where}: {name!r} must be a string, got {ascii(value)[:60]}.")
+        raise EvalInputError(f"{where}: {name!r} must be a string, got {describe(value)}.")
     value = str(value).strip()
     if not value:
         raise EvalInputError(f"{where}: {name!r} is empty.")

@@ -79,13 +79,15 @@ def verify(access_token: str | None, *, use_cache: bool = True) -> VerifiedUser:
     """The user the auth server vouches for. The hosted issuer remembers an accepted token
     for a few seconds (Streamlit reruns often); use_cache=False asks the server regardless,
     for moments that must see a revocation at once (a new browser session)."""
-    if not access_token or not isinstance(access_token, str) or len(access_token) > 8192:
+    if not access_token or not isinstance(access_token, str) or len(access_token) > 8192 \
+            or not access_token.isascii():
         raise AuthError("No valid access token; sign in again.")
     return _issuer().verify(access_token, use_cache=use_cache)
 
 
 def refresh(refresh_token: str | None) -> AuthSession:
-    if not refresh_token or not isinstance(refresh_token, str) or len(refresh_token) > 1024:
+    if not refresh_token or not isinstance(refresh_token, str) or len(refresh_token) > 1024 \
+            or not refresh_token.isascii():
         raise AuthError("No valid refresh token; sign in again.")
     return _issuer().refresh(refresh_token)
 
@@ -102,7 +104,7 @@ def sign_in_with_password(email: str, password: str, *, client: str | None = Non
     email = _validate_email(email)
     if not isinstance(password, str) or not password:
         raise InvalidInput("Enter your password.")
-    if len(password) > 256 or "\x00" in password:
+    if len(password) > 256 or "\x00" in password or not _encodable(password):
         raise AuthError("Wrong email or password.")
     _password_attempts.take(f"{client or '-'}|{email}", what="sign-in attempts for this email", peek=True)
     try:

@@ -19,7 +19,7 @@ from core.config import get_settings
 from core.db import Scope, transaction, vector_literal
 from core.errors import InvalidInput, NotFound
 from core.retrieval import MemorySearch, RrfParams, search_memories
-from core.text import clean_text, normalize_slot
+from core.text import clean_text, describe, normalize_slot
 
 MAX_CONTENT_LENGTH = 2000
 MAX_SESSION_ID_LENGTH = 200
@@ -133,10 +133,14 @@ def list_memories(scope: Scope) -> list[Memory]:
 
 
 def _parse_memory_id(memory_id) -> uuid.UUID:
+    if isinstance(memory_id, uuid.UUID):
+        return memory_id
     try:
-        return memory_id if isinstance(memory_id, uuid.UUID) else uuid.UUID(str(memory_id))
+        if not isinstance(memory_id, str) or len(memory_id) > 100:
+            raise ValueError
+        return uuid.UUID(memory_id.strip())
     except ValueError:
-        raise InvalidInput(f"Not a memory id: {memory_id!r}.") from None
+        raise InvalidInput(f"Not a memory id: {describe(memory_id)}.") from None
 
 
 def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.embed_one) -> Memory:

@@ -19,6 +19,15 @@ MAX_JSON_DEPTH = 20
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def describe(value, limit: int = 60) -> str:
+    """A short, escaped form of any value for a message or a log line (never raises)."""
+    try:
+        text = ascii(value)
+    except (RecursionError, ValueError):  # too deeply nested, or an int too long to print
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def clean_text(value, *, what: str, max_length: int, allow_empty: bool = False) -> str:
     if value is None:
         value = ""
@@ -79,7 +88,7 @@ def clean_float(value, *, what: str, minimum: float, maximum: float) -> float:
 
 def clean_choice(value, *, what: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
-        raise InvalidInput(f"Unknown {what} {ascii(value)[:40]}; use one of: {', '.join(choices)}.")
+        raise InvalidInput(f"Unknown {what} {describe(value, 40)}; use one of: {', '.join(choices)}.")
     return value
 
 
