@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     # however often they were used, and after this long without use.
     refresh_token_lifetime_days: float = Field(30.0, gt=0, le=3650)
     refresh_token_inactivity_days: float = Field(14.0, gt=0, le=3650)
+    # A refresh token exchanged less than this long ago may be presented again (two tabs or app
+    # processes renewing at once) and gets a sibling; later it is a replay and ends its family.
+    refresh_token_reuse_seconds: float = Field(10.0, ge=0, le=300)
     # New anonymous identities per client address (what Streamlit reports; one bucket for
     # local connections): a burst, then this many per minute.
     anon_signin_burst: int = Field(20, ge=1, le=100_000)

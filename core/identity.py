@@ -209,10 +209,10 @@ _password_attempts = TokenBucket(10, 10)  # failed password sign-ins per (client
 # ---------------------------------------------------------------------------
 
 MIN_JWT_SECRET_LENGTH = 32
-# A token exchanged less than this long ago may be presented again and gets a sibling of
-# the new token (two tabs or two app processes renewing at once), as Supabase Auth's
-# refresh-token reuse interval does; later, it is a replay and ends its family.
-REFRESH_REUSE_INTERVAL_SECONDS = 10.0
+# A token exchanged less than REFRESH_TOKEN_REUSE_SECONDS ago may be presented again and gets
+# a sibling of the new token (two tabs or two app processes renewing at once), as Supabase
+# Auth's refresh-token reuse interval does; later, it is a replay and ends its family.
+REFRESH_REUSE_INTERVAL_SECONDS: float | None = None  # tests may pin it; None: the setting
 
 
 def jwt_secret() -> str:
@@ -353,7 +353,8 @@ class EmbeddedIssuer:
                     "from auth.refresh_tokens t join auth.users u on u.id = t.user_id "
                     "where t.token_hash = %s for update of t",
                     (settings.refresh_token_lifetime_days * 86400, settings.refresh_token_inactivity_days * 86400,
-                     REFRESH_REUSE_INTERVAL_SECONDS, token_hash),
+                     settings.refresh_token_reuse_seconds if REFRESH_REUSE_INTERVAL_SECONDS is None
+                     else REFRESH_REUSE_INTERVAL_SECONDS, token_hash),
                 ).fetchone()
                 if row is None:
                     raise AuthError("The refresh token is not valid; sign in again.", code="refresh_token_not_found")

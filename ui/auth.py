@@ -179,6 +179,9 @@ def restore_or_sign_in(stored_refresh_token: str | None, *,
                     latest = session_store.newest(stored_refresh_token)
                     if latest is not None and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS:
                         return _still_standing(latest, family), None, family
+                    if latest is not None:  # about to expire: renew the newest, never the stale token
+                        return session_store.record(family, latest.refresh_token,
+                                                    identity.refresh(latest.refresh_token)), None, family
                 restored = identity.refresh(stored_refresh_token)
                 return session_store.record(family, stored_refresh_token, restored), None, family
         except AuthUnavailable:
