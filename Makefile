@@ -1,5 +1,5 @@
 # Quick start: `make run` serves the app; `make test` runs every test; `make doctor` checks the configuration.
-# Both create .venv, install what is missing, start the embedded database,
+# They create .venv, install what is missing, start the embedded database,
 # apply migrations and seed. Running them again is fast and changes nothing.
 
 PYTHON ?= python3.11
@@ -9,7 +9,7 @@ PIP_STAMP := $(VENV)/.requirements-installed
 APT_STAMP := $(VENV)/.system-packages-installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench doctor db install system-packages clean-data
+.PHONY: run test lint format screenshots bench doctor db install system-packages clean-data
 
 install: $(PIP_STAMP)
 
@@ -30,15 +30,28 @@ $(APT_STAMP): | $(PIP_STAMP)
 	@touch $@
 
 db: $(PIP_STAMP)
-	$(PY) -m core.db migrate
-	$(PY) -m core.db seed
+	$(PY) -m core migrate
+	$(PY) -m core seed
 
 run: db
-	$(PY) -m core.db cleanup
+	$(PY) -m core cleanup
 	$(PY) -m streamlit run streamlit_app.py --server.address 127.0.0.1 --server.port 8501 --server.headless true
 
 test: db system-packages
 	$(PY) -m pytest
+
+# Style: ruff's lint rules and formatter (settings in pyproject.toml). CI runs this before the tests.
+lint: $(PIP_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: $(PIP_STAMP)
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+# The browser tests retake docs/screenshots/*.png only when asked (a normal test run leaves the tree clean).
+screenshots: db system-packages
+	MP_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -m browser
 
 # The hostile-input suite with thousands of cases (make test runs a few hundred), then the benchmarks.
 bench: db

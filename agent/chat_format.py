@@ -72,18 +72,46 @@ def _text(item: llm.ChatMessage) -> str:
     return item.raw_text_content or ""
 
 
-def shape(chat_ctx: llm.ChatContext, *, recalls: Mapping[str, str] | None = None,
-          opening_instruction: str | None = None,
-          recall_placement: RecallPlacement = DEFAULT_RECALL_PLACEMENT) -> llm.ChatContext:
+def shape(
+    chat_ctx: llm.ChatContext,
+    *,
+    recalls: Mapping[str, str] | None = None,
+    opening_instruction: str | None = None,
+    recall_placement: RecallPlacement = DEFAULT_RECALL_PLACEMENT,
+) -> llm.ChatContext:
     """A new context for one model call (see the module docstring). `recalls` maps a user message id to
     its recall text; `opening_instruction` is the instruction the greeting was generated from."""
     recalls = recalls or {}
-    latest_recall = next((item.id for item in reversed(chat_ctx.items)
-                          if item.type == "message" and item.role == "user" and recalls.get(item.id)), None)
+    latest_recall = next(
+        (
+            item.id
+            for item in reversed(chat_ctx.items)
+            if item.type == "message" and item.role == "user" and recalls.get(item.id)
+        ),
+        None,
+    )
+    system_parts, items = _system_and_turns(chat_ctx.items)  # steps 1 and 2
+    if recall_placement != "system":  # step 3
+        wanted = None if recall_placement == "user_turns" else latest_recall
+        items = [_with_recall(item, recalls, only=wanted) for item in items]
+    elif latest_recall is not None:
+        system_parts.append(recall_block(recalls[latest_recall]))
+    _open_with_a_user_turn(items, opening_instruction)  # step 4
+    result: list[llm.ChatItem] = []
+    if system_parts:
+        result.append(
+            llm.ChatMessage(id="lk.agent_task.instructions", role="system", content=["\n\n".join(system_parts)])
+        )
+    result.extend(_merge_same_role(items))  # step 5
+    return llm.ChatContext(result)
+
+
+def _system_and_turns(chat_items: list[llm.ChatItem]) -> tuple[list[str], list[llm.ChatItem]]:
+    """The leading system messages' texts, and every other item, a later system message as a user turn."""
     system_parts: list[str] = []
     items: list[llm.ChatItem] = []
     leading = True
-    for item in chat_ctx.items:
+    for item in chat_items:
         if item.type == "message" and item.role in ("system", "developer"):
             text = _text(item).strip()
             if not text:
@@ -91,26 +119,38 @@ def shape(chat_ctx: llm.ChatContext, *, recalls: Mapping[str, str] | None = None
             if leading and (item.id in INSTRUCTIONS_IDS or not system_parts):
                 system_parts.append(text)
             else:  # a per-call instruction: the greeting's, or one added after the conversation started
-                items.append(llm.ChatMessage(id=item.id, role="user", content=[instruction_turn(text)],
-                                             created_at=item.created_at))
+                items.append(
+                    llm.ChatMessage(
+                        id=item.id, role="user", content=[instruction_turn(text)], created_at=item.created_at
+                    )
+                )
             continue
         if item.type in ("message", "function_call", "function_call_output"):
             leading = False
-        if item.type == "message" and item.role == "user" and recalls.get(item.id) and (
-                recall_placement == "user_turns" or (recall_placement == "latest_user_turn"
-                                                     and item.id == latest_recall)):
-            item = llm.ChatMessage(id=item.id, role="user",
-                                   content=[f"{recall_block(recalls[item.id])}\n\n{_text(item)}"],
-                                   created_at=item.created_at)
         items.append(item)
-    if recall_placement == "system" and latest_recall is not None:
-        system_parts.append(recall_block(recalls[latest_recall]))
+    return system_parts, items
 
+
+def _with_recall(item: llm.ChatItem, recalls: Mapping[str, str], *, only: str | None) -> llm.ChatItem:
+    """A user message with its recall block in front (only the message `only`, when given)."""
+    if item.type != "message" or item.role != "user" or not recalls.get(item.id) or only not in (None, item.id):
+        return item
+    return llm.ChatMessage(
+        id=item.id,
+        role="user",
+        content=[f"{recall_block(recalls[item.id])}\n\n{_text(item)}"],
+        created_at=item.created_at,
+    )
+
+
+def _open_with_a_user_turn(items: list[llm.ChatItem], opening_instruction: str | None) -> None:
     first = next((item for item in items if item.type == "message"), None)
     if first is not None and first.role == "assistant":
         opening = instruction_turn(opening_instruction or "The conversation starts.")
         items.insert(0, llm.ChatMessage(role="user", content=[opening], created_at=first.created_at - 1e-3))
 
+
+def _merge_same_role(items: list[llm.ChatItem]) -> list[llm.ChatItem]:
     merged: list[llm.ChatItem] = []
     last_turn: llm.ChatMessage | None = None  # the latest user or assistant text message kept
     for item in items:
@@ -125,10 +165,4 @@ def shape(chat_ctx: llm.ChatContext, *, recalls: Mapping[str, str] | None = None
             item = llm.ChatMessage(id=item.id, role=item.role, content=[joined], created_at=item.created_at)
         merged.append(item)
         last_turn = item
-
-    result: list[llm.ChatItem] = []
-    if system_parts:
-        result.append(llm.ChatMessage(id="lk.agent_task.instructions", role="system",
-                                      content=["\n\n".join(system_parts)]))
-    result.extend(merged)
-    return llm.ChatContext(result)
+    return merged

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from agent.models import llm_backend, llm_location
-from core.config import Settings, get_settings
+from agent.model_factory import llm_location
+from core.config import Settings, get_settings, llm_backend
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -85,8 +85,10 @@ def describe(exc: BaseException, settings: Settings | None = None) -> str:
     if failure == "model":
         return f"The LLM at {where} has no model named '{model}' (404): check LLM_MODEL."
     if failure == "rate_limit":
-        return (f"The LLM at {where} is rate-limiting requests (429): wait a moment and try again, "
-                f"or check the limits of the account behind {key}.")
+        return (
+            f"The LLM at {where} is rate-limiting requests (429): wait a moment and try again, "
+            f"or check the limits of the account behind {key}."
+        )
     if failure == "bad_request":
         said = _server_message(exc)
         detail = f"{status}: {said}" if said else str(status)
@@ -94,11 +96,15 @@ def describe(exc: BaseException, settings: Settings | None = None) -> str:
     if failure == "server_error":
         return f"The LLM at {where} failed with a server error ({status}): check the server's log."
     if failure == "timeout":
-        return (f"The LLM at {where} did not answer within {settings.llm_timeout_seconds:g} s: check that the "
-                "server is running and the model is loaded, or raise LLM_TIMEOUT_SECONDS.")
+        return (
+            f"The LLM at {where} did not answer within {settings.llm_timeout_seconds:g} s: check that the "
+            "server is running and the model is loaded, or raise LLM_TIMEOUT_SECONDS."
+        )
     if failure == "cut":
-        return (f"The LLM at {where} stopped in the middle of its answer: try again, and check the server's "
-                "log if it keeps happening.")
+        return (
+            f"The LLM at {where} stopped in the middle of its answer: try again, and check the server's "
+            "log if it keeps happening."
+        )
     if failure == "unreachable":
         return f"The LLM at {where} could not be reached: check {url} and that the server is running."
     return f"The LLM at {where} failed ({type(exc).__name__}): check {url}, {key} and LLM_MODEL."
@@ -110,4 +116,6 @@ def tool_call_problem(name: str, *, unknown: bool) -> str:
         what = f"asked for a tool that does not exist ({name})"
     else:
         what = f"called {name} with arguments that are not valid JSON"
-    return f"The LLM {what}, so that call was skipped: try again, or use a model that supports tool calling (LLM_MODEL)."
+    return (
+        f"The LLM {what}, so that call was skipped: try again, or use a model that supports tool calling (LLM_MODEL)."
+    )

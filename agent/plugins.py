@@ -20,7 +20,7 @@ the Streamlit app                      ``streamlit_app.py`` via :func:`register_
 pytest                                 ``tests/conftest.py`` (subprocess tests prove the others)
 =====================================  ===========================================================
 
-The model builders (``agent.models``) then take the plugin from :func:`plugin`,
+The model builders (``agent.model_factory``) then take the plugin from :func:`plugin`,
 which never imports: a process that skipped registration gets a clear
 ``ConfigurationError`` instead of livekit's RuntimeError on a worker thread.
 """
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import importlib
 import sys
 import threading
@@ -52,8 +53,10 @@ def register() -> None:
     if registered():
         return
     if threading.current_thread() is not threading.main_thread():
-        raise RuntimeError("agent.plugins.register() must run on the main thread at process start "
-                           "(livekit registers plugins only there)")
+        raise RuntimeError(
+            "agent.plugins.register() must run on the main thread at process start "
+            "(livekit registers plugins only there)"
+        )
     for module in PLUGIN_MODULES.values():
         importlib.import_module(module)
 
@@ -72,21 +75,21 @@ def register_on(loop: asyncio.AbstractEventLoop | None, *, timeout: float = 120.
         if registered():
             return
         for module in _HEAVY_DEPENDENCIES:
-            try:
+            with contextlib.suppress(ImportError):
                 importlib.import_module(module)
-            except ImportError:
-                pass
         if loop is None or loop.is_closed():
-            raise ConfigurationError("The livekit plugins could not be loaded: this process has no main-thread "
-                                     "event loop to load them on. Start the app with `make run` "
-                                     "(or `streamlit run streamlit_app.py`).")
+            raise ConfigurationError(
+                "The livekit plugins could not be loaded: this process has no main-thread "
+                "event loop to load them on. Start the app with `make run` "
+                "(or `streamlit run streamlit_app.py`)."
+            )
         done: concurrent.futures.Future[None] = concurrent.futures.Future()
 
         def on_main_thread() -> None:
             try:
                 register()
                 done.set_result(None)
-            except BaseException as exc:  # noqa: BLE001 - handed back to the waiting thread
+            except BaseException as exc:  # handed back to the waiting thread, which re-raises it
                 done.set_exception(exc)
 
         loop.call_soon_threadsafe(on_main_thread)
@@ -97,7 +100,9 @@ def plugin(name: str) -> ModuleType:
     """The registered plugin package `name` ("openai", "silero"); never imports it."""
     module = sys.modules.get(PLUGIN_MODULES[name])
     if module is None:
-        raise ConfigurationError(f"The livekit {name} plugin was not loaded when this process started "
-                                 "(agent.plugins.register() runs at the start of the app, the CLI, the worker "
-                                 "and the benchmark); start it through one of those.")
+        raise ConfigurationError(
+            f"The livekit {name} plugin was not loaded when this process started "
+            "(agent.plugins.register() runs at the start of the app, the CLI, the worker "
+            "and the benchmark); start it through one of those."
+        )
     return module

@@ -21,34 +21,24 @@ import logging
 import os
 import sys
 import uuid
+import warnings
 from dataclasses import dataclass
 
-from livekit.agents import AgentServer, JobContext, JobProcess
+from livekit.agents import AgentServer, JobContext, JobProcess, cli
 
-from agent.events import RoomTextStreamSink
-from agent.models import build_llm, build_stt, build_tts, build_vad, speech_backend
+from agent import plugins
+from agent.event_bus import RoomTextStreamSink
+from agent.model_factory import build_llm, build_stt, build_tts, build_vad
 from agent.playground_agent import load_preload
 from agent.session import PlaygroundSession
-from core.config import get_settings
+from core import embeddings
+from core.config import get_settings, speech_backend
 from core.db import Scope, parse_user_id
-from core.errors import ConfigurationError, InvalidInput, NotFound, PlaygroundError
+from core.errors import InvalidInput, NotFound, PlaygroundError
 from core.profiles import Preload, get_profile
+from core.seed import demo_user_id
 
 log = logging.getLogger("agent.worker")
-
-
-def demo_user_id() -> uuid.UUID:
-    """DEMO_USER_ID, else the id `python -m core.db seed` wrote to DATA_DIR/demo_user_id."""
-    from core.seed import demo_user_file
-
-    settings = get_settings()
-    if settings.demo_user_id:
-        return parse_user_id(settings.demo_user_id)
-    path = demo_user_file()
-    if path.exists():
-        return parse_user_id(path.read_text().strip())
-    raise ConfigurationError("No user id in the job metadata and no demo user: run `python -m core.db seed` "
-                             "or set DEMO_USER_ID.")
 
 
 # Set by run_cli for `console`, the only worker command that may act for the demo user (a
@@ -115,6 +105,8 @@ def resolve_user_id(metadata: str | None, *, allow_demo: bool | None = None) -> 
             return demo_user_id(), "demo"
         log.error("refusing the job: %s (metadata: %s)", exc, _excerpt(metadata))
         raise
+
+
 @dataclass
 class JobStart:
     user_id: uuid.UUID
@@ -134,9 +126,6 @@ async def begin_job(ctx: JobContext) -> JobStart:
 def prewarm(proc: JobProcess) -> None:
     """Once per worker process: the plugins (already preloaded by livekit's forkserver), the VAD
     and the embedding model."""
-    from agent import plugins
-    from core import embeddings
-
     plugins.register()
     proc.userdata["vad"] = build_vad()
     embeddings.get_model()
@@ -153,9 +142,18 @@ async def entrypoint(ctx: JobContext) -> None:
     vad = ctx.proc.userdata.get("vad") or build_vad()
     # LiveKit Inference brings its end-of-turn model; anywhere else VAD endpointing keeps it offline
     options = {} if speech_backend(kind="stt") == "livekit" else {"turn_handling": {"turn_detection": "vad"}}
-    ps = PlaygroundSession(start.user_id, mode="worker", session_id=f"lk-{ctx.job.id}", llm=build_llm(),
-                           stt=build_stt(), tts=build_tts(), vad=vad, sinks=[sink], room_name=ctx.room.name,
-                           session_options=options)
+    ps = PlaygroundSession(
+        start.user_id,
+        mode="worker",
+        session_id=f"lk-{ctx.job.id}",
+        llm=build_llm(),
+        stt=build_stt(),
+        tts=build_tts(),
+        vad=vad,
+        sinks=[sink],
+        room_name=ctx.room.name,
+        session_options=options,
+    )
     log.info("session %s for user %s (%s)", ps.session_id, start.user_id, start.source)
 
     async def save_report() -> None:
@@ -176,15 +174,12 @@ def build_server() -> AgentServer:
 
 def run_cli() -> None:
     """livekit-agents' own CLI (dev, start, console, connect, download-files)."""
-    import warnings
-
-    from livekit.agents import cli
-
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command == "console":
         os.environ[DEMO_MODE_ENV] = "1"
     else:
         os.environ.pop(DEMO_MODE_ENV, None)  # dev/start/connect act only for dispatched, existing users
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # the rich Python CLI is what the issue asks for
+        # livekit warns that its Python CLI is deprecated; it is the CLI this project documents
+        warnings.simplefilter("ignore", DeprecationWarning)
         cli.run_app(build_server())

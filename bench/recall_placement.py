@@ -2,7 +2,7 @@
 
 Runs the same scripted conversation (a user with a few memories, 8 turns,
 tool calls included) through the real agent and the real openai plugin
-against the OpenAI-compatible stand-in (tests/openai_standin.py), once per
+against the OpenAI-compatible stand-in (tests/support/openai_standin.py), once per
 placement of the per-turn recall:
 
 * ``livekit default``: what the agent sent before (livekit's own context):
@@ -15,7 +15,7 @@ placement of the per-turn recall:
   it was retrieved for (what the agent does).
 
 For each it reports how many requests the strictest common chat templates
-accept (tests/openai_standin.check_messages), and how much of each request a
+accept (tests/support/openai_standin.check_messages), and how much of each request a
 server's prompt cache can reuse: the share of the rendered request (tools and
 messages, in order) that repeats the previous request's start. llama.cpp's
 server, vLLM (automatic prefix caching), Ollama and OpenAI all reuse a cached
@@ -26,35 +26,55 @@ Prints a markdown table (docs/AGENT.md quotes it).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
 import os
 import statistics
 
-TURNS = ["what is my favorite color?", "where do I live?", "I drive a blue Subaru Outback", "what car do I drive?",
-         "where is order 1002?", "how long is the warranty?", "what do you know about me?",
-         "forget my favorite color"]
-MEMORIES = {"favorite_color": "teal", "home_city": "Denver, Colorado", "allergies": "peanuts",
-            "favorite_drink": "Oat milk flat white, extra hot"}
+from livekit.agents import llm
+
+from agent import PlaygroundAgent, PlaygroundSession, plugins, recall_block
+from core import identity, memories
+from core.config import reload_settings
+from core.db import Scope, admin_connection
+from core.errors import PlaygroundError
+from tests.support.openai_standin import OpenAIStandIn, TemplateError, check_messages
+
+TURNS = [
+    "what is my favorite color?",
+    "where do I live?",
+    "I drive a blue Subaru Outback",
+    "what car do I drive?",
+    "where is order 1002?",
+    "how long is the warranty?",
+    "what do you know about me?",
+    "forget my favorite color",
+]
+MEMORIES = {
+    "favorite_color": "teal",
+    "home_city": "Denver, Colorado",
+    "allergies": "peanuts",
+    "favorite_drink": "Oat milk flat white, extra hot",
+}
 PLACEMENTS = ("livekit default", "system", "latest user turn", "every user turn")
 
 
-def _agent_class(placement: str):
-    from livekit.agents import llm
-
-    from agent.chat_format import recall_block
-    from agent.playground_agent import PlaygroundAgent
-
+def _agent_class(placement: str) -> type[PlaygroundAgent]:
     class Measured(PlaygroundAgent):
         def shape_request(self, chat_ctx):
             if placement != "livekit default":
                 return super().shape_request(chat_ctx)
             # the context as livekit builds it, with the recall as a system message before the user's
             items = list(chat_ctx.items)
-            last_user = max((i for i, item in enumerate(items) if item.type == "message" and item.role == "user"),
-                            default=None)
+            last_user = max(
+                (i for i, item in enumerate(items) if item.type == "message" and item.role == "user"), default=None
+            )
             if last_user is not None and self._recalls.get(items[last_user].id):
-                items.insert(last_user, llm.ChatMessage(role="system",
-                                                        content=[recall_block(self._recalls[items[last_user].id])]))
+                items.insert(
+                    last_user,
+                    llm.ChatMessage(role="system", content=[recall_block(self._recalls[items[last_user].id])]),
+                )
             return llm.ChatContext(items)
 
     return Measured
@@ -62,7 +82,8 @@ def _agent_class(placement: str):
 
 def _rendered(body: dict) -> str:
     return json.dumps(body.get("tools") or [], sort_keys=True) + "".join(
-        json.dumps(message, sort_keys=True) for message in body.get("messages") or [])
+        json.dumps(message, sort_keys=True) for message in body.get("messages") or []
+    )
 
 
 def _shared_prefix(a: str, b: str) -> int:
@@ -74,28 +95,34 @@ def _shared_prefix(a: str, b: str) -> int:
 
 
 async def _conversation(placement: str, user_id) -> None:
-    from agent.session import PlaygroundSession
-
-    placement_option = {"livekit default": "user_turns", "system": "system", "latest user turn": "latest_user_turn",
-                        "every user turn": "user_turns"}[placement]
-    ps = PlaygroundSession(user_id, mode="text", agent_class=_agent_class(placement),
-                           agent_options={"recall_placement": placement_option, "recall_budget_ms": 30_000})
+    placement_option = {
+        "livekit default": "user_turns",
+        "system": "system",
+        "latest user turn": "latest_user_turn",
+        "every user turn": "user_turns",
+    }[placement]
+    ps = PlaygroundSession(
+        user_id,
+        mode="text",
+        agent_class=_agent_class(placement),
+        agent_options={"recall_placement": placement_option, "recall_budget_ms": 30_000},
+    )
     await ps.start()
     for text in TURNS:
-        try:
+        with contextlib.suppress(PlaygroundError):  # a refused request is part of what is measured
             await ps.run_text(text)
-        except Exception:  # noqa: BLE001 - a refused request is part of what is measured
-            pass
     await ps.finish(extract=False)
 
 
-def measure() -> list[dict]:
-    from agent import plugins
-    from core import identity, memories
-    from core.config import reload_settings
-    from core.db import Scope, admin_connection
-    from tests.openai_standin import OpenAIStandIn, TemplateError, check_messages
+def _accepted(body: dict) -> bool:
+    try:
+        check_messages(body["messages"])
+    except TemplateError:
+        return False
+    return True
 
+
+def measure() -> list[dict]:
     plugins.register()
     rows = []
     for placement in PLACEMENTS:
@@ -111,32 +138,38 @@ def measure() -> list[dict]:
                 with admin_connection() as conn:
                     conn.execute("delete from auth.users where id = %s", (verified.user_id,))
             bodies = [r.body for r in server.chat_requests() if (r.body or {}).get("tools")]
-        accepted = 0
-        for body in bodies:
-            try:
-                check_messages(body["messages"])
-                accepted += 1
-            except TemplateError:
-                pass
+        accepted = sum(_accepted(body) for body in bodies)
         rendered = [_rendered(body) for body in bodies]
-        reused = [_shared_prefix(before, after) / len(after) for before, after in zip(rendered, rendered[1:])]
-        new_chars = [len(after) - _shared_prefix(before, after) for before, after in zip(rendered, rendered[1:])]
-        rows.append({"placement": placement, "requests": len(bodies), "accepted": accepted,
-                     "reused_mean": statistics.fmean(reused), "reused_min": min(reused),
-                     "new_chars_total": sum(new_chars), "chars_total": sum(len(r) for r in rendered[1:])})
+        reused = [_shared_prefix(before, after) / len(after) for before, after in itertools.pairwise(rendered)]
+        new_chars = [len(after) - _shared_prefix(before, after) for before, after in itertools.pairwise(rendered)]
+        rows.append(
+            {
+                "placement": placement,
+                "requests": len(bodies),
+                "accepted": accepted,
+                "reused_mean": statistics.fmean(reused),
+                "reused_min": min(reused),
+                "new_chars_total": sum(new_chars),
+                "chars_total": sum(len(r) for r in rendered[1:]),
+            }
+        )
     return rows
 
 
 def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     rows = measure()
-    print("| recall placement | requests strict templates accept | request start reused from the previous "
-          "request (mean / worst) | characters processed again over the conversation |")
+    print(
+        "| recall placement | requests strict templates accept | request start reused from the previous "
+        "request (mean / worst) | characters processed again over the conversation |"
+    )
     print("| --- | --- | --- | --- |")
     for row in rows:
-        print(f"| {row['placement']} | {row['accepted']} of {row['requests']} | {row['reused_mean']:.0%} / "
-              f"{row['reused_min']:.0%} | {row['new_chars_total']:,} of {row['chars_total']:,} "
-              f"({row['new_chars_total'] / row['chars_total']:.0%}) |")
+        print(
+            f"| {row['placement']} | {row['accepted']} of {row['requests']} | {row['reused_mean']:.0%} / "
+            f"{row['reused_min']:.0%} | {row['new_chars_total']:,} of {row['chars_total']:,} "
+            f"({row['new_chars_total'] / row['chars_total']:.0%}) |"
+        )
     return 0
 
 

@@ -49,13 +49,20 @@ class Settings(BaseSettings):
 
     # --- storage -----------------------------------------------------------
     data_dir: Path = Field(PROJECT_ROOT / ".data", description="Embedded database, JWT secret, demo user id.")
-    database_url: str | None = Field(None, description="Any Postgres with pgvector; unset = embedded server. "
-                                    "User scopes connect with it (a role that can `set role authenticated`).")
-    service_database_url: str | None = Field(None, description="The service scope, sign-in and the session "
-                                             "store (a role that can `set role service_role`); "
-                                             "default DATABASE_URL.")
-    admin_database_url: str | None = Field(None, description="Migrations, seeding and `cleanup` (the schema "
-                                           "owner); default DATABASE_URL.")
+    database_url: str | None = Field(
+        None,
+        description="Any Postgres with pgvector; unset = embedded server. "
+        "User scopes connect with it (a role that can `set role authenticated`).",
+    )
+    service_database_url: str | None = Field(
+        None,
+        description="The service scope, sign-in and the session "
+        "store (a role that can `set role service_role`); "
+        "default DATABASE_URL.",
+    )
+    admin_database_url: str | None = Field(
+        None, description="Migrations, seeding and `cleanup` (the schema owner); default DATABASE_URL."
+    )
     db_pool_max_size: int = Field(8, ge=1, le=100)
 
     # --- auth --------------------------------------------------------------
@@ -108,17 +115,37 @@ class Settings(BaseSettings):
     # server loads the model on its first request, and a CPU works through our instructions and
     # tool schemas before the first token: 60 s covers a cold 7-8B model on a laptop.
     llm_timeout_seconds: float = Field(60.0, gt=0, le=600)
-    llm_max_retries: int = Field(1, ge=0, le=10, description="Retries of a failed LLM request (connection "
-                                 "errors, timeouts, 429, 5xx) before the turn fails.")
+    llm_max_retries: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description="Retries of a failed LLM request (connection errors, timeouts, 429, 5xx) before the turn fails.",
+    )
     stt_model: str | None = None
     tts_model: str | None = None
     # JSON list of RTCIceServer objects for the browser <-> app WebRTC call; unset = loopback/LAN only.
     voice_ice_servers: str | None = None
 
-    @field_validator("database_url", "service_database_url", "admin_database_url", "supabase_url", "supabase_anon_key", "supabase_jwt_secret",
-                     "embedding_model", "demo_user_id", "livekit_url", "livekit_api_key",
-                     "livekit_api_secret", "openai_api_key", "openai_base_url", "llm_model",
-                     "stt_model", "tts_model", "voice_ice_servers", mode="before")
+    @field_validator(
+        "database_url",
+        "service_database_url",
+        "admin_database_url",
+        "supabase_url",
+        "supabase_anon_key",
+        "supabase_jwt_secret",
+        "embedding_model",
+        "demo_user_id",
+        "livekit_url",
+        "livekit_api_key",
+        "livekit_api_secret",
+        "openai_api_key",
+        "openai_base_url",
+        "llm_model",
+        "stt_model",
+        "tts_model",
+        "voice_ice_servers",
+        mode="before",
+    )
     @classmethod
     def _blank_is_unset(cls, value):
         # An empty line in .env (`DATABASE_URL=`) means "not set", not "empty string".

@@ -1,17 +1,16 @@
 """Database access: the embedded server, the connection pool, the two scopes
 (as the user, as the service) and the migration runner.
 
-CLI: `python -m core.db status|migrate|seed|reset|uri`.
+The lowest layer of core/: it imports only core.config and core.errors. The
+command line (`python -m core status|migrate|seed|reset|uri`) is core/__main__.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import hmac
 import json
 import logging
-import sys
 import threading
 import time
 import uuid
@@ -41,6 +40,7 @@ POOL_TIMEOUT_SECONDS = 5.0  # how long a request waits for a pooled connection (
 # ---------------------------------------------------------------------------
 # Where the database is
 # ---------------------------------------------------------------------------
+
 
 def _start_server(pgdata: Path, cleanup_mode: str | None):
     from core import embedded_pg  # only the embedded mode needs pgserver
@@ -131,8 +131,11 @@ def _unavailable(exc: BaseException | None = None, *, restarting: bool = False) 
     if restarting:
         detail = "the embedded database is being restarted; try again in a few seconds."
     else:
-        detail = ("if you run the embedded database, `make run` starts it; otherwise check DATABASE_URL"
-                  + (f" ({type(exc).__name__}: {_first_line(exc)})" if exc is not None else "") + ".")
+        detail = (
+            "if you run the embedded database, `make run` starts it; otherwise check DATABASE_URL"
+            + (f" ({type(exc).__name__}: {_first_line(exc)})" if exc is not None else "")
+            + "."
+        )
     return DatabaseUnavailable(f"The database is not reachable right now: {detail}")
 
 
@@ -157,8 +160,12 @@ def _server_alive(server) -> bool:
             pass
     try:
         info = PostmasterInfo.read_from_pgdata(server.pgdata)
-        alive = (info is not None and info.is_running() and info.status == "ready"
-                 and info.process.status() != psutil.STATUS_ZOMBIE)
+        alive = (
+            info is not None
+            and info.is_running()
+            and info.status == "ready"
+            and info.process.status() != psutil.STATUS_ZOMBIE
+        )
     except Exception:  # a half-written pid file during a restart, a process gone meanwhile
         alive = False
     _alive_pid[server.pgdata] = info.pid if alive else None
@@ -219,6 +226,7 @@ def _after_failure(conninfo: str, exc: BaseException) -> DatabaseUnavailable:
 # Pools
 # ---------------------------------------------------------------------------
 
+
 def get_pool(conninfo: str | None = None) -> ConnectionPool:
     """The pool for `conninfo` (default: the user scopes' connection)."""
     conninfo = conninfo or app_url()
@@ -244,8 +252,7 @@ def _reset_pools() -> None:
     with _lock:
         old = list(_pools.values())
         _pools.clear()
-    threading.Thread(target=lambda: [p.close(timeout=1.0) for p in old], name="close-old-pools",
-                     daemon=True).start()
+    threading.Thread(target=lambda: [p.close(timeout=1.0) for p in old], name="close-old-pools", daemon=True).start()
 
 
 def close_pools() -> None:
@@ -276,6 +283,7 @@ def service_connection() -> Iterator[psycopg.Connection]:
 # ---------------------------------------------------------------------------
 # Scopes: who a transaction runs as
 # ---------------------------------------------------------------------------
+
 
 class VerifiedIdentity(Protocol):
     """What core.identity.verify() returns; only verified claims get here."""
@@ -368,8 +376,10 @@ def transaction(scope: Scope, *, conninfo: str | None = None) -> Iterator[psycop
         else:
             raw, mac = signed_claims(scope.claims, _claims_keys.get(conninfo))
             cur.execute("set local role authenticated")
-            cur.execute("select set_config('request.jwt.claims', %s, true), "
-                        "set_config('request.jwt.claims_mac', %s, true)", (raw, mac))
+            cur.execute(
+                "select set_config('request.jwt.claims', %s, true), set_config('request.jwt.claims_mac', %s, true)",
+                (raw, mac),
+            )
         yield cur
 
 
@@ -439,7 +449,9 @@ def migration_files(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     for path in sorted(directory.glob("*.sql")):
         version, _, name = path.stem.partition("_")
         if not version.isdigit():
-            raise InvalidInput(f"Migration file {path.name} must start with a numeric version, e.g. 20260101000000_name.sql")
+            raise InvalidInput(
+                f"Migration file {path.name} must start with a numeric version, e.g. 20260101000000_name.sql"
+            )
         found.append(Migration(version=version, name=name, path=path))
     return found
 
@@ -481,8 +493,10 @@ def migrate(conninfo: str | None = None, *, embedded: bool | None = None, echo=p
                 if recorded is not None:
                     stored = (recorded["statements"] or [""])[0]
                     if hashlib.sha256(stored.encode()).hexdigest() != migration.checksum:
-                        echo(f"warning: {migration.path.name} changed after it was applied; "
-                             "add a new migration instead of editing an applied one.")
+                        echo(
+                            f"warning: {migration.path.name} changed after it was applied; "
+                            "add a new migration instead of editing an applied one."
+                        )
                     continue
                 echo(f"applying {migration.path.name}")
                 with conn.transaction():
@@ -501,10 +515,7 @@ def migrate(conninfo: str | None = None, *, embedded: bool | None = None, echo=p
 def status(conninfo: str | None = None) -> list[dict[str, Any]]:
     with admin_connection(conninfo) as conn:
         applied = _applied_migrations(conn)
-    return [
-        {"version": m.version, "name": m.name, "applied": m.version in applied}
-        for m in migration_files()
-    ]
+    return [{"version": m.version, "name": m.name, "applied": m.version in applied} for m in migration_files()]
 
 
 def reset(conninfo: str | None = None) -> None:
@@ -516,71 +527,8 @@ def reset(conninfo: str | None = None) -> None:
             drop schema if exists auth cascade;
             drop schema if exists supabase_migrations cascade;
             drop extension if exists vector cascade;
-            drop extension if exists pg_trgm cascade;
             -- as PostgreSQL 15+ creates it: owned by pg_database_owner, no CREATE for everyone
             create schema public authorization pg_database_owner;
             grant usage on schema public to public;
             """
         )
-
-
-# ---------------------------------------------------------------------------
-# CLI
-# ---------------------------------------------------------------------------
-
-def _main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core.db", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("status", help="list migrations and whether each is applied")
-    sub.add_parser("migrate", help="apply pending migrations (and the local shim when embedded)")
-    sub.add_parser("seed", help="load demo knowledge, orders and the demo user (idempotent)")
-    reset_parser = sub.add_parser("reset", help="drop all data, re-apply migrations and seed")
-    reset_parser.add_argument("--yes", action="store_true", help="required when DATABASE_URL points elsewhere")
-    sub.add_parser("uri", help="print the owner's connection URI (starts the embedded server if needed; "
-                   "the password stays in its file in DATA_DIR)")
-    cleanup_parser = sub.add_parser("cleanup", help="delete anonymous users idle longer than "
-                                    "ANON_USER_RETENTION_DAYS, with everything they own")
-    cleanup_parser.add_argument("--days", type=float, default=None,
-                                help="idle days before an anonymous user goes (default ANON_USER_RETENTION_DAYS)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    settings = get_settings()
-
-    try:
-        if args.command == "uri":
-            print(database_url())
-        elif args.command == "cleanup":
-            from core.identity import cleanup
-
-            removed = cleanup(older_than_days=args.days)
-            print(f"cleanup: {removed['anonymous_users']} idle anonymous user(s) deleted with their data, "
-                  f"{removed['session_handoffs']} expired session hand-off(s)")
-        elif args.command == "status":
-            where = "embedded at " + str(settings.data_dir / "pg") if settings.embedded_database else "DATABASE_URL"
-            print(f"database: {where}")
-            for row in status():
-                print(f"  [{'x' if row['applied'] else ' '}] {row['version']}  {row['name']}")
-        elif args.command == "migrate":
-            applied = migrate()
-            print(f"{len(applied)} migration(s) applied" if applied else "database is up to date")
-        elif args.command == "seed":
-            from core.seed import seed_all
-
-            seed_all(echo=print)
-        elif args.command == "reset":
-            if not settings.embedded_database and not args.yes:
-                print("refusing to reset a database given by DATABASE_URL without --yes", file=sys.stderr)
-                return 2
-            reset()
-            migrate()
-            from core.seed import seed_all
-
-            seed_all(echo=print)
-    except (DatabaseUnavailable, InvalidInput, PlaygroundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())

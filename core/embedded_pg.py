@@ -82,15 +82,22 @@ def claims_key_file(data_dir: Path) -> Path:
 def _password(data_dir: Path, role: str) -> str:
     """The role's password, kept as a one-line libpq password file (host/port/db wildcards)."""
     path = passfile(data_dir, role)
-    line = secret_file(path, what=f"password file of the {role} database role",
-                       generate=lambda: f"*:*:*:{role}:{secrets.token_urlsafe(32)}", min_length=40)
+    line = secret_file(
+        path,
+        what=f"password file of the {role} database role",
+        generate=lambda: f"*:*:*:{role}:{secrets.token_urlsafe(32)}",
+        min_length=40,
+    )
     return line.rsplit(":", 1)[1]
 
 
 def claims_key(data_dir: Path) -> bytes:
     """The key the app signs request claims with (see supabase/local and core.db.transaction)."""
-    return bytes.fromhex(secret_file(claims_key_file(data_dir), what="claims signing key",
-                                     generate=lambda: secrets.token_hex(32), min_length=64))
+    return bytes.fromhex(
+        secret_file(
+            claims_key_file(data_dir), what="claims signing key", generate=lambda: secrets.token_hex(32), min_length=64
+        )
+    )
 
 
 @dataclass(frozen=True)
@@ -102,8 +109,10 @@ class Endpoint:
 def uri(data_dir: Path, endpoint: Endpoint, role: str) -> str:
     """A libpq URI for `role`; the password stays in its password file."""
     _password(data_dir, role)  # make sure the file exists before libpq looks for it
-    return (f"postgresql://{role}@/{DATABASE}?host={quote(str(endpoint.socket_dir), safe='/')}"
-            f"&port={endpoint.port}&passfile={quote(str(passfile(data_dir, role)), safe='/')}")
+    return (
+        f"postgresql://{role}@/{DATABASE}?host={quote(str(endpoint.socket_dir), safe='/')}"
+        f"&port={endpoint.port}&passfile={quote(str(passfile(data_dir, role)), safe='/')}"
+    )
 
 
 def _socket_dir_for(pgdata: Path, system_user: str | None) -> Path:
@@ -168,8 +177,11 @@ class LockedDownServer(_pgserver.PostgresServer):
             os.chown(self.pgdata, entry.pw_uid, entry.pw_gid)
         if not (self.pgdata / "PG_VERSION").exists():
             # trust only until the first start below replaces it: the socket is private by then.
-            _pgserver.initdb(["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", OWNER_ROLE],
-                             pgdata=self.pgdata, user=self.system_user)
+            _pgserver.initdb(
+                ["--auth=trust", "--auth-local=trust", "--encoding=utf8", "-U", OWNER_ROLE],
+                pgdata=self.pgdata,
+                user=self.system_user,
+            )
 
     def ensure_postgres_running(self) -> None:
         info = PostmasterInfo.read_from_pgdata(self.pgdata)
@@ -178,8 +190,12 @@ class LockedDownServer(_pgserver.PostgresServer):
         else:
             socket_dir = _socket_dir_for(self.pgdata, self.system_user)
             log.info("starting the embedded database in %s (socket in %s)", self.pgdata, socket_dir)
-            pg_ctl(["-w", "-o", '-h ""', "-o", f'-k "{socket_dir}"', "-l", str(self.log), "start"],
-                   pgdata=self.pgdata, user=self.system_user, timeout=_START_TIMEOUT)
+            pg_ctl(
+                ["-w", "-o", '-h ""', "-o", f'-k "{socket_dir}"', "-l", str(self.log), "start"],
+                pgdata=self.pgdata,
+                user=self.system_user,
+                timeout=_START_TIMEOUT,
+            )
             deadline = time.monotonic() + _START_TIMEOUT
             while True:
                 info = PostmasterInfo.read_from_pgdata(self.pgdata)
@@ -212,8 +228,11 @@ class LockedDownServer(_pgserver.PostgresServer):
             if not locked:
                 # Still `trust` (a new cluster, or one from before this hardening): set the owner's
                 # password first, then require passwords.
-                conn.execute(sql.SQL("alter role {} with password {}").format(
-                    sql.Identifier(OWNER_ROLE), sql.Literal(owner_password)))
+                conn.execute(
+                    sql.SQL("alter role {} with password {}").format(
+                        sql.Identifier(OWNER_ROLE), sql.Literal(owner_password)
+                    )
+                )
                 self._hba_path().write_text(_HBA, encoding="utf-8")
                 conn.execute("select pg_reload_conf()")
                 log.info("the embedded database in %s now requires passwords", self.pgdata)
@@ -228,14 +247,20 @@ def provision_login_roles(conn: psycopg.Connection, data_dir: Path) -> None:
     try:
         conn.execute((LOCAL_SHIM_DIR / "10_login_roles.sql").read_text(encoding="utf-8"))
         for role in (APP_ROLE, SERVICE_ROLE):
-            conn.execute(sql.SQL("alter role {} with login password {}").format(
-                sql.Identifier(role), sql.Literal(_password(data_dir, role))))
+            conn.execute(
+                sql.SQL("alter role {} with login password {}").format(
+                    sql.Identifier(role), sql.Literal(_password(data_dir, role))
+                )
+            )
         if conn.execute("select to_regclass('auth.claims_keys')").fetchone()[0] is not None:
             key = claims_key(data_dir)
             inner, outer = hmac_pads(key)
-            conn.execute("insert into auth.claims_keys (id, inner_pad, outer_pad) values (1, %s, %s) "
-                         "on conflict (id) do update set inner_pad = excluded.inner_pad, outer_pad = excluded.outer_pad "
-                         "where auth.claims_keys.inner_pad <> excluded.inner_pad", (inner, outer))
+            conn.execute(
+                "insert into auth.claims_keys (id, inner_pad, outer_pad) values (1, %s, %s) "
+                "on conflict (id) do update set inner_pad = excluded.inner_pad, outer_pad = excluded.outer_pad "
+                "where auth.claims_keys.inner_pad <> excluded.inner_pad",
+                (inner, outer),
+            )
     finally:
         conn.execute("select pg_advisory_unlock(727431002)")
 

@@ -61,6 +61,7 @@ class EvalInputError(InvalidInput):
 # Input files
 # ---------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class EvalMemory:
     id: str
@@ -189,8 +190,11 @@ def load_qrels(path: Path, queries: Sequence[EvalQuery], memories: Sequence[Eval
             raise EvalInputError(f"{where}: query id {query_id!r} already has judgements at {seen[query_id]}.")
         if query_id not in query_user:
             raise EvalInputError(f"{where}: qrels refer to query {query_id!r}, which is not in the queries file.")
-        if (not isinstance(relevant, list) or not relevant
-                or not all(isinstance(m, (str, int)) and not isinstance(m, bool) for m in relevant)):
+        if (
+            not isinstance(relevant, list)
+            or not relevant
+            or not all(isinstance(m, (str, int)) and not isinstance(m, bool) for m in relevant)
+        ):
             raise EvalInputError(f"{where}: 'relevant' must be a non-empty list of memory ids.")
         relevant = list(dict.fromkeys(_clean(where, str(m), "memory id", 200) for m in relevant))
         for memory_id in relevant:
@@ -216,8 +220,9 @@ def parse_params(weights: str, rrf_k: int) -> RrfParams:
     try:
         vector_weight, text_weight = (float(p) for p in parts)
     except ValueError:
-        raise EvalInputError(f"--weights must be two numbers, vector then text, like 0.7,0.3 (got {weights!r}).") \
-            from None
+        raise EvalInputError(
+            f"--weights must be two numbers, vector then text, like 0.7,0.3 (got {weights!r})."
+        ) from None
     if not all(math.isfinite(w) for w in (vector_weight, text_weight)):
         raise EvalInputError(f"--weights must be finite numbers (got {weights!r}).")
     try:
@@ -229,6 +234,7 @@ def parse_params(weights: str, rrf_k: int) -> RrfParams:
 # ---------------------------------------------------------------------------
 # The throwaway database
 # ---------------------------------------------------------------------------
+
 
 def _progress(message: str, stream: TextIO = sys.stderr) -> None:
     print(message, file=stream, flush=True)
@@ -255,8 +261,10 @@ def prepare_external(conninfo: str) -> None:
     with db.admin_connection(conninfo) as conn:
         has_auth = conn.execute("select to_regclass('auth.users') is not null").fetchone()[0]
     # A Supabase project has auth.users; a bare Postgres needs the local shim first.
-    _progress(f"applying {len(pending)} migration(s) to the --database-url database"
-              + ("" if has_auth else " (with the local auth shim: it has no auth.users)"))
+    _progress(
+        f"applying {len(pending)} migration(s) to the --database-url database"
+        + ("" if has_auth else " (with the local auth shim: it has no auth.users)")
+    )
     db.migrate(conninfo, embedded=not has_auth, echo=lambda line: _progress(f"  {line}"))
 
 
@@ -286,21 +294,24 @@ def embed_memories(memories: Sequence[EvalMemory]) -> np.ndarray:
     texts = [embeddings.memory_text(m.memory_type, m.content) for m in memories]
     chunks = []
     for start in range(0, len(texts), EMBED_BATCH):
-        chunks.append(embeddings.embed(texts[start:start + EMBED_BATCH]))
+        chunks.append(embeddings.embed(texts[start : start + EMBED_BATCH]))
         _progress(f"  embedded {min(start + EMBED_BATCH, len(texts))}/{len(texts)} memories")
     return np.concatenate(chunks)
 
 
-def insert_memories(conninfo: str, memories: Sequence[EvalMemory], vectors: np.ndarray,
-                    user_ids: dict[str, uuid.UUID]) -> dict[uuid.UUID, str]:
+def insert_memories(
+    conninfo: str, memories: Sequence[EvalMemory], vectors: np.ndarray, user_ids: dict[str, uuid.UUID]
+) -> dict[uuid.UUID, str]:
     """Insert all memories in one transaction; return {database row id: eval memory id}."""
     row_ids: dict[uuid.UUID, str] = {}
     with db.admin_connection(conninfo) as conn, conn.transaction(), conn.cursor() as cur:
         cur.executemany(
             "insert into public.memories (user_id, memory_type, content, embedding, session_id) "
             "values (%s, %s, %s, %s::extensions.vector, %s) returning id",
-            [(user_ids[m.user], m.memory_type, m.content, db.vector_literal(v), EVAL_MARKER)
-             for m, v in zip(memories, vectors)],
+            [
+                (user_ids[m.user], m.memory_type, m.content, db.vector_literal(v), EVAL_MARKER)
+                for m, v in zip(memories, vectors, strict=True)
+            ],
             returning=True,
         )
         for memory in memories:
@@ -312,6 +323,7 @@ def insert_memories(conninfo: str, memories: Sequence[EvalMemory], vectors: np.n
 # ---------------------------------------------------------------------------
 # Running the queries and scoring them
 # ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class QueryResult:
@@ -336,21 +348,40 @@ class QueryEmbeddings:
         return vector
 
 
-def run_queries(conninfo: str, queries: Sequence[EvalQuery], user_ids: dict[str, uuid.UUID],
-                row_ids: dict[uuid.UUID, str], *, mode: str, params: RrfParams, top_k: int, text_match: str,
-                embed: Callable[[str], np.ndarray], on_result: Callable[[QueryResult], None] | None = None,
-                ) -> list[QueryResult]:
+def run_queries(
+    conninfo: str,
+    queries: Sequence[EvalQuery],
+    user_ids: dict[str, uuid.UUID],
+    row_ids: dict[uuid.UUID, str],
+    *,
+    mode: str,
+    params: RrfParams,
+    top_k: int,
+    text_match: str,
+    embed: Callable[[str], np.ndarray],
+    on_result: Callable[[QueryResult], None] | None = None,
+) -> list[QueryResult]:
     results = []
     for number, query in enumerate(queries, start=1):
         search = search_memories(
-            db.Scope.service(user_ids[query.user]), query.query, limit=top_k, params=params, mode=mode,
-            text_match=text_match, embed=embed, conninfo=conninfo,
+            db.Scope.service(user_ids[query.user]),
+            query.query,
+            limit=top_k,
+            params=params,
+            mode=mode,
+            text_match=text_match,
+            embed=embed,
+            conninfo=conninfo,
         )
         if search.degraded_reason:
             raise PlaygroundError(search.degraded_reason)  # a measurement must not silently change mode
         hits = [
-            {"id": row_ids.get(hit.id, str(hit.id)), "rrf_score": hit.rrf_score,
-             "vector_rank": hit.vector_rank, "text_rank": hit.text_rank}
+            {
+                "id": row_ids.get(hit.id, str(hit.id)),
+                "rrf_score": hit.rrf_score,
+                "vector_rank": hit.vector_rank,
+                "text_rank": hit.text_rank,
+            }
             for hit in search.hits
         ]
         result = QueryResult(id=query.id, hits=hits, latency_ms=search.latency_ms)
@@ -375,11 +406,15 @@ def score(results: Sequence[QueryResult], qrels: dict[str, list[str]], top_k: in
     ranked = [[hit["id"] for hit in r.hits[:top_k]] for r in judged]
     relevant = [set(qrels[r.id]) for r in judged]
     for k in cutoffs_for(top_k):
-        metrics[f"recall@{k}"] = float(np.mean([len(rel & set(ids[:k])) / len(rel) for ids, rel in zip(ranked, relevant)]))
+        metrics[f"recall@{k}"] = float(
+            np.mean([len(rel & set(ids[:k])) / len(rel) for ids, rel in zip(ranked, relevant, strict=True)])
+        )
     for k in cutoffs_for(top_k):
-        metrics[f"hit@{k}"] = float(np.mean([bool(rel & set(ids[:k])) for ids, rel in zip(ranked, relevant)]))
+        metrics[f"hit@{k}"] = float(
+            np.mean([bool(rel & set(ids[:k])) for ids, rel in zip(ranked, relevant, strict=True)])
+        )
     reciprocal = []
-    for ids, rel in zip(ranked, relevant):
+    for ids, rel in zip(ranked, relevant, strict=True):
         first = next((rank for rank, memory_id in enumerate(ids, start=1) if memory_id in rel), None)
         reciprocal.append(1.0 / first if first else 0.0)
     metrics["mrr"] = float(np.mean(reciprocal))
@@ -388,8 +423,12 @@ def score(results: Sequence[QueryResult], qrels: dict[str, list[str]], top_k: in
 
 def latency_summary(results: Sequence[QueryResult]) -> dict[str, float]:
     values = np.array([r.latency_ms for r in results], dtype=float)
-    return {"p50": round(float(np.percentile(values, 50)), 2), "p95": round(float(np.percentile(values, 95)), 2),
-            "mean": round(float(values.mean()), 2), "max": round(float(values.max()), 2)}
+    return {
+        "p50": round(float(np.percentile(values, 50)), 2),
+        "p95": round(float(np.percentile(values, 95)), 2),
+        "mean": round(float(values.mean()), 2),
+        "max": round(float(values.max()), 2),
+    }
 
 
 def format_table(modes: dict[str, dict[str, float]]) -> str:
@@ -404,14 +443,15 @@ def format_table(modes: dict[str, dict[str, float]]) -> str:
 # CLI
 # ---------------------------------------------------------------------------
 
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m core.eval_retrieval",
         description="Measure memory retrieval (vector, full-text and hybrid RRF) on your own labelled data, "
-                    "through the same SQL function the app uses.",
+        "through the same SQL function the app uses.",
         epilog=(
-            "Files are JSON Lines. memories: {\"user\", \"id\", \"memory_type\", \"content\"}; "
-            "queries: {\"user\", \"id\", \"query\"}; qrels: {\"id\": query id, \"relevant\": [memory ids]}. "
+            'Files are JSON Lines. memories: {"user", "id", "memory_type", "content"}; '
+            'queries: {"user", "id", "query"}; qrels: {"id": query id, "relevant": [memory ids]}. '
             "Without --database-url the memories go into a fresh embedded Postgres in a temporary directory "
             "that is deleted at exit. With --database-url, this project's migrations are applied there if they "
             "are missing, one anonymous auth.users row per eval user is created (marked "
@@ -422,42 +462,156 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--memories", required=True, type=Path, metavar="M.jsonl", help="the memories to search")
     parser.add_argument("--queries", required=True, type=Path, metavar="Q.jsonl", help="the questions to ask")
-    parser.add_argument("--qrels", type=Path, metavar="R.jsonl",
-                        help="relevance judgements; adds a summary of all three modes at the end")
+    parser.add_argument(
+        "--qrels",
+        type=Path,
+        metavar="R.jsonl",
+        help="relevance judgements; adds a summary of all three modes at the end",
+    )
     parser.add_argument("--top-k", type=int, default=10, metavar="K", help="hits per query (1-200, default 10)")
-    parser.add_argument("--mode", choices=("hybrid", "vector", "text"), default="hybrid",
-                        help="which ranking the per-query lines show (default hybrid)")
-    parser.add_argument("--weights", default="0.7,0.3", metavar="V,T",
-                        help="RRF weights of the vector and text branches (default 0.7,0.3)")
+    parser.add_argument(
+        "--mode",
+        choices=("hybrid", "vector", "text"),
+        default="hybrid",
+        help="which ranking the per-query lines show (default hybrid)",
+    )
+    parser.add_argument(
+        "--weights",
+        default="0.7,0.3",
+        metavar="V,T",
+        help="RRF weights of the vector and text branches (default 0.7,0.3)",
+    )
     parser.add_argument("--rrf-k", type=int, default=60, metavar="K", help="RRF k constant (default 60)")
-    parser.add_argument("--text-match", choices=("any", "all"), default="any",
-                        help="text branch: 'any' ORs the query's lexemes (the app's default); "
-                             "'all' is websearch_to_tsquery's AND of every term")
-    parser.add_argument("--database-url", metavar="URL",
-                        help="use this Postgres instead of a throwaway embedded one (see below: it gets "
-                             "temporary users that are removed at the end)")
+    parser.add_argument(
+        "--text-match",
+        choices=("any", "all"),
+        default="any",
+        help="text branch: 'any' ORs the query's lexemes (the app's default); "
+        "'all' is websearch_to_tsquery's AND of every term",
+    )
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="use this Postgres instead of a throwaway embedded one (see below: it gets "
+        "temporary users that are removed at the end)",
+    )
     return parser
 
 
-def _raise_on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
+def _raise_on_sigterm(signum, frame):
     raise SystemExit(128 + signum)  # runs the finally blocks and atexit handlers: users and temp dirs go
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    params: RrfParams
+    memories: list[EvalMemory]
+    users: list[str]
+    queries: list[EvalQuery]
+    qrels: dict[str, list[str]] | None
+
+
+def _read_inputs(args: argparse.Namespace) -> _Inputs:
+    """Every input file read and checked before any database work (EvalInputError names the problem)."""
+    if not 1 <= args.top_k <= MAX_TOP_K:
+        raise EvalInputError(f"--top-k must be between 1 and {MAX_TOP_K} (got {args.top_k}).")
+    params = parse_params(args.weights, args.rrf_k)
+    memories = load_memories(args.memories)
+    users = list(dict.fromkeys(m.user for m in memories))
+    queries = load_queries(args.queries, set(users))
+    qrels = load_qrels(args.qrels, queries, memories) if args.qrels else None
+    return _Inputs(params, memories, users, queries, qrels)
+
+
+def _evaluate(
+    args: argparse.Namespace, inputs: _Inputs, conninfo: str, created: dict[str, uuid.UUID], out: TextIO
+) -> None:
+    """Load the memories for temporary users (recorded in `created` as they are made), print one line per
+    query, and with qrels the summary of every mode."""
+    _progress(f"{len(inputs.memories)} memories of {len(inputs.users)} users, {len(inputs.queries)} queries")
+    vectors = embed_memories(inputs.memories)
+    created.update(create_users(conninfo, inputs.users))
+    row_ids = insert_memories(conninfo, inputs.memories, vectors, created)
+
+    def emit(result: QueryResult) -> None:
+        out.write(json.dumps(result.as_dict()) + "\n")
+        out.flush()
+
+    # One unmeasured search first, so the first query's latency is not the pool's and the planner's warm-up.
+    search_memories(
+        db.Scope.service(created[inputs.queries[0].user]),
+        "warm up",
+        limit=args.top_k,
+        params=inputs.params,
+        text_match=args.text_match,
+        conninfo=conninfo,
+    )
+    run = {
+        "conninfo": conninfo,
+        "queries": inputs.queries,
+        "user_ids": created,
+        "row_ids": row_ids,
+        "params": inputs.params,
+        "top_k": args.top_k,
+        "text_match": args.text_match,
+        "embed": QueryEmbeddings(),
+    }
+    printed = run_queries(mode=args.mode, on_result=emit, **run)
+    if inputs.qrels is not None:
+        by_mode = {args.mode: printed}
+        for mode in MODES:
+            if mode not in by_mode:
+                by_mode[mode] = run_queries(mode=mode, **run)
+        _print_summary(args, inputs, by_mode, out)
+
+
+def _print_summary(
+    args: argparse.Namespace, inputs: _Inputs, by_mode: dict[str, list[QueryResult]], out: TextIO
+) -> None:
+    modes = {mode: score(by_mode[mode], inputs.qrels, args.top_k) for mode in MODES}
+    printed = by_mode[args.mode]
+    summary = {
+        "queries": len(inputs.queries),
+        "judged": sum(1 for q in inputs.queries if q.id in inputs.qrels),
+        "memories": len(inputs.memories),
+        "users": len(inputs.users),
+        "top_k": args.top_k,
+        "text_match": args.text_match,
+        "weights": [inputs.params.vector_weight, inputs.params.text_weight],
+        "rrf_k": inputs.params.k,
+        "modes": modes,
+        "latency_ms": {"mode": args.mode, **latency_summary(printed)},
+    }
+    out.write(json.dumps({"summary": summary}) + "\n")
+    out.flush()
+    if summary["judged"]:
+        _progress(format_table(modes))
+    _progress(
+        f"latency ({args.mode}, incl. query embedding): p50 {summary['latency_ms']['p50']} ms, "
+        f"p95 {summary['latency_ms']['p95']} ms"
+    )
+
+
+def _remove_eval_users(conninfo: str, created: dict[str, uuid.UUID]) -> None:
+    try:
+        removed = remove_users(conninfo, list(created.values()))
+        _progress(f"removed the {removed} evaluation user(s) and their memories")
+    except (PlaygroundError, psycopg.Error) as exc:
+        print(
+            f"warning: could not remove the evaluation users ({exc}); they are marked "
+            f"raw_app_meta_data.provider = '{EVAL_MARKER}'",
+            file=sys.stderr,
+        )
 
 
 def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
     out = stdout or sys.stdout
     args = build_parser().parse_args(argv)
     try:
-        if not 1 <= args.top_k <= MAX_TOP_K:
-            raise EvalInputError(f"--top-k must be between 1 and {MAX_TOP_K} (got {args.top_k}).")
-        params = parse_params(args.weights, args.rrf_k)
-        memories = load_memories(args.memories)
-        users = list(dict.fromkeys(m.user for m in memories))
-        queries = load_queries(args.queries, set(users))
-        qrels = load_qrels(args.qrels, queries, memories) if args.qrels else None
+        inputs = _read_inputs(args)
     except EvalInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-
     created: dict[str, uuid.UUID] = {}
     conninfo = args.database_url
     try:
@@ -467,45 +621,7 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
         else:
             context = throwaway_embedded()
         with context as conninfo:
-            _progress(f"{len(memories)} memories of {len(users)} users, {len(queries)} queries")
-            vectors = embed_memories(memories)
-            created = create_users(conninfo, users)
-            row_ids = insert_memories(conninfo, memories, vectors, created)
-
-            def emit(result: QueryResult) -> None:
-                out.write(json.dumps(result.as_dict()) + "\n")
-                out.flush()
-
-            # One unmeasured search first, so the first query's latency is not the pool's and the planner's warm-up.
-            search_memories(db.Scope.service(created[queries[0].user]), "warm up", limit=args.top_k, params=params,
-                            text_match=args.text_match, conninfo=conninfo)
-            run = dict(conninfo=conninfo, queries=queries, user_ids=created, row_ids=row_ids, params=params,
-                       top_k=args.top_k, text_match=args.text_match, embed=QueryEmbeddings())
-            printed = run_queries(mode=args.mode, on_result=emit, **run)
-            if qrels is not None:
-                by_mode = {args.mode: printed}
-                for mode in MODES:
-                    if mode not in by_mode:
-                        by_mode[mode] = run_queries(mode=mode, **run)
-                modes = {mode: score(by_mode[mode], qrels, args.top_k) for mode in MODES}
-                summary = {
-                    "queries": len(queries),
-                    "judged": sum(1 for q in queries if q.id in qrels),
-                    "memories": len(memories),
-                    "users": len(users),
-                    "top_k": args.top_k,
-                    "text_match": args.text_match,
-                    "weights": [params.vector_weight, params.text_weight],
-                    "rrf_k": params.k,
-                    "modes": modes,
-                    "latency_ms": {"mode": args.mode, **latency_summary(printed)},
-                }
-                out.write(json.dumps({"summary": summary}) + "\n")
-                out.flush()
-                if summary["judged"]:
-                    _progress(format_table(modes))
-                _progress(f"latency ({args.mode}, incl. query embedding): p50 {summary['latency_ms']['p50']} ms, "
-                          f"p95 {summary['latency_ms']['p95']} ms")
+            _evaluate(args, inputs, conninfo, created, out)
     except EvalInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -520,17 +636,14 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
         print(f"error: the database refused an operation: {first_line}", file=sys.stderr)
         return 1
     except Exception as exc:  # never a traceback: one line that says what failed
-        print(f"error: the evaluation failed unexpectedly ({type(exc).__name__}: {ascii(str(exc))[:200]})",
-              file=sys.stderr)
+        print(
+            f"error: the evaluation failed unexpectedly ({type(exc).__name__}: {ascii(str(exc))[:200]})",
+            file=sys.stderr,
+        )
         return 1
     finally:
         if created and args.database_url:
-            try:
-                removed = remove_users(conninfo, list(created.values()))
-                _progress(f"removed the {removed} evaluation user(s) and their memories")
-            except (PlaygroundError, psycopg.Error) as exc:
-                print(f"warning: could not remove the evaluation users ({exc}); they are marked "
-                      f"raw_app_meta_data.provider = '{EVAL_MARKER}'", file=sys.stderr)
+            _remove_eval_users(conninfo, created)
         db.close_pools()
     return 0
 

@@ -28,8 +28,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jwt
+from psycopg import errors as pg_errors
 
 from core.config import get_settings
+from core.db import admin_connection, service_connection
 from core.errors import AuthError, AuthUnavailable, ConfigurationError, InvalidInput, RateLimited
 from core.private_files import secret_file
 
@@ -67,6 +69,7 @@ class AuthSession:
 # Public interface
 # ---------------------------------------------------------------------------
 
+
 def sign_in_anonymously(*, client: str | None = None) -> AuthSession:
     """A new anonymous user. `client` (the visitor's address, as the web server saw it) is
     throttled: a burst of ANON_SIGNIN_BURST, then ANON_SIGNIN_PER_MINUTE (RateLimited beyond)."""
@@ -79,15 +82,18 @@ def verify(access_token: str | None, *, use_cache: bool = True) -> VerifiedUser:
     """The user the auth server vouches for. The hosted issuer remembers an accepted token
     for a few seconds (Streamlit reruns often); use_cache=False asks the server regardless,
     for moments that must see a revocation at once (a new browser session)."""
-    if not access_token or not isinstance(access_token, str) or len(access_token) > 8192 \
-            or not access_token.isascii():
+    if not access_token or not isinstance(access_token, str) or len(access_token) > 8192 or not access_token.isascii():
         raise AuthError("No valid access token; sign in again.")
     return _issuer().verify(access_token, use_cache=use_cache)
 
 
 def refresh(refresh_token: str | None) -> AuthSession:
-    if not refresh_token or not isinstance(refresh_token, str) or len(refresh_token) > 1024 \
-            or not refresh_token.isascii():
+    if (
+        not refresh_token
+        or not isinstance(refresh_token, str)
+        or len(refresh_token) > 1024
+        or not refresh_token.isascii()
+    ):
         raise AuthError("No valid refresh token; sign in again.")
     return _issuer().refresh(refresh_token)
 
@@ -162,6 +168,7 @@ def _issuer():
 # Throttling (per process: each app process keeps its own buckets)
 # ---------------------------------------------------------------------------
 
+
 class TokenBucket:
     """`burst` at once, then `per_minute`; one bucket per key, forgotten once full again."""
 
@@ -186,8 +193,9 @@ class TokenBucket:
             if tokens < 1.0:
                 wait = max(1, math.ceil((1.0 - tokens) / per_second))
                 self._buckets[key] = (tokens, now)
-                raise RateLimited(f"Too many {what} right now; slow down and try again in {wait} seconds.",
-                                  retry_after=wait)
+                raise RateLimited(
+                    f"Too many {what} right now; slow down and try again in {wait} seconds.", retry_after=wait
+                )
             if not peek:
                 self._buckets[key] = (tokens - 1.0, now)
             if len(self._buckets) > self._max_keys:
@@ -199,8 +207,9 @@ class TokenBucket:
             del self._buckets[key]
 
 
-_anonymous_signins = TokenBucket(lambda: get_settings().anon_signin_burst,
-                                 lambda: get_settings().anon_signin_per_minute)
+_anonymous_signins = TokenBucket(
+    lambda: get_settings().anon_signin_burst, lambda: get_settings().anon_signin_per_minute
+)
 _password_attempts = TokenBucket(10, 10)  # failed password sign-ins per (client, email)
 
 
@@ -220,8 +229,10 @@ def jwt_secret() -> str:
     settings = get_settings()
     if settings.supabase_jwt_secret:
         if len(settings.supabase_jwt_secret) < MIN_JWT_SECRET_LENGTH:
-            raise ConfigurationError(f"SUPABASE_JWT_SECRET is too short ({len(settings.supabase_jwt_secret)} "
-                                     f"characters); use at least {MIN_JWT_SECRET_LENGTH} random characters.")
+            raise ConfigurationError(
+                f"SUPABASE_JWT_SECRET is too short ({len(settings.supabase_jwt_secret)} "
+                f"characters); use at least {MIN_JWT_SECRET_LENGTH} random characters."
+            )
         return settings.supabase_jwt_secret
     try:
         return secret_file(settings.data_dir / "jwt_secret", what="JWT secret", min_length=MIN_JWT_SECRET_LENGTH)
@@ -271,13 +282,19 @@ class EmbeddedIssuer:
         self.conninfo = conninfo
 
     def _connection(self):
-        from core.db import admin_connection, service_connection
-
         return admin_connection(self.conninfo) if self.conninfo else service_connection()
 
-    def _issue(self, conn, user_id: uuid.UUID, *, is_anonymous: bool, email: str | None,
-               parent_hash: str | None = None, family_id: uuid.UUID | None = None,
-               session_started_at=None) -> AuthSession:
+    def _issue(
+        self,
+        conn,
+        user_id: uuid.UUID,
+        *,
+        is_anonymous: bool,
+        email: str | None,
+        parent_hash: str | None = None,
+        family_id: uuid.UUID | None = None,
+        session_started_at=None,
+    ) -> AuthSession:
         settings = get_settings()
         now = int(time.time())
         expires_at = now + settings.access_token_ttl_seconds
@@ -304,9 +321,7 @@ class EmbeddedIssuer:
 
     def sign_in_anonymously(self) -> AuthSession:
         with self._connection() as conn, conn.transaction():
-            user_id = conn.execute(
-                "insert into auth.users (is_anonymous) values (true) returning id"
-            ).fetchone()[0]
+            user_id = conn.execute("insert into auth.users (is_anonymous) values (true) returning id").fetchone()[0]
             return self._issue(conn, user_id, is_anonymous=True, email=None)
 
     def verify(self, access_token: str, *, use_cache: bool = True) -> VerifiedUser:
@@ -333,8 +348,9 @@ class EmbeddedIssuer:
         with self._connection() as conn:
             row = conn.execute("select is_anonymous, email from auth.users where id = %s", (user_id,)).fetchone()
         if row is None:
-            raise AuthError("This identity no longer exists (the database was reset?); sign in again.",
-                            code="user_not_found")
+            raise AuthError(
+                "This identity no longer exists (the database was reset?); sign in again.", code="user_not_found"
+            )
         return VerifiedUser(user_id=user_id, claims=claims, is_anonymous=row[0], email=row[1])
 
     def refresh(self, refresh_token: str) -> AuthSession:
@@ -352,45 +368,86 @@ class EmbeddedIssuer:
                     "  u.is_anonymous, u.email "
                     "from auth.refresh_tokens t join auth.users u on u.id = t.user_id "
                     "where t.token_hash = %s for update of t",
-                    (settings.refresh_token_lifetime_days * 86400, settings.refresh_token_inactivity_days * 86400,
-                     settings.refresh_token_reuse_seconds if REFRESH_REUSE_INTERVAL_SECONDS is None
-                     else REFRESH_REUSE_INTERVAL_SECONDS, token_hash),
+                    (
+                        settings.refresh_token_lifetime_days * 86400,
+                        settings.refresh_token_inactivity_days * 86400,
+                        settings.refresh_token_reuse_seconds
+                        if REFRESH_REUSE_INTERVAL_SECONDS is None
+                        else REFRESH_REUSE_INTERVAL_SECONDS,
+                        token_hash,
+                    ),
                 ).fetchone()
                 if row is None:
                     raise AuthError("The refresh token is not valid; sign in again.", code="refresh_token_not_found")
-                (user_id, revoked, reason, family_id, started, too_old, idle, just_rotated, family_alive,
-                 is_anonymous, email) = row
+                (
+                    user_id,
+                    revoked,
+                    reason,
+                    family_id,
+                    started,
+                    too_old,
+                    idle,
+                    just_rotated,
+                    family_alive,
+                    is_anonymous,
+                    email,
+                ) = row
                 if too_old:
-                    raise AuthError("The session is older than the longest a sign-in lasts; sign in again.",
-                                    code="session_expired")
+                    raise AuthError(
+                        "The session is older than the longest a sign-in lasts; sign in again.", code="session_expired"
+                    )
                 if not revoked and idle:
                     raise AuthError("The session was unused for too long; sign in again.", code="session_expired")
                 if not revoked:
-                    conn.execute("update auth.refresh_tokens set revoked = true, revoked_reason = 'rotated', "
-                                 "rotated_at = now(), updated_at = now() where token_hash = %s", (token_hash,))
-                    return self._issue(conn, user_id, is_anonymous=is_anonymous, email=email, parent_hash=token_hash,
-                                       family_id=family_id, session_started_at=started)
+                    conn.execute(
+                        "update auth.refresh_tokens set revoked = true, revoked_reason = 'rotated', "
+                        "rotated_at = now(), updated_at = now() where token_hash = %s",
+                        (token_hash,),
+                    )
+                    return self._issue(
+                        conn,
+                        user_id,
+                        is_anonymous=is_anonymous,
+                        email=email,
+                        parent_hash=token_hash,
+                        family_id=family_id,
+                        session_started_at=started,
+                    )
                 if reason == "rotated" and just_rotated and family_alive:
                     # Presented again right after its exchange: another tab or process of the same
                     # browser renewing at the same moment. Give it a sibling in the same family.
-                    return self._issue(conn, user_id, is_anonymous=is_anonymous, email=email, parent_hash=token_hash,
-                                       family_id=family_id, session_started_at=started)
+                    return self._issue(
+                        conn,
+                        user_id,
+                        is_anonymous=is_anonymous,
+                        email=email,
+                        parent_hash=token_hash,
+                        family_id=family_id,
+                        session_started_at=started,
+                    )
                 if reason == "reused" or (reason == "rotated" and not family_alive):
-                    raise AuthError("The refresh token was already used; sign in again.",
-                                    code="refresh_token_already_used")
+                    raise AuthError(
+                        "The refresh token was already used; sign in again.", code="refresh_token_already_used"
+                    )
                 if reason != "rotated":
                     raise AuthError("The session was signed out; sign in again.", code="session_not_found")
                 # A used token presented again: someone may have copied it. End its family (only),
                 # and commit that before refusing (raising inside the transaction would roll it back).
-                conn.execute("update auth.refresh_tokens set revoked = true, revoked_reason = coalesce("
-                             "case when revoked then revoked_reason end, 'reused'), updated_at = now() "
-                             "where family_id = %s", (family_id,))
+                conn.execute(
+                    "update auth.refresh_tokens set revoked = true, revoked_reason = coalesce("
+                    "case when revoked then revoked_reason end, 'reused'), updated_at = now() "
+                    "where family_id = %s",
+                    (family_id,),
+                )
             raise AuthError("The refresh token was already used; sign in again.", code="refresh_token_already_used")
 
     @staticmethod
     def _revoke_all(conn, user_id: uuid.UUID, reason: str) -> None:
-        conn.execute("update auth.refresh_tokens set revoked = true, revoked_reason = %s, updated_at = now() "
-                     "where user_id = %s and not revoked", (reason, user_id))
+        conn.execute(
+            "update auth.refresh_tokens set revoked = true, revoked_reason = %s, updated_at = now() "
+            "where user_id = %s and not revoked",
+            (reason, user_id),
+        )
 
     @staticmethod
     def _set_profile_email(conn, user_id: uuid.UUID, email: str) -> None:
@@ -402,8 +459,9 @@ class EmbeddedIssuer:
     def upgrade_to_email(self, session: AuthSession, email: str, password: str) -> AuthSession:
         verified = self.verify(session.access_token)
         with self._connection() as conn, conn.transaction():
-            taken = conn.execute("select 1 from auth.users where email = %s and id <> %s",
-                                 (email, verified.user_id)).fetchone()
+            taken = conn.execute(
+                "select 1 from auth.users where email = %s and id <> %s", (email, verified.user_id)
+            ).fetchone()
             if taken:
                 raise InvalidInput("That email is already used by another account; sign in with it instead.")
             conn.execute(
@@ -430,15 +488,19 @@ class EmbeddedIssuer:
         if verified.is_anonymous or not verified.email:
             raise InvalidInput("An anonymous identity has no password; save it with an email first.")
         with self._connection() as conn, conn.transaction():
-            conn.execute("update auth.users set encrypted_password = %s, updated_at = now() where id = %s",
-                         (hash_password(new_password), verified.user_id))
+            conn.execute(
+                "update auth.users set encrypted_password = %s, updated_at = now() where id = %s",
+                (hash_password(new_password), verified.user_id),
+            )
             self._revoke_all(conn, verified.user_id, "password_changed")
             return self._issue(conn, verified.user_id, is_anonymous=False, email=verified.email)
 
     def sign_out(self, session: AuthSession) -> None:
         with self._connection() as conn:
-            row = conn.execute("select user_id from auth.refresh_tokens where token_hash = %s",
-                               (hash_refresh_token(session.refresh_token),)).fetchone()
+            row = conn.execute(
+                "select user_id from auth.refresh_tokens where token_hash = %s",
+                (hash_refresh_token(session.refresh_token),),
+            ).fetchone()
             if row is not None and row[0] == session.user_id:
                 self._revoke_all(conn, session.user_id, "signed_out")
 
@@ -447,22 +509,21 @@ def cleanup(older_than_days: float | None = None, *, conninfo: str | None = None
     """The maintenance job behind `python -m core.db cleanup` (run by `make run`): idle
     anonymous users and session hand-offs older than the longest a session lasts."""
     from core import session_store
-    from core.db import admin_connection
 
     removed = {"anonymous_users": delete_idle_anonymous_users(older_than_days, conninfo=conninfo)}
     with admin_connection(conninfo) as conn:
         removed["session_handoffs"] = session_store.prune(
-            conn, get_settings().refresh_token_lifetime_days * 86400 + 86400)
+            conn, get_settings().refresh_token_lifetime_days * 86400 + 86400
+        )
     return removed
 
 
-def delete_idle_anonymous_users(older_than_days: float | None = None, *, conninfo: str | None = None,
-                                batch_size: int = 500) -> int:
+def delete_idle_anonymous_users(
+    older_than_days: float | None = None, *, conninfo: str | None = None, batch_size: int = 500
+) -> int:
     """Delete anonymous users unseen for `older_than_days` (ANON_USER_RETENTION_DAYS), with
     everything they own (their rows cascade). Runs as the owner; returns how many went.
     "Seen" is the latest of: created, signed in or refreshed, a conversation started."""
-    from core.db import admin_connection
-
     days = get_settings().anon_user_retention_days if older_than_days is None else float(older_than_days)
     if not math.isfinite(days) or days < 0:
         raise InvalidInput("The retention must be a number of days, 0 or more.")
@@ -476,7 +537,8 @@ def delete_idle_anonymous_users(older_than_days: float | None = None, *, conninf
                     "  where u.is_anonymous and greatest(u.created_at, u.last_sign_in_at, p.last_seen_at) "
                     "        < now() - make_interval(secs => %s) "
                     "  limit %s for update of u skip locked)",
-                    (days * 86400, batch_size)).rowcount
+                    (days * 86400, batch_size),
+                ).rowcount
             removed += deleted
             if deleted < batch_size:
                 return removed
@@ -493,12 +555,12 @@ _VERIFIED_CACHE_SECONDS = 30.0  # Streamlit reruns often; ask Supabase at most t
 # say which setting to change.
 _SETTING_HINTS = {
     "anonymous_provider_disabled": "Supabase Auth at {url} has anonymous sign-ins turned off; enable them in the "
-                                   "Supabase dashboard under Authentication → Sign In / Providers.",
+    "Supabase dashboard under Authentication → Sign In / Providers.",
     "signup_disabled": "Supabase Auth at {url} does not accept new users; turn on “Allow new users to sign up” "
-                       "under Authentication → Sign In / Providers.",
+    "under Authentication → Sign In / Providers.",
     "over_request_rate_limit": "Supabase Auth is rate-limiting sign-ins from this server ({message}); try again in "
-                               "a few minutes, or raise the limits under Authentication → Rate Limits (every "
-                               "visitor signs in from this server's address).",
+    "a few minutes, or raise the limits under Authentication → Rate Limits (every "
+    "visitor signs in from this server's address).",
 }
 
 _http_client = None
@@ -522,27 +584,28 @@ def _mirror_into_local_auth_users(user_id: uuid.UUID, *, is_anonymous: bool, ema
     local auth.users (the shim's) so foreign keys, the profile trigger and RLS work
     exactly as in a Supabase project, where Supabase Auth writes that table itself.
     Never called for a DATABASE_URL: a Supabase project's auth.users is not ours to write."""
-    from psycopg import errors as pg_errors
-
-    from core.db import service_connection
-
     source = get_settings().supabase_url
-    upsert = ("insert into auth.users (id, is_anonymous, email, email_confirmed_at, last_sign_in_at, "
-              "raw_app_meta_data) "
-              "values (%s, %s, %s, case when %s::text is null then null else now() end, now(), "
-              "jsonb_build_object('mirrored_from', %s::text)) "
-              "on conflict (id) do update set is_anonymous = excluded.is_anonymous, email = excluded.email, "
-              "email_confirmed_at = coalesce(auth.users.email_confirmed_at, excluded.email_confirmed_at), "
-              "updated_at = now() "
-              "where auth.users.is_anonymous is distinct from excluded.is_anonymous "
-              "or auth.users.email is distinct from excluded.email")
+    upsert = (
+        "insert into auth.users (id, is_anonymous, email, email_confirmed_at, last_sign_in_at, "
+        "raw_app_meta_data) "
+        "values (%s, %s, %s, case when %s::text is null then null else now() end, now(), "
+        "jsonb_build_object('mirrored_from', %s::text)) "
+        "on conflict (id) do update set is_anonymous = excluded.is_anonymous, email = excluded.email, "
+        "email_confirmed_at = coalesce(auth.users.email_confirmed_at, excluded.email_confirmed_at), "
+        "updated_at = now() "
+        "where auth.users.is_anonymous is distinct from excluded.is_anonymous "
+        "or auth.users.email is distinct from excluded.email"
+    )
     with service_connection() as conn:
         with conn.transaction():
             if email:
                 # Supabase keeps emails unique, so another mirrored row with this email is stale
                 # (a user of a previously configured project, or one who changed address).
-                conn.execute("update auth.users set email = null, updated_at = now() where email = %s "
-                             "and id <> %s and raw_app_meta_data ? 'mirrored_from'", (email, user_id))
+                conn.execute(
+                    "update auth.users set email = null, updated_at = now() where email = %s "
+                    "and id <> %s and raw_app_meta_data ? 'mirrored_from'",
+                    (email, user_id),
+                )
             try:
                 with conn.transaction():  # a savepoint, so the fallback below can still run
                     conn.execute(upsert, (user_id, is_anonymous, email, email, source))
@@ -554,8 +617,10 @@ def _mirror_into_local_auth_users(user_id: uuid.UUID, *, is_anonymous: bool, ema
                 conn.execute(upsert, (user_id, is_anonymous, None, None, source))
             if email:
                 conn.execute("set local role service_role")  # profiles is RLS-protected
-                conn.execute("update public.profiles set email = %s where id = %s and email is distinct from %s",
-                             (email, user_id, email))
+                conn.execute(
+                    "update public.profiles set email = %s where id = %s and email is distinct from %s",
+                    (email, user_id, email),
+                )
 
 
 class SupabaseAuthIssuer:
@@ -601,28 +666,39 @@ class SupabaseAuthIssuer:
         try:
             return fn(*args, **kwargs)
         except AuthRetryableError as exc:  # transport errors and 502/503/504
-            raise AuthUnavailable(f"Supabase Auth is not reachable at {self.url} ({_short(exc.message)}); "
-                                  "check SUPABASE_URL, or try again in a moment if it is correct.") from None
+            raise AuthUnavailable(
+                f"Supabase Auth is not reachable at {self.url} ({_short(exc.message)}); "
+                "check SUPABASE_URL, or try again in a moment if it is correct."
+            ) from None
         except AuthApiError as exc:
             if exc.status >= 500:
-                raise AuthUnavailable(f"Supabase Auth at {self.url} failed ({_short(exc.message)}); "
-                                      "try again in a moment.", code=exc.code) from None
+                raise AuthUnavailable(
+                    f"Supabase Auth at {self.url} failed ({_short(exc.message)}); try again in a moment.", code=exc.code
+                ) from None
             if exc.code in _SETTING_HINTS:
-                raise AuthError(_SETTING_HINTS[exc.code].format(url=self.url, message=_short(exc.message)),
-                                code=exc.code) from None
+                raise AuthError(
+                    _SETTING_HINTS[exc.code].format(url=self.url, message=_short(exc.message)), code=exc.code
+                ) from None
             if exc.status == 401 and not exc.code:  # the API gateway refused the key
-                raise AuthError(f"Supabase Auth refused: {_short(exc.message)}; check SUPABASE_ANON_KEY "
-                                "(the project's anon / publishable key).", code="invalid_api_key") from None
+                raise AuthError(
+                    f"Supabase Auth refused: {_short(exc.message)}; check SUPABASE_ANON_KEY "
+                    "(the project's anon / publishable key).",
+                    code="invalid_api_key",
+                ) from None
             raise AuthError(f"Supabase Auth refused: {_short(exc.message)}", code=exc.code) from None
         except AuthUnknownError:  # an answer that is not Supabase Auth's JSON (a wrong URL, a proxy page)
-            raise AuthUnavailable(f"The server at {self.url} did not answer like Supabase Auth; check "
-                                  "SUPABASE_URL (the project URL, e.g. https://<ref>.supabase.co).") from None
+            raise AuthUnavailable(
+                f"The server at {self.url} did not answer like Supabase Auth; check "
+                "SUPABASE_URL (the project URL, e.g. https://<ref>.supabase.co)."
+            ) from None
         except SupabaseError as exc:
-            raise AuthError(f"Supabase Auth refused: {_short(getattr(exc, 'message', str(exc)))}",
-                            code=getattr(exc, "code", None)) from None
+            raise AuthError(
+                f"Supabase Auth refused: {_short(getattr(exc, 'message', str(exc)))}", code=getattr(exc, "code", None)
+            ) from None
         except Exception as exc:  # anything else from the transport
-            raise AuthUnavailable(f"Supabase Auth is not reachable at {self.url} ({_short(str(exc))}); "
-                                  "try again in a moment.") from None
+            raise AuthUnavailable(
+                f"Supabase Auth is not reachable at {self.url} ({_short(str(exc))}); try again in a moment."
+            ) from None
 
     def sign_in_anonymously(self) -> AuthSession:
         return self._session(self._call(self._client().sign_in_anonymously))
@@ -672,8 +748,10 @@ class SupabaseAuthIssuer:
         # No argument: set_session may already have rotated the refresh token (expired access token).
         upgraded = self._session(self._call(client.refresh_session))
         if upgraded.email != email and (getattr(updated, "new_email", None) or upgraded.pending_email) is None:
-            raise AuthError(f"Supabase Auth accepted the change but the account does not show {email}; "
-                            "reload the page to see its current state.")
+            raise AuthError(
+                f"Supabase Auth accepted the change but the account does not show {email}; "
+                "reload the page to see its current state."
+            )
         self._end_other_sessions(upgraded)  # sessions from the anonymous days (possibly copied) end
         return upgraded
 
@@ -699,12 +777,16 @@ class SupabaseAuthIssuer:
 
     def sign_out(self, session: AuthSession) -> None:
         _verified_cache.pop(session.access_token, None)  # a signed-out token must not stay trusted here
+        import httpx
+        from supabase_auth.errors import AuthError as SupabaseError
+
         client = self._client()
         try:
             client.set_session(session.access_token, session.refresh_token)
             client.sign_out({"scope": "global"})  # every session of the user, as the embedded issuer does
-        except Exception:
-            pass  # signing out of an already-dead session is not an error for the visitor
+        except (SupabaseError, httpx.HTTPError) as exc:
+            # an already-dead session (or a server that is down) is not an error for the visitor: it is dropped here
+            log.info("Supabase Auth did not sign out session of %s: %s", session.user_id, exc)
 
 
 def _short(message: Any, limit: int = 200) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from psycopg import errors as pg_errors
@@ -18,7 +18,6 @@ from core import embeddings
 from core.config import get_settings
 from core.db import Scope, transaction, vector_literal
 from core.errors import InvalidInput, NotFound
-from core.retrieval import MemorySearch, RrfParams, search_memories
 from core.text import clean_text, describe, normalize_slot
 
 MAX_CONTENT_LENGTH = 2000
@@ -59,8 +58,9 @@ def _clean_session_id(session_id: str | None) -> str | None:
     return clean_text(session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)
 
 
-def remember(scope: Scope, memory_type: str, content: str, *, session_id: str | None = None,
-             embed=embeddings.embed_one) -> Remembered:
+def remember(
+    scope: Scope, memory_type: str, content: str, *, session_id: str | None = None, embed=embeddings.embed_one
+) -> Remembered:
     """Upsert the slot. The embedding is computed before the transaction, so a
     failure there leaves nothing written.
 
@@ -75,14 +75,17 @@ def remember(scope: Scope, memory_type: str, content: str, *, session_id: str | 
     try:
         with transaction(scope) as cur:
             cur.execute("select pg_advisory_xact_lock(hashtextextended(%s::text, 727431003))", (scope.user_id,))
-            cur.execute("select content from public.memories where user_id = %s and memory_type = %s",
-                        (scope.user_id, slot))
+            cur.execute(
+                "select content from public.memories where user_id = %s and memory_type = %s", (scope.user_id, slot)
+            )
             previous = cur.fetchone()
             if previous is None:
                 cur.execute("select count(*) as n from public.memories where user_id = %s", (scope.user_id,))
                 if cur.fetchone()["n"] >= limit:
-                    raise InvalidInput(f"You have reached the limit of {limit:,} remembered facts; "
-                                       "forget some (or update an existing one) first.")
+                    raise InvalidInput(
+                        f"You have reached the limit of {limit:,} remembered facts; "
+                        "forget some (or update an existing one) first."
+                    )
             cur.execute(
                 f"""
                 insert into public.memories (user_id, memory_type, content, embedding, session_id)
@@ -99,15 +102,19 @@ def remember(scope: Scope, memory_type: str, content: str, *, session_id: str | 
     except pg_errors.ForeignKeyViolation:
         raise NotFound("There is no such user to remember this for.") from None
     created = row.pop("inserted")
-    return Remembered(memory=Memory(**row), created=created,
-                      previous_content=None if created or previous is None else previous["content"])
+    return Remembered(
+        memory=Memory(**row),
+        created=created,
+        previous_content=None if created or previous is None else previous["content"],
+    )
 
 
 def recall(scope: Scope, memory_type: str) -> Memory:
     slot = normalize_slot(memory_type)
     with transaction(scope) as cur:
-        cur.execute(f"select {_COLUMNS} from public.memories where user_id = %s and memory_type = %s",
-                    (scope.user_id, slot))
+        cur.execute(
+            f"select {_COLUMNS} from public.memories where user_id = %s and memory_type = %s", (scope.user_id, slot)
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound(f"Nothing is remembered under {slot!r}.")
@@ -117,8 +124,10 @@ def recall(scope: Scope, memory_type: str) -> Memory:
 def forget(scope: Scope, memory_type: str) -> Memory:
     slot = normalize_slot(memory_type)
     with transaction(scope) as cur:
-        cur.execute(f"delete from public.memories where user_id = %s and memory_type = %s returning {_COLUMNS}",
-                    (scope.user_id, slot))
+        cur.execute(
+            f"delete from public.memories where user_id = %s and memory_type = %s returning {_COLUMNS}",
+            (scope.user_id, slot),
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound(f"Nothing is remembered under {slot!r}, so there was nothing to forget.")
@@ -127,8 +136,10 @@ def forget(scope: Scope, memory_type: str) -> Memory:
 
 def list_memories(scope: Scope) -> list[Memory]:
     with transaction(scope) as cur:
-        cur.execute(f"select {_COLUMNS} from public.memories where user_id = %s order by updated_at desc, memory_type",
-                    (scope.user_id,))
+        cur.execute(
+            f"select {_COLUMNS} from public.memories where user_id = %s order by updated_at desc, memory_type",
+            (scope.user_id,),
+        )
         return [Memory(**row) for row in cur.fetchall()]
 
 
@@ -148,8 +159,9 @@ def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.emb
     memory_id = _parse_memory_id(memory_id)
     content = clean_text(content, what="memory", max_length=MAX_CONTENT_LENGTH)
     with transaction(scope) as cur:
-        cur.execute("select memory_type from public.memories where id = %s and user_id = %s",
-                    (memory_id, scope.user_id))
+        cur.execute(
+            "select memory_type from public.memories where id = %s and user_id = %s", (memory_id, scope.user_id)
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound("That memory no longer exists.")
@@ -169,8 +181,10 @@ def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.emb
 def delete_memory(scope: Scope, memory_id) -> Memory:
     memory_id = _parse_memory_id(memory_id)
     with transaction(scope) as cur:
-        cur.execute(f"delete from public.memories where id = %s and user_id = %s returning {_COLUMNS}",
-                    (memory_id, scope.user_id))
+        cur.execute(
+            f"delete from public.memories where id = %s and user_id = %s returning {_COLUMNS}",
+            (memory_id, scope.user_id),
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound("That memory no longer exists.")
@@ -188,12 +202,7 @@ def export(scope: Scope) -> dict[str, Any]:
     memories = list_memories(scope)
     return {
         "user_id": str(scope.user_id),
-        "exported_at": datetime.now(timezone.utc).isoformat(),
+        "exported_at": datetime.now(UTC).isoformat(),
         "count": len(memories),
         "memories": [memory.as_dict() for memory in memories],
     }
-
-
-def search(scope: Scope, query: str, *, limit: int = 10, params: RrfParams | None = None,
-           embed=embeddings.embed_one) -> MemorySearch:
-    return search_memories(scope, query, limit=limit, params=params, embed=embed)

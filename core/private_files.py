@@ -66,13 +66,16 @@ def tighten(path: Path, what: str) -> None:
     info = path.stat()
     if stat.S_IMODE(info.st_mode) & 0o077 and info.st_uid == os.geteuid():
         path.chmod(PRIVATE_FILE_MODE)
-        log.warning("%s (%s) was readable by other local users (mode %o); it is now 0600. "
-                    "If others could log in to this machine, delete the file to generate a new one.",
-                    what, path, stat.S_IMODE(info.st_mode))
+        log.warning(
+            "%s (%s) was readable by other local users (mode %o); it is now 0600. "
+            "If others could log in to this machine, delete the file to generate a new one.",
+            what,
+            path,
+            stat.S_IMODE(info.st_mode),
+        )
 
 
-def secret_file(path: Path, *, what: str, generate: Callable[[], str] | None = None,
-                min_length: int = 32) -> str:
+def secret_file(path: Path, *, what: str, generate: Callable[[], str] | None = None, min_length: int = 32) -> str:
     """The secret in `path`, generated on first use. Safe against concurrent creators:
     the value is written to a temp file and published with link(), which fails if
     another process published first; then everyone reads the published file."""
@@ -96,6 +99,8 @@ def secret_file(path: Path, *, what: str, generate: Callable[[], str] | None = N
     if len(value) < min_length:
         from core.errors import ConfigurationError
 
-        raise ConfigurationError(f"The {what} in {path} is too short; delete the file to generate a new one "
-                                 f"(it has {len(value)} characters, at least {min_length} are needed).")
+        raise ConfigurationError(
+            f"The {what} in {path} is too short; delete the file to generate a new one "
+            f"(it has {len(value)} characters, at least {min_length} are needed)."
+        )
     return value

@@ -36,8 +36,11 @@ class Profile:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "id": str(self.id), "name": self.name, "email": self.email,
-            "preferred_language": self.preferred_language, "timezone": self.timezone,
+            "id": str(self.id),
+            "name": self.name,
+            "email": self.email,
+            "preferred_language": self.preferred_language,
+            "timezone": self.timezone,
             "preferences": self.preferences,
             "last_seen_at": self.last_seen_at.isoformat() if self.last_seen_at else None,
         }
@@ -66,8 +69,9 @@ class Preload:
             lines.append("Remembered facts about the user:")
             lines.extend(f"- {m.memory_type}: {m.content}" for m in self.memories)
             if self.omitted:
-                lines.append(f"({self.omitted} older remembered facts are not listed; search the memories "
-                             "to find them.)")
+                lines.append(
+                    f"({self.omitted} older remembered facts are not listed; search the memories to find them.)"
+                )
         elif self.omitted:
             lines.append(f"{self.omitted} remembered facts are not listed here; search the memories to find them.")
         else:
@@ -91,15 +95,15 @@ def _clean_value(field_name: str, value):
     if field_name == "preferences":
         if isinstance(value, str):
             if len(value) > get_settings().max_preferences_bytes:
-                raise InvalidInput(f"Preferences are too large (the limit is "
-                                   f"{get_settings().max_preferences_bytes:,} bytes).")
+                raise InvalidInput(
+                    f"Preferences are too large (the limit is {get_settings().max_preferences_bytes:,} bytes)."
+                )
             try:
                 value = parse_json_text(value, what="preferences")
             except InvalidInput as exc:
-                raise InvalidInput(f"Preferences must be a JSON object, e.g. {{\"units\": \"metric\"}}; {exc}") \
-                    from None
+                raise InvalidInput(f'Preferences must be a JSON object, e.g. {{"units": "metric"}}; {exc}') from None
         if not isinstance(value, dict):
-            raise InvalidInput("Preferences must be a JSON object, e.g. {\"units\": \"metric\"}.")
+            raise InvalidInput('Preferences must be a JSON object, e.g. {"units": "metric"}.')
         return clean_json(value, what="preferences", max_bytes=get_settings().max_preferences_bytes)
     text = clean_text(value, what=field_name.replace("_", " "), max_length=_LIMITS[field_name])
     if field_name == "timezone":
@@ -124,19 +128,26 @@ def update_profile(scope: Scope, field_name: str, value) -> Profile:
     if field_name == "preferences":
         limit = get_settings().max_preferences_bytes
         with transaction(scope) as cur:
-            cur.execute(f"update public.profiles set preferences = preferences || %s::jsonb "
-                        f"where id = %s and octet_length((preferences || %s::jsonb)::text) <= %s "
-                        f"returning {_COLUMNS}", (cleaned, scope.user_id, cleaned, limit))
+            cur.execute(
+                f"update public.profiles set preferences = preferences || %s::jsonb "
+                f"where id = %s and octet_length((preferences || %s::jsonb)::text) <= %s "
+                f"returning {_COLUMNS}",
+                (cleaned, scope.user_id, cleaned, limit),
+            )
             row = cur.fetchone()
             if row is None:
                 cur.execute("select 1 from public.profiles where id = %s", (scope.user_id,))
                 if cur.fetchone() is not None:
-                    raise InvalidInput(f"Your preferences would be too large with this change (the limit is "
-                                       f"{limit:,} bytes); remove some first.")
+                    raise InvalidInput(
+                        f"Your preferences would be too large with this change (the limit is "
+                        f"{limit:,} bytes); remove some first."
+                    )
     else:
         with transaction(scope) as cur:  # field_name is from the allow-list above
-            cur.execute(f"update public.profiles set {field_name} = %s where id = %s returning {_COLUMNS}",
-                        (cleaned, scope.user_id))
+            cur.execute(
+                f"update public.profiles set {field_name} = %s where id = %s returning {_COLUMNS}",
+                (cleaned, scope.user_id),
+            )
             row = cur.fetchone()
     if row is None:
         raise NotFound("No profile exists for this user.")
@@ -165,9 +176,11 @@ def preload(scope: Scope) -> Preload:
     previous_visit = touch_last_seen(scope)
     profile = get_profile(scope)
     with transaction(scope) as cur:
-        cur.execute(f"select {_MEMORY_COLUMNS}, count(*) over () as total from public.memories "
-                    "where user_id = %s order by updated_at desc, memory_type limit %s",
-                    (scope.user_id, settings.preload_max_memories))
+        cur.execute(
+            f"select {_MEMORY_COLUMNS}, count(*) over () as total from public.memories "
+            "where user_id = %s order by updated_at desc, memory_type limit %s",
+            (scope.user_id, settings.preload_max_memories),
+        )
         rows = cur.fetchall()
     total = rows[0]["total"] if rows else 0
     if not rows and settings.preload_max_memories == 0:
@@ -183,5 +196,4 @@ def preload(scope: Scope) -> Preload:
             break
         budget -= cost
         chosen.append(Memory(**row))
-    return Preload(profile=profile, memories=chosen, returning=previous_visit is not None,
-                   omitted=total - len(chosen))
+    return Preload(profile=profile, memories=chosen, returning=previous_visit is not None, omitted=total - len(chosen))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -111,11 +111,14 @@ class KnowledgeSearch:
     hits: list[KnowledgeHit]
     latency_ms: float
     embed_ms: float
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "latency_ms": round(self.latency_ms, 2), "embed_ms": round(self.embed_ms, 2),
-                "hits": [hit.as_dict() for hit in self.hits]}
+        return {
+            "query": self.query,
+            "latency_ms": round(self.latency_ms, 2),
+            "embed_ms": round(self.embed_ms, 2),
+            "hits": [hit.as_dict() for hit in self.hits],
+        }
 
 
 def _clean_limit(limit: int, maximum: int) -> int:
@@ -205,5 +208,4 @@ def search_knowledge(
             (vector, limit, category),
         )
         hits = [KnowledgeHit(**row) for row in cur.fetchall()]
-    return KnowledgeSearch(query=query, hits=hits, latency_ms=(time.perf_counter() - started) * 1000,
-                           embed_ms=embed_ms)
+    return KnowledgeSearch(query=query, hits=hits, latency_ms=(time.perf_counter() - started) * 1000, embed_ms=embed_ms)

@@ -43,11 +43,17 @@ def _key(token: str) -> bytes:
 
 
 def seal(session: AuthSession, under_token: str) -> bytes:
-    payload = json.dumps({
-        "access_token": session.access_token, "refresh_token": session.refresh_token,
-        "expires_at": session.expires_at, "user_id": str(session.user_id), "is_anonymous": session.is_anonymous,
-        "email": session.email, "pending_email": session.pending_email,
-    }).encode()
+    payload = json.dumps(
+        {
+            "access_token": session.access_token,
+            "refresh_token": session.refresh_token,
+            "expires_at": session.expires_at,
+            "user_id": str(session.user_id),
+            "is_anonymous": session.is_anonymous,
+            "email": session.email,
+            "pending_email": session.pending_email,
+        }
+    ).encode()
     nonce = os.urandom(12)
     return nonce + AESGCM(_key(under_token)).encrypt(nonce, payload, hash_refresh_token(under_token).encode())
 
@@ -55,12 +61,20 @@ def seal(session: AuthSession, under_token: str) -> bytes:
 def unseal(sealed: bytes, under_token: str) -> AuthSession:
     """The session sealed under `under_token`; ValueError if it does not open with that token."""
     try:
-        data = json.loads(AESGCM(_key(under_token)).decrypt(bytes(sealed[:12]), bytes(sealed[12:]),
-                                                            hash_refresh_token(under_token).encode()))
-        return AuthSession(access_token=data["access_token"], refresh_token=data["refresh_token"],
-                           expires_at=int(data["expires_at"]), user_id=uuid.UUID(data["user_id"]),
-                           is_anonymous=bool(data["is_anonymous"]), email=data.get("email"),
-                           pending_email=data.get("pending_email"))
+        data = json.loads(
+            AESGCM(_key(under_token)).decrypt(
+                bytes(sealed[:12]), bytes(sealed[12:]), hash_refresh_token(under_token).encode()
+            )
+        )
+        return AuthSession(
+            access_token=data["access_token"],
+            refresh_token=data["refresh_token"],
+            expires_at=int(data["expires_at"]),
+            user_id=uuid.UUID(data["user_id"]),
+            is_anonymous=bool(data["is_anonymous"]),
+            email=data.get("email"),
+            pending_email=data.get("pending_email"),
+        )
     except (InvalidTag, KeyError, TypeError, json.JSONDecodeError) as exc:
         raise ValueError("the hand-off does not open with this token") from exc
 
@@ -74,9 +88,11 @@ def start(session: AuthSession, family: str | None = None) -> str:
     family = family or uuid.uuid4().hex
     with service_connection() as conn, conn.transaction():
         _as_service(conn)
-        conn.execute(f"insert into {_TABLE} (token_hash, family, user_id) values (%s, %s, %s) "
-                     "on conflict (token_hash) do nothing",
-                     (hash_refresh_token(session.refresh_token), family, session.user_id))
+        conn.execute(
+            f"insert into {_TABLE} (token_hash, family, user_id) values (%s, %s, %s) "
+            "on conflict (token_hash) do nothing",
+            (hash_refresh_token(session.refresh_token), family, session.user_id),
+        )
     return family
 
 
@@ -94,10 +110,13 @@ def record(family: str, replaced_token: str, successor: AuthSession) -> AuthSess
             "  successor_sealed = excluded.successor_sealed, successor_expires_at = excluded.successor_expires_at "
             f"where {_TABLE}.successor_expires_at is null "
             f"   or {_TABLE}.successor_expires_at < excluded.successor_expires_at",
-            (hash_refresh_token(replaced_token), family, successor.user_id, seal(successor, replaced_token), expires))
-        conn.execute(f"insert into {_TABLE} (token_hash, family, user_id) values (%s, %s, %s) "
-                     "on conflict (token_hash) do nothing",
-                     (hash_refresh_token(successor.refresh_token), family, successor.user_id))
+            (hash_refresh_token(replaced_token), family, successor.user_id, seal(successor, replaced_token), expires),
+        )
+        conn.execute(
+            f"insert into {_TABLE} (token_hash, family, user_id) values (%s, %s, %s) "
+            "on conflict (token_hash) do nothing",
+            (hash_refresh_token(successor.refresh_token), family, successor.user_id),
+        )
     return successor
 
 
@@ -106,8 +125,10 @@ def lookup(token: str) -> tuple[str, float | None] | None:
     the app handed out; None for one it does not know."""
     with service_connection() as conn, conn.transaction():
         _as_service(conn)
-        row = conn.execute(f"select family, extract(epoch from now() - superseded_at)::float from {_TABLE} "
-                           "where token_hash = %s", (hash_refresh_token(token),)).fetchone()
+        row = conn.execute(
+            f"select family, extract(epoch from now() - superseded_at)::float from {_TABLE} where token_hash = %s",
+            (hash_refresh_token(token),),
+        ).fetchone()
     return (row[0], row[1]) if row else None
 
 
@@ -119,8 +140,10 @@ def newest(token: str, *, user_id: uuid.UUID | None = None) -> AuthSession | Non
     with service_connection() as conn, conn.transaction():
         _as_service(conn)
         for _ in range(MAX_CHAIN):
-            row = conn.execute(f"select successor_sealed from {_TABLE} where token_hash = %s "
-                               "and successor_sealed is not null", (hash_refresh_token(holding),)).fetchone()
+            row = conn.execute(
+                f"select successor_sealed from {_TABLE} where token_hash = %s and successor_sealed is not null",
+                (hash_refresh_token(holding),),
+            ).fetchone()
             if row is None:
                 break
             try:
@@ -144,5 +167,6 @@ def forget(family: str | None) -> int:
 
 def prune(conn, older_than_seconds: float) -> int:
     """Delete hand-offs older than the longest a session lasts (the cleanup job, as the owner)."""
-    return conn.execute(f"delete from {_TABLE} where created_at < now() - make_interval(secs => %s)",
-                        (older_than_seconds,)).rowcount
+    return conn.execute(
+        f"delete from {_TABLE} where created_at < now() - make_interval(secs => %s)", (older_than_seconds,)
+    ).rowcount

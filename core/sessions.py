@@ -49,8 +49,15 @@ _COLUMNS = "session_id, user_id, room_name, report, started_at, ended_at, create
     reraise=True,
     before_sleep=lambda state: log.warning("saving session report failed; retrying (%s)", state.outcome.exception()),
 )
-def save_report(scope: Scope, session_id: str, report: dict[str, Any], *, room_name: str | None = None,
-                started_at: datetime | None = None, ended_at: datetime | None = None) -> SessionRecord:
+def save_report(
+    scope: Scope,
+    session_id: str,
+    report: dict[str, Any],
+    *,
+    room_name: str | None = None,
+    started_at: datetime | None = None,
+    ended_at: datetime | None = None,
+) -> SessionRecord:
     """Insert or replace the report for `session_id` (service scope only).
 
     Retried on connection failures; the caller logs a final failure, so a
@@ -69,15 +76,16 @@ def save_report(scope: Scope, session_id: str, report: dict[str, Any], *, room_n
     # What jsonb cannot hold (NaN, NUL, broken Unicode) is replaced, not refused: a report is never lost for it.
     encoded = json.dumps(sanitize_json(report), ensure_ascii=False, allow_nan=False)
     if len(encoded.encode()) > MAX_REPORT_BYTES:
-        raise InvalidInput(f"The session report is too large to store ({len(encoded.encode()):,} bytes; "
-                           f"the limit is {MAX_REPORT_BYTES:,}).")
+        raise InvalidInput(
+            f"The session report is too large to store ({len(encoded.encode()):,} bytes; "
+            f"the limit is {MAX_REPORT_BYTES:,})."
+        )
     try:
         row = _upsert_report(scope, session_id, encoded, room_name, started_at, ended_at)
     except pg_errors.ForeignKeyViolation:
         raise NotFound("There is no such user to save a session report for.") from None
     except psycopg.DataError as exc:  # anything else Postgres cannot store
-        raise InvalidInput(f"The database refused the session report ({str(exc).strip().splitlines()[0]}).") \
-            from None
+        raise InvalidInput(f"The database refused the session report ({str(exc).strip().splitlines()[0]}).") from None
     if row is None:
         raise InvalidInput(f"Session {session_id} belongs to another user.")
     return SessionRecord(**row)
@@ -112,8 +120,10 @@ def list_sessions(scope: Scope, *, limit: int = 100) -> list[SessionRecord]:
 def get_session(scope: Scope, session_id: str) -> SessionRecord:
     session_id = clean_text(session_id, what="session id", max_length=200)
     with transaction(scope) as cur:
-        cur.execute(f"select {_COLUMNS} from public.sessions where session_id = %s and user_id = %s",
-                    (session_id, scope.user_id))
+        cur.execute(
+            f"select {_COLUMNS} from public.sessions where session_id = %s and user_id = %s",
+            (session_id, scope.user_id),
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound(f"Session {session_id} not found.")

@@ -135,6 +135,7 @@ def _check_json(value: Any, *, what: str, depth: int, max_depth: int) -> None:
 
 def parse_json_text(text: str, *, what: str) -> Any:
     """json.loads that refuses NaN/Infinity and turns every parse failure into InvalidInput."""
+
     def no_constants(name: str):
         raise InvalidInput(f"The {what} contain {name}, which JSON cannot hold.")
 
@@ -158,8 +159,7 @@ def sanitize_json(value: Any, *, depth: int = 0, max_depth: int = 64) -> Any:
     if isinstance(value, str):
         return _SURROGATE.sub("\ufffd", value.replace("\x00", ""))
     if isinstance(value, dict):
-        return {sanitize_json(str(k)): sanitize_json(v, depth=depth + 1, max_depth=max_depth)
-                for k, v in value.items()}
+        return {sanitize_json(str(k)): sanitize_json(v, depth=depth + 1, max_depth=max_depth) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
         return [sanitize_json(v, depth=depth + 1, max_depth=max_depth) for v in value]
     return sanitize_json(str(value))

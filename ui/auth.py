@@ -29,6 +29,7 @@ from core import identity, session_store
 from core.db import Scope
 from core.errors import AuthError, AuthUnavailable
 from core.identity import AuthSession, VerifiedUser
+from ui import chat_state
 from ui.format import short_id
 
 log = logging.getLogger("memory_playground.ui.auth")
@@ -127,7 +128,7 @@ _SESSION_END_REASONS = {
     "refresh_token_not_found": "the session was signed out, for example from another device",
     "session_not_found": "the session was signed out, for example from another device",
     "refresh_token_already_used": "its sign-in token was presented twice, which can mean it was copied, "
-                                  "so the session was closed",
+    "so the session was closed",
     "user_not_found": "the account no longer exists",
     "user_banned": "the account is blocked",
 }
@@ -161,8 +162,9 @@ def client_address() -> str:
         return "local"
 
 
-def restore_or_sign_in(stored_refresh_token: str | None, *,
-                       client: str | None = None) -> tuple[AuthSession, str | None, str]:
+def restore_or_sign_in(
+    stored_refresh_token: str | None, *, client: str | None = None
+) -> tuple[AuthSession, str | None, str]:
     """(session, notice, family) for a new browser session: restored from the
     cookie's refresh token when it is still good, otherwise a new anonymous user
     (with a notice saying why). DatabaseUnavailable and AuthUnavailable propagate:
@@ -180,17 +182,22 @@ def restore_or_sign_in(stored_refresh_token: str | None, *,
                     if latest is not None and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS:
                         return _still_standing(latest, family), None, family
                     if latest is not None:  # about to expire: renew the newest, never the stale token
-                        return session_store.record(family, latest.refresh_token,
-                                                    identity.refresh(latest.refresh_token)), None, family
+                        return (
+                            session_store.record(family, latest.refresh_token, identity.refresh(latest.refresh_token)),
+                            None,
+                            family,
+                        )
                 restored = identity.refresh(stored_refresh_token)
                 return session_store.record(family, stored_refresh_token, restored), None, family
         except AuthUnavailable:
             raise
         except AuthError as exc:
             log.info("stored identity not restored: %s", exc)
-            notice = (f"Your previous identity could not be restored: {session_end_reason(exc)}. "
-                      "If you saved it with an email, sign in again with it (Sign in with email, in this "
-                      "sidebar); until then you are a new anonymous visitor.")
+            notice = (
+                f"Your previous identity could not be restored: {session_end_reason(exc)}. "
+                "If you saved it with an email, sign in again with it (Sign in with email, in this "
+                "sidebar); until then you are a new anonymous visitor."
+            )
     fresh = identity.sign_in_anonymously(client=client)
     return fresh, notice, session_store.start(fresh)
 
@@ -234,11 +241,15 @@ def _session_ended(ended: AuthSession, exc: AuthError) -> AuthSession:
     last: Visitor | None = st.session_state.get("mp_visitor")
     email = ended.email or (last.email if last is not None and last.user_id == ended.user_id else None)
     if email:
-        notice = (f"Your session as {email} has ended: {reason}. Sign in again to get back to your memories; "
-                  "until then you are a new anonymous visitor.")
+        notice = (
+            f"Your session as {email} has ended: {reason}. Sign in again to get back to your memories; "
+            "until then you are a new anonymous visitor."
+        )
     else:
-        notice = (f"Your session has ended: {reason}. An anonymous identity cannot be signed into again, "
-                  "so you are now a new anonymous visitor.")
+        notice = (
+            f"Your session has ended: {reason}. An anonymous identity cannot be signed into again, "
+            "so you are now a new anonymous visitor."
+        )
     log.info("session of %s ended: %s", ended.user_id, exc)
     fresh = identity.sign_in_anonymously(client=client_address())
     _replace(fresh, family=session_store.start(fresh), notice=notice)
@@ -316,10 +327,8 @@ def resign_email() -> str | None:
 
 def _replace(auth: AuthSession, *, family: str, notice: str | None = None) -> None:
     """Switch this browser session to another identity and forget the old one's view state."""
-    from ui import chat_state  # late: chat_state imports the agent runtime lazily too
-
     chat_state.close_chat_session(reason="identity changed")
-    for key in [k for k in st.session_state.keys() if str(k).startswith(USER_STATE_PREFIX)]:
+    for key in [k for k in st.session_state if str(k).startswith(USER_STATE_PREFIX)]:
         del st.session_state[key]
     _store(auth, notice, family=family)
     st.session_state[_GENERATION_KEY] = st.session_state.get(_GENERATION_KEY, 0) + 1

@@ -6,8 +6,8 @@ run *without* the entry script: Streamlit treats an app with a `pages/` folder
 as a v1 multipage app until `st.navigation` has run once in the process, so the
 very first request of a fresh server for a deep link (e.g. /memories) executes
 pages/memories.py directly. `run_page` notices that, switches Streamlit to
-`st.navigation` mode (setting the flag st.navigation itself sets) and reruns, so the entry script runs and a page never runs without the
-verified visitor.
+`st.navigation` mode (setting the flag st.navigation itself sets) and reruns,
+so the entry script runs and a page never runs without the verified visitor.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ import logging
 from collections.abc import Callable
 
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.pages_manager import PagesManager
 
+from agent import plugins
 from core.errors import AuthError, AuthUnavailable
 from ui import auth, sidebar, style
 from ui.errors import run_guarded, show_error
@@ -34,8 +37,6 @@ def _server_loop():
     Streamlit has no public accessor for it; this reads Runtime's (pinned version) and the
     subprocess tests of `streamlit run` with a real LLM configured prove it still works.
     """
-    from streamlit.runtime import Runtime
-
     if not Runtime.exists():
         return None
     try:
@@ -51,13 +52,11 @@ def load_agent_plugins() -> None:
     so the registration runs on the server's loop. A failure is logged; building a model
     that needs the plugin then says clearly what is missing.
     """
-    from agent import plugins
-
     if plugins.registered():
         return
     try:
         plugins.register_on(_server_loop())
-    except Exception:  # noqa: BLE001 - the pages that need no model keep working
+    except Exception:  # the pages that need no model keep working
         log.exception("the livekit plugins could not be registered")
 
 
@@ -90,8 +89,6 @@ def page_follows() -> None:
 def run_page(body: Callable[[], None]) -> None:
     """Run a page body; if the entry script did not run first, rerun through it."""
     if not st.session_state.pop(_RENDERED_THIS_RUN, False):
-        from streamlit.runtime.pages_manager import PagesManager
-
         PagesManager.uses_pages_directory = False  # exactly what st.navigation() does first
         st.rerun()
     run_guarded(body)

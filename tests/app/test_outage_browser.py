@@ -10,13 +10,8 @@ import time
 import pytest
 
 from core import db, embedded_pg
-from tests.app_fixtures import (  # noqa: F401
-    browser,
-    new_browser_page,
-    start_streamlit,
-    stop_streamlit,
-    wait_for_identity_cookie,
-)
+from tests.support.app import start_streamlit, stop_streamlit
+from tests.support.browser import wait_for_identity_cookie
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

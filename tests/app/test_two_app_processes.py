@@ -14,13 +14,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.app_fixtures import (  # noqa: F401
-    browser,
-    start_streamlit,
-    stop_streamlit,
-    wait_for_app,
-    wait_for_identity_cookie,
-)
+from tests.support.app import start_streamlit, stop_streamlit
+from tests.support.browser import wait_for_app, wait_for_identity_cookie
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -82,7 +77,8 @@ def test_one_browser_across_two_app_processes_keeps_its_identity_and_memories(tw
         go(second, b, "Memories")
         assert_signed_in_as(second, visitor)
         expect(second.locator('[class*="st-key-u_memcard_"]', has_text="favorite_color")).to_contain_text(
-            "teal", timeout=30_000)
+            "teal", timeout=30_000
+        )
 
         # both tabs keep working, each on its own process, while each run rotates the shared tokens
         for round_ in range(3):
@@ -101,7 +97,8 @@ def test_one_browser_across_two_app_processes_keeps_its_identity_and_memories(tw
                 wait_for_app(first)
             assert_signed_in_as(first, visitor)
         expect(first.locator('[class*="st-key-u_memcard_"]', has_text="favorite_color")).to_contain_text(
-            "teal", timeout=30_000)
+            "teal", timeout=30_000
+        )
         click_nav(second, "Memories")
         assert_signed_in_as(second, visitor)
     finally:

@@ -48,8 +48,9 @@ def local_stranger():
     if os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser"):
         pytest.skip("needs root with useradd/runuser to create a second local account")
     name = f"mpprobe{uuid.uuid4().hex[:8]}"
-    created = subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-                             capture_output=True, text=True)
+    created = subprocess.run(
+        ["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", name], capture_output=True, text=True
+    )
     if created.returncode != 0:
         pytest.skip(f"could not create a second local account: {created.stderr.strip()}")
     try:
@@ -59,9 +60,25 @@ def local_stranger():
 
 
 def _psql_as(user: str, conninfo: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["runuser", "-u", user, "--", str(PSQL), "-w", "-X", "-At", "-c",
-                           "select current_user || ' super=' || rolsuper from pg_roles where rolname = current_user",
-                           conninfo], capture_output=True, text=True, timeout=30, cwd="/")
+    return subprocess.run(
+        [
+            "runuser",
+            "-u",
+            user,
+            "--",
+            str(PSQL),
+            "-w",
+            "-X",
+            "-At",
+            "-c",
+            "select current_user || ' super=' || rolsuper from pg_roles where rolname = current_user",
+            conninfo,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd="/",
+    )
 
 
 def _without_password(uri: str, role: str) -> str:
@@ -112,8 +129,12 @@ def test_a_second_local_account_cannot_connect(database_uri, local_stranger):
     _assert_stranger_refused(local_stranger, server)
     # and cannot read the password files either
     for role in embedded_pg.ROLES:
-        read = subprocess.run(["runuser", "-u", local_stranger, "--", "cat", str(embedded_pg.passfile(
-            server.data_dir, role))], capture_output=True, text=True, cwd="/")
+        read = subprocess.run(
+            ["runuser", "-u", local_stranger, "--", "cat", str(embedded_pg.passfile(server.data_dir, role))],
+            capture_output=True,
+            text=True,
+            cwd="/",
+        )
         assert read.returncode != 0 and "Permission denied" in read.stderr
 
 
@@ -141,20 +162,32 @@ def test_a_long_data_dir_gets_a_private_socket_directory_and_strangers_stay_out(
 
 def test_login_roles_are_not_superusers_and_cannot_become_one(database_uri):
     with db.admin_connection() as conn:
-        rows = {name: rest for name, *rest in conn.execute(
-            "select rolname, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb, rolinherit, "
-            "  pg_has_role(rolname, 'postgres', 'member'), pg_has_role(rolname, 'service_role', 'member'), "
-            "  pg_has_role(rolname, 'authenticated', 'member') "
-            "from pg_roles where rolname in (%s, %s)", (embedded_pg.APP_ROLE, embedded_pg.SERVICE_ROLE)).fetchall()}
+        rows = {
+            name: rest
+            for name, *rest in conn.execute(
+                "select rolname, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb, rolinherit, "
+                "  pg_has_role(rolname, 'postgres', 'member'), pg_has_role(rolname, 'service_role', 'member'), "
+                "  pg_has_role(rolname, 'authenticated', 'member') "
+                "from pg_roles where rolname in (%s, %s)",
+                (embedded_pg.APP_ROLE, embedded_pg.SERVICE_ROLE),
+            ).fetchall()
+        }
     #                             super  bypass createrole createdb inherit  owner  service authenticated
     assert rows[embedded_pg.APP_ROLE] == [False, False, False, False, False, False, False, True]
     assert rows[embedded_pg.SERVICE_ROLE] == [False, False, False, False, False, False, True, False]
     with psycopg.connect(db.app_url()) as conn:
-        for statement in ("set role postgres", "set role service_role", "set session authorization postgres",
-                          "alter role memory_playground_app superuser", "alter role memory_playground_app bypassrls",
-                          "grant service_role to memory_playground_app", "select * from auth.claims_keys",
-                          "select * from auth.users", "create table public.planted (id int)",
-                          "copy (select 1) to program 'id'"):
+        for statement in (
+            "set role postgres",
+            "set role service_role",
+            "set session authorization postgres",
+            "alter role memory_playground_app superuser",
+            "alter role memory_playground_app bypassrls",
+            "grant service_role to memory_playground_app",
+            "select * from auth.claims_keys",
+            "select * from auth.users",
+            "create table public.planted (id int)",
+            "copy (select 1) to program 'id'",
+        ):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 conn.execute(statement)
             conn.rollback()
@@ -187,12 +220,18 @@ def test_swapping_in_another_users_claims_is_refused(two_users):
     raw_a, mac_a = db.signed_claims(a.claims, key)
     attempts = [
         ("select set_config('request.jwt.claims', %s, true)", (raw_b,)),  # B's claims, A's signature
-        ("select set_config('request.jwt.claims', %s, true), set_config('request.jwt.claims_mac', %s, true)",
-         (raw_b, "0" * 64)),  # a made-up signature
-        ("select set_config('request.jwt.claims', %s, true), set_config('request.jwt.claims_mac', %s, true)",
-         (raw_b, mac_a)),  # A's signature on B's claims
-        ("select set_config('request.jwt.claims', %s, true), set_config('request.jwt.claims_mac', '', true)",
-         (raw_b,)),  # no signature at all
+        (
+            "select set_config('request.jwt.claims', %s, true), set_config('request.jwt.claims_mac', %s, true)",
+            (raw_b, "0" * 64),
+        ),  # a made-up signature
+        (
+            "select set_config('request.jwt.claims', %s, true), set_config('request.jwt.claims_mac', %s, true)",
+            (raw_b, mac_a),
+        ),  # A's signature on B's claims
+        (
+            "select set_config('request.jwt.claims', %s, true), set_config('request.jwt.claims_mac', '', true)",
+            (raw_b,),
+        ),  # no signature at all
         ("select set_config('request.jwt.claims', %s, false)", (raw_b.replace(" ", ""),)),  # session-wide
     ]
     for statement, params in attempts:
@@ -211,9 +250,13 @@ def test_the_app_role_reads_no_other_users_rows_by_any_path(two_users):
     """All of the above in one tally, as the security probe counts it."""
     a, b = two_users
     leaked = 0
-    probes = ["reset role", "set local role service_role", "set local role postgres",
-              "select set_config('request.jwt.claims', '{\"sub\": \"%s\", \"role\": \"authenticated\"}', true)"
-              % b.user_id, "set local role anon"]
+    probes = [
+        "reset role",
+        "set local role service_role",
+        "set local role postgres",
+        'select set_config(\'request.jwt.claims\', \'{"sub": "%s", "role": "authenticated"}\', true)' % b.user_id,
+        "set local role anon",
+    ]
     for probe in probes:
         try:
             with db.transaction(a) as cur:

@@ -31,29 +31,74 @@ from core.retrieval import RrfParams, search_knowledge, search_memories
 
 EXAMPLES = int(os.environ.get("HOSTILE_INPUT_EXAMPLES", "30"))
 CASES: dict[str, int] = {}
-HOSTILE = settings(max_examples=EXAMPLES, deadline=None, database=None,
-                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
-                                          HealthCheck.data_too_large, HealthCheck.filter_too_much])
+HOSTILE = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
+)
 
 
 # ---------------------------------------------------------------------------
 # What an attacker (or an unlucky caller) sends
 # ---------------------------------------------------------------------------
 
-SPECIAL_TEXT = ["", "   ", "\x00", "a\x00b", "\ud800", "x\udfffy", "\ud83d", "\u202eevil", "' or 1=1 --", "%s %(x)s",
-                "{}", "[]", "null", "NaN", "Infinity", "\\", "\n\r\t", "😀" * 700, "x" * 2001, "x" * 100_000,
-                "Favorite Color", "favorite_color", "order 1001", "1001", "#1003", "Europe/Paris", "../../etc/passwd",
-                "a@b.co", "teal"]
+SPECIAL_TEXT = [
+    "",
+    "   ",
+    "\x00",
+    "a\x00b",
+    "\ud800",
+    "x\udfffy",
+    "\ud83d",
+    "\u202eevil",
+    "' or 1=1 --",
+    "%s %(x)s",
+    "{}",
+    "[]",
+    "null",
+    "NaN",
+    "Infinity",
+    "\\",
+    "\n\r\t",
+    "😀" * 700,
+    "x" * 2001,
+    "x" * 100_000,
+    "Favorite Color",
+    "favorite_color",
+    "order 1001",
+    "1001",
+    "#1003",
+    "Europe/Paris",
+    "../../etc/passwd",
+    "a@b.co",
+    "teal",
+]
 any_text = st.one_of(
     st.sampled_from(SPECIAL_TEXT),
     st.text(max_size=60),
     st.text(st.characters(categories=["Cs", "Cc", "Zs", "So", "Mn"]), max_size=30),  # surrogates, controls
 )
-numbers = st.one_of(st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=True, allow_infinity=True),
-                    st.sampled_from([0, 1, -1, 10, 200, 201, 10_000, float("nan"), float("inf"), -float("inf"),
-                                     2**63, 1e308, 0.5, True, False]))
-scalars = st.one_of(st.none(), st.booleans(), numbers, any_text, st.binary(max_size=16),
-                    st.sampled_from([object(), b"\x00", bytearray(b"x"), uuid.UUID(int=0), datetime(2000, 1, 1)]))
+numbers = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(
+        [0, 1, -1, 10, 200, 201, 10_000, float("nan"), float("inf"), -float("inf"), 2**63, 1e308, 0.5, True, False]
+    ),
+)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    numbers,
+    any_text,
+    st.binary(max_size=16),
+    st.sampled_from([object(), b"\x00", bytearray(b"x"), uuid.UUID(int=0), datetime(2000, 1, 1)]),
+)
 
 
 def _nested(depth: int, kind: str):
@@ -65,8 +110,10 @@ def _nested(depth: int, kind: str):
 
 json_like = st.recursive(
     st.one_of(st.none(), st.booleans(), numbers, any_text),
-    lambda children: st.one_of(st.lists(children, max_size=4),
-                               st.dictionaries(st.one_of(any_text, st.integers(), st.none()), children, max_size=4)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.one_of(any_text, st.integers(), st.none()), children, max_size=4),
+    ),
     max_leaves=16,
 )
 deep = st.builds(_nested, st.integers(min_value=19, max_value=3000), st.sampled_from(["list", "dict"]))
@@ -98,9 +145,11 @@ def _report_case_count(pytestconfig):
     yield
     total = sum(CASES.values())
     untyped = OUTCOMES["calls"] - OUTCOMES["results"] - OUTCOMES["typed errors"]
-    line = (f"hostile input: {total} cases ({', '.join(f'{k} {v}' for k, v in sorted(CASES.items()))}); "
-            f"{OUTCOMES['calls']} service calls: {OUTCOMES['results']} results, {OUTCOMES['typed errors']} typed "
-            f"errors, {untyped} other exceptions (each fails its test)")
+    line = (
+        f"hostile input: {total} cases ({', '.join(f'{k} {v}' for k, v in sorted(CASES.items()))}); "
+        f"{OUTCOMES['calls']} service calls: {OUTCOMES['results']} results, {OUTCOMES['typed errors']} typed "
+        f"errors, {untyped} other exceptions (each fails its test)"
+    )
     capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
         print(f"\n{line}")
@@ -119,12 +168,21 @@ def user(database_uri):
 def _snapshot(user_id) -> tuple:
     with db.admin_connection() as conn:
         return (
-            conn.execute("select memory_type, content, session_id, embedding::text from public.memories "
-                         "where user_id = %s order by memory_type", (user_id,)).fetchall(),
-            conn.execute("select name, email, preferred_language, timezone, preferences::text from public.profiles "
-                         "where id = %s", (user_id,)).fetchone(),
-            conn.execute("select session_id, report::text, room_name from public.sessions where user_id = %s "
-                         "order by session_id", (user_id,)).fetchall(),
+            conn.execute(
+                "select memory_type, content, session_id, embedding::text from public.memories "
+                "where user_id = %s order by memory_type",
+                (user_id,),
+            ).fetchall(),
+            conn.execute(
+                "select name, email, preferred_language, timezone, preferences::text from public.profiles "
+                "where id = %s",
+                (user_id,),
+            ).fetchone(),
+            conn.execute(
+                "select session_id, report::text, room_name from public.sessions where user_id = %s "
+                "order by session_id",
+                (user_id,),
+            ).fetchall(),
         )
 
 
@@ -140,14 +198,19 @@ def _unchanged_if_refused(user_id, call, *args, **kwargs):
 # memories
 # ---------------------------------------------------------------------------
 
+
 @HOSTILE
-@given(slot=st.one_of(hostile, st.sampled_from(["note", "favorite_color"])),
-       content=st.one_of(hostile, st.text(min_size=1, max_size=40)), session_id=st.one_of(st.none(), hostile))
+@given(
+    slot=st.one_of(hostile, st.sampled_from(["note", "favorite_color"])),
+    content=st.one_of(hostile, st.text(min_size=1, max_size=40)),
+    session_id=st.one_of(st.none(), hostile),
+)
 def test_remember(user, slot, content, session_id):
     _count("remember")
     _, verified, scope = user
-    result, error = _unchanged_if_refused(verified.user_id, memories.remember, scope, slot, content,
-                                          session_id=session_id)
+    result, error = _unchanged_if_refused(
+        verified.user_id, memories.remember, scope, slot, content, session_id=session_id
+    )
     if error is None:
         stored = memories.recall(scope, result.memory.memory_type)
         assert stored.content == result.memory.content  # what was reported is what is stored, whole
@@ -170,15 +233,19 @@ def test_recall_forget_update_delete(user, slot, memory_id, content):
 
 
 @HOSTILE
-@given(query=st.one_of(hostile, st.just("teal")), limit=st.one_of(hostile, st.just(5)),
-       weights=st.tuples(st.one_of(numbers, scalars), st.one_of(numbers, scalars), st.one_of(numbers, scalars)),
-       mode=st.one_of(hostile, st.sampled_from(["hybrid", "vector", "text"])),
-       text_match=st.one_of(hostile, st.sampled_from(["any", "all"])))
+@given(
+    query=st.one_of(hostile, st.just("teal")),
+    limit=st.one_of(hostile, st.just(5)),
+    weights=st.tuples(st.one_of(numbers, scalars), st.one_of(numbers, scalars), st.one_of(numbers, scalars)),
+    mode=st.one_of(hostile, st.sampled_from(["hybrid", "vector", "text"])),
+    text_match=st.one_of(hostile, st.sampled_from(["any", "all"])),
+)
 def test_search_memories(user, query, limit, weights, mode, text_match):
     _count("search_memories")
     _, verified, scope = user
-    result, error = _typed_or_ok(search_memories, scope, query, limit=limit, params=RrfParams(*weights), mode=mode,
-                                 text_match=text_match)
+    result, error = _typed_or_ok(
+        search_memories, scope, query, limit=limit, params=RrfParams(*weights), mode=mode, text_match=text_match
+    )
     if error is None:
         assert all(math.isfinite(hit.rrf_score) for hit in result.hits)
         owned = {m.id for m in memories.list_memories(scope)}
@@ -188,6 +255,7 @@ def test_search_memories(user, query, limit, weights, mode, text_match):
 # ---------------------------------------------------------------------------
 # knowledge, orders
 # ---------------------------------------------------------------------------
+
 
 @HOSTILE
 @given(query=hostile, limit=st.one_of(hostile, st.just(3)), category=st.one_of(st.none(), hostile))
@@ -210,9 +278,12 @@ def test_order_lookup(user, order_id):
 # profiles
 # ---------------------------------------------------------------------------
 
+
 @HOSTILE
-@given(field=st.one_of(hostile, st.sampled_from(profiles.ALLOWED_FIELDS)),
-       value=st.one_of(hostile, st.dictionaries(any_text, json_like, max_size=5)))
+@given(
+    field=st.one_of(hostile, st.sampled_from(profiles.ALLOWED_FIELDS)),
+    value=st.one_of(hostile, st.dictionaries(any_text, json_like, max_size=5)),
+)
 def test_update_profile(user, field, value):
     _count("update_profile")
     _, verified, scope = user
@@ -237,18 +308,23 @@ def test_preload_stays_within_its_limits(user):
 # sessions
 # ---------------------------------------------------------------------------
 
+
 @HOSTILE
-@given(session_id=st.one_of(hostile, st.just("sess-ok")), report=st.one_of(hostile, st.dictionaries(any_text, json_like)),
-       room_name=st.one_of(st.none(), hostile),
-       started=st.one_of(st.none(), hostile, st.datetimes(timezones=st.just(timezone.utc))))
+@given(
+    session_id=st.one_of(hostile, st.just("sess-ok")),
+    report=st.one_of(hostile, st.dictionaries(any_text, json_like)),
+    room_name=st.one_of(st.none(), hostile),
+    started=st.one_of(st.none(), hostile, st.datetimes(timezones=st.just(timezone.utc))),
+)
 def test_save_and_read_reports(user, session_id, report, room_name, started):
     _count("sessions")
     _, verified, scope = user
     service = Scope.service(verified.user_id)
     if session_id == "sess-ok":
         session_id = f"sess-{uuid.uuid4().hex}"
-    result, error = _unchanged_if_refused(verified.user_id, sessions.save_report, service, session_id, report,
-                                          room_name=room_name, started_at=started)
+    result, error = _unchanged_if_refused(
+        verified.user_id, sessions.save_report, service, session_id, report, room_name=room_name, started_at=started
+    )
     if error is None:
         stored = sessions.get_session(scope, result.session_id).report
         json.dumps(stored, allow_nan=False)  # NaN became null, nothing was lost to a refusal
@@ -259,6 +335,7 @@ def test_save_and_read_reports(user, session_id, report, room_name, started):
 # ---------------------------------------------------------------------------
 # identity and LiveKit tokens
 # ---------------------------------------------------------------------------
+
 
 @HOSTILE
 @given(token=hostile, email=hostile, password=hostile)
@@ -277,8 +354,11 @@ def test_identity(user, token, email, password):
 
 @pytest.fixture
 def livekit_env(monkeypatch):
-    for name, value in (("LIVEKIT_URL", "wss://example.livekit.cloud"), ("LIVEKIT_API_KEY", "key"),
-                        ("LIVEKIT_API_SECRET", "s" * 40)):
+    for name, value in (
+        ("LIVEKIT_URL", "wss://example.livekit.cloud"),
+        ("LIVEKIT_API_KEY", "key"),
+        ("LIVEKIT_API_SECRET", "s" * 40),
+    ):
         monkeypatch.setenv(name, value)
     config.reload_settings()
     yield
@@ -299,6 +379,7 @@ def test_livekit_tokens(user, livekit_env, room, ttl):
 # the eval CLI
 # ---------------------------------------------------------------------------
 
+
 def _line(value) -> str:
     """The value as a JSONL line when JSON can hold it, else as raw text (itself bad input)."""
     try:
@@ -313,8 +394,10 @@ def _line(value) -> str:
 
 
 @HOSTILE
-@given(field=st.sampled_from(["id", "user", "memory_type", "content", "query", "relevant", "whole_line"]),
-       value=st.one_of(hostile, st.sampled_from(["[" * 5000, '{"id": 1e999999}', "\x00", '"\\ud800"'])))
+@given(
+    field=st.sampled_from(["id", "user", "memory_type", "content", "query", "relevant", "whole_line"]),
+    value=st.one_of(hostile, st.sampled_from(["[" * 5000, '{"id": 1e999999}', "\x00", '"\\ud800"'])),
+)
 def test_eval_cli(database_uri, tmp_path_factory, field, value):
     _count("eval_cli")
     workdir = tmp_path_factory.mktemp("eval")
@@ -336,8 +419,19 @@ def test_eval_cli(database_uri, tmp_path_factory, field, value):
         paths[name] = Path(workdir / f"{name}.jsonl")
         paths[name].write_text(text + "\n", encoding="utf-8", errors="surrogatepass")
     out = io.StringIO()
-    code = eval_retrieval.main(["--memories", str(paths["memories"]), "--queries", str(paths["queries"]),
-                                "--qrels", str(paths["qrels"]), "--database-url", database_uri], stdout=out)
+    code = eval_retrieval.main(
+        [
+            "--memories",
+            str(paths["memories"]),
+            "--queries",
+            str(paths["queries"]),
+            "--qrels",
+            str(paths["qrels"]),
+            "--database-url",
+            database_uri,
+        ],
+        stdout=out,
+    )
     OUTCOMES["calls"] += 1
     OUTCOMES["results" if code == 0 else "typed errors"] += code in (0, 2)
     assert code in (0, 2), code  # done, or bad input said in one sentence (1 would be the database or model)

@@ -64,8 +64,11 @@ def test_every_path_recovers_within_5_seconds_of_the_server_stopping_under_load(
                 events[name].append((time.monotonic(), "error"))
                 time.sleep(0.05)
 
-    threads = [threading.Thread(target=hammer, args=(name, call), daemon=True)
-               for name, call in paths.items() for _ in range(3)]  # three callers per path: 12 at once
+    threads = [
+        threading.Thread(target=hammer, args=(name, call), daemon=True)
+        for name, call in paths.items()
+        for _ in range(3)
+    ]  # three callers per path: 12 at once
     with caplog.at_level(logging.WARNING):
         for thread in threads:
             thread.start()
@@ -90,8 +93,10 @@ def test_every_path_recovers_within_5_seconds_of_the_server_stopping_under_load(
         after = [t for t, outcome in events[name] if t > down_at and outcome == "ok"]
         recovery[name] = (after[0] - stop_at[0]) if after else float("inf")
         seen_down[name] = sum(1 for t, outcome in events[name] if stop_at[0] < t and outcome != "ok")
-        print(f"{name}: working again {recovery[name]:.2f} s after the stop began "
-              f"({seen_down[name]} typed failures meanwhile)")
+        print(
+            f"{name}: working again {recovery[name]:.2f} s after the stop began "
+            f"({seen_down[name]} typed failures meanwhile)"
+        )
     assert not untyped, untyped[:5]
     assert sum(seen_down.values()) > 0  # the outage was really there to recover from
     assert all(seconds <= RECOVERY_GOAL_SECONDS for seconds in recovery.values()), recovery

@@ -15,14 +15,17 @@ PASSWORD = "correct horse battery"
 
 def _backdate(token: str, column: str, interval: str) -> None:
     with db.admin_connection() as conn:
-        conn.execute(f"update auth.refresh_tokens set {column} = {column} - interval '{interval}' "
-                     "where token_hash = %s", (identity.hash_refresh_token(token),))
+        conn.execute(
+            f"update auth.refresh_tokens set {column} = {column} - interval '{interval}' where token_hash = %s",
+            (identity.hash_refresh_token(token),),
+        )
 
 
 def _family(token: str):
     with db.admin_connection() as conn:
-        return conn.execute("select family_id from auth.refresh_tokens where token_hash = %s",
-                            (identity.hash_refresh_token(token),)).fetchone()[0]
+        return conn.execute(
+            "select family_id from auth.refresh_tokens where token_hash = %s", (identity.hash_refresh_token(token),)
+        ).fetchone()[0]
 
 
 def _email_user():
@@ -51,8 +54,10 @@ def test_rotation_does_not_extend_the_absolute_lifetime(database_uri):
     for _ in range(3):  # used every day: still ends 30 days after the sign-in
         session = identity.refresh(session.refresh_token)
     with db.admin_connection() as conn:
-        age = conn.execute("select extract(day from now() - session_started_at) from auth.refresh_tokens "
-                           "where token_hash = %s", (identity.hash_refresh_token(session.refresh_token),)).fetchone()
+        age = conn.execute(
+            "select extract(day from now() - session_started_at) from auth.refresh_tokens where token_hash = %s",
+            (identity.hash_refresh_token(session.refresh_token),),
+        ).fetchone()
     assert int(age[0]) == 29
     _backdate(session.refresh_token, "session_started_at", "2 days")
     _refused(session.refresh_token, "session_expired")
@@ -123,8 +128,13 @@ def test_signing_out_revokes_every_earlier_token_of_the_user(database_uri):
 
 def test_signing_out_with_someone_elses_session_object_revokes_nothing(database_uri):
     victim, attacker = identity.sign_in_anonymously(), identity.sign_in_anonymously()
-    forged = identity.AuthSession(access_token=attacker.access_token, refresh_token=attacker.refresh_token,
-                                  expires_at=attacker.expires_at, user_id=victim.user_id, is_anonymous=True)
+    forged = identity.AuthSession(
+        access_token=attacker.access_token,
+        refresh_token=attacker.refresh_token,
+        expires_at=attacker.expires_at,
+        user_id=victim.user_id,
+        is_anonymous=True,
+    )
     identity.sign_out(forged)
     assert identity.refresh(victim.refresh_token).user_id == victim.user_id
 

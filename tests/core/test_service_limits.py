@@ -39,7 +39,8 @@ def _bulk_memories(user_id, count: int, content_size: int = 60) -> None:
         cur.executemany(
             "insert into public.memories (user_id, memory_type, content, embedding, updated_at) "
             "values (%s, %s, %s, %s::extensions.vector, now() - make_interval(secs => %s))",
-            [(user_id, f"fact_{i:05d}", f"fact number {i} " + "x" * content_size, UNIT, i) for i in range(count)])
+            [(user_id, f"fact_{i:05d}", f"fact number {i} " + "x" * content_size, UNIT, i) for i in range(count)],
+        )
 
 
 def test_50_concurrent_upserts_of_one_slot_make_one_row_and_one_created(database_uri):
@@ -64,8 +65,10 @@ def test_50_concurrent_upserts_of_one_slot_make_one_row_and_one_created(database
     print(f"50 concurrent upserts: {len(created)} reported created")
     assert len(created) == 1 and created[0].previous_content is None
     with db.admin_connection() as conn:
-        rows = conn.execute("select content from public.memories where user_id = %s and memory_type = "
-                            "'favorite_color'", (verified.user_id,)).fetchall()
+        rows = conn.execute(
+            "select content from public.memories where user_id = %s and memory_type = 'favorite_color'",
+            (verified.user_id,),
+        ).fetchall()
     assert len(rows) == 1
     # every overwrite names the content it replaced: together they form one chain of 50 writes
     previous = sorted(r.previous_content for r in results if not r.created)
@@ -86,8 +89,12 @@ def test_memories_per_user_are_capped(database_uri, monkeypatch):
         memories.forget(scope, "fact_00004")
         assert memories.remember(scope, "one_more", "fits again", embed=_fake_embed).created is True
         with db.admin_connection() as conn:
-            assert conn.execute("select count(*) from public.memories where user_id = %s",
-                                (verified.user_id,)).fetchone()[0] == 25
+            assert (
+                conn.execute("select count(*) from public.memories where user_id = %s", (verified.user_id,)).fetchone()[
+                    0
+                ]
+                == 25
+            )
     finally:
         monkeypatch.undo()
         config.reload_settings()
@@ -113,8 +120,10 @@ def test_preload_of_20000_memories_stays_within_its_budget(database_uri):
     _bulk_memories(verified.user_id, 20_000)
     loaded = profiles.preload(Scope.service(verified.user_id))
     context = loaded.as_context()
-    print(f"preload of 20,000 memories: {len(loaded.memories)} listed, {loaded.omitted:,} left to search, "
-          f"{len(context):,} characters")
+    print(
+        f"preload of 20,000 memories: {len(loaded.memories)} listed, {loaded.omitted:,} left to search, "
+        f"{len(context):,} characters"
+    )
     settings = config.get_settings()
     assert len(loaded.memories) <= settings.preload_max_memories
     assert len(context) <= settings.preload_token_budget * 4 + 1000
@@ -132,8 +141,11 @@ def test_remember_for_a_user_that_does_not_exist_is_not_found(database_uri):
 
 def test_a_report_holding_nan_is_stored_with_null(database_uri):
     verified, scope = _user()
-    record = sessions.save_report(Scope.service(verified.user_id), f"nan-{uuid.uuid4().hex}",
-                                  {"score": float("nan"), "inf": float("inf"), "text": "a\x00b\ud800c", "ok": 1})
+    record = sessions.save_report(
+        Scope.service(verified.user_id),
+        f"nan-{uuid.uuid4().hex}",
+        {"score": float("nan"), "inf": float("inf"), "text": "a\x00b\ud800c", "ok": 1},
+    )
     assert record.report == {"score": None, "inf": None, "text": "ab\ufffdc", "ok": 1}
 
 
@@ -145,8 +157,9 @@ def test_one_refused_report_never_blocks_the_ones_after_it(database_uri, caplog)
     for path in spool.glob("*.json") if spool.exists() else []:
         path.unlink()
     # a report the database will refuse (too large even without its raw events) and a good one behind it
-    huge = reports._spool(verified.user_id, f"huge-{uuid.uuid4().hex}", {"playground": {"blob": "x" * 6_000_000}},
-                          None, None, None)
+    huge = reports._spool(
+        verified.user_id, f"huge-{uuid.uuid4().hex}", {"playground": {"blob": "x" * 6_000_000}}, None, None, None
+    )
     bad_user = reports._spool(uuid.uuid4(), f"orphan-{uuid.uuid4().hex}", {"x": 1}, None, None, None)
     good_id = f"good-{uuid.uuid4().hex}"
     reports._spool(verified.user_id, good_id, {"score": float("nan"), "turns": 2}, None, None, None)
@@ -179,8 +192,11 @@ def test_a_scope_must_say_whom_it_runs_as(database_uri):
 
 @pytest.mark.parametrize("room", ["room-1\n", "room\n", "\nroom", "room 1", "room/1", "r" * 129, ""])
 def test_room_names_must_match_entirely(database_uri, monkeypatch, room):
-    for name, value in (("LIVEKIT_URL", "wss://example.livekit.cloud"), ("LIVEKIT_API_KEY", "key"),
-                        ("LIVEKIT_API_SECRET", "s" * 40)):
+    for name, value in (
+        ("LIVEKIT_URL", "wss://example.livekit.cloud"),
+        ("LIVEKIT_API_KEY", "key"),
+        ("LIVEKIT_API_SECRET", "s" * 40),
+    ):
         monkeypatch.setenv(name, value)
     config.reload_settings()
     try:
@@ -212,9 +228,22 @@ def test_eval_cli_answers_broken_files_with_exit_2_and_one_line(tmp_path, case):
         memories_line = '{"id": ' + "9" * 5000 + ', "user": "u1", "memory_type": "drink", "content": "x"}'
     (tmp_path / "m.jsonl").write_text(memories_line + "\n")
     (tmp_path / "q.jsonl").write_text(queries_line + "\n")
-    result = subprocess.run([sys.executable, "-m", "core.eval_retrieval", "--memories", str(tmp_path / "m.jsonl"),
-                             "--queries", str(tmp_path / "q.jsonl")], cwd=PROJECT_ROOT, capture_output=True,
-                            text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core.eval_retrieval",
+            "--memories",
+            str(tmp_path / "m.jsonl"),
+            "--queries",
+            str(tmp_path / "q.jsonl"),
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("error: ") and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr

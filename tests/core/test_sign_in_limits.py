@@ -175,9 +175,11 @@ def _anonymous_with_data(idle_days: float):
     memories.remember(Scope.for_user(verified), "hobby", "kite surfing")
     session_store.start(session)
     with db.admin_connection() as conn:
-        conn.execute("update auth.users set created_at = now() - make_interval(days => %s), "
-                     "last_sign_in_at = now() - make_interval(days => %s) where id = %s",
-                     (int(idle_days), int(idle_days), session.user_id))
+        conn.execute(
+            "update auth.users set created_at = now() - make_interval(days => %s), "
+            "last_sign_in_at = now() - make_interval(days => %s) where id = %s",
+            (int(idle_days), int(idle_days), session.user_id),
+        )
     return session.user_id
 
 
@@ -188,7 +190,8 @@ def _exists(user_id) -> tuple:
             "(select count(*) from public.memories where user_id = %(u)s), "
             "(select count(*) from auth.refresh_tokens where user_id = %(u)s), "
             "(select count(*) from memory_playground_private.session_handoffs where user_id = %(u)s)",
-            {"u": user_id}).fetchone()
+            {"u": user_id},
+        ).fetchone()
 
 
 def test_cleanup_deletes_idle_anonymous_users_with_their_rows_and_keeps_the_rest(database_uri):
@@ -197,8 +200,11 @@ def test_cleanup_deletes_idle_anonymous_users_with_their_rows_and_keeps_the_rest
     saved = identity.sign_in_anonymously()
     identity.upgrade_to_email(saved, f"kept-{uuid.uuid4().hex[:8]}@example.com", PASSWORD)
     with db.admin_connection() as conn:
-        conn.execute("update auth.users set created_at = now() - interval '400 days', "
-                     "last_sign_in_at = now() - interval '400 days' where id = %s", (saved.user_id,))
+        conn.execute(
+            "update auth.users set created_at = now() - interval '400 days', "
+            "last_sign_in_at = now() - interval '400 days' where id = %s",
+            (saved.user_id,),
+        )
     assert all(_exists(user)[:2] == (1, 1) for user in idle)
 
     removed = identity.cleanup()
@@ -211,9 +217,14 @@ def test_cleanup_deletes_idle_anonymous_users_with_their_rows_and_keeps_the_rest
 
 def test_cleanup_command_line(database_uri):
     idle = _anonymous_with_data(40)
-    result = subprocess.run([sys.executable, "-m", "core.db", "cleanup", "--days", "30"], cwd=PROJECT_ROOT,
-                            env={**os.environ, "DATA_DIR": str(config.get_settings().data_dir)},
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "core.db", "cleanup", "--days", "30"],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "DATA_DIR": str(config.get_settings().data_dir)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("cleanup: ") and "idle anonymous user(s) deleted" in result.stdout
     assert _exists(idle)[0] == 0
