@@ -9,7 +9,7 @@ import sys
 from core.config import get_settings
 from core.db import database_url, migrate, reset, status
 from core.errors import DatabaseUnavailable, InvalidInput, PlaygroundError
-from core.identity import cleanup
+from core.maintenance import cleanup
 from core.seed import seed_all
 
 

@@ -81,7 +81,7 @@ class Settings(BaseSettings):
     # local connections): a burst, then this many per minute.
     anon_signin_burst: int = Field(20, ge=1, le=100_000)
     anon_signin_per_minute: float = Field(20.0, gt=0, le=1_000_000)
-    # `python -m core.db cleanup` (run by `make run`) deletes anonymous users idle this long.
+    # `python -m core cleanup` (run by `make run`) deletes anonymous users idle this long.
     anon_user_retention_days: float = Field(30.0, gt=0, le=36500)
 
     # --- limits per user ----------------------------------------------------

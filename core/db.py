@@ -12,7 +12,6 @@ import hmac
 import json
 import logging
 import threading
-import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -25,7 +24,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from core.config import LOCAL_SHIM_DIR, MIGRATIONS_DIR, get_settings
-from core.errors import DatabaseUnavailable, InvalidInput, PlaygroundError
+from core.errors import DatabaseUnavailable, InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +87,7 @@ def _embedded_uri(role: str) -> str:
 
 def database_url() -> str:
     """The owner's connection: ADMIN_DATABASE_URL, else DATABASE_URL, else the embedded
-    server's owner (migrations, seeding, maintenance, `python -m core.db uri`)."""
+    server's owner (migrations, seeding, maintenance, `python -m core uri`)."""
     settings = get_settings()
     if settings.admin_database_url or settings.database_url:
         return settings.admin_database_url or settings.database_url

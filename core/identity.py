@@ -505,19 +505,6 @@ class EmbeddedIssuer:
                 self._revoke_all(conn, session.user_id, "signed_out")
 
 
-def cleanup(older_than_days: float | None = None, *, conninfo: str | None = None) -> dict[str, int]:
-    """The maintenance job behind `python -m core.db cleanup` (run by `make run`): idle
-    anonymous users and session hand-offs older than the longest a session lasts."""
-    from core import session_store
-
-    removed = {"anonymous_users": delete_idle_anonymous_users(older_than_days, conninfo=conninfo)}
-    with admin_connection(conninfo) as conn:
-        removed["session_handoffs"] = session_store.prune(
-            conn, get_settings().refresh_token_lifetime_days * 86400 + 86400
-        )
-    return removed
-
-
 def delete_idle_anonymous_users(
     older_than_days: float | None = None, *, conninfo: str | None = None, batch_size: int = 500
 ) -> int:
@@ -596,31 +583,30 @@ def _mirror_into_local_auth_users(user_id: uuid.UUID, *, is_anonymous: bool, ema
         "where auth.users.is_anonymous is distinct from excluded.is_anonymous "
         "or auth.users.email is distinct from excluded.email"
     )
-    with service_connection() as conn:
-        with conn.transaction():
-            if email:
-                # Supabase keeps emails unique, so another mirrored row with this email is stale
-                # (a user of a previously configured project, or one who changed address).
-                conn.execute(
-                    "update auth.users set email = null, updated_at = now() where email = %s "
-                    "and id <> %s and raw_app_meta_data ? 'mirrored_from'",
-                    (email, user_id),
-                )
-            try:
-                with conn.transaction():  # a savepoint, so the fallback below can still run
-                    conn.execute(upsert, (user_id, is_anonymous, email, email, source))
-            except pg_errors.UniqueViolation:
-                # A user the embedded issuer created holds this email. Supabase decides who is who;
-                # the local row only needs the id, so keep it without the email.
-                log.warning("email of Supabase user %s is taken by a local user; mirrored without it", user_id)
-                email = None
-                conn.execute(upsert, (user_id, is_anonymous, None, None, source))
-            if email:
-                conn.execute("set local role service_role")  # profiles is RLS-protected
-                conn.execute(
-                    "update public.profiles set email = %s where id = %s and email is distinct from %s",
-                    (email, user_id, email),
-                )
+    with service_connection() as conn, conn.transaction():
+        if email:
+            # Supabase keeps emails unique, so another mirrored row with this email is stale
+            # (a user of a previously configured project, or one who changed address).
+            conn.execute(
+                "update auth.users set email = null, updated_at = now() where email = %s "
+                "and id <> %s and raw_app_meta_data ? 'mirrored_from'",
+                (email, user_id),
+            )
+        try:
+            with conn.transaction():  # a savepoint, so the fallback below can still run
+                conn.execute(upsert, (user_id, is_anonymous, email, email, source))
+        except pg_errors.UniqueViolation:
+            # A user the embedded issuer created holds this email. Supabase decides who is who;
+            # the local row only needs the id, so keep it without the email.
+            log.warning("email of Supabase user %s is taken by a local user; mirrored without it", user_id)
+            email = None
+            conn.execute(upsert, (user_id, is_anonymous, None, None, source))
+        if email:
+            conn.execute("set local role service_role")  # profiles is RLS-protected
+            conn.execute(
+                "update public.profiles set email = %s where id = %s and email is distinct from %s",
+                (email, user_id, email),
+            )
 
 
 class SupabaseAuthIssuer:

@@ -143,6 +143,21 @@ def list_memories(scope: Scope) -> list[Memory]:
         return [Memory(**row) for row in cur.fetchall()]
 
 
+def most_recent(scope: Scope, limit: int) -> tuple[list[Memory], int]:
+    """The `limit` most recently updated memories, and how many the user has in all."""
+    with transaction(scope) as cur:
+        cur.execute(
+            f"select {_COLUMNS}, count(*) over () as total from public.memories where user_id = %s "
+            "order by updated_at desc, memory_type limit %s",
+            (scope.user_id, max(1, limit)),
+        )
+        rows = cur.fetchall()
+    total = rows[0].pop("total") if rows else 0
+    for row in rows[1:]:
+        row.pop("total")
+    return [Memory(**row) for row in rows][:limit], total
+
+
 def _parse_memory_id(memory_id) -> uuid.UUID:
     if isinstance(memory_id, uuid.UUID):
         return memory_id

@@ -8,6 +8,7 @@ readable by others is tightened and logged, since it may already have been read.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
@@ -88,10 +89,9 @@ def secret_file(path: Path, *, what: str, generate: Callable[[], str] | None = N
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(generate() + "\n")
             os.chmod(temp, PRIVATE_FILE_MODE)
-            try:
+            # another process may have won the race: its value is complete (link is atomic), keep it
+            with contextlib.suppress(FileExistsError):
                 os.link(temp, path)
-            except FileExistsError:
-                pass  # another process won the race; its value is complete (link is atomic)
         finally:
             Path(temp).unlink(missing_ok=True)
     tighten(path, what)

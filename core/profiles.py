@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from core import memories
 from core.config import get_settings
 from core.db import Scope, transaction
 from core.errors import InvalidInput, NotFound
-from core.memories import _COLUMNS as _MEMORY_COLUMNS
 from core.memories import Memory
 from core.text import clean_json, clean_text, parse_json_text
 
@@ -175,25 +175,13 @@ def preload(scope: Scope) -> Preload:
     settings = get_settings()
     previous_visit = touch_last_seen(scope)
     profile = get_profile(scope)
-    with transaction(scope) as cur:
-        cur.execute(
-            f"select {_MEMORY_COLUMNS}, count(*) over () as total from public.memories "
-            "where user_id = %s order by updated_at desc, memory_type limit %s",
-            (scope.user_id, settings.preload_max_memories),
-        )
-        rows = cur.fetchall()
-    total = rows[0]["total"] if rows else 0
-    if not rows and settings.preload_max_memories == 0:
-        with transaction(scope) as cur:
-            cur.execute("select count(*) as n from public.memories where user_id = %s", (scope.user_id,))
-            total = cur.fetchone()["n"]
+    recent, total = memories.most_recent(scope, settings.preload_max_memories)
     budget = settings.preload_token_budget * 4
     chosen: list[Memory] = []
-    for row in rows:
-        row.pop("total")
-        cost = len(row["memory_type"]) + len(row["content"]) + 4
+    for memory in recent:
+        cost = len(memory.memory_type) + len(memory.content) + 4
         if cost > budget:
             break
         budget -= cost
-        chosen.append(Memory(**row))
+        chosen.append(memory)
     return Preload(profile=profile, memories=chosen, returning=previous_visit is not None, omitted=total - len(chosen))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -99,7 +99,7 @@ def start(session: AuthSession, family: str | None = None) -> str:
 def record(family: str, replaced_token: str, successor: AuthSession) -> AuthSession:
     """`replaced_token` was exchanged for `successor`. A token exchanged twice (two processes
     renewing at once) keeps the successor that lives longest; its first exchange time stays."""
-    expires = datetime.fromtimestamp(successor.expires_at, tz=timezone.utc)
+    expires = datetime.fromtimestamp(successor.expires_at, tz=UTC)
     with service_connection() as conn, conn.transaction():
         _as_service(conn)
         conn.execute(

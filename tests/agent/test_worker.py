@@ -63,9 +63,8 @@ _REFUSED = [
 
 @pytest.mark.parametrize("metadata", _REFUSED, ids=range(len(_REFUSED)))
 def test_metadata_without_a_valid_existing_user_refuses_the_job(metadata, database_uri, caplog):
-    with caplog.at_level(logging.WARNING, logger="agent.worker"):
-        with pytest.raises(worker.JobRefused):
-            worker.resolve_user_id(metadata)
+    with caplog.at_level(logging.WARNING, logger="agent.worker"), pytest.raises(worker.JobRefused):
+        worker.resolve_user_id(metadata)
     [record] = caplog.records
     assert record.levelname == "ERROR" and record.getMessage().startswith("refusing the job: ")
     assert len(record.getMessage()) < 400  # an excerpt, never the whole value

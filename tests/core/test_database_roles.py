@@ -36,7 +36,7 @@ def _sign_in():
 
 @pytest.fixture(scope="module")
 def two_users(database_uri):
-    (a_verified, a), (b_verified, b) = _sign_in(), _sign_in()
+    (_, a), (_, b) = _sign_in(), _sign_in()
     memories.remember(a, "hometown", "A grew up in Porto")
     memories.remember(b, "bank_pin", SECRET)
     return a, b
@@ -195,29 +195,28 @@ def test_login_roles_are_not_superusers_and_cannot_become_one(database_uri):
 
 @pytest.mark.parametrize("escape", ["reset role", "set role memory_playground_app", "set local role none"])
 def test_leaving_the_user_role_inside_a_user_transaction_reaches_nothing(two_users, escape):
-    a, b = two_users
-    with pytest.raises(psycopg.Error) as info:
-        with db.transaction(a) as cur:
-            cur.execute(escape)
-            cur.execute("select content from public.memories")
+    a, _ = two_users
+    with pytest.raises(psycopg.Error) as info, db.transaction(a) as cur:
+        cur.execute(escape)
+        cur.execute("select content from public.memories")
     assert isinstance(info.value, psycopg.errors.InsufficientPrivilege | psycopg.errors.InvalidParameterValue)
 
 
 def test_set_role_service_role_inside_a_user_transaction_is_refused(two_users):
-    a, b = two_users
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied to set role"):
-        with db.transaction(a) as cur:
-            cur.execute("set local role service_role")
-    with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied to set role"):
-        with db.transaction(a) as cur:
-            cur.execute("set role postgres")
+    a, _ = two_users
+    for escape in ("set local role service_role", "set role postgres"):
+        with (
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied to set role"),
+            db.transaction(a) as cur,
+        ):
+            cur.execute(escape)
 
 
 def test_swapping_in_another_users_claims_is_refused(two_users):
     a, b = two_users
     key = db.claims_key()
     raw_b, mac_b = db.signed_claims(b.claims, key)
-    raw_a, mac_a = db.signed_claims(a.claims, key)
+    _, mac_a = db.signed_claims(a.claims, key)
     attempts = [
         ("select set_config('request.jwt.claims', %s, true)", (raw_b,)),  # B's claims, A's signature
         (
@@ -235,10 +234,12 @@ def test_swapping_in_another_users_claims_is_refused(two_users):
         ("select set_config('request.jwt.claims', %s, false)", (raw_b.replace(" ", ""),)),  # session-wide
     ]
     for statement, params in attempts:
-        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="not signed by the app"):
-            with db.transaction(a) as cur:
-                cur.execute(statement, params)
-                cur.execute("select content from public.memories")
+        with (
+            pytest.raises(psycopg.errors.InsufficientPrivilege, match="not signed by the app"),
+            db.transaction(a) as cur,
+        ):
+            cur.execute(statement, params)
+            cur.execute("select content from public.memories")
     # the genuine pairing works (the refusals above are about the signature, not the query)
     with db.transaction(b) as cur:
         cur.execute("select content from public.memories")
@@ -254,7 +255,7 @@ def test_the_app_role_reads_no_other_users_rows_by_any_path(two_users):
         "reset role",
         "set local role service_role",
         "set local role postgres",
-        'select set_config(\'request.jwt.claims\', \'{"sub": "%s", "role": "authenticated"}\', true)' % b.user_id,
+        f'select set_config(\'request.jwt.claims\', \'{{"sub": "{b.user_id}", "role": "authenticated"}}\', true)',
         "set local role anon",
     ]
     for probe in probes:

@@ -17,7 +17,7 @@ import json
 import math
 import os
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -242,7 +242,7 @@ def test_recall_forget_update_delete(user, slot, memory_id, content):
 )
 def test_search_memories(user, query, limit, weights, mode, text_match):
     _count("search_memories")
-    _, verified, scope = user
+    _, _, scope = user
     result, error = _typed_or_ok(
         search_memories, scope, query, limit=limit, params=RrfParams(*weights), mode=mode, text_match=text_match
     )
@@ -297,7 +297,7 @@ def test_update_profile(user, field, value):
 
 def test_preload_stays_within_its_limits(user):
     _count("preload")
-    _, verified, scope = user
+    _, _, scope = user
     loaded = profiles.preload(scope)
     budget = config.get_settings().preload_token_budget * 4
     assert sum(len(m.memory_type) + len(m.content) for m in loaded.memories) <= budget
@@ -314,7 +314,7 @@ def test_preload_stays_within_its_limits(user):
     session_id=st.one_of(hostile, st.just("sess-ok")),
     report=st.one_of(hostile, st.dictionaries(any_text, json_like)),
     room_name=st.one_of(st.none(), hostile),
-    started=st.one_of(st.none(), hostile, st.datetimes(timezones=st.just(timezone.utc))),
+    started=st.one_of(st.none(), hostile, st.datetimes(timezones=st.just(UTC))),
 )
 def test_save_and_read_reports(user, session_id, report, room_name, started):
     _count("sessions")

@@ -308,9 +308,8 @@ def test_a_stopped_embedded_server_is_restarted_after_the_failure_is_reported(da
     pgserver.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
     (server.pgdata / "PG_VERSION").rename(server.pgdata / "PG_VERSION.moved")
     try:
-        with pytest.raises(DatabaseUnavailable, match="not reachable"):
-            with db.transaction(scope, conninfo=uri) as cur:
-                cur.execute("select 1")
+        with pytest.raises(DatabaseUnavailable, match="not reachable"), db.transaction(scope, conninfo=uri) as cur:
+            cur.execute("select 1")
     finally:
         (server.pgdata / "PG_VERSION.moved").rename(server.pgdata / "PG_VERSION")
     with db.transaction(scope, conninfo=uri) as cur:

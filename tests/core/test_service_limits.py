@@ -101,7 +101,7 @@ def test_memories_per_user_are_capped(database_uri, monkeypatch):
 
 
 def test_preferences_stay_under_their_cap_after_many_merges(database_uri):
-    verified, scope = _user()
+    _, scope = _user()
     refused = 0
     for i in range(100):
         try:
@@ -116,7 +116,7 @@ def test_preferences_stay_under_their_cap_after_many_merges(database_uri):
 
 
 def test_preload_of_20000_memories_stays_within_its_budget(database_uri):
-    verified, scope = _user()
+    verified, _ = _user()
     _bulk_memories(verified.user_id, 20_000)
     loaded = profiles.preload(Scope.service(verified.user_id))
     context = loaded.as_context()
@@ -140,7 +140,7 @@ def test_remember_for_a_user_that_does_not_exist_is_not_found(database_uri):
 
 
 def test_a_report_holding_nan_is_stored_with_null(database_uri):
-    verified, scope = _user()
+    verified, _ = _user()
     record = sessions.save_report(
         Scope.service(verified.user_id),
         f"nan-{uuid.uuid4().hex}",
@@ -181,7 +181,7 @@ def test_one_refused_report_never_blocks_the_ones_after_it(database_uri, caplog)
 
 def test_a_scope_must_say_whom_it_runs_as(database_uri):
     with pytest.raises(TypeError):
-        Scope(uuid.uuid4())  # noqa: the old default was a service scope that bypasses RLS
+        Scope(uuid.uuid4())  # the old default: a service scope, which bypasses RLS
     with pytest.raises(InvalidInput):
         Scope(uuid.uuid4(), "service", {"sub": "x"})
     with pytest.raises(InvalidInput):

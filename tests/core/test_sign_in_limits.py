@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import statistics
 import stat
+import statistics
 import subprocess
 import sys
 import time
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from core import config, db, identity, memories, session_store
+from core import config, db, identity, maintenance, memories, session_store
 from core.db import Scope
 from core.errors import AuthError, ConfigurationError, RateLimited
 from core.private_files import secret_file
@@ -100,7 +100,7 @@ def test_unknown_emails_take_as_long_as_wrong_passwords(database_uri):
 
     def timed(address: str) -> float:
         started = time.perf_counter()
-        with pytest.raises(AuthError, match="^Wrong email or password.$"):
+        with pytest.raises(AuthError, match=r"^Wrong email or password\.$"):
             identity.sign_in_with_password(address, "not the password", client=str(uuid.uuid4()))
         return time.perf_counter() - started
 
@@ -117,7 +117,7 @@ def test_failed_password_sign_ins_are_throttled_per_client_and_email(database_ur
     for _ in range(10):
         with pytest.raises(AuthError, match="Wrong email or password"):
             identity.sign_in_with_password(email, "guess", client=attacker)
-    with pytest.raises(RateLimited, match="sign-in attempts for this email.*slow down"):
+    with pytest.raises(RateLimited, match=r"sign-in attempts for this email.*slow down"):
         identity.sign_in_with_password(email, PASSWORD, client=attacker)  # even the right one waits
     # the owner, from elsewhere, is not locked out
     assert identity.sign_in_with_password(email, PASSWORD, client="198.51.100.1").email == email
@@ -153,7 +153,7 @@ def test_concurrent_processes_create_one_secret(tmp_path):
 
 def test_a_short_configured_jwt_secret_is_refused(database_uri, settings_env):
     settings_env(SUPABASE_JWT_SECRET="x")
-    with pytest.raises(ConfigurationError, match="SUPABASE_JWT_SECRET is too short .*at least 32"):
+    with pytest.raises(ConfigurationError, match=r"SUPABASE_JWT_SECRET is too short .*at least 32"):
         identity.jwt_secret()
     with pytest.raises(ConfigurationError, match="too short"):
         identity.sign_in_anonymously()
@@ -207,7 +207,7 @@ def test_cleanup_deletes_idle_anonymous_users_with_their_rows_and_keeps_the_rest
         )
     assert all(_exists(user)[:2] == (1, 1) for user in idle)
 
-    removed = identity.cleanup()
+    removed = maintenance.cleanup()
     assert removed["anonymous_users"] >= 3
     for user in idle:
         assert _exists(user) == (0, 0, 0, 0)
@@ -218,7 +218,7 @@ def test_cleanup_deletes_idle_anonymous_users_with_their_rows_and_keeps_the_rest
 def test_cleanup_command_line(database_uri):
     idle = _anonymous_with_data(40)
     result = subprocess.run(
-        [sys.executable, "-m", "core.db", "cleanup", "--days", "30"],
+        [sys.executable, "-m", "core", "cleanup", "--days", "30"],
         cwd=PROJECT_ROOT,
         env={**os.environ, "DATA_DIR": str(config.get_settings().data_dir)},
         capture_output=True,
