@@ -524,6 +524,7 @@ def reset(conninfo: str | None = None) -> None:
             """
             drop schema if exists public cascade;
             drop schema if exists auth cascade;
+            drop schema if exists memory_playground_private cascade;
             drop schema if exists supabase_migrations cascade;
             drop extension if exists vector cascade;
             -- as PostgreSQL 15+ creates it: owned by pg_database_owner, no CREATE for everyone
