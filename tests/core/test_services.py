@@ -271,7 +271,7 @@ def test_delete_all_and_export(fresh, new_user):
         ("10\x0001", InvalidInput, "NUL character"),
         ("9999", NotFound, "^Order 9999 not found.$"),
         ("#9999", NotFound, "^Order 9999 not found.$"),
-        (12.5, InvalidInput, "is not an order number"),
+        (12.5, InvalidInput, "must be text"),
     ],
 )
 def test_bad_order_ids(user, order_id, error, match):
