@@ -20,7 +20,9 @@ _PRODUCT_NAME = re.compile(r"^(.*?)(?:\s+\(.*\))?$")
 
 
 def deployment_terms(scope: Scope) -> list[str]:
-    """Product names from the orders' items ("Kestrel Grinder", "Chalk White"), then order ids."""
+    """Product names from the orders' items ("Kestrel Grinder"), then order ids. The variant after the
+    dash ("Chalk White") is left out: colors are common words Whisper spells right, and title-cased ones
+    in the prompt made it write "My favorite color is Sage Green"."""
     with transaction(scope) as cur:
         cur.execute(
             "select distinct item->>'name' as name from public.orders, jsonb_array_elements(items) as item "
@@ -29,10 +31,9 @@ def deployment_terms(scope: Scope) -> list[str]:
         )
         products: list[str] = []
         for row in cur.fetchall():
-            for part in str(row["name"]).split(" - "):
-                name = _PRODUCT_NAME.match(part.strip()).group(1).strip()
-                if name and name not in products:
-                    products.append(name)
+            name = _PRODUCT_NAME.match(str(row["name"]).split(" - ")[0].strip()).group(1).strip()
+            if name and name not in products:
+                products.append(name)
         cur.execute("select order_id from public.orders order by order_id limit %s", (MAX_ORDER_IDS,))
         order_ids = [str(row["order_id"]) for row in cur.fetchall()]
     return products + order_ids
