@@ -166,8 +166,11 @@ def barge_in(call, browser: FakeBrowser, log) -> float | None:
     if stopped is None:
         log("voice: barge-in: the agent kept talking")
         return None
+    if stopped <= onset:  # it was between two sentences when the user started: nothing to interrupt
+        log("voice: barge-in not measured (the agent was already quiet when the user started)")
+        return None
     log(f"voice: barge-in: the agent went quiet {1000 * (stopped - onset):.0f} ms after the user started")
-    return max(0.0, (stopped - onset) * 1000)
+    return (stopped - onset) * 1000
 
 
 def whisper_alone(stt: LocalWhisperSTT, recordings: list[np.ndarray], repeats: int = 2) -> list[float]:
