@@ -58,6 +58,10 @@ _EXPORTS = {
     "end_call": "agent.voice.calls",
     "prewarm_voice": "agent.voice.local_call",
     "per_turn_latency": "agent.voice.latency",
+    "LocalWhisperSTT": "agent.voice.local_stt",
+    "WHISPER_SAMPLE_RATE": "agent.voice.local_stt",
+    "SPECULATE_AFTER_SECONDS": "agent.voice.local_stt",
+    "VAD_MIN_SILENCE": "agent.voice.local_call",
     "WEBRTC_SAMPLE_RATE": "agent.voice.audio",
     "WEBRTC_FRAME_SAMPLES": "agent.voice.audio",
 }
@@ -65,13 +69,17 @@ _EXPORTS = {
 _RENAMED = {"prewarm_voice": "prewarm"}
 
 __all__ = [
+    "SPECULATE_AFTER_SECONDS",
+    "VAD_MIN_SILENCE",
     "WEBRTC_FRAME_SAMPLES",
     "WEBRTC_SAMPLE_RATE",
+    "WHISPER_SAMPLE_RATE",
     "AgentRuntime",
     "Conversation",
     "ErrorEvent",
     "Event",
     "EventBus",
+    "LocalWhisperSTT",
     "MetricEvent",
     "ModelDescription",
     "PlaygroundAgent",
@@ -132,4 +140,6 @@ if TYPE_CHECKING:
     from agent.voice.audio import WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
     from agent.voice.calls import VoiceCall, end_call, get_call, open_call
     from agent.voice.latency import per_turn_latency
+    from agent.voice.local_call import VAD_MIN_SILENCE
     from agent.voice.local_call import prewarm as prewarm_voice
+    from agent.voice.local_stt import SPECULATE_AFTER_SECONDS, WHISPER_SAMPLE_RATE, LocalWhisperSTT

@@ -17,9 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from agent import describe_models, plugins
-from agent.voice.local_call import VAD_MIN_SILENCE
-from agent.voice.local_stt import SPECULATE_AFTER_SECONDS
+from agent import SPECULATE_AFTER_SECONDS, VAD_MIN_SILENCE, describe_models, plugins
 from bench import capacity, recall, scale, voice, wer
 from bench.stats import fmt_ms, percentile, summary, table
 

@@ -26,8 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from agent import end_call, open_call, per_turn_latency, prewarm_voice
-from agent.voice.local_stt import WHISPER_SAMPLE_RATE, LocalWhisperSTT
+from agent import WHISPER_SAMPLE_RATE, LocalWhisperSTT, end_call, open_call, per_turn_latency, prewarm_voice
 from core import identity
 from core.db import admin_connection
 from tests.support.audio import FakeBrowser, piper_utterance, resample, trim_silence

@@ -15,7 +15,7 @@ from typing import Any
 
 import jiwer
 
-from agent.voice.local_stt import LocalWhisperSTT
+from agent import LocalWhisperSTT
 from bench import speech_set
 from core import identity, memories, profiles, vocabulary
 from core.db import Scope, admin_connection
