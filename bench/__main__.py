@@ -175,7 +175,15 @@ def wer_section(result: dict) -> str:
             f"{row['kind']} ({row['sentences']} sentences, {row['clips']} clips)",
             f"{100 * row['before']:.1f}%",
             f"{100 * row['after']:.1f}%",
-            _ratio(row["before"], row["after"]) + " lower" if row["after"] else "–",
+            (
+                f"{_ratio(row['before'], row['after'])} lower"
+                if row["after"] < row["before"]
+                else f"{_ratio(row['after'], row['before'])} higher"
+                if row["after"] > row["before"]
+                else "same"
+            )
+            if row["after"] and row["before"]
+            else "–",
         ]
         for row in result["rows"]
     ]
