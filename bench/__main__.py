@@ -310,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="only the first N of the voice utterances per round (a quick check)",
     )
+    parser.add_argument("--paused", type=int, default=None, help="only the first N paused utterances (default 6)")
+    parser.add_argument("--barge-ins", type=int, default=3, help="barge-in attempts (default 3)")
     parser.add_argument("--recall-repeats", type=int, default=10)
     parser.add_argument(
         "--scale-rows",
@@ -342,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         sections.append(recall_section(recall.run(args.recall_repeats)))
     if "voice" not in skip:
         load = {"before": os.getloadavg()[0]}
-        result = voice.run(args.rounds, utterances=args.utterances)
+        result = voice.run(args.rounds, utterances=args.utterances, paused=args.paused, barge_ins=args.barge_ins)
         load["after"] = os.getloadavg()[0]
         print(f"bench: voice section load average {load['before']:.2f} → {load['after']:.2f}")
         sections.append(voice_section({**result, "load": load}))

@@ -93,7 +93,7 @@ def spoken(text: str) -> np.ndarray:
     return trim_silence(piper_utterance(text), PIPER_RATE)
 
 
-def paused(first: str, pause: float, rest: str) -> np.ndarray:
+def with_pause(first: str, pause: float, rest: str) -> np.ndarray:
     return np.concatenate([spoken(first), np.zeros(int(pause * PIPER_RATE), np.int16), spoken(rest)])
 
 
@@ -185,13 +185,14 @@ def whisper_alone(stt: LocalWhisperSTT, recordings: list[np.ndarray], repeats: i
 
 
 def run(
-    rounds: int = 2, log=print, *, utterances: int | None = None, paused_utterances: bool = True, barge_ins: int = 3
+    rounds: int = 2, log=print, *, utterances: int | None = None, paused: int | None = None, barge_ins: int = 3
 ) -> dict[str, Any]:
     log("voice: loading Silero, Whisper tiny.en and Piper…")
     prewarm_voice()
     said_each_round = UTTERANCES[:utterances] if utterances else UTTERANCES
     recordings = {text: spoken(text) for text in said_each_round}
-    pauses = {f"{a} … {b}": paused(a, p, b) for a, p, b in PAUSED} if paused_utterances else {}
+    paused_said = PAUSED[:paused] if paused is not None else PAUSED
+    pauses = {f"{a} … {b}": with_pause(a, p, b) for a, p, b in paused_said}
     verified = identity.verify(identity.sign_in_anonymously().access_token)
     key = f"bench-{uuid.uuid4().hex}"
     call = open_call(key, verified, greet=False)
@@ -205,7 +206,7 @@ def run(
                 for text in said_each_round:
                     turns.append(say_and_measure(call, browser, text, recordings[text], log))
                     time.sleep(0.5)
-            for (_first, pause, _rest), (label, pcm) in zip(PAUSED, pauses.items(), strict=False):
+            for (_first, pause, _rest), (label, pcm) in zip(paused_said, pauses.items(), strict=True):
                 turns.append(say_and_measure(call, browser, label, pcm, log, pause=pause))
                 time.sleep(0.5)
             for _ in range(barge_ins):

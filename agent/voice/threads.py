@@ -54,11 +54,13 @@ def apply_process_budget(budget: ThreadBudget | None = None) -> ThreadBudget:
     their share when their model is loaded."""
     global _applied
     budget = budget or thread_budget()
-    with _apply_lock:
-        if _applied != budget:
-            import torch
+    import torch
 
-            torch.set_num_threads(budget.torch)
+    with _apply_lock:
+        # torch keeps the count per thread once a thread has run torch work, and reads the process-wide
+        # value when a thread starts its first: set it every time, from whichever thread applies the budget
+        torch.set_num_threads(budget.torch)
+        if _applied != budget:
             _applied = budget
             log.info("voice thread budget: %s", budget)
     return budget

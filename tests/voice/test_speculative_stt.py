@@ -7,6 +7,7 @@ thread budget, and Whisper's prompt carries the user's words within Whisper's li
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import numpy as np
@@ -149,6 +150,13 @@ def test_each_stage_gets_its_thread_budget(monkeypatch):
 
     threads.apply_process_budget(budget)
     assert torch.get_num_threads() == budget.torch
+    seen = []  # a thread that starts torch work afterwards (the embedding workers) gets the budget too
+    worker = threading.Thread(
+        target=lambda: (torch.ones(64, 64) @ torch.ones(64, 64), seen.append(torch.get_num_threads()))
+    )
+    worker.start()
+    worker.join()
+    assert seen == [budget.torch]
 
     created = []
     original = ctranslate2.models.Whisper
