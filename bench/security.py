@@ -414,36 +414,53 @@ def probe_5() -> None:
 # ---------------------------------------------------------------------------
 
 
+def _spool() -> Path:
+    return config.get_settings().data_dir / "pending_reports"
+
+
+def _saved_during_an_outage(user_id, session_id: str, report: dict) -> None:
+    """Save a report while the database cannot be reached: the app keeps it on disk for a retry."""
+    from agent import save_report
+
+    os.environ["DATABASE_URL"] = "postgresql://nobody@127.0.0.1:9/unreachable?connect_timeout=1"
+    config.reload_settings()
+    try:
+        assert save_report(user_id, session_id, report) is None
+    finally:
+        os.environ["DATABASE_URL"] = ""
+        config.reload_settings()
+
+
 def probe_6() -> None:
-    from agent import reports
+    from agent import save_report
 
     _, verified, _ = _user()
-    spool = reports._spool_dir()
     nan_id = f"nan-{uuid.uuid4().hex}"
-    bad = [
-        reports._spool(verified.user_id, nan_id, {"score": float("nan")}, None, None, None),
-        reports._spool(
-            verified.user_id, f"huge-{uuid.uuid4().hex}", {"playground": {"blob": "x" * 6_000_000}}, None, None, None
-        ),
-        reports._spool(uuid.uuid4(), f"orphan-{uuid.uuid4().hex}", {"x": 1}, None, None, None),
-    ]
+    # kept on disk during an outage, in this order, ahead of five good reports
+    _saved_during_an_outage(verified.user_id, nan_id, {"score": float("nan")})
+    _saved_during_an_outage(verified.user_id, f"huge-{uuid.uuid4().hex}", {"playground": {"blob": "x" * 6_000_000}})
+    _saved_during_an_outage(uuid.uuid4(), f"orphan-{uuid.uuid4().hex}", {"x": 1})
+    kept = len(list(_spool().glob("*.json")))
     good = [f"good-{i}-{uuid.uuid4().hex}" for i in range(5)]
-    for session_id in good:
-        reports._spool(verified.user_id, session_id, {"turns": 2}, None, None, None)
-    saved_now = reports.flush_pending()
+    for session_id in good:  # each save also retries what was kept
+        save_report(verified.user_id, session_id, {"turns": 2})
+    scope = Scope.service(verified.user_id)
     stored = 0
     for session_id in good:
         with contextlib.suppress(NotFound):
-            stored += sessions.get_session(Scope.service(verified.user_id), session_id).report == {"turns": 2}
-    nan_stored = sessions.get_session(Scope.service(verified.user_id), nan_id).report
-    rejected = [p for p in bad if (spool / "rejected" / p.name).exists()]
-    reasons = sum((spool / "rejected" / p.name).with_suffix(".reason.txt").exists() for p in rejected)
-    still_pending = len(list(spool.glob("*.json")))
+            stored += sessions.get_session(scope, session_id).report == {"turns": 2}
+    try:
+        nan_stored = sessions.get_session(scope, nan_id).report
+    except NotFound:
+        nan_stored = "not stored"
+    rejected = list((_spool() / "rejected").glob("*.json"))
+    reasons = [p.with_suffix(".reason.txt").read_text().strip() for p in rejected]
     row(
-        "6. later reports blocked by refused ones (NaN, 6 MB, unknown user, spooled ahead of 5 good ones)",
+        "6. later reports blocked by refused ones (NaN, 6 MB, unknown user, kept during an outage ahead of 5 good)",
         "every later save raised",
-        f"{5 - stored} blocked: {stored} of 5 saved ({saved_now} saved by the flush; the NaN one as {nan_stored}); "
-        f"{len(rejected)} moved to rejected/ with {reasons} reason files; {still_pending} left pending",
+        f"{5 - stored} blocked: {stored} of 5 saved; the NaN one stored as {nan_stored}; {kept} kept for a retry, "
+        f"{len(rejected)} moved to rejected/ with their reason ({'; '.join(r[:70] for r in reasons)}); "
+        f"{len(list(_spool().glob('*.json')))} left pending",
     )
 
 
@@ -614,7 +631,7 @@ def probe_9() -> None:
 
 
 def probe_10() -> None:
-    from agent import worker
+    from agent import JobRefused, resolve_user_id
 
     garbage = [
         "garbage",
@@ -632,15 +649,15 @@ def probe_10() -> None:
     acted = 0
     for metadata in garbage:
         try:
-            worker.resolve_user_id(metadata, allow_demo=False)
+            resolve_user_id(metadata, allow_demo=False)
             acted += 1
-        except worker.JobRefused:
+        except JobRefused:
             pass
     logging.getLogger("agent.worker").removeHandler(records)
     longest = max((len(m) for m in records.messages), default=0)
     _, real, _ = _user()
-    ok = worker.resolve_user_id(json.dumps({"user_id": str(real.user_id)}), allow_demo=False)[0] == real.user_id
-    demo = worker.resolve_user_id("garbage", allow_demo=True)[1]
+    ok = resolve_user_id(json.dumps({"user_id": str(real.user_id)}), allow_demo=False)[0] == real.user_id
+    demo = resolve_user_id("garbage", allow_demo=True)[1]
     row(
         "10. jobs with garbage metadata the worker runs for the demo user (start/dev)",
         "all (and logged the whole 1 MB)",
@@ -703,8 +720,11 @@ def probe_12() -> None:
 
     for _ in range(2):  # warm up
         timed(email)
-    known = statistics.median(timed(email) for _ in range(15))
-    unknown = statistics.median(timed(f"nobody-{uuid.uuid4().hex[:8]}@example.com") for _ in range(15))
+    known_ms, unknown_ms = [], []
+    for _ in range(15):  # interleaved, so a change in the machine's load falls on both
+        known_ms.append(timed(email))
+        unknown_ms.append(timed(f"nobody-{uuid.uuid4().hex[:8]}@example.com"))
+    known, unknown = statistics.median(known_ms), statistics.median(unknown_ms)
     row(
         "12. wrong-password sign-in, known vs unknown email (median of 15)",
         "43 ms vs 4 ms",
@@ -735,11 +755,11 @@ def probe_12() -> None:
 
 
 def probe_13() -> None:
-    from agent import reports
+    from agent import flush_pending_reports
 
     _, verified, _ = _user()
-    # what a failed save keeps on disk until the next flush
-    path = reports._spool(verified.user_id, f"mode-{uuid.uuid4().hex}", {"turns": 1}, None, None, None)
+    _saved_during_an_outage(verified.user_id, f"mode-{uuid.uuid4().hex}", {"turns": 1, "transcript": "…"})
+    path = max(_spool().glob("*.json"), key=lambda p: p.stat().st_mtime)
     data_dir = config.get_settings().data_dir
     modes = {
         "pending report": stat.S_IMODE(path.stat().st_mode),
@@ -747,7 +767,7 @@ def probe_13() -> None:
         "DATA_DIR": stat.S_IMODE(data_dir.stat().st_mode),
         "jwt_secret": stat.S_IMODE((data_dir / "jwt_secret").stat().st_mode),
     }
-    path.unlink()
+    flush_pending_reports()
     row(
         "13. file modes",
         "reports 0644 in a 0755 DATA_DIR",
@@ -759,16 +779,18 @@ def probe_13() -> None:
         secret.write_text("k" * 64)
         secret.chmod(0o644)
         records = _Records()
-        logging.getLogger("memory_playground.files").addHandler(records)
+        files_log = logging.getLogger("memory_playground.files")
+        files_log.addHandler(records)
+        files_log.setLevel(logging.WARNING)
         secret_file(secret, what="JWT secret")
-        logging.getLogger("memory_playground.files").removeHandler(records)
+        files_log.removeHandler(records)
         after = stat.S_IMODE(secret.stat().st_mode)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     row(
         "13. a pre-existing 0644 jwt_secret",
         "used without a word",
-        f"made {after:04o} and logged ({len(records.messages)} warning)",
+        f"made {after:04o}; {len(records.messages)} warning logged",
     )
     try:
         Scope(uuid.uuid4())
