@@ -11,13 +11,18 @@ local account needs root (useradd, runuser); without it that part is reported as
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 # A throwaway DATA_DIR and the embedded defaults, decided before anything imports core.config.
 _DATA_DIR = Path(tempfile.mkdtemp(prefix="mp-bench-security-"))
+# Registered before pgserver's own exit hook, so it runs after it: pgserver stops the
+# server and deletes pg/, then the secrets and reports left in DATA_DIR go too.
+atexit.register(shutil.rmtree, _DATA_DIR, ignore_errors=True)
 os.environ["DATA_DIR"] = str(_DATA_DIR)
 for _name in ("DATABASE_URL", "SUPABASE_URL", "SUPABASE_ANON_KEY", "SUPABASE_JWT_SECRET", "DEMO_USER_ID"):
     os.environ[_name] = ""
@@ -30,7 +35,6 @@ import logging  # noqa: E402
 import math  # noqa: E402
 import multiprocessing  # noqa: E402
 import re  # noqa: E402
-import shutil  # noqa: E402
 import stat  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
