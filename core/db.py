@@ -65,6 +65,20 @@ def start_embedded(pgdata: Path, *, cleanup_mode: str | None = "stop") -> str:
         return server.get_uri()
 
 
+def stop_embedded() -> None:
+    """Let go of the embedded servers this process started or joined: the last process to let go stops one.
+
+    pgserver does this at exit (atexit); a host that ends the process without running atexit handlers
+    (uvicorn re-raises the signal it caught, after its shutdown) calls this in its own shutdown first.
+    """
+    close_pools()
+    with _lock:
+        servers = list(_embedded_servers.values())
+        _embedded_servers.clear()
+    for server in servers:
+        server.cleanup()
+
+
 def revive_embedded() -> None:
     """Restart embedded servers that were stopped underneath us (e.g. the last
     other process attached to them exited). Called after a connection failure,

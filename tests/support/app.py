@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-APP_SCRIPT = PROJECT_ROOT / "streamlit_app.py"
+SERVER_SCRIPT = PROJECT_ROOT / "streamlit_app.py"  # the st.App: what `make run` starts
+APP_SCRIPT = PROJECT_ROOT / "app_script.py"  # the page script it runs (AppTest runs it directly)
 APP_TIMEOUT = 180  # first run loads the embedding model and starts the agent
 TEST_DATA = PROJECT_ROOT / "tests" / "data"
 
@@ -44,7 +45,7 @@ def start_streamlit(
             "-m",
             "streamlit",
             "run",
-            str(APP_SCRIPT),
+            str(SERVER_SCRIPT),
             "--server.port",
             str(port),
             "--server.address",
