@@ -52,7 +52,7 @@ format: $(PIP_STAMP)
 screenshots: db system-packages
 	MP_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -m browser
 
-bench: db
+bench: db system-packages
 	$(PY) -m bench
 
 # Checks the configuration you set, live (database, auth, embeddings, LLM, STT/TTS, LiveKit);

@@ -7,6 +7,6 @@ database, the models and the agent up in the background as the server starts.
 
 import streamlit as st
 
-from ui.server import lifespan
+from ui.server import lifespan, routes
 
-app = st.App("app_script.py", lifespan=lifespan)
+app = st.App("app_script.py", lifespan=lifespan, routes=routes)

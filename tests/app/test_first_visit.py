@@ -5,18 +5,13 @@ once as the visitor's bubble, answered, and stored; five times, each from a cold
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import psycopg
 import pytest
-from pgserver.utils import PostmasterInfo
 from playwright.sync_api import expect
 
-from tests.support.app import PROJECT_ROOT, start_streamlit, stop_streamlit
+from tests.support.app import postmaster, start_streamlit, stop_streamlit, wait_until_stopped
 from tests.support.browser import TURN_TIMEOUT_MS, answered_turns, user_id_of
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -24,32 +19,8 @@ COLD_STARTS = 5
 CHAT_INPUT = '[data-testid="stChatInputTextArea"]'
 
 
-def _postmaster(pgdata: Path) -> PostmasterInfo | None:
-    info = PostmasterInfo.read_from_pgdata(pgdata)
-    return info if info is not None and info.is_running() else None
-
-
-def _wait_until_stopped(pgdata: Path, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while _postmaster(pgdata) is not None:
-        assert time.monotonic() < deadline, f"the embedded database in {pgdata} did not stop"
-        time.sleep(0.2)
-
-
-@pytest.fixture(scope="module")
-def cold_data_dir(database_uri, tmp_path_factory) -> Path:
-    """A DATA_DIR of its own, migrated and seeded by the command line (`python -m core`, as `make run`
-    does), whose embedded database stops when that command exits."""
-    data_dir = tmp_path_factory.mktemp("cold-start")
-    env = {**os.environ, "DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
-    for command in ("migrate", "seed"):
-        subprocess.run([sys.executable, "-m", "core", command], cwd=PROJECT_ROOT, env=env, check=True, timeout=180)
-    _wait_until_stopped(data_dir / "pg")
-    return data_dir
-
-
 def _stored_color(pgdata: Path, user_id: str) -> str | None:
-    info = _postmaster(pgdata)
+    info = postmaster(pgdata)
     assert info is not None, "the app's database is not running"
     with psycopg.connect(info.get_uri(), autocommit=True) as conn:
         row = conn.execute(
@@ -63,7 +34,7 @@ def test_the_first_message_typed_while_the_app_warms_up_is_answered_and_stored(
     start, cold_data_dir, new_browser_page, tmp_path
 ):
     pgdata = cold_data_dir / "pg"
-    assert _postmaster(pgdata) is None, "the database should be stopped before the app starts"
+    assert postmaster(pgdata) is None, "the database should be stopped before the app starts"
     process, url = start_streamlit({"DATA_DIR": str(cold_data_dir)}, log_path=tmp_path / "streamlit.log")
     try:
         page = new_browser_page((1600, 1000))
@@ -86,4 +57,4 @@ def test_the_first_message_typed_while_the_app_warms_up_is_answered_and_stored(
         expect(user_bubble).to_have_count(1)  # once, not repeated by a rerun
     finally:
         stop_streamlit(process)
-    _wait_until_stopped(pgdata)
+    wait_until_stopped(pgdata)
