@@ -5,6 +5,7 @@ the fusion sliders that change the agent's searches live."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from typing import NamedTuple
 
@@ -22,7 +23,10 @@ from ui.turn_panel import render_tool_calls, render_turn_details
 from ui.turns import Turn, group_turns
 
 TURN_TIMEOUT_SECONDS = 120
-POLL_SECONDS = 0.5  # while the agent starts or answers, the page checks this often whether it is done
+POLL_SECONDS = 0.25  # while the agent starts or answers, the page checks this often whether it is done
+# A message just handed over is drawn with its answer when the answer comes this quickly (one page run
+# instead of two); otherwise its bubble is drawn after this long and the answer when it comes.
+QUICK_ANSWER_SECONDS = 0.8
 _OUTBOX = "u_chat_outbox"  # messages typed or clicked and not yet handed to the agent (see _queue)
 _WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy), when the page started waiting in that state)
 _ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
@@ -64,8 +68,11 @@ def _outbox() -> list[str]:
 def _hand_over(chat: Conversation) -> None:
     """Give the agent every kept message, in order (it answers them one after another)."""
     outbox = _outbox()
+    futures = []
     while outbox:
-        future = chat.send(outbox.pop(0))  # no Streamlit call in between: a rerun cannot cut the two apart
+        futures.append(chat.send(outbox.pop(0)))  # no Streamlit call in between: a rerun cannot cut them apart
+    concurrent.futures.wait(futures, timeout=QUICK_ANSWER_SECONDS if futures else 0)
+    for future in futures:
         if future.done() and isinstance(future.exception(), InvalidInput):
             st.warning(str(future.exception()), icon=":material/warning:")
 
