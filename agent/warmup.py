@@ -131,7 +131,10 @@ class Warmup:
 def _open_database() -> None:
     from core import db
 
-    db.get_pool().wait(timeout=120)  # starts the embedded server first when there is no DATABASE_URL
+    # starts the embedded server first when there is no DATABASE_URL; then the pools of both logins:
+    # the visitor's scope (app) and sign-in with the agent's service scope (service)
+    for conninfo in (db.app_url(), db.service_url()):
+        db.get_pool(conninfo).wait(timeout=120)
 
 
 def _load_embeddings() -> None:
