@@ -217,5 +217,3 @@ def shutdown_runtime() -> None:
             runtime.shutdown(timeout=15)
         except Exception:
             log.exception("runtime shutdown failed")
-
-
