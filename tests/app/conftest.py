@@ -59,13 +59,13 @@ def app(database_uri, v2_navigation) -> Callable[..., AppTest]:
     """Factory: a fresh AppTest of app_script.py (a new browser session), already run once."""
     created: list[AppTest] = []
 
-    def make(page: str | None = None) -> AppTest:
+    def make(page: str | None = None, *, settled: bool = True) -> AppTest:
         at = AppTest.from_file(str(APP_SCRIPT), default_timeout=APP_TIMEOUT)
         if page:  # land on that page directly (our url paths are the file names)
             at.switch_page(page)
         at.run()
         created.append(at)
-        return settle(at)
+        return settle(at) if settled else at
 
     yield make
     # End the conversations these browser sessions opened (their reports are saved).
