@@ -155,7 +155,7 @@ def first_visit_section(result: dict) -> str:
     visits = result["visits"]
     rows = [
         [
-            visit.kind,
+            visit.kind + (f" (**failed**: {visit.error})" if visit.error else ""),
             seconds(visit.healthy_s),
             seconds(visit.warmed_s),
             seconds(visit.interactive_s),
@@ -169,11 +169,12 @@ def first_visit_section(result: dict) -> str:
     summary_rows = [
         [
             kind,
-            seconds(percentile([v.total_s for v in group], 0.5)),
+            f"{seconds(percentile([v.total_s for v in group], 0.5))}"
+            + (f" ({sum(1 for v in group if v.error)} of {len(group)} failed)" if any(v.error for v in group) else ""),
             seconds(percentile([v.interactive_s for v in group], 0.5)),
             fmt_ms(percentile([v.bubble_ms for v in group], 0.5)),
             fmt_ms(percentile([v.reply_ms for v in group], 0.5)),
-            fmt_ms(max((v.reply_ms for v in group), default=None)),
+            fmt_ms(max((v.reply_ms for v in group if v.reply_ms is not None), default=None)),
         ]
         for kind, group in by_kind.items()
     ]
@@ -182,6 +183,7 @@ def first_visit_section(result: dict) -> str:
     return "\n\n".join(
         [
             "## The first visit: server start → the first visitor's first reply",
+            f"Measured on {result['date']}, load average (1, 5, 15 min) before / after: {result['load']}. "
             f"{result['rounds']} rounds of each kind. Each round starts the app as `make run` does "
             "(`streamlit run streamlit_app.py`) on its own embedded database, stopped beforehand, and a new "
             "visitor in headless Chromium types “my favorite color is vermilion” the moment the chat input "
@@ -248,6 +250,28 @@ def scale_section(result: dict) -> str:
     )
 
 
+SECTION_TITLES = {
+    "recall": "## Per-turn recall",
+    "voice": "## Voice:",
+    "scale": "## Hybrid search SQL as the table grows",
+    "first_visit": "## The first visit:",
+}
+
+
+def _kept_sections(output: Path, skip: set[str]) -> dict[str, str]:
+    """The sections of the benchmarks skipped in this run, as the last run wrote them (title -> text)."""
+    if not output.exists():
+        return {}
+    text = output.read_text(encoding="utf-8")
+    sections = ["## " + part for part in text.split("\n## ")[1:]]
+    kept = {}
+    for name, prefix in SECTION_TITLES.items():
+        for section in sections:
+            if name in skip and section.startswith(prefix):
+                kept[section.splitlines()[0].removeprefix("## ")] = section.rstrip("\n")
+    return kept
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -286,7 +310,11 @@ def main(argv: list[str] | None = None) -> int:
         sizes = [int(x) for x in args.scale_rows.split(",") if x.strip()]
         sections.append(scale_section(scale.run(sizes)))
     if "first_visit" not in skip:
-        sections.append(first_visit_section(first_visit.run(args.first_visit_rounds)))
+        load_before = machine()["load"]
+        measured = first_visit.run(args.first_visit_rounds)
+        measured.update(date=dt.date.today().isoformat(), load=f"{load_before} / {machine()['load']}")
+        sections.append(first_visit_section(measured))
+    kept = _kept_sections(args.output, skip)
     info = machine()
     header = "\n".join(
         [
@@ -307,9 +335,20 @@ def main(argv: list[str] | None = None) -> int:
             ),
             "",
             "The machine is shared: other processes' load shows up in these numbers, especially in the p95s.",
+            *(
+                [
+                    "",
+                    "Kept from an earlier run (skipped in this one, with that run's machine load): "
+                    + ", ".join(f"“{title}”" for title in kept)
+                    + ".",
+                ]
+                if kept
+                else []
+            ),
         ]
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    sections += kept.values()
     args.output.write_text(header + "\n\n" + "\n\n".join(sections) + "\n", encoding="utf-8")
     print(f"wrote {args.output}")
     return 0

@@ -18,6 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 from tests.support.app import prepare_stopped_database, start_streamlit, stop_streamlit, wait_until_stopped
@@ -35,9 +36,10 @@ class Visit:
     warmed_s: float | None  # server start → the warm-up is done, as /api/warmup reports it
     opened_s: float  # server start → the visitor opens the page
     interactive_s: float  # server start → the chat input is shown
-    bubble_ms: float  # Enter → the visitor's message is shown as their bubble
-    reply_ms: float  # Enter → the agent's answer is shown
-    total_s: float  # server start → the agent's answer is shown
+    bubble_ms: float | None  # Enter → the visitor's message is shown as their bubble
+    reply_ms: float | None  # Enter → the agent's answer is shown
+    total_s: float | None  # server start → the agent's answer is shown
+    error: str | None = None  # what did not show within TIMEOUT_MS (the visit counts as failed)
 
 
 def _warmup_status(url: str) -> dict:
@@ -65,10 +67,15 @@ def _visit(browser, data_dir: Path, kind: str, log_path: Path) -> Visit:
             box.fill(MESSAGE)
             box.press("Enter")
             sent = time.monotonic()
-            page.locator('[data-testid="stChatMessage"]', has_text=MESSAGE).first.wait_for(timeout=TIMEOUT_MS)
-            bubble = time.monotonic()
-            answered_turns(page).filter(has_text="vermilion").first.wait_for(timeout=TIMEOUT_MS)
-            replied = time.monotonic()
+            bubble = replied = error = None
+            try:
+                page.locator('[data-testid="stChatMessage"]', has_text=MESSAGE).first.wait_for(timeout=TIMEOUT_MS)
+                bubble = time.monotonic()
+                answered_turns(page).filter(has_text="vermilion").first.wait_for(timeout=TIMEOUT_MS)
+                replied = time.monotonic()
+            except PlaywrightTimeout:
+                error = "no answer" if bubble else "the message was not shown"
+                error += f" within {TIMEOUT_MS // 1000} s"
         finally:
             context.close()
         if not status["done"]:
@@ -82,9 +89,10 @@ def _visit(browser, data_dir: Path, kind: str, log_path: Path) -> Visit:
         warmed_s=status["seconds"],
         opened_s=opened - started,
         interactive_s=interactive - started,
-        bubble_ms=(bubble - sent) * 1000,
-        reply_ms=(replied - sent) * 1000,
-        total_s=replied - started,
+        bubble_ms=None if bubble is None else (bubble - sent) * 1000,
+        reply_ms=None if replied is None else (replied - sent) * 1000,
+        total_s=None if replied is None else replied - started,
+        error=error,
     )
 
 

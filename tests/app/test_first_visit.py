@@ -11,6 +11,7 @@ import psycopg
 import pytest
 from playwright.sync_api import expect
 
+from core import embedded_pg
 from tests.support.app import postmaster, start_streamlit, stop_streamlit, wait_until_stopped
 from tests.support.browser import TURN_TIMEOUT_MS, answered_turns, user_id_of
 
@@ -22,7 +23,9 @@ CHAT_INPUT = '[data-testid="stChatInputTextArea"]'
 def _stored_color(pgdata: Path, user_id: str) -> str | None:
     info = postmaster(pgdata)
     assert info is not None, "the app's database is not running"
-    with psycopg.connect(info.get_uri(), autocommit=True) as conn:
+    endpoint = embedded_pg.Endpoint(socket_dir=Path(info.socket_dir), port=info.port or 5432)
+    owner = embedded_pg.uri(pgdata.parent, endpoint, embedded_pg.OWNER_ROLE)  # the app's data dir holds its password
+    with psycopg.connect(owner, autocommit=True) as conn:
         row = conn.execute(
             "select content from public.memories where user_id = %s and memory_type = 'favorite_color'", (user_id,)
         ).fetchone()
