@@ -12,6 +12,7 @@ import argparse
 import datetime as dt
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -258,6 +259,12 @@ SECTION_TITLES = {
 }
 
 
+def _written_on(output: Path) -> str:
+    """The date the header of the last run's output names."""
+    match = re.search(r"\bon (\d{4}-\d{2}-\d{2})\b", output.read_text(encoding="utf-8")) if output.exists() else None
+    return match.group(1) if match else "an earlier date"
+
+
 def _kept_sections(output: Path, skip: set[str]) -> dict[str, str]:
     """The sections of the benchmarks skipped in this run, as the last run wrote them (title -> text)."""
     if not output.exists():
@@ -315,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         measured.update(date=dt.date.today().isoformat(), load=f"{load_before} / {machine()['load']}")
         sections.append(first_visit_section(measured))
     kept = _kept_sections(args.output, skip)
+    kept_from = _written_on(args.output) if kept else None  # read before the file is rewritten
     info = machine()
     header = "\n".join(
         [
@@ -338,9 +346,8 @@ def main(argv: list[str] | None = None) -> int:
             *(
                 [
                     "",
-                    "Kept from an earlier run (skipped in this one, with that run's machine load): "
-                    + ", ".join(f"“{title}”" for title in kept)
-                    + ".",
+                    f"Kept from the run of {kept_from} (skipped in this one; measured on that run's "
+                    "machine, under its load): " + ", ".join(f"“{title}”" for title in kept) + ".",
                 ]
                 if kept
                 else []
