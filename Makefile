@@ -9,7 +9,7 @@ PIP_STAMP := $(VENV)/.requirements-installed
 APT_STAMP := $(VENV)/.system-packages-installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint format screenshots bench doctor db install system-packages clean-data
+.PHONY: run test lint format screenshots bench security doctor db install system-packages clean-data
 
 install: $(PIP_STAMP)
 
@@ -58,6 +58,11 @@ screenshots: db system-packages
 bench: db system-packages
 	HOSTILE_INPUT_EXAMPLES=300 $(PY) -m pytest tests/core/test_hostile_input.py -q -p no:cacheprovider
 	$(PY) -m bench
+
+# The 13 probes of the hardening review, run again on a throwaway database (docs/SECURITY.md).
+# As root it also creates a throwaway local account to try connecting as someone else.
+security: $(PIP_STAMP)
+	$(PY) -m bench.security
 
 # Checks the configuration you set, live (database, auth, embeddings, LLM, STT/TTS, LiveKit);
 # exits non-zero when something configured is broken.
