@@ -53,7 +53,8 @@ format: $(PIP_STAMP)
 screenshots: db system-packages
 	MP_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -m browser
 
-# The hostile-input suite with thousands of cases (make test runs a few hundred), then the benchmarks.
+# The hostile-input suite with thousands of cases (make test runs a few hundred), then the benchmarks
+# (the first-visit benchmark drives Debian's chromium).
 bench: db system-packages
 	HOSTILE_INPUT_EXAMPLES=300 $(PY) -m pytest tests/core/test_hostile_input.py -q -p no:cacheprovider
 	$(PY) -m bench

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     # the in-process runtime and one conversation on it
     "get_runtime": "agent.runtime",
+    "shutdown_runtime": "agent.runtime",
     "AgentRuntime": "agent.runtime",
     "Conversation": "agent.conversation",
     "TurnResult": "agent.conversation",
@@ -57,6 +58,8 @@ _EXPORTS = {
     "get_call": "agent.voice.calls",
     "end_call": "agent.voice.calls",
     "prewarm_voice": "agent.voice.local_call",
+    # loading what the first visitor needs when the app's server starts
+    "warmup": "agent.warmup",
     "per_turn_latency": "agent.voice.latency",
     "LocalWhisperSTT": "agent.voice.local_stt",
     "WHISPER_SAMPLE_RATE": "agent.voice.local_stt",
@@ -111,6 +114,8 @@ __all__ = [
     "recall_block",
     "resolve_user_id",
     "save_report",
+    "shutdown_runtime",
+    "warmup",
 ]  # the keys of _EXPORTS (tests/agent/test_layout.py checks)
 
 
@@ -129,7 +134,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from agent import events, plugins
+    from agent import events, plugins, warmup
     from agent.chat_format import recall_block
     from agent.conversation import Conversation, TurnResult
     from agent.event_bus import EventBus, QueueSink
@@ -146,7 +151,7 @@ if TYPE_CHECKING:
     from agent.playground_agent import PlaygroundAgent
     from agent.reports import flush_pending as flush_pending_reports
     from agent.reports import save as save_report
-    from agent.runtime import AgentRuntime, get_runtime
+    from agent.runtime import AgentRuntime, get_runtime, shutdown_runtime
     from agent.session import PlaygroundSession
     from agent.voice.audio import WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
     from agent.voice.calls import VoiceCall, end_call, get_call, open_call

@@ -1,5 +1,5 @@
 """`python -m bench [--rounds N] [--recall-repeats N] [--calls 1,2,3,4] [--scale-rows 10000,100000]
-[--skip recall,voice,wer,capacity,scale] [--quiet-only]`
+[--first-visit-rounds N] [--skip recall,voice,wer,capacity,scale,first_visit] [--quiet-only]`
 
 Runs the benchmarks against the configured database (the embedded one under
 DATA_DIR by default; `make bench` migrates and seeds it first; the scale run
@@ -12,13 +12,14 @@ import argparse
 import datetime as dt
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from agent import SPECULATE_AFTER_SECONDS, VAD_MIN_SILENCE, describe_models, plugins
-from bench import capacity, recall, scale, voice, wer
+from bench import capacity, first_visit, recall, scale, voice, wer
 from bench.stats import fmt_ms, percentile, summary, table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +29,7 @@ E2E_P95_GOAL_MS = 1000
 BARGE_IN_GOAL_MS = 300
 QUIET_LOAD = 0.5
 RECALL_GOAL_MS = 50
+FIRST_REPLY_GOAL_MS = 1000
 
 
 def machine() -> dict[str, str]:
@@ -273,6 +275,82 @@ def recall_section(result: dict) -> str:
     )
 
 
+def first_visit_section(result: dict) -> str:
+    def seconds(value: float | None) -> str:
+        return "–" if value is None else f"{value:.1f} s"
+
+    visits = result["visits"]
+    rows = [
+        [
+            visit.kind + (f" (**failed**: {visit.error})" if visit.error else ""),
+            seconds(visit.healthy_s),
+            seconds(visit.warmed_s),
+            seconds(visit.interactive_s),
+            fmt_ms(visit.bubble_ms),
+            fmt_ms(visit.reply_ms),
+            seconds(visit.total_s),
+        ]
+        for visit in visits
+    ]
+    by_kind = {kind: [v for v in visits if v.kind == kind] for kind in ("cold", "warm")}
+    summary_rows = [
+        [
+            kind,
+            f"{seconds(percentile([v.total_s for v in group], 0.5))}"
+            + (f" ({sum(1 for v in group if v.error)} of {len(group)} failed)" if any(v.error for v in group) else ""),
+            seconds(percentile([v.interactive_s for v in group], 0.5)),
+            fmt_ms(percentile([v.bubble_ms for v in group], 0.5)),
+            fmt_ms(percentile([v.reply_ms for v in group], 0.5)),
+            fmt_ms(max((v.reply_ms for v in group if v.reply_ms is not None), default=None)),
+        ]
+        for kind, group in by_kind.items()
+    ]
+    warm_reply = percentile([v.reply_ms for v in by_kind["warm"]], 0.5)
+    goal = "met" if warm_reply is not None and warm_reply <= FIRST_REPLY_GOAL_MS else "not met"
+    return "\n\n".join(
+        [
+            "## The first visit: server start → the first visitor's first reply",
+            f"Measured on {result['date']}, load average (1, 5, 15 min) before / after: {result['load']}. "
+            f"{result['rounds']} rounds of each kind. Each round starts the app as `make run` does "
+            "(`streamlit run streamlit_app.py`) on its own embedded database, stopped beforehand, and a new "
+            "visitor in headless Chromium types “my favorite color is vermilion” the moment the chat input "
+            "appears. **Cold**: the visitor opens the page as soon as the server answers its health check, "
+            "while the server's warm-up (database, embedding model, agent, voice models) is still running. "
+            "**Warm**: the visitor opens the page once `GET /api/warmup` says the warm-up is done. The model "
+            "files are in the OS page cache after the first round (a first start after a reboot reads them "
+            "from disk too).",
+            table(
+                [
+                    "",
+                    "server start → first reply (p50)",
+                    "server start → input shown (p50)",
+                    "Enter → own bubble (p50)",
+                    "Enter → reply (p50)",
+                    "Enter → reply (max)",
+                ],
+                summary_rows,
+            ),
+            f"Goal: the first reply within {FIRST_REPLY_GOAL_MS} ms of the page being interactive once the "
+            f"server is warm — **{goal}** in this run (warm p50 {fmt_ms(warm_reply)}).",
+            "### Every visit",
+            table(
+                [
+                    "visit",
+                    "health check",
+                    "warm-up done",
+                    "input shown",
+                    "Enter → own bubble",
+                    "Enter → reply",
+                    "server start → reply",
+                ],
+                rows,
+            ),
+            "Times from server start are measured from the benchmark's `Popen` of `streamlit run` (the health "
+            "check is polled every 0.5 s; the warm-up time is the server's own).",
+        ]
+    )
+
+
 def scale_section(result: dict) -> str:
     rows = []
     for item in result["results"]:
@@ -299,6 +377,36 @@ def scale_section(result: dict) -> str:
     )
 
 
+SECTION_TITLES = {
+    "recall": "## Per-turn recall",
+    "voice": "## Voice:",
+    "wer": "## Speech recognition that knows the user",
+    "capacity": "## Capacity:",
+    "scale": "## Hybrid search SQL as the table grows",
+    "first_visit": "## The first visit:",
+}
+
+
+def _written_on(output: Path) -> str:
+    """The date the header of the last run's output names."""
+    match = re.search(r"\bon (\d{4}-\d{2}-\d{2})\b", output.read_text(encoding="utf-8")) if output.exists() else None
+    return match.group(1) if match else "an earlier date"
+
+
+def _kept_sections(output: Path, skip: set[str]) -> dict[str, str]:
+    """The sections of the benchmarks skipped in this run, as the last run wrote them (title -> text)."""
+    if not output.exists():
+        return {}
+    text = output.read_text(encoding="utf-8")
+    sections = ["## " + part for part in text.split("\n## ")[1:]]
+    kept = {}
+    for name, prefix in SECTION_TITLES.items():
+        for section in sections:
+            if name in skip and section.startswith(prefix):
+                kept[section.splitlines()[0].removeprefix("## ")] = section.rstrip("\n")
+    return kept
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -320,11 +428,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--calls", default="1,2,3,4", help="simultaneous call counts for the capacity run")
     parser.add_argument("--turns-per-call", type=int, default=8)
-    parser.add_argument("--skip", default="", help="comma-separated: recall, voice, wer, capacity, scale")
+    parser.add_argument("--skip", default="", help="comma-separated: recall, voice, wer, capacity, scale, first_visit")
     parser.add_argument(
         "--quiet-only",
         action="store_true",
         help=f"refuse to run (exit 2, nothing written) when the 1-minute load average is above {QUIET_LOAD}",
+    )
+    parser.add_argument(
+        "--first-visit-rounds", type=int, default=3, help="app starts per kind (cold, warm) in the first-visit run"
     )
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
@@ -356,6 +467,13 @@ def main(argv: list[str] | None = None) -> int:
     if "scale" not in skip:
         sizes = [int(x) for x in args.scale_rows.split(",") if x.strip()]
         sections.append(scale_section(scale.run(sizes)))
+    if "first_visit" not in skip:
+        load_before = machine()["load"]
+        measured = first_visit.run(args.first_visit_rounds)
+        measured.update(date=dt.date.today().isoformat(), load=f"{load_before} / {machine()['load']}")
+        sections.append(first_visit_section(measured))
+    kept = _kept_sections(args.output, skip)
+    kept_from = _written_on(args.output) if kept else None  # read before the file is rewritten
     info = machine()
     print(f"bench: load average at the end {info['load']}")
     busy = load_at_start > QUIET_LOAD
@@ -384,9 +502,19 @@ def main(argv: list[str] | None = None) -> int:
                 if busy
                 else f"The machine was quiet when this run started (1-minute load average {load_at_start:.2f})."
             ),
+            *(
+                [
+                    "",
+                    f"Kept from the run of {kept_from} (skipped in this one; measured on that run's "
+                    "machine, under its load): " + ", ".join(f"“{title}”" for title in kept) + ".",
+                ]
+                if kept
+                else []
+            ),
         ]
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    sections += kept.values()
     args.output.write_text(header + "\n\n" + "\n\n".join(sections) + "\n", encoding="utf-8")
     print(f"wrote {args.output}")
     return 0

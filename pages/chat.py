@@ -5,11 +5,13 @@ the fusion sliders that change the agent's searches live."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
+from typing import NamedTuple
 
 import streamlit as st
 
-from agent import Conversation, llm_wait_seconds
+from agent import Conversation, llm_wait_seconds, warmup
 from core.errors import InvalidInput
 from ui import auth, chat_state, rrf
 from ui.errors import reported, show_error
@@ -21,9 +23,15 @@ from ui.turn_panel import render_tool_calls, render_turn_details
 from ui.turns import Turn, group_turns
 
 TURN_TIMEOUT_SECONDS = 120
-_PENDING = "u_chat_pending_prompt"  # a suggestion clicked: send it on this run
+POLL_SECONDS = 0.25  # while the agent starts or answers, the page checks this often whether it is done
+# A message just handed over is drawn with its answer when the answer comes this quickly (one page run
+# instead of two); otherwise its bubble is drawn after this long and the answer when it comes.
+QUICK_ANSWER_SECONDS = 0.8
+_OUTBOX = "u_chat_outbox"  # messages typed or clicked and not yet handed to the agent (see _queue)
+_WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy), when the page started waiting in that state)
 _ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
 _INSPECT = "u_chat_inspect_turn"
+_ANSWERED = "u_chat_answered_turns"  # how many turns were answered when the page was last drawn
 
 SUGGESTIONS = [
     "My favorite color is teal",
@@ -34,11 +42,39 @@ SUGGESTIONS = [
 ]
 
 
+def _queue(text: str | None) -> None:
+    """Keep a message until the agent has taken it.
+
+    Called from the input's callbacks, which Streamlit runs at the start of the next run, before the
+    script: a message is kept even when that run is cut short (a cookie write, the agent still starting,
+    a page change), and the page hands it to the agent once the agent is ready."""
+    if text and text.strip():
+        st.session_state.setdefault(_OUTBOX, []).append(text)
+
+
+def _typed() -> None:
+    _queue(st.session_state.get("u_chat_input"))
+
+
 def _suggestion_clicked() -> None:
-    choice = st.session_state.get("u_chat_suggestion")
-    if choice:
-        st.session_state[_PENDING] = choice
+    _queue(st.session_state.get("u_chat_suggestion"))
     st.session_state["u_chat_suggestion"] = None
+
+
+def _outbox() -> list[str]:
+    return st.session_state.setdefault(_OUTBOX, [])
+
+
+def _hand_over(chat: Conversation) -> None:
+    """Give the agent every kept message, in order (it answers them one after another)."""
+    outbox = _outbox()
+    futures = []
+    while outbox:
+        futures.append(chat.send(outbox.pop(0)))  # no Streamlit call in between: a rerun cannot cut them apart
+    concurrent.futures.wait(futures, timeout=QUICK_ANSWER_SECONDS if futures else 0)
+    for future in futures:
+        if future.done() and isinstance(future.exception(), InvalidInput):
+            st.warning(str(future.exception()), icon=":material/warning:")
 
 
 def _llm_label() -> tuple[str, bool]:
@@ -69,43 +105,54 @@ def _render_message(turn: Turn) -> None:
                         )
 
 
-def _wait_for_turn(chat, future, cursor: int) -> None:
-    """Show the agent's steps live while the turn runs (tool calls appear as they happen)."""
-    with st.chat_message("assistant"), st.status("Thinking…", expanded=True) as status:
-        deadline = time.monotonic() + max(TURN_TIMEOUT_SECONDS, llm_wait_seconds())
-        while not future.done() and time.monotonic() < deadline:
-            events, cursor = chat.events_since(cursor)
-            for event in events:
-                if event["type"] == "tool_call":
-                    status.write(f":material/build: `{event['name']}` · {ms(event.get('duration_ms'))}")
-                elif event["type"] == "retrieval":
-                    status.write(
-                        f":material/manage_search: searched {event.get('source')} ({len(event.get('hits') or [])} hits)"
-                    )
-            time.sleep(0.05)
-        if not future.done():
-            status.update(label="The agent is still working", state="error")
-            st.warning(
-                "The agent has not answered yet. Its answer will appear here when it "
-                "is ready; you can also end the session and start again."
-            )
-            st.stop()
-        try:
-            result = future.result()
-        except InvalidInput as exc:
-            status.update(label="Not sent", state="error")
-            st.warning(str(exc))
-            st.stop()
-        except Exception as exc:
-            status.update(label="The turn failed", state="error")
-            show_error(exc)
-            st.stop()
-        if result.error:
-            status.update(label="The turn failed", state="error", expanded=False)
-        else:
-            status.update(label=f"Answered in {ms(result.timings.get('total_ms'))}", state="complete", expanded=False)
-    st.session_state[_INSPECT] = None  # follow the newest turn
-    st.rerun()
+class _Drawn(NamedTuple):
+    """What the page was drawn from; when any of it changes, the whole page is drawn again."""
+
+    ready: bool  # the start is over (successfully or not)
+    busy: bool  # a sent message is not answered yet
+    done_turns: int
+    waiting: tuple[str, ...]  # sent, and not among the events yet
+    kept: int  # messages in the outbox
+
+    @property
+    def settled(self) -> bool:
+        return self.ready and not self.busy and not self.waiting and not self.kept
+
+
+def _snapshot(chat: Conversation) -> _Drawn:
+    events, cursor = chat.events_since(0)
+    done_turns = sum(1 for event in events if event["type"] == "turn_done")
+    return _Drawn(chat.ready.done(), chat.busy, done_turns, tuple(chat.waiting_messages(cursor)), len(_outbox()))
+
+
+def _warming_up() -> str:
+    pending = warmup.current().pending() if warmup.current() else []
+    return f" (still loading {', '.join(part.label for part in pending)})" if pending else ""
+
+
+def _live_status(chat: Conversation, shown: _Drawn, since: float) -> None:
+    """While the agent starts or answers: its steps as they happen; the page redraws when it is done.
+
+    A fragment polling every POLL_SECONDS, so the page run itself never waits: a message sent
+    meanwhile starts a new run at once and shows as the visitor's bubble."""
+    if _snapshot(chat) != shown:
+        st.rerun(scope="app")
+    waited = time.monotonic() - since
+    if not chat.ready.done():
+        st.status(f"Starting the agent{_warming_up()}… {waited:.0f} s", state="running")
+        return
+    if waited > max(TURN_TIMEOUT_SECONDS, llm_wait_seconds()):
+        st.warning(
+            "The agent has not answered yet. Its answer will appear here when it "
+            "is ready; you can also end the session and start again."
+        )
+    with st.status(f"Thinking… {waited:.0f} s", state="running", expanded=True):
+        turns = group_turns(chat.events_since(0)[0])
+        live = turns[-1] if turns and turns[-1].number > 0 and not turns[-1].done else None
+        for call in live.tool_calls if live else []:
+            st.write(f":material/build: `{call['name']}` · {ms(call.get('duration_ms'))}")
+        for search in live.retrievals if live else []:
+            st.write(f":material/manage_search: searched {search.get('source')} ({len(search.get('hits') or [])} hits)")
 
 
 def _end_session(chat) -> None:
@@ -157,27 +204,23 @@ def _ended(session_id: str, saved: bool) -> None:
         st.rerun()
 
 
-def _started_conversation(visitor) -> Conversation | None:
-    """This browser session's conversation, started, with the sliders' fusion; None (and why) if it failed."""
+def _conversation_of(visitor) -> Conversation:
+    """This browser session's conversation (started in the background), with the sliders' fusion."""
     params = rrf.current_params()
     chat = chat_state.get_chat_session(visitor, rrf=params)
     if chat.rrf != params:
         chat.set_rrf(params)  # the sliders changed: the agent's next search uses the new fusion
-    if not chat.ready.done():
-        with st.spinner("Starting the agent (the first start loads the embedding model)…"):
-            try:
-                chat.ready.result(timeout=chat_state.START_TIMEOUT_SECONDS)
-            except TimeoutError:
-                st.warning("The agent is still starting; this page will continue when it is ready.")
-                time.sleep(2)
-                st.rerun()
-    if chat.ready.exception() is not None:
-        show_error(chat.ready.exception())
-        if st.button("Try again", icon=":material/refresh:"):
-            chat_state.close_chat_session(reason="failed start")
-            st.rerun()
-        return None
     return chat
+
+
+def _start_failed(chat: Conversation) -> None:
+    """The agent could not start: why, and a new start (the messages typed meanwhile are kept)."""
+    if not chat.ready.done() or chat.ready.exception() is None:
+        return
+    show_error(chat.ready.exception())
+    if st.button("Try again", icon=":material/refresh:"):
+        chat_state.close_chat_session(reason="failed start")
+        st.rerun()
 
 
 def _header(chat: Conversation, visitor) -> bool:
@@ -185,9 +228,10 @@ def _header(chat: Conversation, visitor) -> bool:
     label, demo_brain = _llm_label()
     header_left, header_right = st.columns([4, 1], vertical_alignment="center")
     with header_left:
+        session = f"session `{chat.session_id}`" if chat.session_id else "the session is starting"
         st.caption(
             f":material/smart_toy: **{label}**{' — not an LLM; see the sidebar' if demo_brain else ''}"
-            f" · session `{chat.session_id}` · user `{visitor.short_id}`"
+            f" · {session} · user `{visitor.short_id}`"
         )
     with header_right:
         return st.button(
@@ -199,24 +243,31 @@ def _header(chat: Conversation, visitor) -> bool:
         )
 
 
-def _conversation(chat: Conversation, turns: list[Turn], cursor: int, prompt: str | None) -> None:
+def _conversation(chat: Conversation, shown: _Drawn, turns: list[Turn], waiting: list[str]) -> None:
+    """The turns so far, then every message not answered yet (shown from the moment it was sent)."""
     box = st.container(height=560, border=True, autoscroll=True)
     with box:
         for turn in turns:
-            _render_message(turn)
-        if not turns:
-            st.caption("Connecting…")
-    if not any(t.number > 0 for t in turns) and not prompt:
-        st.pills(
-            "Try", SUGGESTIONS, key="u_chat_suggestion", on_change=_suggestion_clicked, label_visibility="collapsed"
-        )
-    if prompt:
-        with box:
+            if shown.busy and turn is turns[-1] and turn.number > 0 and not turn.done:
+                with st.chat_message("user"):  # the turn in progress: its steps are in the status below
+                    st.markdown(turn.user_text or "")
+            else:
+                _render_message(turn)
+        for text in waiting:
             with st.chat_message("user"):
-                st.markdown(prompt)
-            with reported():
-                future = chat.send(prompt)
-                _wait_for_turn(chat, future, cursor)
+                st.markdown(text)
+        if not turns and not waiting:
+            st.caption("Connecting…")
+        if shown.settled:
+            return
+        if shown.ready and chat.ready.exception() is not None:
+            st.caption(":material/schedule_send: Kept until the agent starts; nothing you typed is lost.")
+            return
+        state = (shown.ready, shown.busy)
+        since = st.session_state.get(_WAITING_SINCE)
+        if since is None or since[0] != state:
+            since = st.session_state[_WAITING_SINCE] = (state, time.monotonic())
+        st.fragment(run_every=POLL_SECONDS)(_live_status)(chat, shown, since[1])
 
 
 def main() -> None:
@@ -228,23 +279,32 @@ def main() -> None:
         icon=":material/chat:",
     )
     ended = st.session_state.get(_ENDED)
-    prompt = st.chat_input("Message the agent…", key="u_chat_input", max_chars=2000)
-    prompt = prompt or st.session_state.pop(_PENDING, None)
-    if ended and not prompt and chat_state.current_chat_session() is None:
+    st.chat_input("Message the agent…", key="u_chat_input", max_chars=2000, on_submit=_typed)
+    if ended and not _outbox() and chat_state.current_chat_session() is None:
         _ended(*ended)
         return
     st.session_state.pop(_ENDED, None)
-    chat = _started_conversation(visitor)
-    if chat is None:
-        return
+    chat = _conversation_of(visitor)
+    if chat.ready.done() and chat.ready.exception() is None:
+        _hand_over(chat)
+    shown = _snapshot(chat)  # before what it draws: a change after this draws the page again
+    if st.session_state.get(_ANSWERED) != shown.done_turns:
+        st.session_state[_ANSWERED] = shown.done_turns
+        st.session_state[_INSPECT] = None  # a turn was answered: the panel follows the newest turn
     end = _header(chat, visitor)
     events, cursor = chat.events_since(0)
+    waiting = chat.waiting_messages(cursor) + list(_outbox())
     turns = group_turns(events)
     conversation, inspector = st.columns([1, 1], gap="large")
     with conversation:
-        _conversation(chat, turns, cursor, prompt)
+        _start_failed(chat)
+        _conversation(chat, shown, turns, waiting)
+        if not any(t.number > 0 for t in turns) and not waiting:
+            st.pills(
+                "Try", SUGGESTIONS, key="u_chat_suggestion", on_change=_suggestion_clicked, label_visibility="collapsed"
+            )
     with inspector:
-        _inspector(turns)
+        _inspector([t for t in turns if t.done or not shown.busy])
         with st.expander(
             "Tune the fusion (weights and k) — applies to the agent's next search", icon=":material/tune:"
         ):

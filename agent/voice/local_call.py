@@ -286,6 +286,9 @@ class LocalVoiceCall:
         """A typed message during the call: same session, answered by voice too."""
         return self.conversation.send(text)
 
+    def waiting_messages(self, upto: int | None = None) -> list[str]:
+        return self.conversation.waiting_messages(upto)
+
     @property
     def mic_level_dbfs(self) -> float:
         return self.mic.level_dbfs

@@ -7,12 +7,14 @@ import pytest
 
 from agent import get_runtime
 from core import memories, sessions
+from tests.app.conftest import settle
 from ui import chat_state
 
 
 def _say(at, text):
     at.chat_input(key="u_chat_input").set_value(text)
     at.run()
+    settle(at)
     assert not at.exception, at.exception
 
 

@@ -14,10 +14,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from core import memories, sessions
 from core.db import Scope
-from tests.support.browser import WEBRTC_FRAME, screenshot, wait_for_app
+from tests.support.browser import WEBRTC_FRAME, open_page, screenshot, wait_for_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -140,3 +141,29 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
     assert voice and voice[0].report["voice"]["pipeline"] == "local"
     assert voice[0].report["voice"]["speech_recognition"]["interims"] >= 1
     assert voice[0].report["voice"]["turn_latency_ms"][0]["e2e_ms"] > 0
+
+
+def test_a_message_typed_while_the_call_connects_is_shown_at_once_and_answered(streamlit_server, new_mic_page):
+    """The Voice page's text box during a call: typed the moment it appears (the call's agent still
+    connecting), the message shows in the transcript at once, once, and the agent answers it."""
+    page = new_mic_page((1600, 1000))
+    page.goto(streamlit_server)
+    wait_for_app(page)
+    open_page(page, "Voice")
+    webrtc = page.frame_locator(WEBRTC_FRAME)
+    webrtc.get_by_role("button", name="Start call").click(timeout=60_000)
+
+    box = page.locator('[data-testid="stChatInputTextArea"]')  # shown with the call
+    box.wait_for(state="visible", timeout=60_000)
+    message = "Where is order 1003?"
+    box.fill(message)
+    box.press("Enter")
+
+    messages = page.locator('[data-testid="stChatMessage"]')
+    mine = messages.filter(has_text=message)
+    expect(mine.first).to_be_visible(timeout=15_000)
+    answer = messages.filter(has_text="1003").filter(has_not_text=message)
+    expect(answer.first).to_be_visible(timeout=CALL_TIMEOUT_MS)
+    expect(mine).to_have_count(1)
+    webrtc.get_by_role("button", name="End call").click()
+    page.get_by_text("its report (transcript, tool calls, per-turn latencies) was saved").wait_for(timeout=90_000)
