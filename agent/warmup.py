@@ -91,6 +91,8 @@ class Warmup:
 
     def _run(self) -> None:
         try:
+            if self.voice:  # torch keeps a thread's count once it has run torch work: set the shares first
+                _apply_voice_thread_budget()
             with ThreadPoolExecutor(max_workers=2, thread_name_prefix="warm-up") as pool:
                 first = [
                     pool.submit(self._load, "database", _open_database),
@@ -148,6 +150,12 @@ def _start_agent_runtime() -> None:
 
     get_runtime().warm.result(timeout=120)
     importlib.import_module("agent.session")  # the session, the agent and its brain: what the first turn runs
+
+
+def _apply_voice_thread_budget() -> None:
+    from agent.voice.threads import apply_process_budget
+
+    apply_process_budget()
 
 
 def _load_voice_models() -> None:
