@@ -1,0 +1,345 @@
+-- Conversation memory: every user and agent turn of every session, searchable
+-- per user with the same hybrid (vector + full-text, RRF) search as memories.
+--
+--   * conversation_turns: one row per turn; only the service writes, owners read.
+--     Deleting a session (owners may) or the user deletes its turns.
+--   * conversation_lexemes / conversation_lexicon_totals: per-user document
+--     frequencies of every lexeme, kept by statement triggers, so the text
+--     branch can weight a query's words by how rare they are in this user's
+--     conversations (BM25's IDF) instead of counting every shared word alike.
+--   * match_conversation_turns_hybrid: the search; per-branch ranks, distances,
+--     text scores, RRF contributions and the fused score.
+
+-- A turn references its session by (session_id, user_id), so a turn can never
+-- point at another user's session.
+alter table public.sessions
+  add constraint sessions_session_id_user_id_key unique (session_id, user_id);
+
+-- Owners may delete their session reports; the turns go with them.
+create policy "Users can delete their own sessions"
+  on public.sessions for delete to authenticated
+  using ((select auth.uid()) = user_id);
+grant delete on public.sessions to authenticated;
+
+-- ---------------------------------------------------------------------------
+-- conversation_turns
+-- ---------------------------------------------------------------------------
+
+create table public.conversation_turns (
+  id          bigint generated always as identity primary key,
+  user_id     uuid not null references auth.users (id) on delete cascade,
+  session_id  text not null,
+  turn_index  int not null check (turn_index >= 0),
+  speaker     text not null check (char_length(speaker) between 1 and 64),
+  content     text not null check (char_length(content) between 1 and 8000),
+  created_at  timestamptz not null default now(),
+  -- Null until the turn is embedded: a turn is stored first and embedded off
+  -- the critical path, and one whose embedding failed is embedded later.
+  embedding   extensions.vector(384),
+  -- The speaker's name is searchable too ("what did Maria say about ...").
+  fts         tsvector generated always as (
+                to_tsvector('english'::regconfig, speaker || ' ' || content)
+              ) stored,
+  constraint conversation_turns_one_row_per_turn unique (user_id, session_id, turn_index),
+  constraint conversation_turns_session_fkey foreign key (session_id, user_id)
+    references public.sessions (session_id, user_id) on delete cascade
+);
+
+-- The vector branch is an exact scan of one user's turns. This covering index
+-- keeps each user's (id, embedding) pairs together, so the scan is an
+-- index-only read of that user's entries instead of one heap page per turn.
+-- Cost follows one user's turn count, never the table's. (docs/BENCHMARKS.md
+-- compares it with HNSW and the other index choices.)
+create index conversation_turns_user_embedding_idx
+  on public.conversation_turns (user_id) include (id, embedding);
+create index conversation_turns_fts_idx on public.conversation_turns using gin (fts);
+
+-- A turn is a record of what was said: its text and owner never change
+-- (the embedding may be filled in later).
+create or replace function public.conversation_turns_keep_text() returns trigger
+language plpgsql
+set search_path = ''
+as $$
+begin
+  if new.content is distinct from old.content or new.speaker is distinct from old.speaker
+     or new.user_id is distinct from old.user_id or new.session_id is distinct from old.session_id
+     or new.turn_index is distinct from old.turn_index then
+    raise exception 'conversation turns are immutable; only their embedding can be set'
+      using errcode = 'check_violation';
+  end if;
+  return new;
+end;
+$$;
+
+create trigger conversation_turns_keep_text
+  before update on public.conversation_turns
+  for each row execute function public.conversation_turns_keep_text();
+
+alter table public.conversation_turns enable row level security;
+
+create policy "Users can read their own conversation turns"
+  on public.conversation_turns for select to authenticated
+  using ((select auth.uid()) = user_id);
+
+-- ---------------------------------------------------------------------------
+-- Per-user lexeme statistics for the text branch (BM25-style IDF)
+-- ---------------------------------------------------------------------------
+
+create table public.conversation_lexemes (
+  user_id    uuid not null references auth.users (id) on delete cascade,
+  lexeme     text not null,
+  turn_count int not null check (turn_count >= 0),  -- turns of this user containing the lexeme
+  primary key (user_id, lexeme)
+);
+
+create table public.conversation_lexicon_totals (
+  user_id       uuid primary key references auth.users (id) on delete cascade,
+  turn_count    bigint not null check (turn_count >= 0),
+  lexeme_total  bigint not null check (lexeme_total >= 0)  -- sum of length(fts): average turn length
+);
+
+alter table public.conversation_lexemes enable row level security;
+alter table public.conversation_lexicon_totals enable row level security;
+
+create policy "Users can read their own conversation word statistics"
+  on public.conversation_lexemes for select to authenticated
+  using ((select auth.uid()) = user_id);
+
+create policy "Users can read their own conversation totals"
+  on public.conversation_lexicon_totals for select to authenticated
+  using ((select auth.uid()) = user_id);
+
+-- Statement-level, with transition tables: one aggregate upsert per INSERT or
+-- COPY however many turns it wrote. Rows are locked in (user_id, lexeme) order
+-- so two concurrent writers for one user cannot deadlock each other.
+-- security definer: also runs when a user's session delete cascades here.
+create or replace function public.conversation_lexicon_add() returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  insert into public.conversation_lexemes as l (user_id, lexeme, turn_count)
+  select n.user_id, lexeme, count(*)
+  from new_turns n, unnest(tsvector_to_array(n.fts)) as lexeme
+  group by n.user_id, lexeme
+  order by n.user_id, lexeme
+  on conflict (user_id, lexeme) do update set turn_count = l.turn_count + excluded.turn_count;
+
+  insert into public.conversation_lexicon_totals as t (user_id, turn_count, lexeme_total)
+  select n.user_id, count(*), sum(length(n.fts))
+  from new_turns n
+  group by n.user_id
+  order by n.user_id
+  on conflict (user_id) do update
+    set turn_count = t.turn_count + excluded.turn_count,
+        lexeme_total = t.lexeme_total + excluded.lexeme_total;
+  return null;
+end;
+$$;
+
+create or replace function public.conversation_lexicon_remove() returns trigger
+language plpgsql
+security definer
+set search_path = ''
+as $$
+begin
+  with gone as (
+    select o.user_id, lexeme, count(*) as turns
+    from old_turns o, unnest(tsvector_to_array(o.fts)) as lexeme
+    group by o.user_id, lexeme
+  )
+  update public.conversation_lexemes l
+     set turn_count = greatest(l.turn_count - gone.turns, 0)
+    from gone
+   where l.user_id = gone.user_id and l.lexeme = gone.lexeme;
+
+  delete from public.conversation_lexemes l
+   where l.turn_count = 0
+     and l.user_id in (select distinct o.user_id from old_turns o);
+
+  with gone as (
+    select o.user_id, count(*) as turns, sum(length(o.fts)) as lexemes
+    from old_turns o
+    group by o.user_id
+  )
+  update public.conversation_lexicon_totals t
+     set turn_count = greatest(t.turn_count - gone.turns, 0),
+         lexeme_total = greatest(t.lexeme_total - gone.lexemes, 0)
+    from gone
+   where t.user_id = gone.user_id;
+  return null;
+end;
+$$;
+
+create trigger conversation_turns_lexicon_add
+  after insert on public.conversation_turns
+  referencing new table as new_turns
+  for each statement execute function public.conversation_lexicon_add();
+
+create trigger conversation_turns_lexicon_remove
+  after delete on public.conversation_turns
+  referencing old table as old_turns
+  for each statement execute function public.conversation_lexicon_remove();
+
+revoke all on function public.conversation_lexicon_add() from public, anon, authenticated;
+revoke all on function public.conversation_lexicon_remove() from public, anon, authenticated;
+
+-- ---------------------------------------------------------------------------
+-- Privileges: owners read; only the service writes.
+-- ---------------------------------------------------------------------------
+
+revoke all on public.conversation_turns, public.conversation_lexemes, public.conversation_lexicon_totals
+  from anon, authenticated;
+grant select on public.conversation_turns, public.conversation_lexemes, public.conversation_lexicon_totals
+  to authenticated;
+grant all on public.conversation_turns, public.conversation_lexemes, public.conversation_lexicon_totals
+  to service_role;
+
+-- ---------------------------------------------------------------------------
+-- RPC: hybrid search over one user's conversation turns
+--
+--   rrf_score = vector_weight / (rrf_k + vector_rank) + text_weight / (rrf_k + text_rank)
+--
+-- Each branch keeps its best `candidate_count` turns (default 4 * match_count);
+-- a turn missing from a branch gets nothing from it. A null query_embedding
+-- means text only; a blank query_text means vector only. exclude_session_id
+-- leaves out one session (the one being spoken right now).
+--
+-- Vector branch: exact cosine distance over the user's embedded turns.
+-- Text branch (text_match = 'any'): the query's lexemes, weighted by
+-- BM25's IDF over this user's turns, at most the 8 rarest; a turn's score is
+-- the sum of the IDFs of the query lexemes it contains, normalised for turn
+-- length (BM25 with k1 = 1.2, b = 0.75 and term frequency counted once).
+-- Lexemes this user never used cannot match and are dropped before the search.
+-- text_match = 'all' ranks websearch_to_tsquery's AND with ts_rank_cd instead.
+-- ---------------------------------------------------------------------------
+
+create or replace function public.match_conversation_turns_hybrid(
+  query_embedding    extensions.vector(384),
+  query_text         text,
+  match_user_id      uuid,
+  match_count        int default 10,
+  vector_weight      float default 0.5,
+  text_weight        float default 0.5,
+  rrf_k              int default 60,
+  text_match         text default 'any',
+  candidate_count    int default null,
+  exclude_session_id text default null
+)
+returns table (
+  id              bigint,
+  session_id      text,
+  turn_index      int,
+  speaker         text,
+  content         text,
+  created_at      timestamptz,
+  vector_rank     int,
+  vector_distance float,
+  text_rank       int,
+  text_score      float,
+  vector_rrf      float,
+  text_rrf        float,
+  rrf_score       float
+)
+language sql stable
+security invoker
+set search_path = public, extensions, pg_temp
+as $$
+  with params as (
+    select least(greatest(coalesce(candidate_count, least(greatest(match_count, 1), 200) * 4), 1), 1000)
+           as candidates
+  ),
+  vector_hits as (
+    select v.id, v.distance, (row_number() over (order by v.distance, v.id))::int as rnk
+    from (
+      select t.id, (t.embedding <=> query_embedding)::float as distance
+      from public.conversation_turns t
+      where t.user_id = match_user_id
+        and query_embedding is not null
+        and t.embedding is not null
+        and (exclude_session_id is null or t.session_id <> exclude_session_id)
+      order by t.embedding <=> query_embedding, t.id
+      limit (select candidates from params)
+    ) v
+  ),
+  totals as (
+    select c.turn_count::float as n,
+           greatest(c.lexeme_total::float / greatest(c.turn_count, 1), 1.0) as avg_length
+    from public.conversation_lexicon_totals c
+    where c.user_id = match_user_id
+  ),
+  terms as (
+    select l.lexeme, quote_literal(l.lexeme)::tsquery as q,
+           ln(1.0 + (tot.n - l.turn_count + 0.5) / (l.turn_count + 0.5)) as idf
+    from (select distinct lexeme
+          from unnest(tsvector_to_array(to_tsvector('english', coalesce(query_text, '')))) as lexeme) as ql
+    join public.conversation_lexemes l on l.user_id = match_user_id and l.lexeme = ql.lexeme
+    cross join totals tot
+    where text_match = 'any' and l.turn_count > 0
+    order by idf desc, l.lexeme
+    limit 8
+  ),
+  any_query as (
+    select string_agg(quote_literal(terms.lexeme), ' | ')::tsquery as q from terms
+  ),
+  any_hits as (
+    select s.id, s.score, (row_number() over (order by s.score desc, s.id))::int as rnk
+    from (
+      select m.id,
+             (sum(terms.idf)
+              * 2.2 / (1.0 + 1.2 * (0.25 + 0.75 * length(m.fts) / (select avg_length from totals))))::float as score
+      from public.conversation_turns m
+      cross join any_query aq
+      join terms on m.fts @@ terms.q
+      where m.user_id = match_user_id
+        and aq.q is not null
+        and m.fts @@ aq.q
+        and (exclude_session_id is null or m.session_id <> exclude_session_id)
+      group by m.id
+      order by score desc, m.id
+      limit (select candidates from params)
+    ) s
+  ),
+  all_hits as (
+    select s.id, s.score, (row_number() over (order by s.score desc, s.id))::int as rnk
+    from (
+      select m.id, ts_rank_cd(m.fts, w.q)::float as score
+      from public.conversation_turns m,
+           (select websearch_to_tsquery('english', query_text) as q) w
+      where text_match = 'all'
+        and coalesce(btrim(query_text), '') <> ''
+        and m.user_id = match_user_id
+        and m.fts @@ w.q
+        and (exclude_session_id is null or m.session_id <> exclude_session_id)
+      order by score desc, m.id
+      limit (select candidates from params)
+    ) s
+  ),
+  text_hits as (
+    select * from any_hits
+    union all
+    select * from all_hits
+  ),
+  fused as (
+    select coalesce(v.id, t.id) as id,
+           v.rnk as vector_rank, v.distance as vector_distance,
+           t.rnk as text_rank, t.score as text_score,
+           coalesce(vector_weight / (rrf_k + v.rnk), 0.0)::float as vector_rrf,
+           coalesce(text_weight / (rrf_k + t.rnk), 0.0)::float as text_rrf
+    from vector_hits v
+    full outer join text_hits t on t.id = v.id
+  )
+  select c.id, c.session_id, c.turn_index, c.speaker, c.content, c.created_at,
+         f.vector_rank, f.vector_distance, f.text_rank, f.text_score,
+         f.vector_rrf, f.text_rrf, (f.vector_rrf + f.text_rrf)::float as rrf_score
+  from fused f
+  join public.conversation_turns c on c.id = f.id
+  order by rrf_score desc, f.vector_rank nulls last, c.id
+  limit least(greatest(match_count, 1), 200);
+$$;
+
+grant execute on function public.match_conversation_turns_hybrid(
+  extensions.vector, text, uuid, int, float, float, int, text, int, text) to authenticated, service_role;
+revoke execute on function public.match_conversation_turns_hybrid(
+  extensions.vector, text, uuid, int, float, float, int, text, int, text) from anon, public;
