@@ -133,7 +133,7 @@ META_STOP = {"remind", "rememb", "forgot", "forget", "recal", "tell", "told", "s
 
 def bm25_rankings(split: Split, turn_lex: list[list[str]], query_lex: list[list[str]], *, idf_scope="user",
                   max_terms=8, k1=1.2, b=0.75, stop: set[str] = frozenset(), max_df_fraction=1.0,
-                  depth: int = 1000):
+                  min_coverage=0.0, missing_terms_count=False, depth: int = 1000):
     """BM25 with term frequency counted once (as match_conversation_turns_hybrid computes it)."""
     user_rows = defaultdict(list)
     for i, t in enumerate(split.turns):
@@ -168,10 +168,14 @@ def bm25_rankings(split: Split, turn_lex: list[list[str]], query_lex: list[list[
             terms.append((math.log(1 + (n - df[lexeme] + 0.5) / (df[lexeme] + 0.5)), lexeme))
         terms.sort(key=lambda x: (-x[0], x[1]))
         terms = terms[:max_terms]
+        total = sum(idf for idf, _ in terms)
+        if missing_terms_count:  # a query word this user never used still counts in the total
+            total += sum(math.log(1 + (n + 0.5) / 0.5) for lexeme in dict.fromkeys(query_lex[qi])
+                         if lexeme not in stop and df.get(lexeme, 0) == 0)
         scored = []
         for r in rows:
             matched = [idf for idf, lexeme in terms if lexeme in sets[r]]
-            if matched:
+            if matched and sum(matched) >= min_coverage * total:
                 norm = (k1 + 1) / (1 + k1 * (1 - b + b * len(sets[r]) / avg))
                 scored.append((-(sum(matched) * norm), r))
         scored.sort()
@@ -224,29 +228,32 @@ def main(argv=None) -> int:
     for how in args.vectors.split(","):
         vec[how] = vector_rankings(split, embed_cached(turn_texts(split.turns, how), args.cache), qvec)
         print(f"vector[{how:8}] {fmt(metrics(vec[how], split.qrels))}")
-    text = {
-        "bm25 user idf": bm25_rankings(split, turn_lex, query_lex),
-        "bm25 global idf": bm25_rankings(split, turn_lex, query_lex, idf_scope="global"),
-        "bm25 all terms": bm25_rankings(split, turn_lex, query_lex, max_terms=100),
-        "bm25 + meta stop": bm25_rankings(split, turn_lex, query_lex, stop=META_STOP),
-        "bm25 b=0": bm25_rankings(split, turn_lex, query_lex, b=0.0),
-        "bm25 df<=10%": bm25_rankings(split, turn_lex, query_lex, max_df_fraction=0.10),
-        "bm25 df<=3%": bm25_rankings(split, turn_lex, query_lex, max_df_fraction=0.03),
-    }
+    text = {}
+    for stop_name, stop in (("", frozenset()), (" meta", META_STOP)):
+        for cov in (0.0, 0.2, 0.3, 0.4, 0.5):
+            text[f"b0{stop_name} cov{cov}"] = bm25_rankings(split, turn_lex, query_lex, b=0.0, stop=stop,
+                                                           min_coverage=cov)
+        text[f"b0{stop_name} cov0.3 missing"] = bm25_rankings(split, turn_lex, query_lex, b=0.0, stop=stop,
+                                                             min_coverage=0.3, missing_terms_count=True)
+    text["b0.75"] = bm25_rankings(split, turn_lex, query_lex)
     for name, ranking in text.items():
-        print(f"text[{name:16}] {fmt(metrics(ranking, split.qrels))}")
+        print(f"text[{name:32}] {fmt(metrics(ranking, split.qrels))}")
     print("fusion (vector variant, text variant, wv, wt, k, depth) -> metrics")
     rows = []
     for vname in vec:
-        for tname in ("bm25 user idf", "bm25 + meta stop"):
-            for wv, wt in ((0.7, 0.3), (0.5, 0.5), (0.4, 0.6), (0.3, 0.7)):
+        for tname in text:
+            for wv, wt in ((0.7, 0.3), (0.6, 0.4), (0.5, 0.5)):
                 for k in (1, 5, 10, 20, 60):
-                    for depth in (20, 50, 100, 200):
+                    for depth in (20, 50, 100):
                         fused = {q: rrf(vec[vname][q], text[tname][q], wv, wt, k, depth) for q in split.qrels}
                         rows.append((metrics(fused, split.qrels), vname, tname, wv, wt, k, depth))
     rows.sort(key=lambda r: -r[0]["R@5"])
-    for m, *cfg in rows[:25]:
+    for m, *cfg in rows[:20]:
         print(fmt(m), cfg)
+    print("equal weights:")
+    for m, *cfg in [r for r in rows if r[3] == 0.5][:20]:
+        print(fmt(m), cfg)
+    json.dump([(m, cfg) for m, *cfg in rows], (args.cache / f"fusion-{args.split}.json").open("w"))
     return 0
 
 

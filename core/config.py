@@ -48,11 +48,11 @@ class Settings(BaseSettings):
 
     # --- retrieval ---------------------------------------------------------
     embedding_model: str | None = Field(None, description="Name or path of a 384-d sentence-transformers model.")
-    rrf_vector_weight: float = Field(0.7, ge=0.0, le=10.0)
-    rrf_text_weight: float = Field(0.3, ge=0.0, le=10.0)
-    rrf_k: int = Field(60, ge=1, le=10_000)
-    # How many turns each branch of the conversation search ranks before fusion.
-    conversation_candidates: int = Field(100, ge=1, le=1000)
+    # Fusion of the vector and text branches (memories and conversation turns): weight / (k + rank).
+    # Chosen on the conversational dev set (docs/RETRIEVAL.md).
+    rrf_vector_weight: float = Field(0.5, ge=0.0, le=10.0)
+    rrf_text_weight: float = Field(0.5, ge=0.0, le=10.0)
+    rrf_k: int = Field(5, ge=1, le=10_000)
 
     demo_user_id: str | None = Field(None, description="Default user for the worker console and `agent chat`.")
 

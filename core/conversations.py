@@ -59,15 +59,11 @@ class ConversationTurn:
                 "embedded": self.embedded}
 
 
-def embedding_text(speaker: str, content: str, previous: tuple[str, str] | None = None) -> str:
-    """What a turn's embedding is computed from: the turn with its speaker, preceded by
-    the turn before it in the same session (an answer such as "Cedar Creek, about six
-    miles" is only findable with the question it answers). docs/RETRIEVAL.md has the
-    measurements behind this choice."""
-    text = f"{speaker}: {content}"
-    if previous is not None:
-        return f"{previous[0]}: {previous[1]}\n{text}"
-    return text
+def embedding_text(speaker: str, content: str) -> str:
+    """What a turn's embedding is computed from: "speaker: content". Adding the turn
+    before it (as context) made the vector branch worse on the conversational dev set:
+    every reply then looked like the turn it answered (docs/RETRIEVAL.md)."""
+    return f"{speaker}: {content}"
 
 
 def _clean(turn: TurnInput) -> TurnInput:
@@ -99,22 +95,6 @@ def _try_embed(texts: list[str], embed: Callable[[Sequence[str]], np.ndarray]) -
     return [vector_literal(v) for v in vectors]
 
 
-def _previous_turns(scope: Scope, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], tuple[str, str]]:
-    """(session, index) -> (speaker, content) of already stored turns, for embedding context."""
-    if not wanted:
-        return {}
-    sessions = sorted({s for s, _ in wanted})
-    indexes = sorted({i for _, i in wanted})
-    with transaction(scope) as cur:
-        cur.execute(
-            "select session_id, turn_index, speaker, content from public.conversation_turns "
-            "where user_id = %s and session_id = any(%s) and turn_index = any(%s)",
-            (scope.user_id, sessions, indexes),
-        )
-        return {(r["session_id"], r["turn_index"]): (r["speaker"], r["content"]) for r in cur.fetchall()
-                if (r["session_id"], r["turn_index"]) in wanted}
-
-
 def store_turns(scope: Scope, turns: Sequence[TurnInput], *,
                 embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed) -> list[ConversationTurn]:
     """Store turns (service scope), creating their sessions if needed; returns them in input order.
@@ -132,11 +112,7 @@ def store_turns(scope: Scope, turns: Sequence[TurnInput], *,
     keys = [(t.session_id, t.turn_index) for t in cleaned]
     if len(set(keys)) != len(keys):
         raise InvalidInput("The same session and turn index appear twice in one batch.")
-    given = {(t.session_id, t.turn_index): (t.speaker, t.content) for t in cleaned}
-    missing = {(s, i - 1) for s, i in keys if i > 0 and (s, i - 1) not in given}
-    known = {**_previous_turns(scope, missing), **given}
-    texts = [embedding_text(t.speaker, t.content, known.get((t.session_id, t.turn_index - 1))) for t in cleaned]
-    vectors = _try_embed(texts, embed)
+    vectors = _try_embed([embedding_text(t.speaker, t.content) for t in cleaned], embed)
 
     with transaction(scope) as cur:
         session_ids = sorted({t.session_id for t in cleaned})
@@ -186,20 +162,14 @@ def embed_pending(scope: Scope, *, limit: int = 200,
     _require_service(scope)
     with transaction(scope) as cur:
         cur.execute(
-            "select t.id, t.speaker, t.content, p.speaker as previous_speaker, p.content as previous_content "
-            "from public.conversation_turns t "
-            "left join public.conversation_turns p on p.user_id = t.user_id and p.session_id = t.session_id "
-            "  and p.turn_index = t.turn_index - 1 "
-            "where t.user_id = %s and t.embedding is null order by t.id limit %s",
+            "select id, speaker, content from public.conversation_turns "
+            "where user_id = %s and embedding is null order by id limit %s",
             (scope.user_id, max(1, min(int(limit), MAX_BATCH))),
         )
         rows = cur.fetchall()
     if not rows:
         return 0
-    texts = [embedding_text(r["speaker"], r["content"],
-                            (r["previous_speaker"], r["previous_content"]) if r["previous_speaker"] else None)
-             for r in rows]
-    vectors = embed(texts)
+    vectors = embed([embedding_text(r["speaker"], r["content"]) for r in rows])
     with transaction(scope) as cur:
         cur.executemany(
             "update public.conversation_turns set embedding = %s::extensions.vector "

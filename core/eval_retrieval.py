@@ -381,19 +381,9 @@ def insert_memories(conninfo: str, memories: Sequence[EvalMemory], vectors: np.n
     return row_ids
 
 
-def _previous_in_session(turns: Sequence[EvalTurn]) -> list[tuple[str, str] | None]:
-    by_position = {(t.user, t.session, t.turn): t for t in turns}
-    previous = []
-    for t in turns:
-        before = by_position.get((t.user, t.session, t.turn - 1))
-        previous.append((before.speaker, before.content) if before else None)
-    return previous
-
-
 def embed_turns(turns: Sequence[EvalTurn]) -> np.ndarray:
     """The same text the app embeds for a turn (core.conversations.embedding_text)."""
-    texts = [conversations.embedding_text(t.speaker, t.content, prev)
-             for t, prev in zip(turns, _previous_in_session(turns))]
+    texts = [conversations.embedding_text(t.speaker, t.content) for t in turns]
     chunks = []
     for start in range(0, len(texts), EMBED_BATCH * 4):
         chunks.append(embeddings.embed(texts[start:start + EMBED_BATCH * 4]))
@@ -559,8 +549,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rrf-k", type=int, default=None, metavar="K",
                         help=f"RRF k constant (default: the app's, {settings.rrf_k})")
     parser.add_argument("--candidates", type=int, default=None, metavar="N",
-                        help="with --as-turns: turns each branch ranks before fusion (default: the app's, "
-                             f"{settings.conversation_candidates})")
+                        help="with --as-turns: turns each branch ranks before fusion (default 4 * --top-k)")
     parser.add_argument("--text-match", choices=("any", "all"), default="any",
                         help="text branch: 'any' ORs the query's lexemes (the app's default); "
                              "'all' is websearch_to_tsquery's AND of every term")
@@ -643,8 +632,7 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
                     "text_match": args.text_match,
                     "weights": [params.vector_weight, params.text_weight],
                     "rrf_k": params.k,
-                    **({"candidates": args.candidates or get_settings().conversation_candidates}
-                       if args.as_turns else {}),
+                    **({"candidates": args.candidates or 4 * args.top_k} if args.as_turns else {}),
                     "modes": modes,
                     "latency_ms": {"mode": args.mode, **latency_summary(printed)},
                 }

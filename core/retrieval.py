@@ -25,9 +25,9 @@ SearchMode = Literal["hybrid", "vector", "text"]
 
 @dataclass(frozen=True)
 class RrfParams:
-    vector_weight: float = 0.7
-    text_weight: float = 0.3
-    k: int = 60
+    vector_weight: float = 0.5
+    text_weight: float = 0.5
+    k: int = 5
 
     @classmethod
     def from_settings(cls) -> RrfParams:
@@ -275,16 +275,15 @@ def search_conversations(
 ) -> ConversationSearch:
     """Hybrid search over the scope's past conversation turns.
 
-    `candidates` is how deep each branch ranks before fusion (default: the
-    CONVERSATION_CANDIDATES setting). If the query cannot be embedded, the
-    search still runs on the text branch and says why.
+    `candidates` is how deep each branch ranks before fusion (default 4 * limit).
+    If the query cannot be embedded, the search still runs on the text branch
+    and says why.
     """
     query = clean_text(query, what="search query", max_length=MAX_QUERY_LENGTH)
     limit = _clean_limit(limit, 200)
     params = (params or RrfParams.from_settings()).validated()
-    if candidates is None:
-        candidates = get_settings().conversation_candidates
-    candidates = _clean_limit(candidates, 1000)
+    if candidates is not None:
+        candidates = max(_clean_limit(candidates, 1000), limit)
     if exclude_session_id is not None:
         exclude_session_id = clean_text(exclude_session_id, what="session id", max_length=200)
     started = time.perf_counter()
@@ -296,7 +295,7 @@ def search_conversations(
             "select * from public.match_conversation_turns_hybrid("
             "%s::extensions.vector, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (vector, query_text, scope.user_id, limit, vector_weight, text_weight, params.k, text_match,
-             max(candidates, limit), exclude_session_id),
+             candidates, exclude_session_id),
         )
         hits = [ConversationHit(**row) for row in cur.fetchall()]
     return ConversationSearch(query=query, hits=hits, mode=effective_mode, params=params,

@@ -18,7 +18,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data" / "eval_small"
 MEMORIES, QUERIES, QRELS = DATA / "memories.jsonl", DATA / "queries.jsonl", DATA / "qrels.jsonl"
 TOP_K = 5
-WEIGHTS, RRF_K = (0.7, 0.3), 60
+WEIGHTS, RRF_K = (0.5, 0.5), 5  # the app's defaults, which the CLI uses
 
 def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -734,7 +734,8 @@ def fact_allergy(rng, p):
 
 
 def fact_class(rng, p):
-    subject, topic = pick_unique(rng, CLASSES, p, "class")
+    subject, topics = pick_unique(rng, CLASSES, p, "class")
+    topic = pick(rng, topics)
     teacher = _person(rng, p["taken"])
     day = pick(rng, WEEKDAYS)
     ev = pick(rng, [f"First {subject} class tonight! The teacher, {teacher}, had us working on {topic} already.",
@@ -1046,6 +1047,60 @@ def user_persona(rng, index):
     }
 
 
+# Later turns on the same topic that answer none of its questions: people keep talking about their
+# dog, their hikes, their trip, and a question has to find the one turn with the detail it asks for.
+TOPIC_CHATTER = {
+    "pet": ["The {species} chewed up my slippers again.", "Took the {species} to the vet for shots, all good.",
+            "The {species} is finally sleeping through the night.", "Bought way too many toys for the {species}.",
+            "The {species} hates the vacuum cleaner lol.", "Walking the {species} in the rain is not fun."],
+    "hike": ["My legs are still sore from that hike.", "I want to do way more hiking this summer.",
+             "Bought new hiking boots, breaking them in around the block.", "Looking at trail maps again...",
+             "Saw a deer on my walk this morning!", "Should I get trekking poles for the steep trails?"],
+    "doctor": ["The waiting room at the clinic took forever.", "Need to call the doctor's office back about forms.",
+               "Insurance finally covered that visit.", "Got a reminder text about my appointment."],
+    "car": ["The car needs an oil change soon.", "Washed the car for the first time, it looks brand new.",
+            "Still getting used to driving the new car.", "Finally figured out the car's bluetooth."],
+    "friend_job": ["Catching up with old friends lately has been nice.", "Everyone seems to be changing jobs.",
+                   "We should do a reunion dinner with the old roommates."],
+    "sibling": ["Family group chat is going crazy about the engagement.", "Mom is already planning outfits.",
+                "Helping with wedding stuff is a full-time job."],
+    "restaurant": ["I've been eating out too much lately.", "Craving that dinner from last week again.",
+                   "Trying to cook more at home instead of restaurants.", "Found a food blog with great reviews."],
+    "book": ["Stayed up way too late reading again.", "My reading list keeps growing.",
+             "I should join a book club.", "Reading before bed has really helped me sleep."],
+    "trip": ["Need to buy a power adapter for the trip.", "Started a packing list for the trip.",
+             "Researching things to do on the trip.", "Should I get travel insurance?",
+             "Exchanged some money for the trip today."],
+    "race": ["Back to training runs this week.", "My running shoes are worn out.",
+             "Signed up for another race, apparently I'm addicted.", "Recovery run today, slow and easy."],
+    "move": ["Still unpacking boxes.", "The new neighborhood is growing on me.", "Finally hung the curtains.",
+             "Setting up internet at the new place took forever."],
+    "work_project": ["Project meetings all afternoon.", "The deadline is stressing me out a bit.",
+                     "Had a good one-on-one with my manager."],
+    "allergy": ["Reading every food label now.", "Carrying an antihistamine everywhere just in case."],
+    "class": ["Practiced for an hour after class.", "Class was hard this week but fun.",
+              "Thinking of signing up for the next level of the course."],
+    "gift": ["Still need wrapping paper for the present.", "Birthday planning is fun but stressful."],
+    "garden": ["Watered the garden before work.", "Something is eating my plants!", "Weeding took all morning."],
+    "concert": ["Still have the songs from the show stuck in my head.", "Looking for more concerts this summer."],
+    "recipe": ["Cooking family recipes makes me nostalgic.", "Wrote down a few family recipes in a notebook."],
+    "gadget": ["Reading reviews before buying anything else.", "Tech stuff never works the first time lol."],
+    "parking": ["Parking at work is a nightmare.", "Someone took my parking spot again."],
+    "medication": ["Set a phone reminder for my pills.", "Feeling a bit better on the new meds."],
+    "show": ["Binged way too many episodes last night.", "Need a new show to watch."],
+    "volunteer": ["Volunteering this week was really rewarding.", "We sorted a mountain of donations."],
+    "birthday": ["Need to think about birthday presents for the family.", "Family birthdays all in one month lol."],
+    "coffee": ["Had two coffees today, mistake.", "Trying to cut back on coffee."],
+    "lost": ["I lose everything lately.", "Bought one of those tracker tags so I stop losing stuff."],
+    "injury": ["Physical therapy exercises are boring but working.", "Still limping a bit."],
+    "budget": ["Tracking every expense in a spreadsheet now.", "Spent too much this weekend oops."],
+    "neighbor": ["The neighbors waved today, progress.", "Quiet night on the street for once."],
+    "language": ["Practiced vocabulary on the bus.", "Watched a movie with subtitles for practice."],
+    "interview": ["Prepping answers for interview questions.", "Job hunting is exhausting."],
+    "wedding": ["Still recovering from the wedding dancing.", "Wedding season is expensive."],
+    "repair": ["Something else in the house is making a weird noise.", "Home ownership is just constant repairs."],
+}
+
 RECURRING = {fact_hike, fact_doctor, fact_friend_job, fact_restaurant, fact_book, fact_trip, fact_race,
              fact_class, fact_concert, fact_recipe, fact_gadget, fact_birthday, fact_lost, fact_interview,
              fact_wedding, fact_repair}
@@ -1057,6 +1112,11 @@ CHAT_AFTER = ["Anyway, how's your day going?", "Also I still need to do laundry 
               "Now I need a nap.", "Life is busy but good.", "Anyway, that's my news.", "Still processing it honestly.",
               "Remind me to drink more water this week.", "The weather's been all over the place too.",
               "Other than that, just work stuff.", "I'll tell you more later.", "Feeling pretty good about it."]
+
+
+AGENT_TOPIC_REPLIES = ["Ha, I hear you.", "That sounds about right!", "Oh no! Hang in there.",
+                       "Nice, sounds like it's going well.", "That's good to hear.", "Fair enough!",
+                       "Makes sense. Anything I can help with?", "Keep me posted!", "Totally understandable."]
 
 
 def chatty(rng, text):
@@ -1098,6 +1158,9 @@ def build_user(rng: random.Random, index: int):
             placements[rng.randrange(s1 + 1, n_sessions)].append(("part2", fact))
         if fact.distractor:
             placements[rng.randrange(0, n_sessions)].append(("distractor", fact))
+        chatter = TOPIC_CHATTER.get(fact.kind, [])
+        for line in rng.sample(chatter, min(len(chatter), rng.randrange(1, 4))):
+            placements[rng.randrange(s1, n_sessions)].append(("chatter", line.format(**fact.values)))
 
     start = dt.datetime(2024, 1, 1, 8, 0) + dt.timedelta(days=rng.randrange(0, 60))
     day = start
@@ -1124,7 +1187,10 @@ def build_user(rng: random.Random, index: int):
         blocks += [("life", None)] * rng.randrange(1, 5)
         rng.shuffle(blocks)
         for kind, item in blocks:
-            if kind == "fact":
+            if kind == "fact" and item[0] == "chatter":
+                say("user", chatty(rng, item[1]))
+                say("assistant", pick(rng, AGENT_TOPIC_REPLIES))
+            elif kind == "fact":
                 part, fact = item
                 text = chatty(rng, {"part1": fact.part1, "part2": fact.part2, "distractor": fact.distractor}[part])
                 reply = {"part1": fact.reply1, "part2": fact.reply2, "distractor": fact.distractor_reply}[part]

@@ -7,6 +7,8 @@
 --     frequencies of every lexeme, kept by statement triggers, so the text
 --     branch can weight a query's words by how rare they are in this user's
 --     conversations (BM25's IDF) instead of counting every shared word alike.
+--   * match_memories_hybrid is replaced: its text branch weights words the
+--     same way (document frequencies counted over the user's memories).
 --   * match_conversation_turns_hybrid: the search; per-branch ranks, distances,
 --     text scores, RRF contributions and the fused score.
 
@@ -94,8 +96,7 @@ create table public.conversation_lexemes (
 
 create table public.conversation_lexicon_totals (
   user_id       uuid primary key references auth.users (id) on delete cascade,
-  turn_count    bigint not null check (turn_count >= 0),
-  lexeme_total  bigint not null check (lexeme_total >= 0)  -- sum of length(fts): average turn length
+  turn_count    bigint not null check (turn_count >= 0)
 );
 
 alter table public.conversation_lexemes enable row level security;
@@ -126,14 +127,12 @@ begin
   order by n.user_id, lexeme
   on conflict (user_id, lexeme) do update set turn_count = l.turn_count + excluded.turn_count;
 
-  insert into public.conversation_lexicon_totals as t (user_id, turn_count, lexeme_total)
-  select n.user_id, count(*), sum(length(n.fts))
+  insert into public.conversation_lexicon_totals as t (user_id, turn_count)
+  select n.user_id, count(*)
   from new_turns n
   group by n.user_id
   order by n.user_id
-  on conflict (user_id) do update
-    set turn_count = t.turn_count + excluded.turn_count,
-        lexeme_total = t.lexeme_total + excluded.lexeme_total;
+  on conflict (user_id) do update set turn_count = t.turn_count + excluded.turn_count;
   return null;
 end;
 $$;
@@ -159,13 +158,12 @@ begin
      and l.user_id in (select distinct o.user_id from old_turns o);
 
   with gone as (
-    select o.user_id, count(*) as turns, sum(length(o.fts)) as lexemes
+    select o.user_id, count(*) as turns
     from old_turns o
     group by o.user_id
   )
   update public.conversation_lexicon_totals t
-     set turn_count = greatest(t.turn_count - gone.turns, 0),
-         lexeme_total = greatest(t.lexeme_total - gone.lexemes, 0)
+     set turn_count = greatest(t.turn_count - gone.turns, 0)
     from gone
    where t.user_id = gone.user_id;
   return null;
@@ -207,11 +205,13 @@ grant all on public.conversation_turns, public.conversation_lexemes, public.conv
 -- leaves out one session (the one being spoken right now).
 --
 -- Vector branch: exact cosine distance over the user's embedded turns.
--- Text branch (text_match = 'any'): the query's lexemes, weighted by
--- BM25's IDF over this user's turns, at most the 8 rarest; a turn's score is
--- the sum of the IDFs of the query lexemes it contains, normalised for turn
--- length (BM25 with k1 = 1.2, b = 0.75 and term frequency counted once).
--- Lexemes this user never used cannot match and are dropped before the search.
+-- Text branch (text_match = 'any'): the query's lexemes weighted by their
+-- IDF over this user's turns, ln(1 + (N - df + 0.5) / (df + 0.5)), keeping at
+-- most the 8 rarest; a turn scores the sum of the IDFs of the query lexemes it
+-- contains. That is BM25 with term frequency counted once and no length
+-- normalisation (b = 0): turns are short, and normalising by length demoted
+-- the turns that say more (docs/RETRIEVAL.md). Lexemes the user never used
+-- cannot match and are dropped before the search.
 -- text_match = 'all' ranks websearch_to_tsquery's AND with ts_rank_cd instead.
 -- ---------------------------------------------------------------------------
 
@@ -222,7 +222,7 @@ create or replace function public.match_conversation_turns_hybrid(
   match_count        int default 10,
   vector_weight      float default 0.5,
   text_weight        float default 0.5,
-  rrf_k              int default 60,
+  rrf_k              int default 5,
   text_match         text default 'any',
   candidate_count    int default null,
   exclude_session_id text default null
@@ -264,8 +264,7 @@ as $$
     ) v
   ),
   totals as (
-    select c.turn_count::float as n,
-           greatest(c.lexeme_total::float / greatest(c.turn_count, 1), 1.0) as avg_length
+    select c.turn_count::float as n
     from public.conversation_lexicon_totals c
     where c.user_id = match_user_id
   ),
@@ -286,9 +285,7 @@ as $$
   any_hits as (
     select s.id, s.score, (row_number() over (order by s.score desc, s.id))::int as rnk
     from (
-      select m.id,
-             (sum(terms.idf)
-              * 2.2 / (1.0 + 1.2 * (0.25 + 0.75 * length(m.fts) / (select avg_length from totals))))::float as score
+      select m.id, sum(terms.idf)::float as score
       from public.conversation_turns m
       cross join any_query aq
       join terms on m.fts @@ terms.q
@@ -343,3 +340,120 @@ grant execute on function public.match_conversation_turns_hybrid(
   extensions.vector, text, uuid, int, float, float, int, text, int, text) to authenticated, service_role;
 revoke execute on function public.match_conversation_turns_hybrid(
   extensions.vector, text, uuid, int, float, float, int, text, int, text) from anon, public;
+
+-- ---------------------------------------------------------------------------
+-- match_memories_hybrid, with the same text weighting
+--
+-- Unchanged: signature, columns, the exact vector branch, candidates
+-- (4 * match_count per branch) and 'all'. Changed: with text_match = 'any'
+-- a memory scores the sum of the IDFs (over this user's memories) of the
+-- query lexemes it contains, instead of ts_rank_cd over an OR of all of them,
+-- which counted a shared everyday word ("called", "live") like a shared name.
+-- ---------------------------------------------------------------------------
+
+create or replace function public.match_memories_hybrid(
+  query_embedding extensions.vector(384),
+  query_text      text,
+  match_user_id   uuid,
+  match_count     int default 10,
+  vector_weight   float default 0.5,
+  text_weight     float default 0.5,
+  rrf_k           int default 5,
+  text_match      text default 'any'
+)
+returns table (
+  id              uuid,
+  memory_type     text,
+  content         text,
+  session_id      text,
+  updated_at      timestamptz,
+  vector_rank     int,
+  vector_distance float,
+  text_rank       int,
+  text_score      float,
+  vector_rrf      float,
+  text_rrf        float,
+  rrf_score       float
+)
+language sql stable
+security invoker
+set search_path = public, extensions, pg_temp
+as $$
+  with params as (
+    select least(greatest(match_count, 1), 200) * 4 as candidates
+  ),
+  -- Materialized so the vector branch is always an exact scan of this user's rows.
+  mine as materialized (
+    select m.id, m.embedding, m.fts
+    from public.memories m
+    where m.user_id = match_user_id
+  ),
+  vector_hits as (
+    select v.id, v.distance, (row_number() over (order by v.distance, v.id))::int as rnk
+    from (
+      select mine.id, (mine.embedding <=> query_embedding)::float as distance
+      from mine
+      where query_embedding is not null
+      order by mine.embedding <=> query_embedding, mine.id
+      limit (select candidates from params)
+    ) v
+  ),
+  terms as (
+    select t.lexeme, t.q,
+           ln(1.0 + ((select count(*) from mine) - t.df + 0.5) / (t.df + 0.5)) as idf
+    from (
+      select ql.lexeme, quote_literal(ql.lexeme)::tsquery as q,
+             (select count(*) from mine where mine.fts @@ quote_literal(ql.lexeme)::tsquery) as df
+      from (select distinct lexeme
+            from unnest(tsvector_to_array(to_tsvector('english', coalesce(query_text, '')))) as lexeme) as ql
+      where text_match = 'any'
+    ) t
+    where t.df > 0
+    order by idf desc, t.lexeme
+    limit 8
+  ),
+  any_hits as (
+    select s.id, s.score, (row_number() over (order by s.score desc, s.id))::int as rnk
+    from (
+      select mine.id, sum(terms.idf)::float as score
+      from mine
+      join terms on mine.fts @@ terms.q
+      group by mine.id
+      order by score desc, mine.id
+      limit (select candidates from params)
+    ) s
+  ),
+  all_hits as (
+    select s.id, s.score, (row_number() over (order by s.score desc, s.id))::int as rnk
+    from (
+      select mine.id, ts_rank_cd(mine.fts, w.q)::float as score
+      from mine, (select websearch_to_tsquery('english', query_text) as q) w
+      where text_match = 'all'
+        and coalesce(btrim(query_text), '') <> ''
+        and mine.fts @@ w.q
+      order by score desc, mine.id
+      limit (select candidates from params)
+    ) s
+  ),
+  text_hits as (
+    select * from any_hits
+    union all
+    select * from all_hits
+  ),
+  fused as (
+    select coalesce(v.id, t.id) as id,
+           v.rnk as vector_rank, v.distance as vector_distance,
+           t.rnk as text_rank, t.score as text_score,
+           coalesce(vector_weight / (rrf_k + v.rnk), 0.0)::float as vector_rrf,
+           coalesce(text_weight / (rrf_k + t.rnk), 0.0)::float as text_rrf
+    from vector_hits v
+    full outer join text_hits t on t.id = v.id
+  )
+  select m.id, m.memory_type, m.content, m.session_id, m.updated_at,
+         f.vector_rank, f.vector_distance, f.text_rank, f.text_score,
+         f.vector_rrf, f.text_rrf, (f.vector_rrf + f.text_rrf)::float as rrf_score
+  from fused f
+  join public.memories m on m.id = f.id
+  order by rrf_score desc, f.vector_rank nulls last, m.id
+  limit least(greatest(match_count, 1), 200);
+$$;

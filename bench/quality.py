@@ -1,0 +1,88 @@
+"""Retrieval quality on the conversational set, through `python -m core.eval_retrieval` itself.
+
+    .venv/bin/python -m bench.quality [--splits dev,test] [--json out.json]
+
+Two runs per split:
+  * before: the turns loaded as slot memories (memory_type "turn_0001", ...) and searched the way
+    every retrieval ran before the conversation tier (public.match_memories_hybrid, weights 0.7/0.3,
+    k = 60, the OR text query ranked by ts_rank_cd);
+  * after: the same turns loaded with --as-turns into the conversation tier and searched with the
+    app's current defaults.
+Also the slot set (docs/eval/memories.jsonl) with the app's current defaults, which must stay
+within 2 points of recall@1 = 0.847 (the default hybrid before this work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+EVAL = ROOT / "docs" / "eval"
+SPLITS = EVAL / "conversations"
+SLOT_RECALL_AT_1_BEFORE = 0.847
+
+
+def as_memories(turns_path: Path, out_path: Path) -> Path:
+    """Each turn as a slot memory of its user, in conversation order."""
+    counters: dict[str, int] = {}
+    with out_path.open("w", encoding="utf-8") as out:
+        for line in turns_path.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            turn = json.loads(line)
+            counters[turn["user"]] = counters.get(turn["user"], 0) + 1
+            out.write(json.dumps({"user": turn["user"], "id": turn["id"],
+                                  "memory_type": f"turn_{counters[turn['user']]:04d}",
+                                  "content": turn["content"]}) + "\n")
+    return out_path
+
+
+def run_cli(memories: Path, queries: Path, qrels: Path, *extra: str) -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-m", "core.eval_retrieval", "--memories", str(memories), "--queries", str(queries),
+         "--qrels", str(qrels), "--top-k", "10", *extra],
+        cwd=ROOT, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"eval_retrieval failed ({result.returncode}): {result.stderr[-2000:]}")
+    last = result.stdout.strip().splitlines()[-1]
+    return json.loads(last)["summary"]
+
+
+def run(splits: list[str], log=print) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="mp-quality-") as tmp:
+        for split in splits:
+            folder = SPLITS / split
+            queries, qrels, turns = folder / "queries.jsonl", folder / "qrels.jsonl", folder / "turns.jsonl"
+            log(f"quality: {split} before (turns as slot memories, 0.7/0.3, k 60)")
+            before = run_cli(as_memories(turns, Path(tmp) / f"{split}-memories.jsonl"), queries, qrels,
+                             "--weights", "0.7,0.3", "--rrf-k", "60")
+            log(f"quality: {split} after (conversation tier, defaults)")
+            after = run_cli(turns, queries, qrels, "--as-turns")
+            out[split] = {"before": before, "after": after}
+        log("quality: slot set with the defaults")
+        out["slots"] = run_cli(EVAL / "memories.jsonl", EVAL / "queries.jsonl", EVAL / "qrels.jsonl")
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--splits", default="dev")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    result = run([s.strip() for s in args.splits.split(",") if s.strip()])
+    text = json.dumps(result, indent=2)
+    if args.json:
+        args.json.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
