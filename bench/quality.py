@@ -9,7 +9,9 @@ Two runs per split:
   * after: the same turns loaded with --as-turns into the conversation tier and searched with the
     app's current defaults.
 Also the slot set (docs/eval/memories.jsonl) with the app's current defaults, which must stay
-within 2 points of recall@1 = 0.847 (the default hybrid before this work).
+within 2 points of recall@1 = 0.847 (the default hybrid before this work), and the knowledge
+questions (docs/eval/knowledge_queries.jsonl) against the seeded knowledge base: vector only
+(public.match_knowledge), text only and hybrid (public.match_knowledge_hybrid).
 """
 
 from __future__ import annotations
@@ -54,6 +56,38 @@ def run_cli(memories: Path, queries: Path, qrels: Path, *extra: str) -> dict[str
     return json.loads(last)["summary"]
 
 
+def knowledge(log=print) -> dict[str, Any]:
+    """R@1, R@3 and MRR of the knowledge questions, on the configured (seeded) database."""
+    from core import db, embeddings
+    from core.retrieval import RrfParams
+
+    rows = [json.loads(line) for line in (EVAL / "knowledge_queries.jsonl").read_text().splitlines() if line]
+    params = RrfParams.knowledge_from_settings()
+    modes = {"vector": [], "text": [], "hybrid": []}
+    with db.admin_connection() as conn:
+        for row in rows:
+            vector = db.vector_literal(embeddings.embed_one(row["query"]))
+            modes["vector"].append([r[0] for r in conn.execute(
+                "select title from public.match_knowledge(%s::extensions.vector, 10)", (vector,)).fetchall()])
+            modes["text"].append([r[0] for r in conn.execute(
+                "select title from public.match_knowledge_hybrid(null, %s, 10, null, 0, 1, %s)",
+                (row["query"], params.k)).fetchall()])
+            modes["hybrid"].append([r[0] for r in conn.execute(
+                "select title from public.match_knowledge_hybrid(%s::extensions.vector, %s, 10, null, %s, %s, %s)",
+                (vector, row["query"], params.vector_weight, params.text_weight, params.k)).fetchall()])
+    out = {"queries": len(rows), "modes": {}}
+    for mode, ranked in modes.items():
+        firsts = [next((i for i, t in enumerate(titles, 1) if t in row["relevant"]), None)
+                  for titles, row in zip(ranked, rows)]
+        out["modes"][mode] = {"recall@1": sum(f == 1 for f in firsts) / len(rows),
+                              "recall@3": sum(bool(f and f <= 3) for f in firsts) / len(rows),
+                              "mrr": sum(1 / f for f in firsts if f) / len(rows)}
+    e03 = rows[0]
+    out["e03_top"] = {mode: ranked[0][0] for mode, ranked in modes.items()}
+    log(f"quality: knowledge {json.dumps(out['modes'])}; '{e03['query']}' -> {out['e03_top']}")
+    return out
+
+
 def run(splits: list[str], log=print) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="mp-quality-") as tmp:
@@ -68,6 +102,7 @@ def run(splits: list[str], log=print) -> dict[str, Any]:
             out[split] = {"before": before, "after": after}
         log("quality: slot set with the defaults")
         out["slots"] = run_cli(EVAL / "memories.jsonl", EVAL / "queries.jsonl", EVAL / "qrels.jsonl")
+    out["knowledge"] = knowledge(log)
     return out
 
 

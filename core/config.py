@@ -53,6 +53,10 @@ class Settings(BaseSettings):
     rrf_vector_weight: float = Field(0.5, ge=0.0, le=10.0)
     rrf_text_weight: float = Field(0.5, ge=0.0, le=10.0)
     rrf_k: int = Field(5, ge=1, le=10_000)
+    # Knowledge search fuses with its own weights: in a small shared corpus the text branch is
+    # noisier, so it mostly decides between close vector matches (codes, model names).
+    knowledge_rrf_vector_weight: float = Field(0.7, ge=0.0, le=10.0)
+    knowledge_rrf_text_weight: float = Field(0.3, ge=0.0, le=10.0)
 
     demo_user_id: str | None = Field(None, description="Default user for the worker console and `agent chat`.")
 

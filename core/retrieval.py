@@ -34,6 +34,11 @@ class RrfParams:
         s = get_settings()
         return cls(s.rrf_vector_weight, s.rrf_text_weight, s.rrf_k)
 
+    @classmethod
+    def knowledge_from_settings(cls) -> RrfParams:
+        s = get_settings()
+        return cls(s.knowledge_rrf_vector_weight, s.knowledge_rrf_text_weight, s.rrf_k)
+
     def validated(self) -> RrfParams:
         if not (0 <= self.vector_weight <= 10 and 0 <= self.text_weight <= 10):
             raise InvalidInput("RRF weights must be between 0 and 10.")
@@ -100,7 +105,13 @@ class KnowledgeHit:
     category: str
     distance: float
     similarity: float
-    rank: int
+    rank: int  # position in the fused order
+    vector_rank: int | None = None
+    text_rank: int | None = None
+    text_score: float | None = None
+    vector_rrf: float = 0.0
+    text_rrf: float = 0.0
+    rrf_score: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -309,19 +320,24 @@ def search_knowledge(
     *,
     limit: int = 5,
     category: str | None = None,
+    params: RrfParams | None = None,
     embed=embeddings.embed_one,
 ) -> KnowledgeSearch:
+    """Hybrid search of the shared knowledge base (public.match_knowledge_hybrid): the
+    embedding finds what a question means, the text branch finds the codes, names and
+    numbers in it ("E03", "Kestrel Grinder")."""
     query = clean_text(query, what="search query", max_length=MAX_QUERY_LENGTH)
     limit = _clean_limit(limit, 100)
     if category is not None:
         category = clean_text(category, what="category", max_length=64)
+    params = (params or RrfParams.knowledge_from_settings()).validated()
     started = time.perf_counter()
     vector = vector_literal(embed(query))
     embed_ms = (time.perf_counter() - started) * 1000
     with transaction(scope) as cur:
         cur.execute(
-            "select * from public.match_knowledge(%s::extensions.vector, %s, %s)",
-            (vector, limit, category),
+            "select * from public.match_knowledge_hybrid(%s::extensions.vector, %s, %s, %s, %s, %s, %s)",
+            (vector, query, limit, category, params.vector_weight, params.text_weight, params.k),
         )
         hits = [KnowledgeHit(**row) for row in cur.fetchall()]
     return KnowledgeSearch(query=query, hits=hits, latency_ms=(time.perf_counter() - started) * 1000,

@@ -11,6 +11,7 @@ from core import config
 
 HOSTED_VARS = ("DATABASE_URL", "SUPABASE_URL", "SUPABASE_ANON_KEY", "SUPABASE_JWT_SECRET", "LIVEKIT_URL",
                "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "RRF_K", "RRF_VECTOR_WEIGHT", "RRF_TEXT_WEIGHT",
+               "KNOWLEDGE_RRF_VECTOR_WEIGHT", "KNOWLEDGE_RRF_TEXT_WEIGHT",
                "AGENT_NAME", "LLM_MODEL", "EMBEDDING_MODEL", "DEMO_USER_ID")
 
 
@@ -39,6 +40,7 @@ def test_embedded_defaults(env):
     assert settings.hosted_auth is False and settings.livekit_configured is False
     assert settings.mode_label == "embedded"
     assert (settings.rrf_vector_weight, settings.rrf_text_weight, settings.rrf_k) == (0.5, 0.5, 5)
+    assert (settings.knowledge_rrf_vector_weight, settings.knowledge_rrf_text_weight) == (0.7, 0.3)
     assert settings.agent_name == "memory-playground"
 
 

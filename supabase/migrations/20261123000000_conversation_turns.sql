@@ -457,3 +457,115 @@ as $$
   order by rrf_score desc, f.vector_rank nulls last, m.id
   limit least(greatest(match_count, 1), 200);
 $$;
+
+-- ---------------------------------------------------------------------------
+-- Knowledge: hybrid too. Codes, model names and prices ("E03", "$649") are
+-- what people type, and an embedding alone ranks "Error code E01" above
+-- "Error code E03" for "my machine shows E03" (docs/RETRIEVAL.md).
+-- ---------------------------------------------------------------------------
+
+alter table public.knowledge
+  add column fts tsvector generated always as (
+    to_tsvector('english'::regconfig, title || ' ' || content)
+  ) stored;
+create index knowledge_fts_idx on public.knowledge using gin (fts);
+
+-- Same columns as match_knowledge (distance and similarity to the query for
+-- every hit, rank = position in the fused order) plus each branch's rank,
+-- text score and RRF contribution. Text branch: IDF over the knowledge base,
+-- as for memories and turns.
+create or replace function public.match_knowledge_hybrid(
+  query_embedding extensions.vector(384),
+  query_text      text,
+  match_count     int default 5,
+  filter_category text default null,
+  vector_weight   float default 0.5,
+  text_weight     float default 0.5,
+  rrf_k           int default 5
+)
+returns table (
+  id          bigint,
+  title       text,
+  content     text,
+  category    text,
+  distance    float,
+  similarity  float,
+  rank        int,
+  vector_rank int,
+  text_rank   int,
+  text_score  float,
+  vector_rrf  float,
+  text_rrf    float,
+  rrf_score   float
+)
+language sql stable
+security invoker
+set search_path = public, extensions, pg_temp
+as $$
+  with params as (
+    select least(greatest(match_count, 1), 100) * 4 as candidates
+  ),
+  docs as (
+    select k.id, k.embedding, k.fts
+    from public.knowledge k
+    where filter_category is null or k.category = filter_category
+  ),
+  vector_hits as (
+    select v.id, (row_number() over (order by v.distance, v.id))::int as rnk
+    from (
+      select docs.id, (docs.embedding <=> query_embedding)::float as distance
+      from docs
+      where query_embedding is not null
+      order by docs.embedding <=> query_embedding, docs.id
+      limit (select candidates from params)
+    ) v
+  ),
+  terms as (
+    select t.q, ln(1.0 + ((select count(*) from docs) - t.df + 0.5) / (t.df + 0.5)) as idf
+    from (
+      select quote_literal(ql.lexeme)::tsquery as q, ql.lexeme,
+             (select count(*) from docs where docs.fts @@ quote_literal(ql.lexeme)::tsquery) as df
+      from (select distinct lexeme
+            from unnest(tsvector_to_array(to_tsvector('english', coalesce(query_text, '')))) as lexeme) as ql
+    ) t
+    where t.df > 0
+    order by idf desc, t.lexeme
+    limit 8
+  ),
+  text_hits as (
+    select s.id, s.score, (row_number() over (order by s.score desc, s.id))::int as rnk
+    from (
+      select docs.id, sum(terms.idf)::float as score
+      from docs
+      join terms on docs.fts @@ terms.q
+      group by docs.id
+      order by score desc, docs.id
+      limit (select candidates from params)
+    ) s
+  ),
+  fused as (
+    select coalesce(v.id, t.id) as id, v.rnk as vector_rank, t.rnk as text_rank, t.score as text_score,
+           coalesce(vector_weight / (rrf_k + v.rnk), 0.0)::float as vector_rrf,
+           coalesce(text_weight / (rrf_k + t.rnk), 0.0)::float as text_rrf
+    from vector_hits v
+    full outer join text_hits t on t.id = v.id
+  ),
+  ranked as (
+    select f.*, (f.vector_rrf + f.text_rrf)::float as rrf_score,
+           (row_number() over (order by f.vector_rrf + f.text_rrf desc, f.vector_rank nulls last, f.id))::int as pos
+    from fused f
+  )
+  select k.id, k.title, k.content, k.category,
+         (k.embedding <=> query_embedding)::float as distance,
+         (1 - (k.embedding <=> query_embedding))::float as similarity,
+         r.pos as rank, r.vector_rank, r.text_rank, r.text_score, r.vector_rrf, r.text_rrf, r.rrf_score
+  from ranked r
+  join public.knowledge k on k.id = r.id
+  where r.pos <= least(greatest(match_count, 1), 100)
+  order by r.pos;
+$$;
+
+grant execute on function public.match_knowledge_hybrid(extensions.vector, text, int, text, float, float, int)
+  to authenticated, service_role;
+revoke execute on function public.match_knowledge_hybrid(extensions.vector, text, int, text, float, float, int)
+  from anon, public;
