@@ -34,6 +34,7 @@ import json
 import math
 import os
 import random
+import sys
 import tempfile
 import time
 import uuid
@@ -90,6 +91,7 @@ def turn_texts(count: int, seed: int = 7) -> list[tuple[str, str]]:
     spec = importlib.util.spec_from_file_location("make_conversations",
                                                   ROOT / "docs" / "eval" / "make_conversations.py")
     generator = importlib.util.module_from_spec(spec)
+    sys.modules["make_conversations"] = generator  # dataclasses look their module up
     spec.loader.exec_module(generator)
     out: list[tuple[str, str]] = []
     index = 0
@@ -227,7 +229,12 @@ def run(size: Size = SMALL, *, n_queries: int = 40, repeats: int = 3, shared_buf
         session_rows = set()
         log("loading (COPY, one statement per 20,000 turns)")
         load_started = time.perf_counter()
+        db_seconds = 0.0
+        float_batch = []
         with db.admin_connection(uri) as conn:
+            # float32 copies of the same embeddings, keyed by load position, for the index choices
+            conn.execute("create table bench_float (pos int primary key, user_id uuid not null, "
+                         "embedding extensions.vector(384) not null)")
             for i in range(size.turns):
                 u = int(owner[i])
                 n = int(seen[u])
@@ -239,19 +246,32 @@ def run(size: Size = SMALL, *, n_queries: int = 40, repeats: int = 3, shared_buf
                                  (session, user_ids[u]))
                 rows_of_user[u].append(i)
                 speaker, content = texts[i]
+                literal = vector_text(vectors[i])
                 batch.append((user_ids[u], session, n % session_len, speaker, content,
-                              start_time + timedelta(seconds=i * 30), vector_text(vectors[i])))
+                              start_time + timedelta(seconds=i * 30), literal))
+                if index_choices:
+                    float_batch.append((i, user_ids[u], literal))
                 if len(batch) == batch_size or i == size.turns - 1:
+                    copy_started = time.perf_counter()
                     with conn.transaction():
                         copy_turns(conn, batch)
+                    db_seconds += time.perf_counter() - copy_started
+                    if float_batch:
+                        with conn.transaction(), conn.cursor() as cur:
+                            with cur.copy("copy bench_float (pos, user_id, embedding) from stdin") as copy:
+                                for row in float_batch:
+                                    copy.write_row(row)
                     loaded += len(batch)
-                    batch = []
+                    batch, float_batch = [], []
                     if loaded % 100_000 == 0 or loaded == size.turns:
                         log(f"  {loaded:,} turns ({loaded / (time.perf_counter() - load_started):,.0f}/s)")
             load_s = time.perf_counter() - load_started
             conn.execute("vacuum analyze public.conversation_turns")
+            conn.execute("create index bench_float_cover on bench_float (user_id) include (pos, embedding)")
+            conn.execute("vacuum analyze bench_float")
             conn.execute("analyze public.conversation_lexemes")
-            result["ingest"] = {"turns": size.turns, "seconds": load_s, "turns_per_s": size.turns / load_s}
+            result["ingest"] = {"turns": size.turns, "seconds": load_s, "turns_per_s": size.turns / load_s,
+                                "copy_seconds": db_seconds, "copy_turns_per_s": size.turns / db_seconds}
             result["sizes"] = sizes_of(conn)
         log(f"loaded in {load_s:.0f} s; sizes {json.dumps(result['sizes'])}")
 
@@ -272,11 +292,12 @@ def run(size: Size = SMALL, *, n_queries: int = 40, repeats: int = 3, shared_buf
 
 
 def probe_users(sizes: list[int]) -> dict[str, int]:
-    """Users to time, by size: the heavy one, the median one ("typical") and a spread in between."""
-    order = np.argsort(sizes)
-    probe = {"heavy": 0, "typical": int(order[len(order) // 2])}
+    """Users to time, by size: a heavy one, the median user ("typical") and a spread of the others."""
+    heavy = max(sizes)
+    others = [u for u in np.argsort(sizes, kind="stable") if sizes[u] < heavy]
+    probe = {"heavy": 0, "typical": int(others[len(others) // 2])}
     for q in (0.1, 0.75, 0.9, 0.99):
-        probe[f"p{int(q * 100)}"] = int(order[min(len(order) - 1, int(q * len(order)))])
+        probe[f"p{int(q * 100)}"] = int(others[min(len(others) - 1, int(q * len(others)))])
     return probe
 
 
@@ -317,37 +338,51 @@ def hybrid_latency(uri, user_ids, sizes, probe, query_texts, query_vectors, repe
                         timings.append(ms)
             out[label] = {"turns": sizes[u], "p50": percentile(timings, 0.5), "p95": percentile(timings, 0.95),
                           "p99": percentile(timings, 0.99), "n": len(timings)}
+            # each branch alone (same function, the other branch given no input)
+            for branch, make in (("vector", lambda t, v: (v, None)), ("text", lambda t, v: (None, t))):
+                branch_ms = []
+                for text, vec in zip(query_texts, literals):
+                    qv, qt = make(text, vec)
+                    branch_ms.append(timed(conn, HYBRID_SQL, (qv, qt, user_ids[u], 0.5, 0.5, settings.rrf_k,
+                                                              None))[1])
+                out[label][f"{branch}_p50"] = percentile(branch_ms, 0.5)
+                out[label][f"{branch}_p95"] = percentile(branch_ms, 0.95)
             log(f"hybrid {label:8} ({sizes[u]:>6,} turns): p50 {out[label]['p50']:.1f} ms, "
-                f"p95 {out[label]['p95']:.1f} ms, p99 {out[label]['p99']:.1f} ms")
+                f"p95 {out[label]['p95']:.1f} ms, p99 {out[label]['p99']:.1f} ms; vector alone p50 "
+                f"{out[label]['vector_p50']:.1f}, text alone p50 {out[label]['text_p50']:.1f} ms")
     return out
 
 
 def exact_truth(vectors, rows_of_user, probe, query_vectors, k: int = 10):
+    """Per probed user and query: load positions of the exact top-k by float32 cosine (numpy)."""
     truth = {}
     for label, u in probe.items():
         rows = np.array(rows_of_user[u])
         sims = vectors[rows] @ query_vectors.T  # (turns, queries)
-        truth[label] = [set(rows[np.argsort(-sims[:, q], kind="stable")[:k]].tolist())
+        truth[label] = [{int(i) for i in rows[np.argsort(-sims[:, q], kind="stable")[:k]]}
                         for q in range(len(query_vectors))]
     return truth
 
 
+# Turns carry their load position in created_at (one turn every 30 s from 2024-01-01).
+POSITION = "(extract(epoch from created_at - '2024-01-01'::timestamptz) / 30)::int"
+
+
 def vector_index_choices(uri, user_ids, sizes, probe, query_vectors, truth, repeats):
-    """Each way of running one user's vector branch: latency and recall@10 against exact cosine."""
+    """Each way of running one user's vector branch: latency and recall@10 against float32 cosine.
+
+    Every query returns load positions (see POSITION), compared with the numpy truth."""
     from core import db
 
     literals = [vector_text(v) for v in query_vectors]
     choices: list[dict[str, Any]] = []
 
-    def measure(name: str, sql: str, setup: list[str], note: str, labels=None):
+    def measure(name: str, sql: str, setup: list[str], note: str):
         # setup may drop indexes: it runs in a transaction that is rolled back afterwards
         with db.admin_connection(uri) as conn, conn.transaction(force_rollback=True):
             for statement in setup:
                 conn.execute(statement)
-            # rows carry the load order (created_at) so hits can be compared with the numpy truth
             for label, u in probe.items():
-                if labels and label not in labels:
-                    continue
                 timings, recalls = [], []
                 for r in range(repeats + 1):
                     for q, vec in enumerate(literals):
@@ -361,67 +396,87 @@ def vector_index_choices(uri, user_ids, sizes, probe, query_vectors, truth, repe
                          "p50": percentile(timings, 0.5), "p95": percentile(timings, 0.95),
                          "p99": percentile(timings, 0.99), "recall@10": float(np.mean(recalls))}
                 choices.append(entry)
-                log(f"{name:34} {label:8} p50 {entry['p50']:7.1f} p95 {entry['p95']:7.1f} ms "
+                log(f"{name:44} {label:8} p50 {entry['p50']:7.1f} p95 {entry['p95']:7.1f} ms "
                     f"recall@10 {entry['recall@10']:.3f}")
 
-    order_key = "(extract(epoch from created_at - '2024-01-01'::timestamptz) / 30)::int"
-    exact = (f"select {order_key} from public.conversation_turns where user_id = %(u)s "
-             "order by embedding <=> %(q)s::extensions.vector, id limit 10")
-    measure("exact, covering index (default)", exact, [],
-            "index-only scan of (user_id) include (id, embedding)")
+    def size_mb(conn, relation: str) -> float:
+        return conn.execute("select pg_total_relation_size(%s::regclass)", (relation,)).fetchone()[0] / 2**20
+
+    # The vector branch the app runs: the top 10 of an exact scan of the user's halfvec embeddings.
+    # (Positions are read back for the 10 winners only, after the ordering.)
+    half_exact = (f"select {POSITION} from public.conversation_turns where id in ("
+                  "select id from public.conversation_turns where user_id = %(u)s "
+                  "order by embedding <=> %(q)s::extensions.halfvec(384), id limit 10)")
+    measure("exact halfvec, covering index (default)", half_exact, [],
+            "index-only scan of (user_id) include (id, session_id, embedding)")
     without_covering = ["drop index public.conversation_turns_user_embedding_idx"]
-    measure("exact, heap rows", exact, without_covering,
+    measure("exact halfvec, heap rows", half_exact, without_covering,
             "the user's rows through the (user_id, session_id, turn_index) index and the heap")
 
+    float_exact = ("select pos from bench_float where user_id = %(u)s "
+                   "order by embedding <=> %(q)s::extensions.vector, pos limit 10")
     with db.admin_connection(uri) as conn:
-        log("building HNSW (m 16, ef_construction 64)")
+        float_mb = size_mb(conn, "bench_float")
+    measure("exact float32 (vector), covering index", float_exact, [],
+            f"a float32 copy ({float_mb:,.0f} MB with its covering index)")
+
+    with db.admin_connection(uri) as conn:
+        log("building HNSW on the halfvec embeddings (m 16, ef_construction 64)")
         started = time.perf_counter()
         conn.execute("set maintenance_work_mem = '3GB'")
         conn.execute("create index bench_hnsw on public.conversation_turns "
-                     "using hnsw (embedding extensions.vector_cosine_ops)")
+                     "using hnsw (embedding extensions.halfvec_cosine_ops)")
         build_s = time.perf_counter() - started
-        hnsw_size = conn.execute("select pg_relation_size('bench_hnsw')").fetchone()[0]
-    for ef, mode in ((40, "relaxed_order"), (100, "relaxed_order"), (200, "strict_order")):
-        measure(f"HNSW ef_search {ef}, iterative {mode}", exact,
-                without_covering + ["alter table public.conversation_turns "
+        hnsw_mb = size_mb(conn, "bench_hnsw")
+    hnsw_only = without_covering + ["alter table public.conversation_turns "
                                     "drop constraint conversation_turns_one_row_per_turn",
-                                    "set local enable_seqscan = off", f"set local hnsw.ef_search = {ef}",
-                                    f"set local hnsw.iterative_scan = {mode}"],
-                f"global HNSW + user filter; build {build_s:.0f} s, {hnsw_size / 2**20:.0f} MB")
+                                    "set local enable_seqscan = off"]
+    for ef, mode in ((40, "relaxed_order"), (100, "relaxed_order"), (200, "strict_order")):
+        measure(f"HNSW ef_search {ef}, iterative {mode}",
+                f"select {POSITION} from public.conversation_turns where user_id = %(u)s "
+                "order by embedding <=> %(q)s::extensions.halfvec(384) limit 10",
+                hnsw_only + [f"set local hnsw.ef_search = {ef}", f"set local hnsw.iterative_scan = {mode}"],
+                f"one HNSW index over all users, user filter applied during the scan; "
+                f"build {build_s:,.0f} s, {hnsw_mb:,.0f} MB")
     with db.admin_connection(uri) as conn:
         conn.execute("drop index bench_hnsw")
 
     with db.admin_connection(uri) as conn:
-        log("halfvec copy with its own covering index")
-        conn.execute("create table bench_half as select id, user_id, created_at, "
-                     "embedding::extensions.halfvec(384) as embedding from public.conversation_turns")
-        conn.execute("create index on bench_half (user_id) include (id, embedding)")
-        conn.execute("vacuum analyze bench_half")
-        half_size = conn.execute("select pg_total_relation_size('bench_half')").fetchone()[0]
-    measure("exact, halfvec covering index",
-            f"select {order_key} from bench_half where user_id = %(u)s "
-            "order by embedding <=> %(q)s::extensions.halfvec(384), id limit 10", [],
-            f"half-precision copy, {half_size / 2**20:.0f} MB with its index")
-
-    with db.admin_connection(uri) as conn:
         log("hash-partitioned copy (16 partitions) with an HNSW index per partition")
-        conn.execute("create table bench_parts (id bigint, user_id uuid, created_at timestamptz, "
-                      "embedding extensions.vector(384)) partition by hash (user_id)")
+        conn.execute("create table bench_parts (pos int, user_id uuid, "
+                     "embedding extensions.halfvec(384)) partition by hash (user_id)")
         for i in range(16):
             conn.execute(f"create table bench_parts_{i} partition of bench_parts "
                          f"for values with (modulus 16, remainder {i})")
-        conn.execute("insert into bench_parts select id, user_id, created_at, embedding "
+        conn.execute(f"insert into bench_parts select {POSITION}, user_id, embedding "
                      "from public.conversation_turns")
         started = time.perf_counter()
         conn.execute("set maintenance_work_mem = '3GB'")
-        conn.execute("create index on bench_parts using hnsw (embedding extensions.vector_cosine_ops)")
+        conn.execute("create index on bench_parts using hnsw (embedding extensions.halfvec_cosine_ops)")
         parts_build = time.perf_counter() - started
         conn.execute("vacuum analyze bench_parts")
-    measure("16 hash partitions, HNSW each, ef 100", f"select {order_key} from bench_parts where user_id = %(u)s "
-            "order by embedding <=> %(q)s::extensions.vector, id limit 10",
+    measure("16 hash partitions, HNSW each, ef 100", "select pos from bench_parts where user_id = %(u)s "
+            "order by embedding <=> %(q)s::extensions.halfvec(384) limit 10",
             ["set local enable_seqscan = off", "set local hnsw.ef_search = 100",
              "set local hnsw.iterative_scan = relaxed_order"],
-            f"HNSW per partition + user filter; build {parts_build:.0f} s")
+            f"partition by hash(user_id), HNSW per partition, user filter during the scan; "
+            f"build {parts_build:,.0f} s")
+
+    with db.admin_connection(uri) as conn:
+        log("binary-quantized copy (384 bits per turn) with its own covering index")
+        conn.execute("create table bench_bq as select pos, user_id, "
+                     "extensions.binary_quantize(embedding)::bit(384) as bq from bench_float")
+        conn.execute("create index on bench_bq (user_id) include (pos, bq)")
+        conn.execute("vacuum analyze bench_bq")
+        bq_mb = size_mb(conn, "bench_bq")
+    for depth in (200, 400):
+        measure(f"binary pre-filter ({depth}) + float32 re-rank",
+                "with c as materialized (select pos from bench_bq where user_id = %(u)s "
+                "order by bq <~> extensions.binary_quantize(%(q)s::extensions.vector)::bit(384) "
+                f"limit {depth}) select f.pos from bench_float f join c using (pos) "
+                "order by f.embedding <=> %(q)s::extensions.vector, f.pos limit 10", [],
+                f"Hamming distance over the user's bit codes ({bq_mb:,.0f} MB), "
+                f"the best {depth} re-ranked by exact cosine")
     return choices
 
 

@@ -128,7 +128,7 @@ def store_turns(scope: Scope, turns: Sequence[TurnInput], *,
         cur.executemany(
             "insert into public.conversation_turns "
             "(user_id, session_id, turn_index, speaker, content, created_at, embedding) "
-            "values (%s, %s, %s, %s, %s, coalesce(%s, now()), %s::extensions.vector) "
+            "values (%s, %s, %s, %s, %s, coalesce(%s, now()), %s::extensions.halfvec) "
             "on conflict (user_id, session_id, turn_index) do nothing",
             [(scope.user_id, t.session_id, t.turn_index, t.speaker, t.content, t.created_at, v)
              for t, v in zip(cleaned, vectors)],
@@ -172,7 +172,7 @@ def embed_pending(scope: Scope, *, limit: int = 200,
     vectors = embed([embedding_text(r["speaker"], r["content"]) for r in rows])
     with transaction(scope) as cur:
         cur.executemany(
-            "update public.conversation_turns set embedding = %s::extensions.vector "
+            "update public.conversation_turns set embedding = %s::extensions.halfvec "
             "where id = %s and user_id = %s and embedding is null",
             [(vector_literal(v), r["id"], scope.user_id) for r, v in zip(rows, vectors)],
         )

@@ -37,7 +37,10 @@ create table public.conversation_turns (
   created_at  timestamptz not null default now(),
   -- Null until the turn is embedded: a turn is stored first and embedded off
   -- the critical path, and one whose embedding failed is embedded later.
-  embedding   extensions.vector(384),
+  -- Half precision: 768 bytes instead of 1,536, so a user's turns scan twice as
+  -- fast; cosine distances move by less than 0.001 and the dev-set recall did not
+  -- change (docs/RETRIEVAL.md, docs/BENCHMARKS.md).
+  embedding   extensions.halfvec(384),
   -- The speaker's name is searchable too ("what did Maria say about ...").
   fts         tsvector generated always as (
                 to_tsvector('english'::regconfig, speaker || ' ' || content)
@@ -48,12 +51,13 @@ create table public.conversation_turns (
 );
 
 -- The vector branch is an exact scan of one user's turns. This covering index
--- keeps each user's (id, embedding) pairs together, so the scan is an
--- index-only read of that user's entries instead of one heap page per turn.
--- Cost follows one user's turn count, never the table's. (docs/BENCHMARKS.md
--- compares it with HNSW and the other index choices.)
+-- keeps each user's (id, session_id, embedding) entries together, so the scan
+-- (including "not the current session") is an index-only read of that user's
+-- entries instead of one heap page per turn. Cost follows one user's turn
+-- count, never the table's. (docs/BENCHMARKS.md compares it with HNSW and the
+-- other index choices.)
 create index conversation_turns_user_embedding_idx
-  on public.conversation_turns (user_id) include (id, embedding);
+  on public.conversation_turns (user_id) include (id, session_id, embedding);
 create index conversation_turns_fts_idx on public.conversation_turns using gin (fts);
 
 -- A turn is a record of what was said: its text and owner never change
@@ -204,7 +208,8 @@ grant all on public.conversation_turns, public.conversation_lexemes, public.conv
 -- means text only; a blank query_text means vector only. exclude_session_id
 -- leaves out one session (the one being spoken right now).
 --
--- Vector branch: exact cosine distance over the user's embedded turns.
+-- Vector branch: exact cosine distance over the user's embedded turns (the
+-- query is cast to half precision like the stored embeddings).
 -- Text branch (text_match = 'any'): the query's lexemes weighted by their
 -- IDF over this user's turns, ln(1 + (N - df + 0.5) / (df + 0.5)), keeping at
 -- most the 8 rarest; a turn scores the sum of the IDFs of the query lexemes it
@@ -250,16 +255,20 @@ as $$
     select least(greatest(coalesce(candidate_count, least(greatest(match_count, 1), 200) * 4), 1), 1000)
            as candidates
   ),
+  -- Cast once (materialized: an inlined cast would run again for every turn).
+  query_half as materialized (
+    select query_embedding::extensions.halfvec(384) as v
+  ),
   vector_hits as (
     select v.id, v.distance, (row_number() over (order by v.distance, v.id))::int as rnk
     from (
-      select t.id, (t.embedding <=> query_embedding)::float as distance
-      from public.conversation_turns t
+      select t.id, (t.embedding <=> qh.v)::float as distance
+      from public.conversation_turns t, query_half qh
       where t.user_id = match_user_id
-        and query_embedding is not null
+        and qh.v is not null
         and t.embedding is not null
         and (exclude_session_id is null or t.session_id <> exclude_session_id)
-      order by t.embedding <=> query_embedding, t.id
+      order by distance, t.id
       limit (select candidates from params)
     ) v
   ),
