@@ -1,14 +1,21 @@
-"""`python -m bench [--rounds N] [--recall-repeats N] [--scale-rows 10000,100000] [--skip voice,recall,scale]`
+"""`python -m bench [--rounds N] [--recall-repeats N] [--scale-rows 10000,100000] [--conversation-full]
+[--skip voice,recall,scale,quality,conversation-scale]`
 
 Runs the benchmarks against the configured database (the embedded one under
-DATA_DIR by default; `make bench` migrates and seeds it first; the scale run
-uses its own throwaway server) and writes docs/BENCHMARKS.md.
+DATA_DIR by default; `make bench` migrates and seeds it first; the scale runs
+use their own throwaway servers) and writes docs/BENCHMARKS.md.
+
+The conversation-memory scale run is small by default (50,000 turns);
+--conversation-full runs 1,000,000 turns over 1,000 users (an hour or more on
+2 cores) and keeps its raw numbers in docs/bench/conversation_scale_full.json,
+which later default runs render again.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import platform
 import subprocess
@@ -20,6 +27,7 @@ from bench.stats import fmt_ms, percentile, summary, table
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "docs" / "BENCHMARKS.md"
+FULL_SCALE_JSON = ROOT / "docs" / "bench" / "conversation_scale_full.json"
 E2E_GOAL_MS = 1200
 RECALL_GOAL_MS = 50
 
@@ -121,6 +129,25 @@ def scale_section(result: dict) -> str:
     ])
 
 
+def quality_section(result: dict) -> str:
+    from bench.report import quality_markdown
+
+    return "\n\n".join([
+        "## Conversation memory: retrieval quality",
+        "Measured with `python -m core.eval_retrieval` on the conversational set (docs/eval/conversations, "
+        "split by user: dev for tuning, test measured once), top 10. *Before* loads the turns as slot memories "
+        "and searches them the way every search ran before the conversation tier; *after* loads them with "
+        "`--as-turns` into the conversation tier with the app's defaults. docs/RETRIEVAL.md explains the choices.",
+        quality_markdown(result),
+    ])
+
+
+def conversation_scale_section(result: dict, *, title: str, prefix: str) -> str:
+    from bench.report import scale_markdown
+
+    return "\n\n".join([f"## {title}", scale_markdown(result, image_prefix=prefix)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -128,7 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recall-repeats", type=int, default=10)
     parser.add_argument("--scale-rows", default="10000,100000",
                         help="comma-separated table sizes for the scale run (default 10000,100000)")
-    parser.add_argument("--skip", default="", help="comma-separated: voice, recall, scale")
+    parser.add_argument("--skip", default="",
+                        help="comma-separated: voice, recall, scale, quality, conversation-scale")
+    parser.add_argument("--conversation-full", action="store_true",
+                        help="conversation scale run with 1,000,000 turns over 1,000 users (default 50,000 / 100)")
     parser.add_argument("--output", type=Path, default=OUTPUT)
     args = parser.parse_args(argv)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
@@ -150,6 +180,26 @@ def main(argv: list[str] | None = None) -> int:
 
         sizes = [int(x) for x in args.scale_rows.split(",") if x.strip()]
         sections.append(scale_section(scale.run(sizes)))
+    if "quality" not in skip:
+        from bench import quality
+
+        sections.append(quality_section(quality.run(["dev", "test"])))
+    if "conversation-scale" not in skip:
+        from bench import conversation_scale
+
+        size = conversation_scale.FULL if args.conversation_full else conversation_scale.SMALL
+        result = conversation_scale.run(size)
+        result["machine"] = {**machine(), "date": dt.date.today().isoformat()}
+        if args.conversation_full:
+            FULL_SCALE_JSON.parent.mkdir(parents=True, exist_ok=True)
+            FULL_SCALE_JSON.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+        sections.append(conversation_scale_section(
+            result, title=f"Conversation memory at scale ({size.turns:,} turns, this run)", prefix=size.label))
+    if ("conversation-scale" in skip or not args.conversation_full) and FULL_SCALE_JSON.exists():
+        full = json.loads(FULL_SCALE_JSON.read_text(encoding="utf-8"))
+        sections.append(conversation_scale_section(
+            full, title=f"Conversation memory at scale ({full['size']['turns']:,} turns, the recorded full run)",
+            prefix="full"))
     info = machine()
     header = "\n".join([
         "# Benchmarks",
