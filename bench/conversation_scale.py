@@ -157,7 +157,7 @@ def vector_text(vector: np.ndarray) -> str:
 
 def sizes_of(conn) -> dict[str, int]:
     names = ["public.conversation_turns", "public.conversation_turns_pkey",
-             "public.conversation_turns_user_embedding_idx", "public.conversation_turns_fts_idx",
+             "public.conversation_turns_user_embedding_idx", "public.conversation_turns_owner_fts_idx",
              "public.conversation_turns_one_row_per_turn", "public.conversation_lexemes",
              "public.conversation_lexicon_totals"]
     out = {}

@@ -133,7 +133,7 @@ META_STOP = {"remind", "rememb", "forgot", "forget", "recal", "tell", "told", "s
 
 def bm25_rankings(split: Split, turn_lex: list[list[str]], query_lex: list[list[str]], *, idf_scope="user",
                   max_terms=8, k1=1.2, b=0.75, stop: set[str] = frozenset(), max_df_fraction=1.0,
-                  min_coverage=0.0, missing_terms_count=False, depth: int = 1000):
+                  min_coverage=0.0, missing_terms_count=False, common_fraction=1.0, depth: int = 1000):
     """BM25 with term frequency counted once (as match_conversation_turns_hybrid computes it)."""
     user_rows = defaultdict(list)
     for i, t in enumerate(split.turns):
@@ -168,6 +168,8 @@ def bm25_rankings(split: Split, turn_lex: list[list[str]], query_lex: list[list[
             terms.append((math.log(1 + (n - df[lexeme] + 0.5) / (df[lexeme] + 0.5)), lexeme))
         terms.sort(key=lambda x: (-x[0], x[1]))
         terms = terms[:max_terms]
+        # words in more than common_fraction of the user's turns are dropped unless it is the rarest one
+        terms = [t for pos, t in enumerate(terms) if pos == 0 or df[t[1]] <= common_fraction * n]
         total = sum(idf for idf, _ in terms)
         if missing_terms_count:  # a query word this user never used still counts in the total
             total += sum(math.log(1 + (n + 0.5) / 0.5) for lexeme in dict.fromkeys(query_lex[qi])
@@ -210,6 +212,11 @@ def fmt(m: dict[str, float]) -> str:
     return " ".join(f"{k} {v:.3f}" for k, v in m.items())
 
 
+def markdown_table(headers, rows) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(headers) - 1)) + " |"]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="dev")
@@ -218,42 +225,77 @@ def main(argv=None) -> int:
                         help="comma-separated: what each turn's embedding is computed from")
     args = parser.parse_args(argv)
     split = load_split(args.split)
-    print(f"{args.split}: {len(split.turns)} turns, {len(split.queries)} queries")
+    print(f"{args.split}: {len(split.turns)} turns, {len(split.queries)} queries\n")
     qtexts = [q["query"] for q in split.queries]
     qvec = embed_cached(qtexts, args.cache)
     contents = [f"{t['speaker']} {t['content']}" for t in split.turns]
     turn_lex, query_lex = lexemes_from_postgres(contents, qtexts)
 
+    def row(name, ranking):
+        m = metrics(ranking, split.qrels)
+        return [name, f"{m['R@5']:.3f}", f"{m['R@10']:.3f}", f"{m['MRR']:.3f}"]
+
+    print("### What is embedded (vector branch alone)\n")
     vec = {}
+    described = {"content": "the turn's text", "speaker": "\"speaker: text\" (the app's)",
+                 "date": "\"date speaker: text\"", "previous": "the turn before it, then \"speaker: text\"",
+                 "next": "\"speaker: text\", then the turn after it"}
+    turn_vectors = {}
     for how in args.vectors.split(","):
-        vec[how] = vector_rankings(split, embed_cached(turn_texts(split.turns, how), args.cache), qvec)
-        print(f"vector[{how:8}] {fmt(metrics(vec[how], split.qrels))}")
+        turn_vectors[how] = embed_cached(turn_texts(split.turns, how), args.cache)
+        vec[how] = vector_rankings(split, turn_vectors[how], qvec)
+    if "speaker" in turn_vectors and "previous" in turn_vectors:
+        # the neighbour as a smaller share of the vector instead of more text
+        own = turn_vectors["speaker"]
+        by_pos = {(t["user"], t["session"], t["turn"]): i for i, t in enumerate(split.turns)}
+        prev = np.array([by_pos.get((t["user"], t["session"], t["turn"] - 1), i) for i, t in enumerate(split.turns)])
+        mixed = own + 0.3 * own[prev]
+        mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
+        vec["mix"] = vector_rankings(split, mixed, qvec)
+        described["mix"] = "\"speaker: text\" vector + 0.3 x the previous turn's vector"
+    print(markdown_table(["embedded text", "R@5", "R@10", "MRR"], [row(described[h], r) for h, r in vec.items()]))
+
+    print("\n### Text branch alone (lexemes of 'speaker content', english configuration)\n")
     text = {}
-    for stop_name, stop in (("", frozenset()), (" meta", META_STOP)):
-        for cov in (0.0, 0.2, 0.3, 0.4, 0.5):
-            text[f"b0{stop_name} cov{cov}"] = bm25_rankings(split, turn_lex, query_lex, b=0.0, stop=stop,
-                                                           min_coverage=cov)
-        text[f"b0{stop_name} cov0.3 missing"] = bm25_rankings(split, turn_lex, query_lex, b=0.0, stop=stop,
-                                                             min_coverage=0.3, missing_terms_count=True)
-    text["b0.75"] = bm25_rankings(split, turn_lex, query_lex)
-    for name, ranking in text.items():
-        print(f"text[{name:32}] {fmt(metrics(ranking, split.qrels))}")
-    print("fusion (vector variant, text variant, wv, wt, k, depth) -> metrics")
+    for scope in ("user", "global"):
+        for b in (0.75, 0.5, 0.25, 0.0):
+            text[f"BM25, {scope} IDF, k1 1.2, b {b}, tf once"] = bm25_rankings(
+                split, turn_lex, query_lex, idf_scope=scope, b=b)
+    text["IDF sum (b 0), user IDF, recall words dropped (remind, remember, ...)"] = bm25_rankings(
+        split, turn_lex, query_lex, b=0.0, stop=META_STOP)
+    for cov in (0.2, 0.3, 0.5):
+        text[f"IDF sum, only turns with >= {cov:.0%} of the query's IDF"] = bm25_rankings(
+            split, turn_lex, query_lex, b=0.0, min_coverage=cov)
+    text["IDF sum, 4 rarest query words (instead of 8)"] = bm25_rankings(split, turn_lex, query_lex, b=0.0,
+                                                                        max_terms=4)
+    for fraction in (0.2, 0.1, 0.05):
+        text[f"IDF sum, words in > {fraction:.0%} of the user's turns dropped (unless the rarest)"] = \
+            bm25_rankings(split, turn_lex, query_lex, b=0.0, common_fraction=fraction)
+    chosen_text = "IDF sum, words in > 10% of the user's turns dropped (unless the rarest)"
+    print(markdown_table(["text branch", "R@5", "R@10", "MRR"], [row(n, r) for n, r in text.items()]))
+
+    print("\n### Fusion (vector \"speaker: text\", text IDF sum), weighted RRF, top 10\n")
+    vchosen = vec.get("speaker") or next(iter(vec.values()))
     rows = []
-    for vname in vec:
-        for tname in text:
-            for wv, wt in ((0.7, 0.3), (0.6, 0.4), (0.5, 0.5)):
-                for k in (1, 5, 10, 20, 60):
-                    for depth in (20, 50, 100):
-                        fused = {q: rrf(vec[vname][q], text[tname][q], wv, wt, k, depth) for q in split.qrels}
-                        rows.append((metrics(fused, split.qrels), vname, tname, wv, wt, k, depth))
-    rows.sort(key=lambda r: -r[0]["R@5"])
-    for m, *cfg in rows[:20]:
-        print(fmt(m), cfg)
-    print("equal weights:")
-    for m, *cfg in [r for r in rows if r[3] == 0.5][:20]:
-        print(fmt(m), cfg)
-    json.dump([(m, cfg) for m, *cfg in rows], (args.cache / f"fusion-{args.split}.json").open("w"))
+    for wv, wt in ((0.7, 0.3), (0.6, 0.4), (0.5, 0.5), (0.4, 0.6)):
+        for k in (1, 5, 10, 20, 60):
+            cells = [f"{wv:g} / {wt:g}", str(k)]
+            for depth in (20, 40, 100):
+                fused = {q: rrf(vchosen[q], text[chosen_text][q], wv, wt, k, depth) for q in split.qrels}
+                m = metrics(fused, split.qrels)
+                cells.append(f"{m['R@5']:.3f}" + (f" / {m['MRR']:.3f}" if depth == 40 else ""))
+            rows.append(cells)
+    print(markdown_table(["weights v / t", "k", "R@5, depth 20", "R@5 / MRR, depth 40", "R@5, depth 100"], rows))
+
+    types = defaultdict(list)
+    for q in split.queries:
+        types[q["type"]].append(q["id"])
+    fused = {q: rrf(vchosen[q], text[chosen_text][q], 0.5, 0.5, 5, 40) for q in split.qrels}
+    print("\n### By question type, R@5 (defaults: 0.5 / 0.5, k 5, depth 40)\n")
+    print(markdown_table(["type", "questions", "vector", "text", "hybrid"],
+                         [[t, len(ids), f"{metrics(vchosen, split.qrels, ids)['R@5']:.3f}",
+                           f"{metrics(text[chosen_text], split.qrels, ids)['R@5']:.3f}",
+                           f"{metrics(fused, split.qrels, ids)['R@5']:.3f}"] for t, ids in sorted(types.items())]))
     return 0
 
 

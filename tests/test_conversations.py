@@ -126,7 +126,9 @@ def expected_hybrid(user_id, query_vector, query_text, match_count, wv, wt, k, c
             if count:
                 df[lexeme] = count
         idf = {x: math.log(1 + (n - c + 0.5) / (c + 0.5)) for x, c in df.items()}
-        kept = sorted(idf, key=lambda x: (-idf[x], x))[:8]
+        rarest = sorted(df, key=lambda x: (df[x], x))[:8]
+        # words in more than 10% of the user's turns are left out, unless it is the rarest one
+        kept = [x for pos, x in enumerate(rarest) if pos == 0 or df[x] <= 0.1 * n]
         scores = {}
         for t in visible:
             matched = [idf[x] for x in kept if x in t["lexemes"]]
@@ -187,15 +189,41 @@ def test_sql_function_matches_independent_computation(corpus, query, match_count
     assert {r["session_id"] for r in actual} <= {corpus.sa, corpus.sb}
 
 
-def test_text_branch_weights_rare_words_over_common_ones(corpus):
+def test_text_branch_weights_rare_words_over_common_ones(new_user):
+    user = new_user()
+    filler = [("assistant", f"Happy to help with question number {i}.") for i in range(36)]
+    rows_in = filler + [("user", "The Cedar trail was muddy."), ("user", "Another trail run today."),
+                        ("user", "Trail shoes are worn out."), ("user", "Pepper slept all day.")]
+    conversations.store_turns(Scope.service(user.user_id), _turns(f"idf-{user.user_id}", rows_in, T0))
+    # "trail" is in 3 of 40 turns, "pepper" in 1: each matching turn shares one word with the query,
+    # and the one with the rarer word comes first.
+    rows = call_sql(user.scope, None, "trail Pepper", user.user_id, 20, 0.0, 1.0, 60)
+    assert [r["content"] for r in rows][0] == "Pepper slept all day." and len(rows) == 4
+    assert rows[0]["text_score"] > rows[1]["text_score"] == rows[2]["text_score"] == rows[3]["text_score"]
+    assert_matches(rows, expected_hybrid(user.user_id, None, "trail Pepper", 20, 0.0, 1.0, 60))
+
+
+def test_common_words_are_left_out_unless_nothing_else_is_left(corpus):
     owner = corpus.owner
-    # "assistant" (the speaker) is in half of this user's turns, "pepper" in one, long turn: every
-    # turn matches one word, and the rare one must win.
-    rows = call_sql(owner.scope, None, "assistant Pepper", owner.user_id, 20, 0.0, 1.0, 60)
-    assert "Pepper" in rows[0]["content"] and rows[0]["text_rank"] == 1
-    assert len(rows) == 1 + sum(1 for speaker, _ in SESSION_A + SESSION_B if speaker == "assistant")
-    assert rows[0]["text_score"] > 2 * rows[1]["text_score"]  # idf(pepper) vs idf(assistant)
-    assert_matches(rows, expected_hybrid(owner.user_id, None, "assistant Pepper", 20, 0.0, 1.0, 60))
+    # "assistant" is in half of the owner's turns: alone it still ranks its turns ...
+    alone = call_sql(owner.scope, None, "assistant", owner.user_id, 50, 0.0, 1.0, 60)
+    assert len(alone) == sum(1 for speaker, _ in SESSION_A + SESSION_B if speaker == "assistant")
+    # ... next to a rarer word it is dropped: only the rare word's turns match
+    rows = call_sql(owner.scope, None, "assistant Lisbon", owner.user_id, 50, 0.0, 1.0, 60)
+    assert rows and all("Lisbon" in r["content"] for r in rows)
+    assert_matches(rows, expected_hybrid(owner.user_id, None, "assistant Lisbon", 50, 0.0, 1.0, 60))
+
+
+def test_all_terms_mode_needs_every_word(corpus):
+    owner = corpus.owner
+    with transaction(owner.scope) as cur:
+        cur.execute("select content from public.match_conversation_turns_hybrid(null, %s, %s, 10, 0, 1, 60, 'all')",
+                    ("Lisbon flight", owner.user_id))
+        both = [r["content"] for r in cur.fetchall()]
+        cur.execute("select count(*) as n from public.match_conversation_turns_hybrid(null, %s, %s, 10, 0, 1, 60, "
+                    "'all')", ("the of and", owner.user_id))  # only stop words: no query, no hits
+        nothing = cur.fetchone()["n"]
+    assert both == ["Booked my flights to Lisbon for May! TAP, flight TP 1357."] and nothing == 0
 
 
 def test_exclude_session_leaves_out_the_current_conversation(corpus):
