@@ -104,8 +104,14 @@ def scale_markdown(result: dict[str, Any], *, image_prefix: str, images_dir: Pat
                 continue
             rows.append([entry["choice"], LABELS.get(entry["user"], entry["user"]), f"{entry['turns']:,}",
                          fmt_ms(entry["p50"]), fmt_ms(entry["p95"]), f"{entry['recall@10']:.3f}", entry["note"]])
+        note = ""
+        if result.get("index_choices_run"):
+            run = result["index_choices_run"]
+            note = (f" These were measured in {run['note']}; load average before / after that run "
+                    + ", ".join(f"{x:.2f}" for x in run["load_before"]) + " / "
+                    + ", ".join(f"{x:.2f}" for x in run["load_after"]) + ".")
         parts.append("Vector branch alone, top 10, by index choice (recall@10 against exact float32 cosine "
-                     "computed in numpy; every probed user's numbers are in the JSON):")
+                     "computed in numpy; every probed user's numbers are in the JSON)." + note)
         parts.append(table(["index choice", "user", "turns", "p50", "p95", "recall@10", "how"], rows))
     return "\n\n".join(parts)
 

@@ -37,9 +37,10 @@ create table public.conversation_turns (
   created_at  timestamptz not null default now(),
   -- Null until the turn is embedded: a turn is stored first and embedded off
   -- the critical path, and one whose embedding failed is embedded later.
-  -- Half precision: 768 bytes instead of 1,536, so a user's turns scan twice as
-  -- fast; cosine distances move by less than 0.001 and the dev-set recall did not
-  -- change (docs/RETRIEVAL.md, docs/BENCHMARKS.md).
+  -- Half precision: 768 bytes instead of 1,536, so the table and its covering
+  -- index are half the size and a user's turns scan faster; cosine distances
+  -- move by less than 0.001 and the dev-set recall did not change
+  -- (docs/RETRIEVAL.md, docs/BENCHMARKS.md).
   embedding   extensions.halfvec(384),
   -- The speaker's name is searchable too ("what did Maria say about ...").
   fts         tsvector generated always as (
