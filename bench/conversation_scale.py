@@ -30,10 +30,12 @@ cosine computed in numpy.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import math
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -197,6 +199,9 @@ def run(size: Size = SMALL, *, n_queries: int = 40, repeats: int = 3, shared_buf
     result: dict[str, Any] = {"size": size.__dict__, "shared_buffers": shared_buffers,
                               "load_before": os.getloadavg()}
     workdir = Path(tempfile.mkdtemp(prefix="mp-bench-conv-"))
+    # atexit runs last-registered first: pgserver's hook (registered when the server starts) deletes
+    # the data directory, then this removes the empty parent.
+    atexit.register(shutil.rmtree, workdir, ignore_errors=True)
     try:
         uri = start_server(workdir, shared_buffers)
         sizes = user_sizes(size, rng)
