@@ -9,7 +9,7 @@ PIP_STAMP := $(VENV)/.requirements-installed
 APT_STAMP := $(VENV)/.system-packages-installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench db install system-packages clean-data
+.PHONY: run test bench bench-full db install system-packages clean-data
 
 install: $(PIP_STAMP)
 
@@ -41,6 +41,10 @@ test: db system-packages
 
 bench: db
 	$(PY) -m bench
+
+# The conversation-memory scale run at full size: 1,000,000 turns over 1,000 users (an hour or more on 2 cores).
+bench-full: db
+	$(PY) -m bench --conversation-full
 
 clean-data:
 	rm -rf .data

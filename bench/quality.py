@@ -17,7 +17,9 @@ questions (docs/eval/knowledge_queries.jsonl) against the seeded knowledge base:
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,14 +59,22 @@ def run_cli(memories: Path, queries: Path, qrels: Path, *extra: str) -> dict[str
 
 
 def knowledge(log=print) -> dict[str, Any]:
-    """R@1, R@3 and MRR of the knowledge questions, on the configured (seeded) database."""
+    """R@1, R@3 and MRR of the knowledge questions, on a throwaway database seeded with the knowledge base."""
     from core import db, embeddings
+    from core import knowledge as knowledge_base
+    from core.config import SEED_DIR
     from core.retrieval import RrfParams
+    from core.seed import read_jsonl
 
     rows = [json.loads(line) for line in (EVAL / "knowledge_queries.jsonl").read_text().splitlines() if line]
     params = RrfParams.knowledge_from_settings()
     modes = {"vector": [], "text": [], "hybrid": []}
-    with db.admin_connection() as conn:
+    workdir = Path(tempfile.mkdtemp(prefix="mp-quality-knowledge-"))
+    atexit.register(shutil.rmtree, workdir, ignore_errors=True)  # after pgserver's hook deletes pg/
+    uri = db.start_embedded(workdir / "pg", cleanup_mode="delete")
+    db.migrate(uri, embedded=True, echo=lambda *_: None)
+    knowledge_base.ingest(read_jsonl(SEED_DIR / "knowledge.jsonl"), conninfo=uri)
+    with db.admin_connection(uri) as conn:
         for row in rows:
             vector = db.vector_literal(embeddings.embed_one(row["query"]))
             modes["vector"].append([r[0] for r in conn.execute(
@@ -88,8 +98,16 @@ def knowledge(log=print) -> dict[str, Any]:
     return out
 
 
-def run(splits: list[str], log=print) -> dict[str, Any]:
+def run(splits: list[str], log=print, save: Path | None = None) -> dict[str, Any]:
+    """Every result is added to `save` (JSON) as soon as it is measured."""
     out: dict[str, Any] = {}
+
+    def keep() -> None:
+        if save:
+            save.write_text(json.dumps(out, indent=2), encoding="utf-8")
+
+    out["knowledge"] = knowledge(log)
+    keep()
     with tempfile.TemporaryDirectory(prefix="mp-quality-") as tmp:
         for split in splits:
             folder = SPLITS / split
@@ -97,12 +115,14 @@ def run(splits: list[str], log=print) -> dict[str, Any]:
             log(f"quality: {split} before (turns as slot memories, 0.7/0.3, k 60)")
             before = run_cli(as_memories(turns, Path(tmp) / f"{split}-memories.jsonl"), queries, qrels,
                              "--weights", "0.7,0.3", "--rrf-k", "60")
+            out[split] = {"before": before}
+            keep()
             log(f"quality: {split} after (conversation tier, defaults)")
-            after = run_cli(turns, queries, qrels, "--as-turns")
-            out[split] = {"before": before, "after": after}
+            out[split]["after"] = run_cli(turns, queries, qrels, "--as-turns")
+            keep()
         log("quality: slot set with the defaults")
         out["slots"] = run_cli(EVAL / "memories.jsonl", EVAL / "queries.jsonl", EVAL / "qrels.jsonl")
-    out["knowledge"] = knowledge(log)
+        keep()
     return out
 
 
@@ -111,11 +131,8 @@ def main(argv=None) -> int:
     parser.add_argument("--splits", default="dev")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    result = run([s.strip() for s in args.splits.split(",") if s.strip()])
-    text = json.dumps(result, indent=2)
-    if args.json:
-        args.json.write_text(text)
-    print(text)
+    result = run([s.strip() for s in args.splits.split(",") if s.strip()], save=args.json)
+    print(json.dumps(result, indent=2))
     return 0
 
 
