@@ -4,8 +4,9 @@
 
 Two runs per split:
   * before: the turns loaded as slot memories (memory_type "turn_0001", ...) and searched the way
-    every retrieval ran before the conversation tier (public.match_memories_hybrid, weights 0.7/0.3,
-    k = 60, the OR text query ranked by ts_rank_cd);
+    every retrieval ran before the conversation tier: public.match_memories_hybrid as the first
+    migration defined it (the OR text query ranked by ts_rank_cd; put back in a throwaway database),
+    weights 0.7/0.3, k = 60;
   * after: the same turns loaded with --as-turns into the conversation tier and searched with the
     app's current defaults.
 Also the slot set (docs/eval/memories.jsonl) with the app's current defaults, which must stay
@@ -98,6 +99,31 @@ def knowledge(log=print) -> dict[str, Any]:
     return out
 
 
+FIRST_MIGRATION = ROOT / "supabase" / "migrations" / "20261122000000_memory_playground.sql"
+
+
+def original_memory_search_sql() -> str:
+    """match_memories_hybrid as the first migration defined it (ts_rank_cd over an OR of the lexemes)."""
+    text = FIRST_MIGRATION.read_text(encoding="utf-8")
+    start = text.index("create or replace function public.match_memories_hybrid(")
+    end = text.index("$$;", start) + 3
+    return text[start:end]
+
+
+def before_database(log=print) -> str:
+    """A throwaway server with every migration, then the original memory search put back."""
+    from core import db
+
+    workdir = Path(tempfile.mkdtemp(prefix="mp-quality-before-"))
+    atexit.register(shutil.rmtree, workdir, ignore_errors=True)  # after pgserver's hook deletes pg/
+    uri = db.start_embedded(workdir / "pg", cleanup_mode="delete")
+    db.migrate(uri, embedded=True, echo=lambda *_: None)
+    with db.admin_connection(uri) as conn:
+        conn.execute(original_memory_search_sql())
+    log("quality: 'before' database has the original match_memories_hybrid")
+    return uri
+
+
 def run(splits: list[str], log=print, save: Path | None = None) -> dict[str, Any]:
     """Every result is added to `save` (JSON) as soon as it is measured."""
     out: dict[str, Any] = {}
@@ -108,13 +134,14 @@ def run(splits: list[str], log=print, save: Path | None = None) -> dict[str, Any
 
     out["knowledge"] = knowledge(log)
     keep()
+    before_uri = before_database(log)
     with tempfile.TemporaryDirectory(prefix="mp-quality-") as tmp:
         for split in splits:
             folder = SPLITS / split
             queries, qrels, turns = folder / "queries.jsonl", folder / "qrels.jsonl", folder / "turns.jsonl"
             log(f"quality: {split} before (turns as slot memories, 0.7/0.3, k 60)")
             before = run_cli(as_memories(turns, Path(tmp) / f"{split}-memories.jsonl"), queries, qrels,
-                             "--weights", "0.7,0.3", "--rrf-k", "60")
+                             "--weights", "0.7,0.3", "--rrf-k", "60", "--database-url", before_uri)
             out[split] = {"before": before}
             keep()
             log(f"quality: {split} after (conversation tier, defaults)")
