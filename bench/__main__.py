@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
         full = json.loads(FULL_SCALE_JSON.read_text(encoding="utf-8"))
         sections.append(conversation_scale_section(
             full, title=f"Conversation memory at scale ({full['size']['turns']:,} turns, the recorded full run)",
-            prefix="full"))
+            prefix="full") + "\n\nRaw numbers, every probed user included: "
+            "[docs/bench/conversation_scale_full.json](bench/conversation_scale_full.json).")
     info = machine()
     header = "\n".join([
         "# Benchmarks",

@@ -49,8 +49,9 @@ def quality_markdown(result: dict[str, Any]) -> str:
                          f"{gain * 100:+.1f} points over the better single branch ({best:.3f}).")
     if "slots" in result:
         slots = result["slots"]["modes"]
+        weights, k = result["slots"]["weights"], result["slots"]["rrf_k"]
         parts.append("Slot memories (docs/eval/memories.jsonl, 114 questions), app defaults "
-                     f"{result['slots']['weights'][0]:g}/{result['slots']['weights'][1]:g}, k {result['slots']['rrf_k']}: "
+                     f"{weights[0]:g}/{weights[1]:g}, k {k}: "
                      + ", ".join(f"{m} R@1 {slots[m]['recall@1']:.3f}" for m in ("vector", "text", "hybrid"))
                      + " (hybrid R@1 before this work: 0.847).")
     if "knowledge" in result:
@@ -111,7 +112,7 @@ def scale_markdown(result: dict[str, Any], *, image_prefix: str, images_dir: Pat
                     + ", ".join(f"{x:.2f}" for x in run["load_before"]) + " / "
                     + ", ".join(f"{x:.2f}" for x in run["load_after"]) + ".")
         parts.append("Vector branch alone, top 10, by index choice (recall@10 against exact float32 cosine "
-                     "computed in numpy; every probed user's numbers are in the JSON)." + note)
+                     "computed in numpy)." + note)
         parts.append(table(["index choice", "user", "turns", "p50", "p95", "recall@10", "how"], rows))
     return "\n\n".join(parts)
 

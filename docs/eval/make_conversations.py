@@ -31,7 +31,6 @@ import argparse
 import datetime as dt
 import json
 import random
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -370,7 +369,7 @@ def help_exchange(rng, persona):
     if form == 9:
         room, color = pick(rng, ROOMS), pick(rng, COLORS)
         return (f"Would {color} work for a small {room}?",
-                f"It can, especially with good light. Try a sample patch on two walls first.")
+                "It can, especially with good light. Try a sample patch on two walls first.")
     if form == 10:
         produce = pick(rng, PRODUCE)
         return f"What can I make with a lot of {produce}?", f"Roast them, make a soup, or add {produce} to a " \
@@ -393,20 +392,20 @@ def life_chatter(rng, persona):
          "A fresh coat of paint changes a room so much."),
         (f"Ran {rng.randrange(2, 9)} miles before work this morning.", "Great way to start the day!"),
         (f"{friend} is visiting from {pick(rng, CITIES)} next week.", "How fun! Any plans while they're in town?"),
-        (f"Had a dentist cleaning, no cavities!", "Nice, that's always a relief."),
+        ("Had a dentist cleaning, no cavities!", "Nice, that's always a relief."),
         (f"Booked a table at {_restaurant(rng)} for Friday with {friend}.", "Sounds like a nice evening."),
         (f"Watched a documentary about {pick(rng, ['octopuses', 'the deep sea', 'bees', 'volcanoes', 'chess'])} "
          "last night.", "Documentaries are great for falling down a rabbit hole."),
         (f"{partner} and I took a long walk by the river after dinner.", "That sounds peaceful."),
-        (f"Work was chaos today, three meetings back to back.", "Ugh. Hopefully tomorrow is calmer."),
-        (f"Cleaned out the garage finally, found old photos from college.", "Ooh, fun find. Any good ones?"),
+        ("Work was chaos today, three meetings back to back.", "Ugh. Hopefully tomorrow is calmer."),
+        ("Cleaned out the garage finally, found old photos from college.", "Ooh, fun find. Any good ones?"),
         (f"{friend} lent me a tent for the summer, so camping might happen.", "Camping season! Nice."),
-        (f"The car needs new tires soon, not looking forward to that bill.", "Tires are pricey but worth it."),
+        ("The car needs new tires soon, not looking forward to that bill.", "Tires are pricey but worth it."),
         (f"I bought {pick(rng, ['a new rug', 'plants for the balcony', 'a new lamp', 'better pillows'])} today.",
          "Small upgrades at home make a real difference."),
         (f"{partner} got me into {pick(rng, ['chess', 'birdwatching', 'crosswords', 'bouldering'])} lately.",
          "That's a fun thing to share."),
-        (f"Took the day off, just reading in the park.", "Sounds like exactly what you needed."),
+        ("Took the day off, just reading in the park.", "Sounds like exactly what you needed."),
         (f"My {relative} is visiting for the holidays.", "That's nice. Time with family around the holidays."),
     ]
     return pick(rng, options)
@@ -579,7 +578,7 @@ def fact_car(rng, p):
           ("number", pick(rng, [f"How much did I pay for the {car}?", "how much did the new car cost me?"]), [1],
            _fmt_money(price)),
           ("paraphrase", "What colour is my new vehicle?", [1], color),
-          ("two_turn", f"What car did I buy and what went wrong with it afterwards?", [1, 2],
+          ("two_turn", "What car did I buy and what went wrong with it afterwards?", [1, 2],
            f"{car}; the check engine light")]
     return Fact("car", dict(car=car), ev, reply, part2=part2, reply2=reply2, questions=qs)
 
@@ -717,7 +716,7 @@ def fact_work_project(rng, p):
     reply = pick(rng, ["That's a big step. How do you feel about working with a new manager?",
                        "Congrats on the new responsibility! Want help planning the first weeks?"])
     qs = [("name", pick(rng, ["Who's my new manager?", "what's my boss's name again?"]), [1], manager),
-          ("fact", f"What's the project I'm leading called?", [1], f"Project {codename}"),
+          ("fact", "What's the project I'm leading called?", [1], f"Project {codename}"),
           ("paraphrase", f"When does {codename} need to ship?", [1], month)]
     return Fact("work_project", dict(manager=manager), ev, reply, questions=qs)
 
@@ -739,7 +738,8 @@ def fact_class(rng, p):
     teacher = _person(rng, p["taken"])
     day = pick(rng, WEEKDAYS)
     ev = pick(rng, [f"First {subject} class tonight! The teacher, {teacher}, had us working on {topic} already.",
-                    f"Signed up for a {subject} class on {day}s, teacher's name is {teacher}. We started with {topic}."])
+                    f"Signed up for a {subject} class on {day}s, teacher's name is {teacher}. "
+                    f"We started with {topic}."])
     reply = "How fun! Learning something new like that is a great way to switch off."
     qs = [("when", pick(rng, [f"When did I start {subject}?", f"when was my first {subject} class?"]), [1], None),
           ("name", f"Who teaches my {subject} class?", [1], teacher),
@@ -771,7 +771,7 @@ def fact_garden(rng, p):
     reply2 = "That's so satisfying after all the work."
     qs = [("fact", "What did I plant in the raised beds?", [1], " and ".join(plants)),
           ("paraphrase", "What's growing in my vegetable patch?", [1], " and ".join(plants)),
-          ("two_turn", f"What did I plant, and which one was ready to harvest first?", [1, 2],
+          ("two_turn", "What did I plant, and which one was ready to harvest first?", [1, 2],
            f"{plants[0]} and {plants[1]}; {plants[0]}")]
     return Fact("garden", dict(plants=plants), ev, reply, part2=part2, reply2=reply2, questions=qs)
 
