@@ -1,5 +1,5 @@
-# Quick start: `make run` serves the app; `make test` runs every test.
-# Both create .venv, install what is missing, start the embedded database,
+# Quick start: `make run` serves the app; `make test` runs every test; `make doctor` checks the configuration.
+# They create .venv, install what is missing, start the embedded database,
 # apply migrations and seed. Running them again is fast and changes nothing.
 
 PYTHON ?= python3.11
@@ -9,7 +9,7 @@ PIP_STAMP := $(VENV)/.requirements-installed
 APT_STAMP := $(VENV)/.system-packages-installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test bench bench-full db install system-packages clean-data
+.PHONY: run test lint format screenshots bench bench-full doctor db install system-packages clean-data
 
 install: $(PIP_STAMP)
 
@@ -30,8 +30,8 @@ $(APT_STAMP): | $(PIP_STAMP)
 	@touch $@
 
 db: $(PIP_STAMP)
-	$(PY) -m core.db migrate
-	$(PY) -m core.db seed
+	$(PY) -m core migrate
+	$(PY) -m core seed
 
 run: db
 	$(PY) -m streamlit run streamlit_app.py --server.address 127.0.0.1 --server.port 8501 --server.headless true
@@ -39,12 +39,30 @@ run: db
 test: db system-packages
 	$(PY) -m pytest
 
+# Style: ruff's lint rules and formatter (settings in pyproject.toml). CI runs this before the tests.
+lint: $(PIP_STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: $(PIP_STAMP)
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+# The browser tests retake docs/screenshots/*.png only when asked (a normal test run leaves the tree clean).
+screenshots: db system-packages
+	MP_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -m browser
+
 bench: db
 	$(PY) -m bench
 
 # The conversation-memory scale run at full size: 1,000,000 turns over 1,000 users (an hour or more on 2 cores).
 bench-full: db
 	$(PY) -m bench --conversation-full
+
+# Checks the configuration you set, live (database, auth, embeddings, LLM, STT/TTS, LiveKit);
+# exits non-zero when something configured is broken.
+doctor: db
+	$(PY) -m core.doctor
 
 clean-data:
 	rm -rf .data

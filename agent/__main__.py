@@ -1,13 +1,15 @@
 """``python -m agent <command>``.
 
-  chat [--user-id ID | --new-user]    text chat with the agent in this terminal (tool calls and scores shown)
-  dev | start | console | connect     the LiveKit Agents worker, through livekit-agents' CLI
-  download-files                      fetch plugin model files (nothing needed for the offline defaults)
+chat [--user-id ID | --new-user]    text chat with the agent in this terminal (tool calls and scores shown)
+dev | start | console | connect     the LiveKit Agents worker, through livekit-agents' CLI
+download-files                      fetch plugin model files (nothing needed for the offline defaults)
 """
 
 from __future__ import annotations
 
 import sys
+
+from agent import plugins
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -15,6 +17,8 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(__doc__.strip())
         return 0
+    plugins.register()  # on the main thread, before any loop or worker thread exists
+    # Each command loads its own stack (the help above loads none of livekit).
     if argv[0] == "chat":
         from agent.chat_cli import main as chat_main
 

@@ -1,22 +1,23 @@
-"""What the agent publishes while it runs, and where it goes.
+"""The event contract: what the agent publishes while it runs.
 
 Every event is a plain JSON-able dict. The chat and voice pages, the session
-report and the LiveKit voice bridge all read this one shape, so it is the
-contract between the agent and everything that shows what it did.
-
-Common keys (every event)::
+report, the terminal chat and the LiveKit voice bridge all read this one shape.
+Each kind is a TypedDict below and has one builder here; an :class:`EventBus`
+(agent/event_bus.py) stamps what a builder returns with the keys every event
+has::
 
     {"type": str, "ts": float (epoch seconds), "session_id": str, "turn": int, "seq": int}
 
 ``turn`` is 0 for the greeting and counts user turns from 1. ``seq`` is the
 event's position in its session (0, 1, 2, ...), so a reader can spot gaps.
 
-Types and their own keys:
+Kinds (the keys each adds):
 
 ``transcript``
-    ``role`` ("user" | "assistant"), ``text``, ``final`` (bool; False for
-    interim speech-to-text results). Fillers ("One moment...") are assistant
-    transcripts too.
+    ``role`` ("user" | "assistant"), ``text``, ``final`` (False for interim
+    speech-to-text results, which also carry ``stt_final``). Fillers ("One
+    moment...") are assistant transcripts too; a final assistant transcript says
+    whether it was ``interrupted``.
 ``tool_call``
     ``name``, ``arguments`` (dict), ``output`` (str | None), ``error``
     (str | None; the message the model read back), ``duration_ms``.
@@ -24,236 +25,327 @@ Types and their own keys:
     ``source`` ("memories" | "knowledge"), ``trigger`` ("per_turn_recall",
     "tool:search_memories", "tool:search_knowledge"), ``query``, ``mode``
     ("hybrid" | "vector" | "text" for memories, "vector" for knowledge),
-    ``params`` ({"vector_weight", "text_weight", "k"} or None),
-    ``latency_ms``, ``degraded_reason`` (str | None), ``skipped`` (bool),
-    ``skip_reason`` (str | None), ``hits`` (list of ``MemoryHit.as_dict()`` /
-    ``KnowledgeHit.as_dict()``: vector_rank, vector_distance, text_rank,
-    text_score, vector_rrf, text_rrf, rrf_score / distance, similarity, rank),
-    ``injected`` (ids of the hits put into the model's context; recall only).
+    ``params`` ({"vector_weight", "text_weight", "k"} or None), ``latency_ms``,
+    ``degraded_reason``, ``skipped``, ``skip_reason``, ``hits`` (each a
+    ``MemoryHit.as_dict()`` or ``KnowledgeHit.as_dict()``), and for the
+    per-turn recall ``injected`` (ids of the hits put into the model's context);
+    ``embed_ms`` and ``search_ms`` when a search ran.
 ``state``
     ``who`` ("agent" | "user"), ``state`` (agent: initializing, idle,
     listening, thinking, speaking; user: speaking, listening, away).
 ``metric``
-    ``name`` (llm_ttft_ms, llm_duration_ms, e2e_ms, recall_ms, stt_ms,
-    transcription_delay_ms, tts_ttfb_ms, eou_delay_ms, turn_total_ms),
-    ``value`` (float, milliseconds). ``stt_ms`` is stamped with the user turn it
-    transcribes (the next one: it is measured before that message is committed).
+    ``name`` (see :data:`METRIC_NAMES`), ``value`` (milliseconds). ``stt_ms``
+    is stamped with the user turn it transcribes (the next one: it is measured
+    before that message is committed).
 ``turn_done``
     The agent finished answering turn ``turn``. No extra keys.
 ``error``
-    ``message``, ``where``: something failed in a way the page should show.
+    ``message`` (one sentence to show), ``where`` (llm, stt, tts, agent,
+    livekit); ``kind`` and ``recoverable`` when known.
 
-Sinks: :class:`QueueSink` keeps events in memory for in-process readers (the
-Streamlit pages poll it with a cursor, from any thread);
-:class:`RoomTextStreamSink` sends each event as one text-stream message on
-topic :data:`EVENTS_TOPIC` when the agent runs in a LiveKit worker. Use
-:func:`decode_event` to read one back.
+Any event may carry ``origin`` when it did not come from this process's bus:
+"worker" (forwarded from the LiveKit worker's events topic) or
+"lk.transcription" (decoded from a LiveKit transcription stream).
 """
 
-from __future__ import annotations
-
-import asyncio
-import collections
 import json
-import logging
 import math
-import threading
-import time
-from collections.abc import Iterable
-from typing import Any, Protocol
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, get_args
 
-log = logging.getLogger(__name__)
+# No `from __future__ import annotations` here: TypedDict reads NotRequired[...] from evaluated annotations.
+
+if TYPE_CHECKING:
+    from core.retrieval import KnowledgeSearch, MemoryHit, MemorySearch, RrfParams
 
 EVENTS_TOPIC = "memory-playground.events"
-EVENT_TYPES = ("transcript", "tool_call", "retrieval", "state", "metric", "turn_done", "error")
-_REQUIRED = {
-    "transcript": ("role", "text", "final"),
-    "tool_call": ("name", "arguments", "output", "error", "duration_ms"),
-    "retrieval": ("source", "trigger", "query", "hits"),
-    "state": ("who", "state"),
-    "metric": ("name", "value"),
-    "turn_done": (),
-    "error": ("message",),
+EventType = Literal["transcript", "tool_call", "retrieval", "state", "metric", "turn_done", "error"]
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
+METRIC_NAMES = (
+    "llm_ttft_ms",
+    "llm_duration_ms",
+    "e2e_ms",
+    "recall_ms",
+    "stt_ms",
+    "transcription_delay_ms",
+    "tts_ttfb_ms",
+    "eou_delay_ms",
+    "turn_total_ms",
+)
+RECALL_TRIGGER = "per_turn_recall"
+ORIGIN_WORKER = "worker"
+ORIGIN_TRANSCRIPTION = "lk.transcription"
+
+# What a builder returns: one event without the stamp keys the bus adds.
+EventFields = dict[str, Any]
+
+
+class _Common(TypedDict):
+    type: EventType
+    ts: float
+    session_id: str
+    turn: int
+    seq: int
+    origin: NotRequired[str]
+
+
+class TranscriptEvent(_Common):
+    role: Literal["user", "assistant"]
+    text: str
+    final: bool
+    interrupted: NotRequired[bool]
+    stt_final: NotRequired[bool]
+    segment_id: NotRequired[str]
+
+
+class ToolCallEvent(_Common):
+    name: str
+    arguments: dict[str, Any]
+    output: str | None
+    error: str | None
+    duration_ms: float
+
+
+class RetrievalParams(TypedDict):
+    vector_weight: float
+    text_weight: float
+    k: int
+
+
+class RetrievalEvent(_Common):
+    source: Literal["memories", "knowledge"]
+    trigger: str
+    query: str
+    mode: str
+    params: RetrievalParams | None
+    latency_ms: float
+    degraded_reason: str | None
+    skipped: bool
+    skip_reason: str | None
+    hits: list[dict[str, Any]]
+    injected: NotRequired[list[str]]
+    embed_ms: NotRequired[float]
+    search_ms: NotRequired[float]
+
+
+class StateEvent(_Common):
+    who: Literal["agent", "user"]
+    state: str
+
+
+class MetricEvent(_Common):
+    name: str
+    value: float
+
+
+class TurnDoneEvent(_Common):
+    pass
+
+
+class ErrorEvent(_Common):
+    message: str
+    where: str
+    kind: NotRequired[str]
+    recoverable: NotRequired[bool]
+
+
+Event = TranscriptEvent | ToolCallEvent | RetrievalEvent | StateEvent | MetricEvent | TurnDoneEvent | ErrorEvent
+_SCHEMAS: dict[str, type] = {
+    "transcript": TranscriptEvent,
+    "tool_call": ToolCallEvent,
+    "retrieval": RetrievalEvent,
+    "state": StateEvent,
+    "metric": MetricEvent,
+    "turn_done": TurnDoneEvent,
+    "error": ErrorEvent,
 }
 
 
-class EventSink(Protocol):
-    def publish(self, event: dict[str, Any]) -> None: ...
+# --- builders: one per kind ---------------------------------------------------------------------
 
 
-def _jsonable(value: Any) -> Any:
-    """Make a value safe for json.dumps (datetimes, UUIDs, NaN...)."""
-    if value is None or isinstance(value, (str, bool, int)):
+def transcript(
+    role: str,
+    text: str,
+    *,
+    final: bool = True,
+    interrupted: bool | None = None,
+    stt_final: bool | None = None,
+    segment_id: str | None = None,
+) -> EventFields:
+    fields: EventFields = {"type": "transcript", "role": role, "text": text, "final": final}
+    for key, value in (("interrupted", interrupted), ("stt_final", stt_final), ("segment_id", segment_id)):
+        if value is not None:
+            fields[key] = value
+    return fields
+
+
+def tool_call(
+    name: str, arguments: Mapping[str, Any], *, output: str | None, error: str | None, duration_ms: float
+) -> EventFields:
+    return {
+        "type": "tool_call",
+        "name": name,
+        "arguments": dict(arguments),
+        "output": output,
+        "error": error,
+        "duration_ms": round(duration_ms, 2),
+    }
+
+
+def retrieval(
+    *,
+    source: str,
+    trigger: str,
+    query: str,
+    mode: str,
+    params: "RrfParams | None",
+    latency_ms: float,
+    hits: Iterable[Any] = (),
+    degraded_reason: str | None = None,
+    skip_reason: str | None = None,
+    injected: "Iterable[MemoryHit] | None" = None,
+    embed_ms: float | None = None,
+    search_ms: float | None = None,
+) -> EventFields:
+    """A search and what it found; `hits` are MemoryHit / KnowledgeHit (or their dicts)."""
+    fields: EventFields = {
+        "type": "retrieval",
+        "source": source,
+        "trigger": trigger,
+        "query": query,
+        "mode": mode,
+        "params": None
+        if params is None
+        else {"vector_weight": params.vector_weight, "text_weight": params.text_weight, "k": params.k},
+        "latency_ms": round(latency_ms, 2),
+        "degraded_reason": degraded_reason,
+        "skipped": skip_reason is not None,
+        "skip_reason": skip_reason,
+        "hits": [hit if isinstance(hit, dict) else hit.as_dict() for hit in hits],
+    }
+    if injected is not None:
+        fields["injected"] = [str(hit.id) for hit in injected]
+    if embed_ms is not None:
+        fields["embed_ms"] = round(embed_ms, 2)
+    if search_ms is not None:
+        fields["search_ms"] = round(search_ms, 2)
+    return fields
+
+
+def memory_search_retrieval(
+    search: "MemorySearch",
+    *,
+    trigger: str,
+    query: str | None = None,
+    latency_ms: float | None = None,
+    injected: "Iterable[MemoryHit] | None" = None,
+) -> EventFields:
+    """A memory search that ran. `query` is what the user said when it differs from the search's cleaned query;
+    `latency_ms` is the caller's wall time when it differs from the search's own (the per-turn recall waits on a
+    thread), the search's own time is then `search_ms`."""
+    return retrieval(
+        source="memories",
+        trigger=trigger,
+        query=search.query if query is None else query,
+        mode=search.mode,
+        params=search.params,
+        latency_ms=search.latency_ms if latency_ms is None else latency_ms,
+        hits=search.hits,
+        degraded_reason=search.degraded_reason,
+        injected=injected,
+        embed_ms=search.embed_ms,
+        search_ms=None if latency_ms is None else search.latency_ms,
+    )
+
+
+def knowledge_search_retrieval(search: "KnowledgeSearch", *, trigger: str) -> EventFields:
+    return retrieval(
+        source="knowledge",
+        trigger=trigger,
+        query=search.query,
+        mode="vector",
+        params=None,
+        latency_ms=search.latency_ms,
+        hits=search.hits,
+        embed_ms=search.embed_ms,
+    )
+
+
+def skipped_recall(query: str, params: "RrfParams", *, reason: str, latency_ms: float) -> EventFields:
+    """The per-turn recall that did not run or did not finish in time."""
+    return retrieval(
+        source="memories",
+        trigger=RECALL_TRIGGER,
+        query=query,
+        mode="hybrid",
+        params=params,
+        latency_ms=latency_ms,
+        skip_reason=reason,
+        injected=[],
+    )
+
+
+def state(who: str, value: str) -> EventFields:
+    return {"type": "state", "who": who, "state": value}
+
+
+def metric(name: str, value_ms: float) -> EventFields:
+    return {"type": "metric", "name": name, "value": round(float(value_ms), 2)}
+
+
+def turn_done() -> EventFields:
+    return {"type": "turn_done"}
+
+
+def error(message: str, *, where: str, kind: str | None = None, recoverable: bool | None = None) -> EventFields:
+    fields: EventFields = {"type": "error", "message": message, "where": where}
+    if kind is not None:
+        fields["kind"] = kind
+    if recoverable is not None:
+        fields["recoverable"] = recoverable
+    return fields
+
+
+# --- stamping, encoding, reading ------------------------------------------------------------------
+
+
+def jsonable(value: Any) -> Any:
+    """A value safe for json.dumps (datetimes, UUIDs, NaN...)."""
+    if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set)):
-        return [_jsonable(v) for v in value]
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [jsonable(v) for v in value]
     if hasattr(value, "isoformat"):
         return value.isoformat()
     return str(value)
 
 
-class EventBus:
-    """Stamps events for one session and fans them out to its sinks.
-
-    Lives on the agent's event loop; sinks must not block. The bus also keeps
-    every event (for the session report).
-    """
-
-    def __init__(self, session_id: str, sinks: Iterable[EventSink] = ()) -> None:
-        self.session_id = session_id
-        self.turn = 0
-        self._sinks = list(sinks)
-        self._events: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._turns_started: set[str] = set()
-        self._turns_done: set[int] = set()
-
-    def add_sink(self, sink: EventSink) -> None:
-        self._sinks.append(sink)
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return list(self._events)
-
-    def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
-        if type_ not in EVENT_TYPES:
-            raise ValueError(f"unknown event type {type_!r}")
-        turn = fields.pop("turn", None)
-        with self._lock:
-            event = {"type": type_, "ts": time.time(), "session_id": self.session_id,
-                     "turn": self.turn if turn is None else int(turn), "seq": len(self._events)}
-            event.update(_jsonable(fields))
-            self._events.append(event)
-        for sink in self._sinks:
-            try:
-                sink.publish(event)
-            except Exception:  # a broken sink must never break the conversation
-                log.exception("event sink %r failed", sink)
-        return event
-
-    # --- turns -------------------------------------------------------------
-    def begin_user_turn(self, message_id: str, text: str) -> bool:
-        """Start a new turn for a user message (idempotent per message id).
-
-        A turn can be noticed from several places (the voice hook, the first
-        model call, the history); whichever comes first starts it.
-        """
-        with self._lock:
-            if message_id in self._turns_started:
-                return False
-            self._turns_started.add(message_id)
-            self.turn += 1
-        self.emit("transcript", role="user", text=text, final=True)
-        return True
-
-    def finish_turn(self) -> None:
-        with self._lock:
-            if self.turn in self._turns_done:
-                return
-            self._turns_done.add(self.turn)
-        self.emit("turn_done")
-
-    def metric(self, name: str, value_ms: float | None, *, turn: int | None = None) -> None:
-        if value_ms is None or not math.isfinite(value_ms) or value_ms < 0:
-            return
-        self.emit("metric", name=name, value=round(float(value_ms), 2), turn=turn)
-
-    def metric_for_next_turn(self, name: str, value_ms: float | None) -> None:
-        """A metric measured before its user turn starts (speech-to-text finishes before the message is committed)."""
-        with self._lock:
-            upcoming = self.turn + 1
-        self.metric(name, value_ms, turn=upcoming)
+def stamped(fields: EventFields, *, ts: float, session_id: str, turn: int, seq: int) -> Event:
+    if fields.get("type") not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {fields.get('type')!r}")
+    event = {"type": fields["type"], "ts": ts, "session_id": session_id, "turn": turn, "seq": seq}
+    event.update(jsonable({key: value for key, value in fields.items() if key != "type"}))
+    return event  # type: ignore[return-value]  # the builder made the kind's keys
 
 
-class QueueSink:
-    """Thread-safe in-memory event log read with a cursor.
-
-    ``since(cursor)`` returns the events after ``cursor`` and the new cursor;
-    cursors are absolute, so a reader that falls behind the bounded buffer
-    just gets what is left (and can tell from ``seq``).
-    """
-
-    def __init__(self, maxlen: int = 5000) -> None:
-        self._buffer: collections.deque[dict[str, Any]] = collections.deque(maxlen=maxlen)
-        self._total = 0
-        self._cond = threading.Condition()
-
-    def publish(self, event: dict[str, Any]) -> None:
-        with self._cond:
-            self._buffer.append(event)
-            self._total += 1
-            self._cond.notify_all()
-
-    @property
-    def cursor(self) -> int:
-        with self._cond:
-            return self._total
-
-    def since(self, cursor: int = 0) -> tuple[list[dict[str, Any]], int]:
-        with self._cond:
-            first_kept = self._total - len(self._buffer)
-            start = max(int(cursor), first_kept) - first_kept
-            return list(self._buffer)[start:], self._total
-
-    def wait(self, cursor: int, timeout: float) -> bool:
-        """Block until there is something after `cursor` (or timeout)."""
-        with self._cond:
-            return self._cond.wait_for(lambda: self._total > cursor, timeout=timeout)
+def missing_keys(event: Mapping[str, Any]) -> list[str]:
+    """The keys its kind requires that `event` lacks ([] for a complete event of a known kind)."""
+    schema = _SCHEMAS.get(event.get("type"))  # type: ignore[arg-type]
+    if schema is None:
+        return ["type"]
+    return [key for key in schema.__required_keys__ if key not in event]
 
 
-class RoomTextStreamSink:
-    """Sends each event as a text-stream message on the room (LiveKit worker).
-
-    Sending is asynchronous; a single task drains a queue so events keep
-    their order and a slow network never blocks the agent.
-    """
-
-    def __init__(self, room, *, topic: str = EVENTS_TOPIC, destination_identities: list[str] | None = None) -> None:
-        self._room = room
-        self._topic = topic
-        self._destinations = destination_identities
-        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self._task: asyncio.Task | None = None
-        self.failures = 0
-
-    def publish(self, event: dict[str, Any]) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._drain(), name="RoomTextStreamSink")
-        self._queue.put_nowait(event)
-
-    async def _drain(self) -> None:
-        while True:
-            event = await self._queue.get()
-            if event is None:
-                return
-            try:
-                await self._room.local_participant.send_text(
-                    encode_event(event), topic=self._topic, destination_identities=self._destinations
-                )
-            except Exception as exc:  # the room may be gone; the report still has every event
-                self.failures += 1
-                if self.failures <= 3:
-                    log.warning("could not publish event to the room: %s", exc)
-
-    async def aclose(self) -> None:
-        if self._task is not None:
-            self._queue.put_nowait(None)
-            try:
-                await asyncio.wait_for(self._task, timeout=5)
-            except (asyncio.TimeoutError, Exception):
-                self._task.cancel()
-
-
-def encode_event(event: dict[str, Any]) -> str:
+def encode_event(event: Event) -> str:
     return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
 
 
-def decode_event(payload: str | bytes) -> dict[str, Any]:
+def decode_event(payload: str | bytes) -> Event:
     """Parse one event (e.g. from the room text stream); ValueError if it is not one."""
     if isinstance(payload, bytes):
         payload = payload.decode("utf-8")
@@ -263,25 +355,12 @@ def decode_event(payload: str | bytes) -> dict[str, Any]:
         raise ValueError(f"not an event: {exc.msg}") from None
     if not isinstance(event, dict) or event.get("type") not in EVENT_TYPES:
         raise ValueError("not an event: missing or unknown 'type'")
-    missing = [key for key in ("ts", "session_id", "turn", *_REQUIRED[event["type"]]) if key not in event]
+    missing = missing_keys(event)
     if missing:
-        raise ValueError(f"{event['type']} event is missing {', '.join(missing)}")
-    return event
+        raise ValueError(f"{event['type']} event is missing {', '.join(sorted(missing))}")
+    return event  # type: ignore[return-value]
 
 
-def events_for_turn(events: Iterable[dict[str, Any]], turn: int) -> list[dict[str, Any]]:
-    return [event for event in events if event.get("turn") == turn]
-
-
-def wait_for_event(source, predicate, *, cursor: int = 0, timeout: float = 60.0,
-                   poll_seconds: float = 0.02) -> dict[str, Any]:
-    """Poll `source.events_since(cursor)` (a chat session or a voice call) until an event
-    matches `predicate`; raises TimeoutError after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        events, _ = source.events_since(cursor)
-        for event in events:
-            if predicate(event):
-                return event
-        time.sleep(poll_seconds)
-    raise TimeoutError("no matching event")
+def of_type(events: Iterable[Event], kind: str, *, turn: int | None = None) -> list[Any]:
+    """The events of one kind (and turn), in order."""
+    return [e for e in events if e["type"] == kind and (turn is None or e["turn"] == turn)]

@@ -17,13 +17,19 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from agent.brain import Fact, parse_fact, split_statements
+from livekit.agents import llm
+
+from agent.brain.facts import Fact, parse_fact, split_statements
+from agent.model_factory import llm_connect_options
+from agent.prompts import extraction_request
 from agent.sensitive import rejection_reason
+from core.text import normalize_slot
 
 log = logging.getLogger(__name__)
 
 MAX_FACTS = 5
 MIN_CONFIDENCE = 0.6
+
 
 @dataclass(frozen=True)
 class ExtractedFact:
@@ -59,8 +65,9 @@ def propose_with_rules(user_turns: Iterable[str]) -> list[tuple[Fact, str]]:
     return list(proposals.values())
 
 
-def filter_facts(proposals: Iterable[tuple[Fact, str]], *, touched_slots: set[str],
-                 existing: dict[str, str]) -> tuple[list[ExtractedFact], list[dict[str, Any]]]:
+def filter_facts(
+    proposals: Iterable[tuple[Fact, str]], *, touched_slots: set[str], existing: dict[str, str]
+) -> tuple[list[ExtractedFact], list[dict[str, Any]]]:
     kept: list[ExtractedFact] = []
     dropped: list[dict[str, Any]] = []
     for fact, evidence in proposals:
@@ -83,28 +90,14 @@ def filter_facts(proposals: Iterable[tuple[Fact, str]], *, touched_slots: set[st
     return kept[:MAX_FACTS], dropped
 
 
-EXTRACTION_PROMPT = """\
-From the user's messages below, list at most 5 lasting facts about the user worth remembering in future \
-conversations. Skip anything temporary, and never include health details, card numbers, passwords or other \
-secrets. Answer with JSON only: [{"memory_type": "snake_case_slot", "content": "...", "confidence": 0.0-1.0, \
-"evidence": "the user's words"}]. Answer [] if there is nothing.
-
-User messages:
-"""
-
-
 async def propose_with_llm(llm_model, user_turns: list[str]) -> list[tuple[Fact, str]]:
     """Ask a real model for candidate facts; raises on failure (the caller falls back to rules)."""
-    from livekit.agents import llm
-
     chat_ctx = llm.ChatContext.empty()
-    chat_ctx.add_message(role="user", content=EXTRACTION_PROMPT + "\n".join(f"- {t}" for t in user_turns))
-    response = await llm_model.chat(chat_ctx=chat_ctx).collect()
+    chat_ctx.add_message(role="user", content=extraction_request(user_turns))
+    response = await llm_model.chat(chat_ctx=chat_ctx, conn_options=llm_connect_options()).collect()
     text = response.text.strip()
-    text = text[text.find("["): text.rfind("]") + 1]
+    text = text[text.find("[") : text.rfind("]") + 1]
     items = json.loads(text)
-    from core.text import normalize_slot
-
     proposals = []
     for item in items[: MAX_FACTS * 2]:
         slot = normalize_slot(str(item["memory_type"]))
@@ -113,8 +106,9 @@ async def propose_with_llm(llm_model, user_turns: list[str]) -> list[tuple[Fact,
     return proposals
 
 
-async def extract_facts(user_turns: list[str], *, touched_slots: set[str], existing: dict[str, str],
-                        llm_model=None) -> Extraction:
+async def extract_facts(
+    user_turns: list[str], *, touched_slots: set[str], existing: dict[str, str], llm_model=None
+) -> Extraction:
     turns = [t for t in (t.strip() for t in user_turns) if t]
     method = "rules"
     proposals: list[tuple[Fact, str]] | None = None

@@ -8,15 +8,20 @@ user id, so the model can never act for someone else.
 
 Context the model gets:
 
-* **Preload** (before the first word): profile and every remembered fact, as
-  a system message in the initial chat context (see :func:`load_preload`).
+* **Preload** (before the first word): profile and every remembered fact, in
+  the initial chat context (see :func:`load_preload`); each model call sends
+  it inside the one leading system message, after the instructions.
 * **Per-turn recall**: before each reply, a hybrid search with the user's
-  words; the top hits go in as a system message placed just before the
-  user's message. It has a time budget: when the search is slower, the turn
-  goes on without it and a ``retrieval`` event records the skip.
+  words; the top hits go in front of the user's message, in ``<recall>``
+  tags. It has a time budget: when the search is slower, the turn goes on
+  without it and a ``retrieval`` event records the skip.
+
+Every model call goes through :func:`agent.chat_format.shape`, which gives
+the request the form every common chat template accepts (one leading system
+message, a user turn, alternating turns); the stored history is not changed.
 
 Each tool call, retrieval and turn is published on the agent's
-:class:`~agent.events.EventBus` (see ``agent/events.py`` for the schema).
+:class:`~agent.event_bus.EventBus` (the event contract is agent/events.py).
 """
 
 from __future__ import annotations
@@ -32,51 +37,24 @@ from typing import Any
 
 from livekit.agents import Agent, ModelSettings, RunContext, ToolError, function_tool, llm
 
-from agent.brain import PRELOAD_HEADER, RECALL_HEADER
-from agent.events import EventBus
+from agent import events, tool_outputs
+from agent.chat_format import DEFAULT_RECALL_PLACEMENT, PRELOAD_MESSAGE_ID, RecallPlacement, shape
+from agent.event_bus import EventBus
+from agent.prompts import FILLER_TEXT, INSTRUCTIONS, greeting_instruction, preload_message
+from agent.recall import recall
 from core import memories, orders, profiles, retrieval
+from core.config import get_settings
 from core.db import Scope, parse_user_id
-from core.errors import DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound, PlaygroundError
+from core.errors import DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound
 from core.profiles import Preload
 from core.retrieval import RrfParams
 
 log = logging.getLogger(__name__)
 
-INSTRUCTIONS = """\
-You are the Memory Playground agent for Kestrel Coffee Co.: a friendly voice and text assistant that \
-remembers the people it talks to.
-
-- Answer in one to three short sentences, plain text with no markdown: replies may be spoken aloud.
-- When the user tells you a lasting fact about themselves (a preference, where they live, an allergy, a \
-name), save it with remember_detail under a short snake_case slot such as favorite_color, home_city or \
-allergies. One fact per slot; saving a slot again replaces it.
-- To answer a question about the user, use recall_detail for a known slot, otherwise search_memories; use \
-list_user_memories when they ask what you know about them. Never invent facts about the user.
-- Use forget_detail when they ask you to forget something, and update_profile for their name ("call me \
-Sam"), email, preferred_language, timezone or preferences.
-- Use lookup_order for order status and search_knowledge for questions about Kestrel Coffee products, \
-shipping, returns, warranty and subscriptions; answer only from what the tools return.
-- The tools already act for the signed-in user: never ask for a user id.
-- Do not save passwords, card numbers or health details unless the user explicitly asks you to.
-"""
-
-FILLER_TEXT = "One moment, let me look that up."
-RECALL_MAX_DISTANCE = 0.75  # cosine distance above which a vector-only hit is noise for this model
-
-
-def preload_message(preload: Preload) -> str:
-    return f"{PRELOAD_HEADER}\n{preload.as_context()}"
-
 
 def load_preload(user_id: uuid.UUID | str) -> Preload:
     """Stamp last_seen_at and read profile + memories (blocking; run it in a thread)."""
     return profiles.preload(Scope.service(parse_user_id(user_id)))
-
-
-def _relevant(hit: retrieval.MemoryHit) -> bool:
-    if hit.text_rank is not None:
-        return True
-    return hit.vector_distance is not None and hit.vector_distance <= RECALL_MAX_DISTANCE
 
 
 class PlaygroundAgent(Agent):
@@ -91,11 +69,12 @@ class PlaygroundAgent(Agent):
         session_id: str | None = None,
         rrf: RrfParams | None = None,
         greet: bool = True,
-        recall_budget_ms: float = 250.0,
+        recall_budget_ms: float | None = None,
         recall_limit: int = 5,
         recall_inject: int = 3,
         filler_delay: float = 0.5,
         instructions: str = INSTRUCTIONS,
+        recall_placement: RecallPlacement = DEFAULT_RECALL_PLACEMENT,
     ) -> None:
         self.user_id = parse_user_id(user_id)
         self.scope = Scope.service(self.user_id)
@@ -103,17 +82,19 @@ class PlaygroundAgent(Agent):
         self.bus = bus or EventBus(self.session_id)
         self.rrf = (rrf or RrfParams.from_settings()).validated()
         self.greet = greet
-        self.recall_budget_ms = recall_budget_ms
+        self.recall_budget_ms = recall_budget_ms if recall_budget_ms is not None else get_settings().recall_budget_ms
         self.recall_limit = recall_limit
         self.recall_inject = recall_inject
         self.filler_delay = filler_delay
         self.preload = preload
         self.memories_written: list[dict[str, Any]] = []
         self.profile_updates: list[dict[str, Any]] = []
-        self._recall_messages: OrderedDict[str, llm.ChatMessage | None] = OrderedDict()
+        self.recall_placement = recall_placement
+        self.greeting_instruction: str | None = None  # what the greeting was generated from
+        self._recalls: OrderedDict[str, str | None] = OrderedDict()  # user message id -> recall block text
         chat_ctx = llm.ChatContext.empty()
         if preload is not None:
-            chat_ctx.add_message(role="system", content=preload_message(preload))
+            chat_ctx.add_message(role="system", content=preload_message(preload.as_context()), id=PRELOAD_MESSAGE_ID)
         super().__init__(instructions=instructions, chat_ctx=chat_ctx)
 
     def set_rrf(self, params: RrfParams) -> RrfParams:
@@ -126,13 +107,13 @@ class PlaygroundAgent(Agent):
         if self.preload is None:  # not loaded by the caller: load it now, before the first word
             self.preload = await asyncio.to_thread(load_preload, self.user_id)
             chat_ctx = self.chat_ctx.copy()
-            chat_ctx.add_message(role="system", content=preload_message(self.preload))
+            chat_ctx.add_message(
+                role="system", content=preload_message(self.preload.as_context()), id=PRELOAD_MESSAGE_ID
+            )
             await self.update_chat_ctx(chat_ctx)
         if self.greet:
-            name = self.preload.profile.name if self.preload else None
-            who = f"by name ({name})" if name else "warmly (you don't know their name yet)"
-            self.session.generate_reply(
-                instructions=f"Greet the user {who} in one short sentence and offer to help.")
+            self.greeting_instruction = greeting_instruction(self.preload.profile.name if self.preload else None)
+            self.session.generate_reply(instructions=self.greeting_instruction)
 
     # ------------------------------------------------------------------ per-turn recall
 
@@ -145,78 +126,51 @@ class PlaygroundAgent(Agent):
     ) -> AsyncIterable[llm.ChatChunk | str]:
         # Typed turns (session.run, generate_reply, room text input) do not pass through
         # on_user_turn_completed, so the first model call of a turn does the recall instead.
-        user_message = next((item for item in reversed(chat_ctx.items)
-                             if item.type == "message" and item.role == "user"), None)
+        user_message = next(
+            (item for item in reversed(chat_ctx.items) if item.type == "message" and item.role == "user"), None
+        )
         if user_message is not None:
             await self._prepare_turn(chat_ctx, user_message)
-        async for chunk in Agent.default.llm_node(self, chat_ctx, tools, model_settings):
+        request = self.shape_request(chat_ctx)
+        async for chunk in Agent.default.llm_node(self, request, tools, model_settings):
             yield chunk
 
+    def shape_request(self, chat_ctx: llm.ChatContext) -> llm.ChatContext:
+        """The context one model call sends: `chat_ctx` in the form every chat template accepts,
+        with each user turn's recall in front of it (agent/chat_format.py)."""
+        return shape(
+            chat_ctx,
+            recalls=self._recalls,
+            opening_instruction=self.greeting_instruction,
+            recall_placement=self.recall_placement,
+        )
+
     async def _prepare_turn(self, chat_ctx: llm.ChatContext, message: llm.ChatMessage) -> None:
+        """Once per user message: start its turn on the event bus and run its recall."""
         text = (message.text_content or "").strip()
         self.bus.begin_user_turn(message.id, text)
-        if message.id not in self._recall_messages:
-            self._recall_messages[message.id] = await self.recall(text, created_at=message.created_at)
-            while len(self._recall_messages) > 64:
-                self._recall_messages.popitem(last=False)
-        recall_message = self._recall_messages[message.id]
-        if recall_message is None or chat_ctx.get_by_id(recall_message.id) is not None:
-            return
-        index = chat_ctx.index_by_id(message.id)
-        if index is None:
-            # on_user_turn_completed: the message joins turn_ctx later, sorted by time, after this one
-            chat_ctx.insert(recall_message)
-        else:
-            chat_ctx.items.insert(index, recall_message)
+        if message.id not in self._recalls:
+            self._recalls[message.id] = await self.recall(text)
+            while len(self._recalls) > 256:  # a very long call: the oldest turns lose their block
+                self._recalls.popitem(last=False)
 
-    async def recall(self, text: str, *, created_at: float | None = None) -> llm.ChatMessage | None:
-        """Hybrid-search memories with the user's words; a system message with the top hits, or None."""
-        started = time.perf_counter()
-        params = self.rrf
-        base = {"source": "memories", "trigger": "per_turn_recall", "query": text, "mode": "hybrid",
-                "params": {"vector_weight": params.vector_weight, "text_weight": params.text_weight, "k": params.k}}
-        query = text[: retrieval.MAX_QUERY_LENGTH]
-        if not query.strip():
-            self.bus.emit("retrieval", **base, latency_ms=0.0, degraded_reason=None, skipped=True,
-                          skip_reason="nothing to search for", hits=[], injected=[])
-            return None
-        work = asyncio.ensure_future(asyncio.to_thread(
-            retrieval.search_memories, self.scope, query, limit=self.recall_limit, params=params))
-        try:
-            result = await asyncio.wait_for(asyncio.shield(work), timeout=self.recall_budget_ms / 1000)
-        except asyncio.TimeoutError:
-            work.add_done_callback(lambda f: f.cancelled() or f.exception())  # finish quietly in the background
-            elapsed = (time.perf_counter() - started) * 1000
-            self.bus.emit("retrieval", **base, latency_ms=round(elapsed, 2), degraded_reason=None, skipped=True,
-                          skip_reason=f"over the {self.recall_budget_ms:.0f} ms budget", hits=[], injected=[])
-            self.bus.metric("recall_ms", elapsed)
-            return None
-        except PlaygroundError as exc:
-            elapsed = (time.perf_counter() - started) * 1000
-            log.warning("per-turn recall failed: %s", exc)
-            self.bus.emit("retrieval", **base, latency_ms=round(elapsed, 2), degraded_reason=None, skipped=True,
-                          skip_reason=str(exc), hits=[], injected=[])
-            return None
-        elapsed = (time.perf_counter() - started) * 1000
-        injected = [hit for hit in result.hits if _relevant(hit)][: self.recall_inject]
-        self.bus.emit("retrieval", **(base | {"mode": result.mode}), latency_ms=round(elapsed, 2),
-                      search_ms=round(result.latency_ms, 2), embed_ms=round(result.embed_ms, 2),
-                      degraded_reason=result.degraded_reason, skipped=False, skip_reason=None,
-                      hits=[hit.as_dict() for hit in result.hits], injected=[str(hit.id) for hit in injected])
-        self.bus.metric("recall_ms", elapsed)
-        if not injected:
-            return None
-        lines = [f"{RECALL_HEADER} (hybrid search, best first; use them only if they help):"]
-        lines += [f"- {hit.memory_type}: {hit.content}" for hit in injected]
-        message = llm.ChatMessage(role="system", content=["\n".join(lines)])
-        if created_at is not None:
-            message.created_at = created_at - 1e-4  # sorts just before the user's message
-        return message
+    async def recall(self, text: str) -> str | None:
+        """Hybrid-search memories with the user's words; the recall text with the top hits, or None."""
+        return await recall(
+            self.scope,
+            text,
+            params=self.rrf,
+            bus=self.bus,
+            budget_ms=self.recall_budget_ms,
+            limit=self.recall_limit,
+            inject=self.recall_inject,
+        )
 
     # ------------------------------------------------------------------ tool plumbing
 
-    async def _call(self, name: str, arguments: dict[str, Any], work: Callable[[], Any],
-                    render: Callable[[Any], dict[str, Any]]) -> tuple[Any, str]:
+    async def _call(
+        self, name: str, arguments: dict[str, Any], work: Callable[[], Any], render: Callable[[Any], dict[str, Any]]
+    ) -> tuple[Any, str]:
         """Run blocking core work in a thread; publish the call; map core errors to ToolError."""
         started = time.perf_counter()
         error: str | None = "cancelled"  # replaced below unless the call is cancelled mid-way
@@ -238,14 +192,26 @@ class PlaygroundAgent(Agent):
             log.exception("tool %s failed", name)
             raise
         finally:
-            self.bus.emit("tool_call", name=name, arguments=arguments, output=output, error=error,
-                          duration_ms=round((time.perf_counter() - started) * 1000, 2))
+            self.bus.emit(
+                events.tool_call(
+                    name, arguments, output=output, error=error, duration_ms=(time.perf_counter() - started) * 1000
+                )
+            )
 
-    def _note_write(self, action: str, memory_type: str, content: str | None,
-                    previous: str | None = None, source: str = "tool") -> None:
-        self.memories_written.append({"action": action, "memory_type": memory_type, "content": content,
-                                      "previous_content": previous, "turn": self.bus.turn, "source": source,
-                                      "ts": time.time()})
+    def note_write(
+        self, action: str, memory_type: str, content: str | None, previous: str | None = None, source: str = "tool"
+    ) -> None:
+        self.memories_written.append(
+            {
+                "action": action,
+                "memory_type": memory_type,
+                "content": content,
+                "previous_content": previous,
+                "turn": self.bus.turn,
+                "source": source,
+                "ts": time.time(),
+            }
+        )
 
     # ------------------------------------------------------------------ tools
 
@@ -258,15 +224,12 @@ class PlaygroundAgent(Agent):
         """
         async with ctx.with_filler(FILLER_TEXT, delay=self.filler_delay):
             result, output = await self._call(
-                "search_knowledge", {"query": query},
+                "search_knowledge",
+                {"query": query},
                 lambda: retrieval.search_knowledge(self.scope, query, limit=3),
-                lambda r: {"query": r.query, "hits": [
-                    {"title": h.title, "category": h.category, "similarity": round(h.similarity, 4),
-                     "content": h.content} for h in r.hits]})
-        self.bus.emit("retrieval", source="knowledge", trigger="tool:search_knowledge", query=result.query,
-                      mode="vector", params=None, latency_ms=round(result.latency_ms, 2),
-                      embed_ms=round(result.embed_ms, 2), degraded_reason=None, skipped=False, skip_reason=None,
-                      hits=[hit.as_dict() for hit in result.hits])
+                tool_outputs.knowledge_found,
+            )
+        self.bus.emit(events.knowledge_search_retrieval(result, trigger="tool:search_knowledge"))
         return output
 
     @function_tool
@@ -279,12 +242,17 @@ class PlaygroundAgent(Agent):
         """
         ctx.disallow_interruptions()  # a half-heard "remember" must not leave a half-written slot
         result, output = await self._call(
-            "remember_detail", {"memory_type": memory_type, "content": content},
+            "remember_detail",
+            {"memory_type": memory_type, "content": content},
             lambda: memories.remember(self.scope, memory_type, content, session_id=self.session_id),
-            lambda r: {"memory_type": r.memory.memory_type, "content": r.memory.content, "created": r.created,
-                       "previous_content": r.previous_content})
-        self._note_write("remembered" if result.created else "updated", result.memory.memory_type,
-                         result.memory.content, result.previous_content)
+            tool_outputs.remembered,
+        )
+        self.note_write(
+            "remembered" if result.created else "updated",
+            result.memory.memory_type,
+            result.memory.content,
+            result.previous_content,
+        )
         return output
 
     @function_tool
@@ -295,9 +263,11 @@ class PlaygroundAgent(Agent):
             memory_type: the slot name, e.g. favorite_color
         """
         _, output = await self._call(
-            "recall_detail", {"memory_type": memory_type},
+            "recall_detail",
+            {"memory_type": memory_type},
             lambda: memories.recall(self.scope, memory_type),
-            lambda m: {"memory_type": m.memory_type, "content": m.content, "updated_at": m.updated_at.isoformat()})
+            tool_outputs.recalled,
+        )
         return output
 
     @function_tool
@@ -309,10 +279,12 @@ class PlaygroundAgent(Agent):
         """
         ctx.disallow_interruptions()
         memory, output = await self._call(
-            "forget_detail", {"memory_type": memory_type},
+            "forget_detail",
+            {"memory_type": memory_type},
             lambda: memories.forget(self.scope, memory_type),
-            lambda m: {"memory_type": m.memory_type, "forgotten": m.content})
-        self._note_write("forgotten", memory.memory_type, None, memory.content)
+            tool_outputs.forgotten,
+        )
+        self.note_write("forgotten", memory.memory_type, None, memory.content)
         return output
 
     @function_tool
@@ -324,30 +296,23 @@ class PlaygroundAgent(Agent):
         """
         params = self.rrf
         result, output = await self._call(
-            "search_memories", {"query": query},
+            "search_memories",
+            {"query": query},
             lambda: retrieval.search_memories(self.scope, query, limit=5, params=params),
-            lambda r: {"query": r.query, "mode": r.mode, "degraded_reason": r.degraded_reason, "hits": [
-                {"memory_type": h.memory_type, "content": h.content, "rrf_score": round(h.rrf_score, 6),
-                 "vector_rank": h.vector_rank, "text_rank": h.text_rank,
-                 "vector_distance": None if h.vector_distance is None else round(h.vector_distance, 4)}
-                for h in r.hits]})
-        self.bus.emit("retrieval", source="memories", trigger="tool:search_memories", query=result.query,
-                      mode=result.mode, params={"vector_weight": params.vector_weight,
-                                                "text_weight": params.text_weight, "k": params.k},
-                      latency_ms=round(result.latency_ms, 2), embed_ms=round(result.embed_ms, 2),
-                      degraded_reason=result.degraded_reason, skipped=False, skip_reason=None,
-                      hits=[hit.as_dict() for hit in result.hits])
+            tool_outputs.memories_found,
+        )
+        self.bus.emit(events.memory_search_retrieval(result, trigger="tool:search_memories"))
         return output
 
     @function_tool
     async def list_user_memories(self, ctx: RunContext) -> str:
         """List every fact remembered about the user, most recently updated first."""
         _, output = await self._call(
-            "list_user_memories", {},
+            "list_user_memories",
+            {},
             lambda: memories.list_memories(self.scope),
-            lambda ms: {"count": len(ms), "memories": [
-                {"memory_type": m.memory_type, "content": m.content, "updated_at": m.updated_at.isoformat()}
-                for m in ms]})
+            tool_outputs.listed,
+        )
         return output
 
     @function_tool
@@ -359,12 +324,12 @@ class PlaygroundAgent(Agent):
             value: the new value; for preferences a JSON object such as {"units": "metric"}
         """
         ctx.disallow_interruptions()
-        profile, output = await self._call(
-            "update_profile", {"field": field, "value": value},
+        _profile, output = await self._call(
+            "update_profile",
+            {"field": field, "value": value},
             lambda: profiles.update_profile(self.scope, field, value),
-            lambda p: {"field": field.strip().lower().replace(" ", "_"), "value": value, "profile": {
-                "name": p.name, "email": p.email, "preferred_language": p.preferred_language,
-                "timezone": p.timezone, "preferences": p.preferences}})
+            lambda profile: tool_outputs.profile_updated(field, value, profile),
+        )
         self.profile_updates.append({"field": field, "value": value, "turn": self.bus.turn, "ts": time.time()})
         return output
 
@@ -376,7 +341,9 @@ class PlaygroundAgent(Agent):
             order_id: the order number, e.g. 1001
         """
         _, output = await self._call(
-            "lookup_order", {"order_id": order_id},
+            "lookup_order",
+            {"order_id": order_id},
             lambda: orders.lookup(self.scope, order_id),
-            lambda o: {"order": o.as_dict(), "summary": o.summary()})
+            tool_outputs.order_found,
+        )
         return output

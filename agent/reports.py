@@ -12,6 +12,7 @@ The report is livekit's ``SessionReport.to_dict()`` (from
         "started_at", "ended_at" (epoch seconds), "duration_s", "turns",
         "transcript": [{"turn", "role", "text", "ts"}],
         "tool_calls": [tool_call events], "retrievals": [retrieval events],
+        "errors": [error events: a failed model call, a tool call the model got wrong, ...],
         "metrics": [metric events], "metrics_summary": {name: {"count", "mean", "p50", "p95", "max"}},
         "memories_written": [{"action", "memory_type", "content", "previous_content", "turn", "source", "ts"}],
         "profile_updates": [...], "extraction": {"method", "facts", "dropped"},
@@ -31,12 +32,14 @@ import json
 import logging
 import statistics
 import threading
-import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from livekit.agents.voice.report import SessionReport
+
+from agent.events import Event, of_type
 from core import sessions
 from core.config import get_settings
 from core.db import Scope, parse_user_id
@@ -53,23 +56,40 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[index]
 
 
-def summarize_metrics(events: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def summarize_metrics(events: list[Event]) -> dict[str, dict[str, float]]:
     by_name: dict[str, list[float]] = {}
-    for event in events:
-        if event.get("type") == "metric":
-            by_name.setdefault(event["name"], []).append(float(event["value"]))
-    return {name: {"count": len(values), "mean": round(statistics.fmean(values), 2),
-                   "p50": round(_percentile(values, 0.5), 2), "p95": round(_percentile(values, 0.95), 2),
-                   "max": round(max(values), 2)}
-            for name, values in sorted(by_name.items())}
+    for event in of_type(events, "metric"):
+        by_name.setdefault(event["name"], []).append(float(event["value"]))
+    return {
+        name: {
+            "count": len(values),
+            "mean": round(statistics.fmean(values), 2),
+            "p50": round(_percentile(values, 0.5), 2),
+            "p95": round(_percentile(values, 0.95), 2),
+            "max": round(max(values), 2),
+        }
+        for name, values in sorted(by_name.items())
+    }
 
 
-def playground_section(*, session_id: str, user_id: uuid.UUID, mode: str, events: list[dict[str, Any]],
-                       started_at: float, ended_at: float, memories_written: list[dict[str, Any]],
-                       profile_updates: list[dict[str, Any]] | None = None,
-                       extraction: dict[str, Any] | None = None, models: dict[str, Any] | None = None) -> dict:
-    transcript = [{"turn": e["turn"], "role": e["role"], "text": e["text"], "ts": e["ts"]}
-                  for e in events if e["type"] == "transcript" and e.get("final", True)]
+def playground_section(
+    *,
+    session_id: str,
+    user_id: uuid.UUID,
+    mode: str,
+    events: list[Event],
+    started_at: float,
+    ended_at: float,
+    memories_written: list[dict[str, Any]],
+    profile_updates: list[dict[str, Any]] | None = None,
+    extraction: dict[str, Any] | None = None,
+    models: dict[str, Any] | None = None,
+) -> dict:
+    transcript = [
+        {"turn": e["turn"], "role": e["role"], "text": e["text"], "ts": e["ts"]}
+        for e in of_type(events, "transcript")
+        if e.get("final", True)
+    ]
     return {
         "version": REPORT_VERSION,
         "session_id": session_id,
@@ -81,9 +101,10 @@ def playground_section(*, session_id: str, user_id: uuid.UUID, mode: str, events
         "duration_s": round(max(0.0, ended_at - started_at), 3),
         "turns": max((e["turn"] for e in events), default=0),
         "transcript": transcript,
-        "tool_calls": [e for e in events if e["type"] == "tool_call"],
-        "retrievals": [e for e in events if e["type"] == "retrieval"],
-        "metrics": [e for e in events if e["type"] == "metric"],
+        "tool_calls": of_type(events, "tool_call"),
+        "retrievals": of_type(events, "retrieval"),
+        "metrics": of_type(events, "metric"),
+        "errors": of_type(events, "error"),
         "metrics_summary": summarize_metrics(events),
         "memories_written": list(memories_written),
         "profile_updates": list(profile_updates or []),
@@ -94,14 +115,17 @@ def playground_section(*, session_id: str, user_id: uuid.UUID, mode: str, events
 
 def livekit_report(session, *, session_id: str, room_name: str | None = None) -> dict[str, Any]:
     """The same dict ``ctx.make_session_report(session).to_dict()`` gives, for a session without a job."""
-    from livekit.agents.voice.report import SessionReport
-
     started = session._started_at  # what JobContext.make_session_report reads too
     report = SessionReport(
-        job_id=session_id, room_id="", room=room_name or "in-process",
-        options=session.options, events=list(session._recorded_events),
-        chat_history=session.history.copy(), model_usage=session.usage.model_usage,
-        started_at=started, agent_name=get_settings().agent_name,
+        job_id=session_id,
+        room_id="",
+        room=room_name or "in-process",
+        options=session.options,
+        events=list(session._recorded_events),
+        chat_history=session.history.copy(),
+        model_usage=session.usage.model_usage,
+        started_at=started,
+        agent_name=get_settings().agent_name,
     )
     if started:
         report.duration = report.timestamp - started
@@ -116,9 +140,14 @@ def _spool(user_id: uuid.UUID, session_id: str, report: dict, room_name, started
     directory = _spool_dir()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{uuid.uuid4().hex}.json"
-    payload = {"user_id": str(user_id), "session_id": session_id, "room_name": room_name,
-               "started_at": started_at.isoformat() if started_at else None,
-               "ended_at": ended_at.isoformat() if ended_at else None, "report": report}
+    payload = {
+        "user_id": str(user_id),
+        "session_id": session_id,
+        "room_name": room_name,
+        "started_at": started_at.isoformat() if started_at else None,
+        "ended_at": ended_at.isoformat() if ended_at else None,
+        "report": report,
+    }
     temp = path.with_suffix(".tmp")
     temp.write_text(json.dumps(payload, default=str, ensure_ascii=False), encoding="utf-8")
     temp.replace(path)
@@ -126,25 +155,34 @@ def _spool(user_id: uuid.UUID, session_id: str, report: dict, room_name, started
 
 
 def _epoch_to_dt(value: float | None) -> datetime | None:
-    return datetime.fromtimestamp(value, tz=timezone.utc) if value else None
+    return datetime.fromtimestamp(value, tz=UTC) if value else None
 
 
-def save(user_id: uuid.UUID | str, session_id: str, report: dict[str, Any], *, room_name: str | None = None,
-         started_at: float | None = None, ended_at: float | None = None) -> sessions.SessionRecord | None:
+def save(
+    user_id: uuid.UUID | str,
+    session_id: str,
+    report: dict[str, Any],
+    *,
+    room_name: str | None = None,
+    started_at: float | None = None,
+    ended_at: float | None = None,
+) -> sessions.SessionRecord | None:
     """Save one report (blocking). On failure it is logged and kept on disk for a retry; returns None then."""
     user_id = parse_user_id(user_id)
     started, ended = _epoch_to_dt(started_at), _epoch_to_dt(ended_at)
     try:
-        record = sessions.save_report(Scope.service(user_id), session_id, report, room_name=room_name,
-                                      started_at=started, ended_at=ended)
+        record = sessions.save_report(
+            Scope.service(user_id), session_id, report, room_name=room_name, started_at=started, ended_at=ended
+        )
     except InvalidInput as exc:
         # too large or otherwise unstorable: keep a slimmer copy rather than nothing
         log.error("session report %s rejected (%s); saving it without the raw livekit events", session_id, exc)
         slim = {k: v for k, v in report.items() if k not in ("events", "chat_history")}
         slim.setdefault("playground", {}).pop("events", None)
         try:
-            return sessions.save_report(Scope.service(user_id), session_id, slim, room_name=room_name,
-                                        started_at=started, ended_at=ended)
+            return sessions.save_report(
+                Scope.service(user_id), session_id, slim, room_name=room_name, started_at=started, ended_at=ended
+            )
         except PlaygroundError as second:
             path = _spool(user_id, session_id, report, room_name, started, ended)
             log.error("session report %s could not be saved (%s); kept in %s", session_id, second, path)
@@ -168,10 +206,13 @@ def flush_pending() -> int:
             try:
                 payload = json.loads(path.read_text(encoding="utf-8"))
                 sessions.save_report(
-                    Scope.service(payload["user_id"]), payload["session_id"], payload["report"],
+                    Scope.service(payload["user_id"]),
+                    payload["session_id"],
+                    payload["report"],
                     room_name=payload.get("room_name"),
                     started_at=datetime.fromisoformat(payload["started_at"]) if payload.get("started_at") else None,
-                    ended_at=datetime.fromisoformat(payload["ended_at"]) if payload.get("ended_at") else None)
+                    ended_at=datetime.fromisoformat(payload["ended_at"]) if payload.get("ended_at") else None,
+                )
             except DatabaseUnavailable as exc:
                 log.warning("pending session report %s still not saved: %s", path.name, exc)
                 break  # the database is still down; try again later
@@ -185,7 +226,3 @@ def flush_pending() -> int:
             path.unlink(missing_ok=True)
             saved += 1
     return saved
-
-
-def now() -> float:
-    return time.time()

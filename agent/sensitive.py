@@ -8,15 +8,21 @@ import re
 _VOLATILE = re.compile(
     r"\b(today|tonight|tomorrow|yesterday|right now|at the moment|this (?:morning|afternoon|evening|week|weekend|"
     r"month)|currently|for now|later|soon|just now|next (?:week|month)|last (?:night|week))\b|"
-    r"\b(?:tired|hungry|bored|sleepy|busy|stressed|sick today|in a hurry)\b", re.I)
+    r"\b(?:tired|hungry|bored|sleepy|busy|stressed|sick today|in a hurry)\b",
+    re.I,
+)
 _HEALTH = re.compile(
     r"\b(allerg\w*|diabet\w*|asthma|cancer|depress\w*|anxiety|adhd|autis\w*|hiv|pregnan\w*|medication|medicine|"
     r"prescription|diagnos\w*|disease|disorder|illness|surgery|therapy|therapist|blood (?:pressure|type|sugar)|"
     r"insulin|migraine|epilep\w*|lactose intoleran\w*|celiac|intoleran\w*|health|symptom\w*|doctor|"
-    r"mental|chronic|injur\w*|disabilit\w*)\b", re.I)
+    r"mental|chronic|injur\w*|disabilit\w*)\b",
+    re.I,
+)
 _SECRET = re.compile(
     r"\b(password|passcode|passphrase|pin(?: code| number)?|security code|cvv|cvc|secret|api key|token|"
-    r"social security|ssn|passport number|bank account|routing number|login|credentials?)\b", re.I)
+    r"social security|ssn|passport number|bank account|routing number|login|credentials?)\b",
+    re.I,
+)
 _CARD_DIGITS = re.compile(r"(?:\d[ -]?){12,19}")
 _SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
 _SENSITIVE_SLOTS = re.compile(r"(allerg|health|medic|diagnos|password|pin|card|ssn|passport|bank|account_number)")
@@ -58,5 +64,3 @@ def rejection_reason(memory_type: str, content: str, *, evidence: str = "") -> s
     if _VOLATILE.search(f"{content} {evidence}"):
         return "volatile (true only for now)"
     return None
-
-

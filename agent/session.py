@@ -23,14 +23,17 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from livekit.agents import AgentSession, llm as lk_llm
+from livekit.agents import AgentSession
+from livekit.agents import llm as lk_llm
 
-from agent import reports
-from agent.brain import OfflineBrain
-from agent.events import EventBus, EventSink
+from agent import events, llm_failures, reports
+from agent.brain.llm import OfflineBrain
+from agent.event_bus import EventBus, EventSink
+from agent.events import Event
 from agent.extraction import extract_facts
-from agent.models import build_llm, describe_models
+from agent.model_factory import build_llm, describe_models, session_connect_options
 from agent.playground_agent import PlaygroundAgent, load_preload
+from agent.session_events import publish_session_events
 from core import memories
 from core.db import parse_user_id
 from core.errors import PlaygroundError
@@ -39,73 +42,13 @@ from core.retrieval import RrfParams
 
 log = logging.getLogger(__name__)
 
-# message-level metrics (livekit's MetricsReport) -> our metric names, in ms
-_USER_METRICS = {"end_of_turn_delay": "eou_delay_ms", "transcription_delay": "transcription_delay_ms"}
-_ASSISTANT_METRICS = {"llm_node_ttft": "llm_ttft_ms", "tts_node_ttfb": "tts_ttfb_ms", "e2e_latency": "e2e_ms"}
+
+class TurnFailed(PlaygroundError):
+    """A turn the model (or a tool around it) failed; ``str()`` is the sentence to show."""
 
 
 def new_session_id(mode: str) -> str:
     return f"{mode}-{uuid.uuid4().hex[:16]}"
-
-
-def publish_session_events(session: AgentSession, bus: EventBus) -> None:
-    """Turn livekit's session events into ours (transcripts, states, metrics, turn ends)."""
-
-    @session.on("conversation_item_added")
-    def _item(ev) -> None:
-        item = ev.item
-        if getattr(item, "type", None) != "message" or item.role not in ("user", "assistant"):
-            return
-        text = (item.text_content or "").strip()
-        metrics = item.metrics or {}
-        if item.role == "user":
-            bus.begin_user_turn(item.id, text)
-            names = _USER_METRICS
-        else:
-            if text:
-                bus.emit("transcript", role="assistant", text=text, final=True,
-                         interrupted=bool(getattr(item, "interrupted", False)))
-            names = _ASSISTANT_METRICS
-        for key, name in names.items():
-            value = metrics.get(key)
-            if isinstance(value, (int, float)):
-                bus.metric(name, value * 1000)
-
-    @session.on("user_input_transcribed")
-    def _stt(ev) -> None:
-        # speech-to-text segments; the committed user message arrives as a final transcript
-        bus.emit("transcript", role="user", text=ev.transcript, final=False, stt_final=bool(ev.is_final))
-
-    @session.on("agent_state_changed")
-    def _agent_state(ev) -> None:
-        bus.emit("state", who="agent", state=ev.new_state)
-
-    @session.on("user_state_changed")
-    def _user_state(ev) -> None:
-        bus.emit("state", who="user", state=ev.new_state)
-
-    @session.on("speech_created")
-    def _speech(ev) -> None:
-        if ev.source != "generate_reply":
-            return  # fillers and say() do not end a turn
-        ev.speech_handle.add_done_callback(lambda _handle: bus.finish_turn())
-
-    @session.on("metrics_collected")
-    def _metrics(ev) -> None:
-        metrics = ev.metrics
-        kind = getattr(metrics, "type", "")
-        if kind == "stt_metrics" and metrics.duration > 0:
-            # speech is transcribed before its user message is committed (which starts the turn)
-            bus.metric_for_next_turn("stt_ms", metrics.duration * 1000)
-        elif kind == "llm_metrics":
-            bus.metric("llm_duration_ms", metrics.duration * 1000)
-
-    @session.on("error")
-    def _error(ev) -> None:
-        error = ev.error
-        message = str(getattr(error, "error", error))
-        bus.emit("error", message=message, where=type(ev.source).__name__,
-                 recoverable=bool(getattr(error, "recoverable", False)))
 
 
 class PlaygroundSession:
@@ -125,6 +68,7 @@ class PlaygroundSession:
         room_name: str | None = None,
         session_options: dict[str, Any] | None = None,
         agent_options: dict[str, Any] | None = None,
+        agent_class: type[PlaygroundAgent] = PlaygroundAgent,
     ) -> None:
         self.user_id = parse_user_id(user_id)
         self.mode = mode
@@ -135,7 +79,8 @@ class PlaygroundSession:
         self.rrf = rrf
         self.greet = greet
         self.agent_options = dict(agent_options or {})
-        options: dict[str, Any] = {"llm": self.llm}
+        self.agent_class = agent_class
+        options: dict[str, Any] = {"llm": self.llm, "conn_options": session_connect_options()}
         if mode == "text":
             # typed turns only: no audio, no turn detector, nobody "away"
             options.update(vad=None, turn_handling={"turn_detection": "manual"}, user_away_timeout=None)
@@ -152,7 +97,7 @@ class PlaygroundSession:
         publish_session_events(self.session, self.bus)
 
     @property
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> list[Event]:
         return self.bus.events
 
     # ------------------------------------------------------------------ lifecycle
@@ -161,8 +106,15 @@ class PlaygroundSession:
         """Preload, start the agent session and (if greeting) wait for the greeting; returns its text."""
         if preload is None:
             preload = await asyncio.to_thread(load_preload, self.user_id)
-        self.agent = PlaygroundAgent(self.user_id, preload=preload, bus=self.bus, session_id=self.session_id,
-                                     rrf=self.rrf, greet=self.greet, **self.agent_options)
+        self.agent = self.agent_class(
+            self.user_id,
+            preload=preload,
+            bus=self.bus,
+            session_id=self.session_id,
+            rrf=self.rrf,
+            greet=self.greet,
+            **self.agent_options,
+        )
         self.started_at = time.time()
         kwargs: dict[str, Any] = {}
         if room is not None:
@@ -172,13 +124,40 @@ class PlaygroundSession:
         if not self.greet:
             await self.session.start(self.agent, **kwargs)
             return None
-        greeting = await self.session.start(self.agent, capture_run=True, **kwargs)
+        try:
+            greeting = await self.session.start(self.agent, capture_run=True, **kwargs)
+        except Exception as exc:
+            if self.session.agent_state == "initializing":
+                raise  # the session itself did not start (room, audio): the caller reports it
+            # the model failed on the greeting: the conversation goes on without one
+            self._note_failure(exc, turn=0)
+            return None
         texts = [ev.item.text_content for ev in greeting.events if ev.type == "message"]
         return " ".join(t for t in texts if t) or None
 
+    def _note_failure(self, exc: BaseException, *, turn: int | None = None) -> str:
+        """Make sure a failed turn carries an error event (livekit's error event usually made it
+        already, see publish_session_events); returns the sentence to show."""
+        message = str(exc) if isinstance(exc, PlaygroundError) else llm_failures.describe(exc)
+        turn = self.bus.turn if turn is None else turn
+        existing = [e for e in self.bus.events if e["type"] == "error" and e["turn"] == turn]
+        if existing:
+            message = existing[-1]["message"]
+        else:
+            where = "agent" if isinstance(exc, PlaygroundError) else "llm"
+            self.bus.emit(events.error(message, where=where, kind=llm_failures.kind(exc), recoverable=False), turn=turn)
+        log.warning("session %s, turn %s failed: %s", self.session_id, turn, message)
+        return message
+
     async def run_text(self, text: str):
-        """One typed turn; returns livekit's RunResult (its events are this turn's chat items)."""
-        return await self.session.run(user_input=text)
+        """One typed turn; returns livekit's RunResult (its events are this turn's chat items).
+
+        A failed turn raises :class:`TurnFailed` with the sentence to show (also published as an
+        ``error`` event for the turn); the session stays open for the next turn."""
+        try:
+            return await self.session.run(user_input=text)
+        except Exception as exc:
+            raise TurnFailed(self._note_failure(exc)) from exc
 
     def set_rrf(self, params: RrfParams) -> RrfParams:
         self.rrf = params.validated()
@@ -186,8 +165,13 @@ class PlaygroundSession:
             self.agent.set_rrf(self.rrf)
         return self.rrf
 
-    async def finish(self, *, base_report: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
-                     extract: bool = True, close_session: bool = True) -> dict[str, Any]:
+    async def finish(
+        self,
+        *,
+        base_report: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
+        extract: bool = True,
+        close_session: bool = True,
+    ) -> dict[str, Any]:
         """Close the session, extract facts, build and save the report (once; later calls return it).
 
         `base_report` is the livekit part of the report, or a function making it once the
@@ -209,47 +193,68 @@ class PlaygroundSession:
         extraction = None
         if extract and agent is not None:
             extraction = await self._extract(agent)
-        if callable(base_report):
-            try:
-                base_report = base_report()
-            except Exception:
-                log.exception("building the livekit session report failed")
-                base_report = None
-        if base_report is None:
-            try:
-                base_report = reports.livekit_report(self.session, session_id=self.session_id,
-                                                     room_name=self.room_name)
-            except Exception:
-                log.exception("building the livekit part of the report failed")
-                base_report = {}
+        base = self._livekit_part(base_report)
         section = reports.playground_section(
-            session_id=self.session_id, user_id=self.user_id, mode=self.mode, events=self.bus.events,
-            started_at=self.started_at or self.ended_at, ended_at=self.ended_at,
+            session_id=self.session_id,
+            user_id=self.user_id,
+            mode=self.mode,
+            events=self.bus.events,
+            started_at=self.started_at or self.ended_at,
+            ended_at=self.ended_at,
             memories_written=agent.memories_written if agent else [],
             profile_updates=agent.profile_updates if agent else [],
-            extraction=extraction, models=describe_models().as_dict())
-        self.report = {**base_report, "playground": section}
+            extraction=extraction,
+            models=describe_models().as_dict(),
+        )
+        self.report = {**base, "playground": section}
         self.record = await asyncio.to_thread(
-            reports.save, self.user_id, self.session_id, self.report, room_name=self.room_name,
-            started_at=self.started_at, ended_at=self.ended_at)
+            reports.save,
+            self.user_id,
+            self.session_id,
+            self.report,
+            room_name=self.room_name,
+            started_at=self.started_at,
+            ended_at=self.ended_at,
+        )
         return self.report
 
+    def _livekit_part(self, base_report: dict[str, Any] | Callable[[], dict[str, Any]] | None) -> dict[str, Any]:
+        """livekit's SessionReport part of the report; a failure costs only that part."""
+        if callable(base_report):
+            try:
+                return base_report()
+            except Exception:
+                log.exception("building the livekit session report failed")
+        elif base_report is not None:
+            return base_report
+        try:
+            return reports.livekit_report(self.session, session_id=self.session_id, room_name=self.room_name)
+        except Exception:
+            log.exception("building the livekit part of the report failed")
+            return {}
+
     async def _extract(self, agent: PlaygroundAgent) -> dict[str, Any] | None:
-        user_turns = [e["text"] for e in self.bus.events
-                      if e["type"] == "transcript" and e["role"] == "user" and e.get("final")]
+        user_turns = [
+            e["text"] for e in events.of_type(self.bus.events, "transcript") if e["role"] == "user" and e.get("final")
+        ]
         if not user_turns:
             return None
         try:
-            existing = {m.memory_type: m.content
-                        for m in await asyncio.to_thread(memories.list_memories, agent.scope)}
+            existing = {m.memory_type: m.content for m in await asyncio.to_thread(memories.list_memories, agent.scope)}
             touched = {w["memory_type"] for w in agent.memories_written}
             model = None if isinstance(self.llm, OfflineBrain) else self.llm
             extraction = await extract_facts(user_turns, touched_slots=touched, existing=existing, llm_model=model)
             for fact in extraction.facts:
-                result = await asyncio.to_thread(memories.remember, agent.scope, fact.memory_type, fact.content,
-                                                 session_id=self.session_id)
-                agent._note_write("remembered" if result.created else "updated", result.memory.memory_type,
-                                  result.memory.content, result.previous_content, source="extraction")
+                result = await asyncio.to_thread(
+                    memories.remember, agent.scope, fact.memory_type, fact.content, session_id=self.session_id
+                )
+                agent.note_write(
+                    "remembered" if result.created else "updated",
+                    result.memory.memory_type,
+                    result.memory.content,
+                    result.previous_content,
+                    source="extraction",
+                )
             return extraction.as_dict()
         except PlaygroundError as exc:
             log.warning("fact extraction after session %s failed: %s", self.session_id, exc)

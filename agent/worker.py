@@ -18,34 +18,24 @@ import asyncio
 import json
 import logging
 import uuid
+import warnings
 from dataclasses import dataclass
 
-from livekit.agents import AgentServer, JobContext, JobProcess
+from livekit.agents import AgentServer, JobContext, JobProcess, cli
 
-from agent.events import RoomTextStreamSink
-from agent.models import build_llm, build_stt, build_tts, build_vad, speech_backend
+from agent import plugins
+from agent.event_bus import RoomTextStreamSink
+from agent.model_factory import build_llm, build_stt, build_tts, build_vad
 from agent.playground_agent import load_preload
 from agent.session import PlaygroundSession
-from core.config import get_settings
+from core import embeddings
+from core.config import get_settings, speech_backend
 from core.db import parse_user_id
-from core.errors import ConfigurationError, InvalidInput
+from core.errors import InvalidInput
 from core.profiles import Preload
+from core.seed import demo_user_id
 
 log = logging.getLogger("agent.worker")
-
-
-def demo_user_id() -> uuid.UUID:
-    """DEMO_USER_ID, else the id `python -m core.db seed` wrote to DATA_DIR/demo_user_id."""
-    from core.seed import demo_user_file
-
-    settings = get_settings()
-    if settings.demo_user_id:
-        return parse_user_id(settings.demo_user_id)
-    path = demo_user_file()
-    if path.exists():
-        return parse_user_id(path.read_text().strip())
-    raise ConfigurationError("No user id in the job metadata and no demo user: run `python -m core.db seed` "
-                             "or set DEMO_USER_ID.")
 
 
 def resolve_user_id(metadata: str | None) -> tuple[uuid.UUID, str]:
@@ -83,9 +73,9 @@ async def begin_job(ctx: JobContext) -> JobStart:
 
 
 def prewarm(proc: JobProcess) -> None:
-    """Once per worker process: the VAD and the embedding model."""
-    from core import embeddings
-
+    """Once per worker process: the plugins (already preloaded by livekit's forkserver), the VAD
+    and the embedding model."""
+    plugins.register()
     proc.userdata["vad"] = build_vad()
     embeddings.get_model()
 
@@ -97,9 +87,18 @@ async def entrypoint(ctx: JobContext) -> None:
     vad = ctx.proc.userdata.get("vad") or build_vad()
     # LiveKit Inference brings its end-of-turn model; anywhere else VAD endpointing keeps it offline
     options = {} if speech_backend(kind="stt") == "livekit" else {"turn_handling": {"turn_detection": "vad"}}
-    ps = PlaygroundSession(start.user_id, mode="worker", session_id=f"lk-{ctx.job.id}", llm=build_llm(),
-                           stt=build_stt(), tts=build_tts(), vad=vad, sinks=[sink], room_name=ctx.room.name,
-                           session_options=options)
+    ps = PlaygroundSession(
+        start.user_id,
+        mode="worker",
+        session_id=f"lk-{ctx.job.id}",
+        llm=build_llm(),
+        stt=build_stt(),
+        tts=build_tts(),
+        vad=vad,
+        sinks=[sink],
+        room_name=ctx.room.name,
+        session_options=options,
+    )
     log.info("session %s for user %s (%s)", ps.session_id, start.user_id, start.source)
 
     async def save_report() -> None:
@@ -120,10 +119,7 @@ def build_server() -> AgentServer:
 
 def run_cli() -> None:
     """livekit-agents' own CLI (dev, start, console, connect, download-files)."""
-    import warnings
-
-    from livekit.agents import cli
-
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # the rich Python CLI is what the issue asks for
+        # livekit warns that its Python CLI is deprecated; it is the CLI this project documents
+        warnings.simplefilter("ignore", DeprecationWarning)
         cli.run_app(build_server())

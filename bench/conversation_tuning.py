@@ -47,13 +47,17 @@ class Split:
 
 def load_split(name: str) -> Split:
     folder = SPLITS / name
-    return Split(read_jsonl(folder / "turns.jsonl"), read_jsonl(folder / "queries.jsonl"),
-                 {r["id"]: set(r["relevant"]) for r in read_jsonl(folder / "qrels.jsonl")})
+    return Split(
+        read_jsonl(folder / "turns.jsonl"),
+        read_jsonl(folder / "queries.jsonl"),
+        {r["id"]: set(r["relevant"]) for r in read_jsonl(folder / "qrels.jsonl")},
+    )
 
 
 # ---------------------------------------------------------------------------
 # Embeddings (cached on disk by text hash: embedding 5,000 turns takes minutes)
 # ---------------------------------------------------------------------------
+
 
 def embed_cached(texts: list[str], cache: Path) -> np.ndarray:
     from core import embeddings
@@ -94,16 +98,20 @@ def turn_texts(turns: list[dict], how: str) -> list[str]:
 # Lexemes from Postgres (english configuration, as the generated column)
 # ---------------------------------------------------------------------------
 
+
 def lexemes_from_postgres(texts: list[str], queries: list[str]) -> tuple[list[list[str]], list[list[str]]]:
     from core import db
 
     tmp = Path(tempfile.mkdtemp(prefix="mp-tune-"))
     uri = db.start_embedded(tmp / "pg", cleanup_mode="delete")
     with db.admin_connection(uri) as conn:
+
         def lex(values):
-            rows = conn.execute("select x.ord, tsvector_to_array(to_tsvector('english', x.t)) "
-                                "from unnest(%s::text[]) with ordinality as x(t, ord) order by x.ord",
-                                (values,)).fetchall()
+            rows = conn.execute(
+                "select x.ord, tsvector_to_array(to_tsvector('english', x.t)) "
+                "from unnest(%s::text[]) with ordinality as x(t, ord) order by x.ord",
+                (values,),
+            ).fetchall()
             return [list(r[1]) for r in rows]
 
         return lex(texts), lex(queries)
@@ -112,6 +120,7 @@ def lexemes_from_postgres(texts: list[str], queries: list[str]) -> tuple[list[li
 # ---------------------------------------------------------------------------
 # Rankings
 # ---------------------------------------------------------------------------
+
 
 def vector_rankings(split: Split, turn_vectors: np.ndarray, query_vectors: np.ndarray, depth: int = 1000):
     """Per query: turn ids of the asking user, by exact cosine distance (ties by position)."""
@@ -131,9 +140,22 @@ def vector_rankings(split: Split, turn_vectors: np.ndarray, query_vectors: np.nd
 META_STOP = {"remind", "rememb", "forgot", "forget", "recal", "tell", "told", "say", "said", "mention"}
 
 
-def bm25_rankings(split: Split, turn_lex: list[list[str]], query_lex: list[list[str]], *, idf_scope="user",
-                  max_terms=8, k1=1.2, b=0.75, stop: set[str] = frozenset(), max_df_fraction=1.0,
-                  min_coverage=0.0, missing_terms_count=False, common_fraction=1.0, depth: int = 1000):
+def bm25_rankings(
+    split: Split,
+    turn_lex: list[list[str]],
+    query_lex: list[list[str]],
+    *,
+    idf_scope="user",
+    max_terms=8,
+    k1=1.2,
+    b=0.75,
+    stop: set[str] = frozenset(),
+    max_df_fraction=1.0,
+    min_coverage=0.0,
+    missing_terms_count=False,
+    common_fraction=1.0,
+    depth: int = 1000,
+):
     """BM25 with term frequency counted once (as match_conversation_turns_hybrid computes it)."""
     user_rows = defaultdict(list)
     for i, t in enumerate(split.turns):
@@ -172,8 +194,11 @@ def bm25_rankings(split: Split, turn_lex: list[list[str]], query_lex: list[list[
         terms = [t for pos, t in enumerate(terms) if pos == 0 or df[t[1]] <= common_fraction * n]
         total = sum(idf for idf, _ in terms)
         if missing_terms_count:  # a query word this user never used still counts in the total
-            total += sum(math.log(1 + (n + 0.5) / 0.5) for lexeme in dict.fromkeys(query_lex[qi])
-                         if lexeme not in stop and df.get(lexeme, 0) == 0)
+            total += sum(
+                math.log(1 + (n + 0.5) / 0.5)
+                for lexeme in dict.fromkeys(query_lex[qi])
+                if lexeme not in stop and df.get(lexeme, 0) == 0
+            )
         scored = []
         for r in rows:
             matched = [idf for idf, lexeme in terms if lexeme in sets[r]]
@@ -221,8 +246,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="dev")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
-    parser.add_argument("--vectors", default="content,speaker,date,previous,next",
-                        help="comma-separated: what each turn's embedding is computed from")
+    parser.add_argument(
+        "--vectors",
+        default="content,speaker,date,previous,next",
+        help="comma-separated: what each turn's embedding is computed from",
+    )
     args = parser.parse_args(argv)
     split = load_split(args.split)
     print(f"{args.split}: {len(split.turns)} turns, {len(split.queries)} queries\n")
@@ -237,9 +265,13 @@ def main(argv=None) -> int:
 
     print("### What is embedded (vector branch alone)\n")
     vec = {}
-    described = {"content": "the turn's text", "speaker": "\"speaker: text\" (the app's)",
-                 "date": "\"date speaker: text\"", "previous": "the turn before it, then \"speaker: text\"",
-                 "next": "\"speaker: text\", then the turn after it"}
+    described = {
+        "content": "the turn's text",
+        "speaker": '"speaker: text" (the app\'s)',
+        "date": '"date speaker: text"',
+        "previous": 'the turn before it, then "speaker: text"',
+        "next": '"speaker: text", then the turn after it',
+    }
     turn_vectors = {}
     for how in args.vectors.split(","):
         turn_vectors[how] = embed_cached(turn_texts(split.turns, how), args.cache)
@@ -252,7 +284,7 @@ def main(argv=None) -> int:
         mixed = own + 0.3 * own[prev]
         mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
         vec["mix"] = vector_rankings(split, mixed, qvec)
-        described["mix"] = "\"speaker: text\" vector + 0.3 x the previous turn's vector"
+        described["mix"] = '"speaker: text" vector + 0.3 x the previous turn\'s vector'
     print(markdown_table(["embedded text", "R@5", "R@10", "MRR"], [row(described[h], r) for h, r in vec.items()]))
 
     print("\n### Text branch alone (lexemes of 'speaker content', english configuration)\n")
@@ -260,21 +292,24 @@ def main(argv=None) -> int:
     for scope in ("user", "global"):
         for b in (0.75, 0.5, 0.25, 0.0):
             text[f"BM25, {scope} IDF, k1 1.2, b {b}, tf once"] = bm25_rankings(
-                split, turn_lex, query_lex, idf_scope=scope, b=b)
+                split, turn_lex, query_lex, idf_scope=scope, b=b
+            )
     text["IDF sum (b 0), user IDF, recall words dropped (remind, remember, ...)"] = bm25_rankings(
-        split, turn_lex, query_lex, b=0.0, stop=META_STOP)
+        split, turn_lex, query_lex, b=0.0, stop=META_STOP
+    )
     for cov in (0.2, 0.3, 0.5):
         text[f"IDF sum, only turns with >= {cov:.0%} of the query's IDF"] = bm25_rankings(
-            split, turn_lex, query_lex, b=0.0, min_coverage=cov)
-    text["IDF sum, 4 rarest query words (instead of 8)"] = bm25_rankings(split, turn_lex, query_lex, b=0.0,
-                                                                        max_terms=4)
+            split, turn_lex, query_lex, b=0.0, min_coverage=cov
+        )
+    text["IDF sum, 4 rarest query words (instead of 8)"] = bm25_rankings(split, turn_lex, query_lex, b=0.0, max_terms=4)
     for fraction in (0.2, 0.1, 0.05):
-        text[f"IDF sum, words in > {fraction:.0%} of the user's turns dropped (unless the rarest)"] = \
-            bm25_rankings(split, turn_lex, query_lex, b=0.0, common_fraction=fraction)
+        text[f"IDF sum, words in > {fraction:.0%} of the user's turns dropped (unless the rarest)"] = bm25_rankings(
+            split, turn_lex, query_lex, b=0.0, common_fraction=fraction
+        )
     chosen_text = "IDF sum, words in > 10% of the user's turns dropped (unless the rarest)"
     print(markdown_table(["text branch", "R@5", "R@10", "MRR"], [row(n, r) for n, r in text.items()]))
 
-    print("\n### Fusion (vector \"speaker: text\", text IDF sum), weighted RRF, top 10\n")
+    print('\n### Fusion (vector "speaker: text", text IDF sum), weighted RRF, top 10\n')
     vchosen = vec.get("speaker") or next(iter(vec.values()))
     rows = []
     for wv, wt in ((0.7, 0.3), (0.6, 0.4), (0.5, 0.5), (0.4, 0.6)):
@@ -292,10 +327,21 @@ def main(argv=None) -> int:
         types[q["type"]].append(q["id"])
     fused = {q: rrf(vchosen[q], text[chosen_text][q], 0.5, 0.5, 5, 40) for q in split.qrels}
     print("\n### By question type, R@5 (defaults: 0.5 / 0.5, k 5, depth 40)\n")
-    print(markdown_table(["type", "questions", "vector", "text", "hybrid"],
-                         [[t, len(ids), f"{metrics(vchosen, split.qrels, ids)['R@5']:.3f}",
-                           f"{metrics(text[chosen_text], split.qrels, ids)['R@5']:.3f}",
-                           f"{metrics(fused, split.qrels, ids)['R@5']:.3f}"] for t, ids in sorted(types.items())]))
+    print(
+        markdown_table(
+            ["type", "questions", "vector", "text", "hybrid"],
+            [
+                [
+                    t,
+                    len(ids),
+                    f"{metrics(vchosen, split.qrels, ids)['R@5']:.3f}",
+                    f"{metrics(text[chosen_text], split.qrels, ids)['R@5']:.3f}",
+                    f"{metrics(fused, split.qrels, ids)['R@5']:.3f}",
+                ]
+                for t, ids in sorted(types.items())
+            ],
+        )
+    )
     return 0
 
 

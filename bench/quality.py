@@ -42,17 +42,41 @@ def as_memories(turns_path: Path, out_path: Path) -> Path:
                 continue
             turn = json.loads(line)
             counters[turn["user"]] = counters.get(turn["user"], 0) + 1
-            out.write(json.dumps({"user": turn["user"], "id": turn["id"],
-                                  "memory_type": f"turn_{counters[turn['user']]:04d}",
-                                  "content": turn["content"]}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "user": turn["user"],
+                        "id": turn["id"],
+                        "memory_type": f"turn_{counters[turn['user']]:04d}",
+                        "content": turn["content"],
+                    }
+                )
+                + "\n"
+            )
     return out_path
 
 
 def run_cli(memories: Path, queries: Path, qrels: Path, *extra: str) -> dict[str, Any]:
     result = subprocess.run(
-        [sys.executable, "-m", "core.eval_retrieval", "--memories", str(memories), "--queries", str(queries),
-         "--qrels", str(qrels), "--top-k", "10", *extra],
-        cwd=ROOT, capture_output=True, text=True, check=False)
+        [
+            sys.executable,
+            "-m",
+            "core.eval_retrieval",
+            "--memories",
+            str(memories),
+            "--queries",
+            str(queries),
+            "--qrels",
+            str(qrels),
+            "--top-k",
+            "10",
+            *extra,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if result.returncode != 0:
         raise RuntimeError(f"eval_retrieval failed ({result.returncode}): {result.stderr[-2000:]}")
     last = result.stdout.strip().splitlines()[-1]
@@ -78,21 +102,44 @@ def knowledge(log=print) -> dict[str, Any]:
     with db.admin_connection(uri) as conn:
         for row in rows:
             vector = db.vector_literal(embeddings.embed_one(row["query"]))
-            modes["vector"].append([r[0] for r in conn.execute(
-                "select title from public.match_knowledge(%s::extensions.vector, 10)", (vector,)).fetchall()])
-            modes["text"].append([r[0] for r in conn.execute(
-                "select title from public.match_knowledge_hybrid(null, %s, 10, null, 0, 1, %s)",
-                (row["query"], params.k)).fetchall()])
-            modes["hybrid"].append([r[0] for r in conn.execute(
-                "select title from public.match_knowledge_hybrid(%s::extensions.vector, %s, 10, null, %s, %s, %s)",
-                (vector, row["query"], params.vector_weight, params.text_weight, params.k)).fetchall()])
+            modes["vector"].append(
+                [
+                    r[0]
+                    for r in conn.execute(
+                        "select title from public.match_knowledge(%s::extensions.vector, 10)", (vector,)
+                    ).fetchall()
+                ]
+            )
+            modes["text"].append(
+                [
+                    r[0]
+                    for r in conn.execute(
+                        "select title from public.match_knowledge_hybrid(null, %s, 10, null, 0, 1, %s)",
+                        (row["query"], params.k),
+                    ).fetchall()
+                ]
+            )
+            modes["hybrid"].append(
+                [
+                    r[0]
+                    for r in conn.execute(
+                        "select title from public.match_knowledge_hybrid("
+                        "%s::extensions.vector, %s, 10, null, %s, %s, %s)",
+                        (vector, row["query"], params.vector_weight, params.text_weight, params.k),
+                    ).fetchall()
+                ]
+            )
     out = {"queries": len(rows), "modes": {}}
     for mode, ranked in modes.items():
-        firsts = [next((i for i, t in enumerate(titles, 1) if t in row["relevant"]), None)
-                  for titles, row in zip(ranked, rows)]
-        out["modes"][mode] = {"recall@1": sum(f == 1 for f in firsts) / len(rows),
-                              "recall@3": sum(bool(f and f <= 3) for f in firsts) / len(rows),
-                              "mrr": sum(1 / f for f in firsts if f) / len(rows)}
+        firsts = [
+            next((i for i, t in enumerate(titles, 1) if t in row["relevant"]), None)
+            for titles, row in zip(ranked, rows, strict=True)
+        ]
+        out["modes"][mode] = {
+            "recall@1": sum(f == 1 for f in firsts) / len(rows),
+            "recall@3": sum(bool(f and f <= 3) for f in firsts) / len(rows),
+            "mrr": sum(1 / f for f in firsts if f) / len(rows),
+        }
     e03 = rows[0]
     out["e03_top"] = {mode: ranked[0][0] for mode, ranked in modes.items()}
     log(f"quality: knowledge {json.dumps(out['modes'])}; '{e03['query']}' -> {out['e03_top']}")
@@ -140,8 +187,17 @@ def run(splits: list[str], log=print, save: Path | None = None) -> dict[str, Any
             folder = SPLITS / split
             queries, qrels, turns = folder / "queries.jsonl", folder / "qrels.jsonl", folder / "turns.jsonl"
             log(f"quality: {split} before (turns as slot memories, 0.7/0.3, k 60)")
-            before = run_cli(as_memories(turns, Path(tmp) / f"{split}-memories.jsonl"), queries, qrels,
-                             "--weights", "0.7,0.3", "--rrf-k", "60", "--database-url", before_uri)
+            before = run_cli(
+                as_memories(turns, Path(tmp) / f"{split}-memories.jsonl"),
+                queries,
+                qrels,
+                "--weights",
+                "0.7,0.3",
+                "--rrf-k",
+                "60",
+                "--database-url",
+                before_uri,
+            )
             out[split] = {"before": before}
             keep()
             log(f"quality: {split} after (conversation tier, defaults)")

@@ -18,8 +18,12 @@ def percentile(values: Iterable[float], fraction: float) -> float | None:
 
 def summary(values: Iterable[float]) -> dict[str, float | int | None]:
     values = [v for v in values if v is not None]
-    return {"n": len(values), "p50": percentile(values, 0.5), "p95": percentile(values, 0.95),
-            "max": max(values) if values else None}
+    return {
+        "n": len(values),
+        "p50": percentile(values, 0.5),
+        "p95": percentile(values, 0.95),
+        "max": max(values) if values else None,
+    }
 
 
 def fmt_ms(value: float | None) -> str:
@@ -29,7 +33,9 @@ def fmt_ms(value: float | None) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---" if i == 0 else "---:" for i in
-                                                                   range(len(headers))) + " |"]
+    lines = [
+        "| " + " | ".join(headers) + " |",
+        "| " + " | ".join("---" if i == 0 else "---:" for i in range(len(headers))) + " |",
+    ]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)

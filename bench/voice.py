@@ -1,6 +1,6 @@
 """End of user speech -> first agent audio, in the offline voice pipeline.
 
-A fake browser (tests/voice_fixtures.FakeBrowser) plays Piper-recorded
+A fake browser (tests/support/audio.FakeBrowser) plays Piper-recorded
 utterances into a LocalVoiceCall in real time, as 48 kHz stereo 20 ms frames,
 and reads the agent's audio back every 20 ms like a WebRTC track. For each
 turn it notes when the last speech frame was sent and when the first
@@ -15,7 +15,11 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.events import wait_for_event
+from agent import end_call, open_call, per_turn_latency, prewarm_voice
+from core import identity
+from core.db import admin_connection
+from tests.support.audio import FakeBrowser, piper_utterance
+from tests.support.events import wait_for_event
 
 UTTERANCES = [
     "My favorite color is teal.",
@@ -59,37 +63,37 @@ def _wait_quiet(call, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
-def run(rounds: int = 2, log=print) -> dict[str, Any]:
-    from agent import voice_runtime
-    from core import identity
-    from core.db import admin_connection
-    from tests.voice_fixtures import FakeBrowser, piper_utterance
-
+def run(rounds: int = 2, log=print, *, utterances: int | None = None) -> dict[str, Any]:
     log("voice: loading Silero, Whisper tiny.en and Piper…")
-    voice_runtime.prewarm()
-    recordings = {text: piper_utterance(text) for text in UTTERANCES}
+    prewarm_voice()
+    said_each_round = UTTERANCES[:utterances] if utterances else UTTERANCES
+    recordings = {text: piper_utterance(text) for text in said_each_round}
     verified = identity.verify(identity.sign_in_anonymously().access_token)
     key = f"bench-{uuid.uuid4().hex}"
-    call = voice_runtime.open_call(key, verified, greet=False)
+    call = open_call(key, verified, greet=False)
     turns: list[VoiceTurn] = []
     try:
         with FakeBrowser(call) as browser:
             call.ready.result(timeout=180)
             time.sleep(1.0)  # let the VAD settle on silence
             for round_number in range(rounds):
-                for text in UTTERANCES:
+                for text in said_each_round:
                     record = VoiceTurn(text=text)
                     cursor = call.events_since(0)[1]
                     browser.say(recordings[text], 22_050, lead_silence=0.2, tail_silence=0.0)
-                    said = _wait(call, lambda e: e["type"] == "transcript" and e["role"] == "user"
-                                 and e.get("final"), cursor, timeout=30)
+                    said = _wait(
+                        call,
+                        lambda e: e["type"] == "transcript" and e["role"] == "user" and e.get("final"),
+                        cursor,
+                        timeout=30,
+                    )
                     if said is None:
                         log(f"voice: no transcript for {text!r} (skipped)")
                         turns.append(record)
                         _wait_quiet(call)
                         continue
                     record.heard, record.turn = said["text"], said["turn"]
-                    _wait(call, lambda e: e["type"] == "turn_done" and e["turn"] == record.turn, cursor, 60)
+                    _wait(call, lambda e, turn=record.turn: e["type"] == "turn_done" and e["turn"] == turn, cursor, 60)
                     _wait_quiet(call)
                     speech_end = browser.speech_ended_at[-1]
                     first_sound = browser.first_sound_after(speech_end)
@@ -99,15 +103,17 @@ def run(rounds: int = 2, log=print) -> dict[str, Any]:
                     record.tools = [e["name"] for e in events if e["type"] == "tool_call"]
                     record.tools_ms = sum(e.get("duration_ms") or 0 for e in events if e["type"] == "tool_call")
                     turns.append(record)
-                    log(f"voice: round {round_number + 1} · {text!r} -> heard {record.heard!r} · "
-                        f"first audio after {record.e2e_ms or float('nan'):.0f} ms")
+                    log(
+                        f"voice: round {round_number + 1} · {text!r} -> heard {record.heard!r} · "
+                        f"first audio after {record.e2e_ms or float('nan'):.0f} ms"
+                    )
                     time.sleep(0.5)
-            rows = {row["turn"]: row for row in voice_runtime.per_turn_latency(call.events_since(0)[0])}
+            rows = {row["turn"]: row for row in per_turn_latency(call.events_since(0)[0])}
             for record in turns:
                 if record.turn in rows:
                     record.metrics = {k: v for k, v in rows[record.turn].items() if k != "turn"}
     finally:
-        future = voice_runtime.end_call(key)
+        future = end_call(key)
         if future is not None:
             future.result(timeout=120)
         with admin_connection() as conn:  # the bench user and everything it wrote

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import (
@@ -22,6 +23,17 @@ SECRETS_TOML = PROJECT_ROOT / ".streamlit" / "secrets.toml"
 MIGRATIONS_DIR = PROJECT_ROOT / "supabase" / "migrations"
 LOCAL_SHIM_DIR = PROJECT_ROOT / "supabase" / "local"
 SEED_DIR = PROJECT_ROOT / "supabase" / "seed"
+
+
+Backend = Literal["livekit", "openai", "offline"]
+# LLM_MODEL / STT_MODEL / TTS_MODEL set to one of these force the local model whatever else is configured.
+LOCAL_MODEL_NAMES = ("offline", "local")
+DEFAULT_INFERENCE_LLM = "openai/gpt-4.1-mini"
+DEFAULT_INFERENCE_STT = "deepgram/nova-3"
+DEFAULT_INFERENCE_TTS = "cartesia/sonic-2"
+DEFAULT_OPENAI_LLM = "gpt-4.1-mini"
+DEFAULT_OPENAI_STT = "gpt-4o-mini-transcribe"
+DEFAULT_OPENAI_TTS = "gpt-4o-mini-tts"
 
 
 class Settings(BaseSettings):
@@ -57,6 +69,9 @@ class Settings(BaseSettings):
     # noisier, so it mostly decides between close vector matches (codes, model names).
     knowledge_rrf_vector_weight: float = Field(0.7, ge=0.0, le=10.0)
     knowledge_rrf_text_weight: float = Field(0.3, ge=0.0, le=10.0)
+    # Per-turn recall waits this long for its search; a slower search is skipped for that turn
+    # (and the retrieval event says so) so the reply is never held up by it.
+    recall_budget_ms: float = Field(250.0, gt=0, le=60_000)
 
     demo_user_id: str | None = Field(None, description="Default user for the worker console and `agent chat`.")
 
@@ -68,15 +83,39 @@ class Settings(BaseSettings):
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     llm_model: str | None = None
+    # Seconds to wait for the LLM (connect, and each wait for the next streamed bytes). A local
+    # server loads the model on its first request, and a CPU works through our instructions and
+    # tool schemas before the first token: 60 s covers a cold 7-8B model on a laptop.
+    llm_timeout_seconds: float = Field(60.0, gt=0, le=600)
+    llm_max_retries: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description="Retries of a failed LLM request (connection errors, timeouts, 429, 5xx) before the turn fails.",
+    )
     stt_model: str | None = None
     tts_model: str | None = None
     # JSON list of RTCIceServer objects for the browser <-> app WebRTC call; unset = loopback/LAN only.
     voice_ice_servers: str | None = None
 
-    @field_validator("database_url", "supabase_url", "supabase_anon_key", "supabase_jwt_secret",
-                     "embedding_model", "demo_user_id", "livekit_url", "livekit_api_key",
-                     "livekit_api_secret", "openai_api_key", "openai_base_url", "llm_model",
-                     "stt_model", "tts_model", "voice_ice_servers", mode="before")
+    @field_validator(
+        "database_url",
+        "supabase_url",
+        "supabase_anon_key",
+        "supabase_jwt_secret",
+        "embedding_model",
+        "demo_user_id",
+        "livekit_url",
+        "livekit_api_key",
+        "livekit_api_secret",
+        "openai_api_key",
+        "openai_base_url",
+        "llm_model",
+        "stt_model",
+        "tts_model",
+        "voice_ice_servers",
+        mode="before",
+    )
     @classmethod
     def _blank_is_unset(cls, value):
         # An empty line in .env (`DATABASE_URL=`) means "not set", not "empty string".
@@ -121,6 +160,34 @@ class Settings(BaseSettings):
     @property
     def mode_label(self) -> str:
         return "hosted" if (not self.embedded_database or self.hosted_auth) else "embedded"
+
+
+def _forced_local(name: str | None) -> bool:
+    return (name or "").strip().lower() in LOCAL_MODEL_NAMES
+
+
+def llm_backend(settings: Settings | None = None) -> Backend:
+    """Which LLM the settings select: LiveKit Inference, an OpenAI-compatible endpoint, or the offline brain."""
+    settings = settings or get_settings()
+    if _forced_local(settings.llm_model):
+        return "offline"
+    if settings.livekit_configured:
+        return "livekit"
+    if settings.openai_api_key or settings.openai_base_url:
+        return "openai"
+    return "offline"
+
+
+def speech_backend(settings: Settings | None = None, kind: Literal["stt", "tts"] | None = None) -> Backend:
+    """STT/TTS: hosted when there is a service that offers them, else local."""
+    settings = settings or get_settings()
+    if kind is not None and _forced_local(getattr(settings, f"{kind}_model")):
+        return "offline"
+    if settings.livekit_configured:
+        return "livekit"
+    if settings.openai_api_key and not settings.openai_base_url:
+        return "openai"  # a base URL usually means Ollama & co., which have no speech endpoints
+    return "offline"
 
 
 class _LowerCaseToml(TomlConfigSettingsSource):

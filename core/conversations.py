@@ -54,9 +54,15 @@ class ConversationTurn:
     embedded: bool
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "session_id": self.session_id, "turn_index": self.turn_index,
-                "speaker": self.speaker, "content": self.content, "created_at": self.created_at.isoformat(),
-                "embedded": self.embedded}
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "turn_index": self.turn_index,
+            "speaker": self.speaker,
+            "content": self.content,
+            "created_at": self.created_at.isoformat(),
+            "embedded": self.embedded,
+        }
 
 
 def embedding_text(speaker: str, content: str) -> str:
@@ -95,8 +101,9 @@ def _try_embed(texts: list[str], embed: Callable[[Sequence[str]], np.ndarray]) -
     return [vector_literal(v) for v in vectors]
 
 
-def store_turns(scope: Scope, turns: Sequence[TurnInput], *,
-                embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed) -> list[ConversationTurn]:
+def store_turns(
+    scope: Scope, turns: Sequence[TurnInput], *, embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed
+) -> list[ConversationTurn]:
     """Store turns (service scope), creating their sessions if needed; returns them in input order.
 
     Idempotent per (session, turn index): storing the same turn again returns the
@@ -120,8 +127,10 @@ def store_turns(scope: Scope, turns: Sequence[TurnInput], *,
             "insert into public.sessions (session_id, user_id) values (%s, %s) on conflict (session_id) do nothing",
             [(s, scope.user_id) for s in session_ids],
         )
-        cur.execute("select session_id from public.sessions where session_id = any(%s) and user_id <> %s",
-                    (session_ids, scope.user_id))
+        cur.execute(
+            "select session_id from public.sessions where session_id = any(%s) and user_id <> %s",
+            (session_ids, scope.user_id),
+        )
         foreign = [row["session_id"] for row in cur.fetchall()]
         if foreign:
             raise InvalidInput(f"Session {foreign[0]} belongs to another user; no turns were stored.")
@@ -130,8 +139,10 @@ def store_turns(scope: Scope, turns: Sequence[TurnInput], *,
             "(user_id, session_id, turn_index, speaker, content, created_at, embedding) "
             "values (%s, %s, %s, %s, %s, coalesce(%s, now()), %s::extensions.halfvec) "
             "on conflict (user_id, session_id, turn_index) do nothing",
-            [(scope.user_id, t.session_id, t.turn_index, t.speaker, t.content, t.created_at, v)
-             for t, v in zip(cleaned, vectors)],
+            [
+                (scope.user_id, t.session_id, t.turn_index, t.speaker, t.content, t.created_at, v)
+                for t, v in zip(cleaned, vectors, strict=True)
+            ],
         )
         cur.execute(
             f"select {_COLUMNS} from public.conversation_turns "
@@ -142,20 +153,30 @@ def store_turns(scope: Scope, turns: Sequence[TurnInput], *,
         for t in cleaned:
             turn = stored[(t.session_id, t.turn_index)]
             if (turn.speaker, turn.content) != (t.speaker, t.content):
-                raise InvalidInput(f"Turn {t.turn_index} of session {t.session_id} is already stored with "
-                                   "different text; turns cannot be changed.")
+                raise InvalidInput(
+                    f"Turn {t.turn_index} of session {t.session_id} is already stored with "
+                    "different text; turns cannot be changed."
+                )
     return [stored[key] for key in keys]
 
 
-def store_turn(scope: Scope, session_id: str, turn_index: int, speaker: str, content: str, *,
-               created_at: datetime | None = None,
-               embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed) -> ConversationTurn:
+def store_turn(
+    scope: Scope,
+    session_id: str,
+    turn_index: int,
+    speaker: str,
+    content: str,
+    *,
+    created_at: datetime | None = None,
+    embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed,
+) -> ConversationTurn:
     """Store one turn as it happens (service scope). See store_turns."""
     return store_turns(scope, [TurnInput(session_id, turn_index, speaker, content, created_at)], embed=embed)[0]
 
 
-def embed_pending(scope: Scope, *, limit: int = 200,
-                  embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed) -> int:
+def embed_pending(
+    scope: Scope, *, limit: int = 200, embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed
+) -> int:
     """Embed the scope's turns that were stored without an embedding; returns how many.
 
     Raises EmbeddingUnavailable if the model still fails (the turns stay pending)."""
@@ -174,7 +195,7 @@ def embed_pending(scope: Scope, *, limit: int = 200,
         cur.executemany(
             "update public.conversation_turns set embedding = %s::extensions.halfvec "
             "where id = %s and user_id = %s and embedding is null",
-            [(vector_literal(v), r["id"], scope.user_id) for r, v in zip(rows, vectors)],
+            [(vector_literal(v), r["id"], scope.user_id) for r, v in zip(rows, vectors, strict=True)],
         )
     return len(rows)
 
@@ -183,24 +204,45 @@ def list_turns(scope: Scope, session_id: str) -> list[ConversationTurn]:
     """A session's turns in order (as the user: RLS decides; as the service: scoped by user)."""
     session_id = clean_text(session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)
     with transaction(scope) as cur:
-        cur.execute(f"select {_COLUMNS} from public.conversation_turns where user_id = %s and session_id = %s "
-                    "order by turn_index", (scope.user_id, session_id))
+        cur.execute(
+            f"select {_COLUMNS} from public.conversation_turns where user_id = %s and session_id = %s "
+            "order by turn_index",
+            (scope.user_id, session_id),
+        )
         return [ConversationTurn(**row) for row in cur.fetchall()]
 
 
 def get_turn(scope: Scope, turn_id: int) -> ConversationTurn:
     with transaction(scope) as cur:
-        cur.execute(f"select {_COLUMNS} from public.conversation_turns where id = %s and user_id = %s",
-                    (int(turn_id), scope.user_id))
+        cur.execute(
+            f"select {_COLUMNS} from public.conversation_turns where id = %s and user_id = %s",
+            (int(turn_id), scope.user_id),
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound("That conversation turn does not exist.")
     return ConversationTurn(**row)
 
 
-def search(scope: Scope, query: str, *, limit: int = 10, params: RrfParams | None = None,
-           mode: SearchMode = "hybrid", text_match: Literal["any", "all"] = "any",
-           exclude_session_id: str | None = None, embed=embeddings.embed_one) -> ConversationSearch:
+def search(
+    scope: Scope,
+    query: str,
+    *,
+    limit: int = 10,
+    params: RrfParams | None = None,
+    mode: SearchMode = "hybrid",
+    text_match: Literal["any", "all"] = "any",
+    exclude_session_id: str | None = None,
+    embed=embeddings.embed_one,
+) -> ConversationSearch:
     """Hybrid search over the scope's past turns (see core.retrieval.search_conversations)."""
-    return search_conversations(scope, query, limit=limit, params=params, mode=mode, text_match=text_match,
-                                exclude_session_id=exclude_session_id, embed=embed)
+    return search_conversations(
+        scope,
+        query,
+        limit=limit,
+        params=params,
+        mode=mode,
+        text_match=text_match,
+        exclude_session_id=exclude_session_id,
+        embed=embed,
+    )

@@ -1,16 +1,15 @@
 """Database access: the embedded server, the connection pool, the two scopes
 (as the user, as the service) and the migration runner.
 
-CLI: `python -m core.db status|migrate|seed|reset|uri`.
+The lowest layer of core/: it imports only core.config and core.errors. The
+command line (`python -m core status|migrate|seed|reset|uri`) is core/__main__.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import logging
-import sys
 import threading
 import uuid
 import warnings
@@ -37,6 +36,7 @@ _pools: dict[str, ConnectionPool] = {}
 # ---------------------------------------------------------------------------
 # Where the database is
 # ---------------------------------------------------------------------------
+
 
 def start_embedded(pgdata: Path, *, cleanup_mode: str | None = "stop") -> str:
     """Start (or join) the embedded server for `pgdata` and return its URI.
@@ -91,6 +91,7 @@ def database_url() -> str:
 # Pool
 # ---------------------------------------------------------------------------
 
+
 def get_pool(conninfo: str | None = None) -> ConnectionPool:
     conninfo = conninfo or database_url()
     with _lock:
@@ -120,6 +121,7 @@ def close_pools() -> None:
 # ---------------------------------------------------------------------------
 # Scopes: who a transaction runs as
 # ---------------------------------------------------------------------------
+
 
 class VerifiedIdentity(Protocol):
     """What core.identity.verify() returns; only verified claims get here."""
@@ -174,18 +176,20 @@ def transaction(scope: Scope, *, conninfo: str | None = None) -> Iterator[psycop
     next borrower of the pooled connection.
     """
     try:
-        with get_pool(conninfo).connection(timeout=10) as conn:
-            with conn.transaction():
-                with conn.cursor(row_factory=dict_row) as cur:
-                    if scope.is_service:
-                        cur.execute("set local role service_role")
-                    else:
-                        cur.execute("set local role authenticated")
-                        cur.execute(
-                            "select set_config('request.jwt.claims', %s, true)",
-                            (json.dumps(scope.claims, default=str),),
-                        )
-                    yield cur
+        with (
+            get_pool(conninfo).connection(timeout=10) as conn,
+            conn.transaction(),
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
+            if scope.is_service:
+                cur.execute("set local role service_role")
+            else:
+                cur.execute("set local role authenticated")
+                cur.execute(
+                    "select set_config('request.jwt.claims', %s, true)",
+                    (json.dumps(scope.claims, default=str),),
+                )
+            yield cur
     except (psycopg.OperationalError, PoolTimeout) as exc:
         if get_settings().embedded_database:
             revive_embedded()  # so the next request can succeed
@@ -260,7 +264,9 @@ def migration_files(directory: Path = MIGRATIONS_DIR) -> list[Migration]:
     for path in sorted(directory.glob("*.sql")):
         version, _, name = path.stem.partition("_")
         if not version.isdigit():
-            raise InvalidInput(f"Migration file {path.name} must start with a numeric version, e.g. 20260101000000_name.sql")
+            raise InvalidInput(
+                f"Migration file {path.name} must start with a numeric version, e.g. 20260101000000_name.sql"
+            )
         found.append(Migration(version=version, name=name, path=path))
     return found
 
@@ -296,8 +302,10 @@ def migrate(conninfo: str | None = None, *, embedded: bool | None = None, echo=p
                 if recorded is not None:
                     stored = (recorded["statements"] or [""])[0]
                     if hashlib.sha256(stored.encode()).hexdigest() != migration.checksum:
-                        echo(f"warning: {migration.path.name} changed after it was applied; "
-                             "add a new migration instead of editing an applied one.")
+                        echo(
+                            f"warning: {migration.path.name} changed after it was applied; "
+                            "add a new migration instead of editing an applied one."
+                        )
                     continue
                 echo(f"applying {migration.path.name}")
                 with conn.transaction():
@@ -316,10 +324,7 @@ def migrate(conninfo: str | None = None, *, embedded: bool | None = None, echo=p
 def status(conninfo: str | None = None) -> list[dict[str, Any]]:
     with admin_connection(conninfo) as conn:
         applied = _applied_migrations(conn)
-    return [
-        {"version": m.version, "name": m.name, "applied": m.version in applied}
-        for m in migration_files()
-    ]
+    return [{"version": m.version, "name": m.name, "applied": m.version in applied} for m in migration_files()]
 
 
 def reset(conninfo: str | None = None) -> None:
@@ -331,60 +336,8 @@ def reset(conninfo: str | None = None) -> None:
             drop schema if exists auth cascade;
             drop schema if exists supabase_migrations cascade;
             drop extension if exists vector cascade;
-            drop extension if exists pg_trgm cascade;
             -- as PostgreSQL 15+ creates it: owned by pg_database_owner, no CREATE for everyone
             create schema public authorization pg_database_owner;
             grant usage on schema public to public;
             """
         )
-
-
-# ---------------------------------------------------------------------------
-# CLI
-# ---------------------------------------------------------------------------
-
-def _main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m core.db", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("status", help="list migrations and whether each is applied")
-    sub.add_parser("migrate", help="apply pending migrations (and the local shim when embedded)")
-    sub.add_parser("seed", help="load demo knowledge, orders and the demo user (idempotent)")
-    reset_parser = sub.add_parser("reset", help="drop all data, re-apply migrations and seed")
-    reset_parser.add_argument("--yes", action="store_true", help="required when DATABASE_URL points elsewhere")
-    sub.add_parser("uri", help="print the connection URI (starts the embedded server if needed)")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    settings = get_settings()
-
-    try:
-        if args.command == "uri":
-            print(database_url())
-        elif args.command == "status":
-            where = "embedded at " + str(settings.data_dir / "pg") if settings.embedded_database else "DATABASE_URL"
-            print(f"database: {where}")
-            for row in status():
-                print(f"  [{'x' if row['applied'] else ' '}] {row['version']}  {row['name']}")
-        elif args.command == "migrate":
-            applied = migrate()
-            print(f"{len(applied)} migration(s) applied" if applied else "database is up to date")
-        elif args.command == "seed":
-            from core.seed import seed_all
-
-            seed_all(echo=print)
-        elif args.command == "reset":
-            if not settings.embedded_database and not args.yes:
-                print("refusing to reset a database given by DATABASE_URL without --yes", file=sys.stderr)
-                return 2
-            reset()
-            migrate()
-            from core.seed import seed_all
-
-            seed_all(echo=print)
-    except (DatabaseUnavailable, InvalidInput) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())

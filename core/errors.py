@@ -21,7 +21,20 @@ class DatabaseUnavailable(PlaygroundError, ConnectionError):
 
 
 class AuthError(PlaygroundError, PermissionError):
-    """A token or credential was missing, invalid, expired or revoked."""
+    """A token or credential was missing, invalid, expired or revoked.
+
+    `code` is the auth server's error code when it gave one (e.g. Supabase
+    Auth's "session_expired"), so callers can tell cases apart without parsing
+    the message."""
+
+    def __init__(self, message: str = "", *, code: str | None = None):
+        super().__init__(message)
+        self.code = code
+
+
+class AuthUnavailable(AuthError, ConnectionError):
+    """The auth server could not be reached or failed; nothing was decided about
+    the visitor's session, so it must be kept and the request retried later."""
 
 
 class EmbeddingUnavailable(PlaygroundError, RuntimeError):

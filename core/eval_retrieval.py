@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -65,6 +65,7 @@ class EvalInputError(InvalidInput):
 # ---------------------------------------------------------------------------
 # Input files
 # ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class EvalMemory:
@@ -172,8 +173,9 @@ def _parse_date(where: str, value: Any) -> datetime | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if not isinstance(value, str):
-        raise EvalInputError(f"{where}: 'date' must be a string such as 2024-03-05T14:30:00, "
-                             f"got {json.dumps(value)[:60]}.")
+        raise EvalInputError(
+            f"{where}: 'date' must be a string such as 2024-03-05T14:30:00, got {json.dumps(value)[:60]}."
+        )
     try:
         parsed = datetime.fromisoformat(value.strip())
     except ValueError:
@@ -182,9 +184,10 @@ def _parse_date(where: str, value: Any) -> datetime | None:
         try:
             parsed = dateutil.parser.parse(value)
         except (ValueError, OverflowError):
-            raise EvalInputError(f"{where}: 'date' {value[:60]!r} is not a date; use ISO 8601, "
-                                 "e.g. 2024-03-05T14:30:00.") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+            raise EvalInputError(
+                f"{where}: 'date' {value[:60]!r} is not a date; use ISO 8601, e.g. 2024-03-05T14:30:00."
+            ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def load_turns(path: Path) -> list[EvalTurn]:
@@ -200,8 +203,10 @@ def load_turns(path: Path) -> list[EvalTurn]:
         if isinstance(raw_turn, str) and raw_turn.strip().isdigit():
             raw_turn = int(raw_turn.strip())
         if isinstance(raw_turn, bool) or not isinstance(raw_turn, int) or raw_turn < 0:
-            raise EvalInputError(f"{where}: 'turn' must be the turn's position in its session, a whole number "
-                                 f"of 0 or more (got {json.dumps(raw_turn)[:60]}).")
+            raise EvalInputError(
+                f"{where}: 'turn' must be the turn's position in its session, a whole number "
+                f"of 0 or more (got {json.dumps(raw_turn)[:60]})."
+            )
         speaker = _clean(where, _field(where, obj, "speaker"), "speaker", conversations.MAX_SPEAKER_LENGTH)
         content_field = "content" if "content" in obj else "text"
         content = _clean(where, _field(where, obj, content_field), "turn text", conversations.MAX_TURN_LENGTH)
@@ -211,12 +216,15 @@ def load_turns(path: Path) -> list[EvalTurn]:
         key = (user, session, raw_turn)
         if key in seen_turns:
             other_id, other_where = seen_turns[key]
-            raise EvalInputError(f"{where}: user {user!r} already has turn {raw_turn} in session {session!r} "
-                                 f"({other_id!r} at {other_where}).")
+            raise EvalInputError(
+                f"{where}: user {user!r} already has turn {raw_turn} in session {session!r} "
+                f"({other_id!r} at {other_where})."
+            )
         seen_ids[turn_id] = where
         seen_turns[key] = (turn_id, where)
-        found.append(EvalTurn(id=turn_id, user=user, session=session, turn=raw_turn, speaker=speaker,
-                              content=content, date=date))
+        found.append(
+            EvalTurn(id=turn_id, user=user, session=session, turn=raw_turn, speaker=speaker, content=content, date=date)
+        )
     if not found:
         raise EvalInputError(f"The memories file {path} has no turns.")
     return found
@@ -243,8 +251,9 @@ def load_queries(path: Path, users: set[str]) -> list[EvalQuery]:
     return found
 
 
-def load_qrels(path: Path, queries: Sequence[EvalQuery],
-               memories: Sequence[EvalMemory | EvalTurn]) -> dict[str, list[str]]:
+def load_qrels(
+    path: Path, queries: Sequence[EvalQuery], memories: Sequence[EvalMemory | EvalTurn]
+) -> dict[str, list[str]]:
     query_user = {q.id: q.user for q in queries}
     memory_user = {m.id: m.user for m in memories}
     qrels: dict[str, list[str]] = {}
@@ -256,8 +265,11 @@ def load_qrels(path: Path, queries: Sequence[EvalQuery],
             raise EvalInputError(f"{where}: query id {query_id!r} already has judgements at {seen[query_id]}.")
         if query_id not in query_user:
             raise EvalInputError(f"{where}: qrels refer to query {query_id!r}, which is not in the queries file.")
-        if (not isinstance(relevant, list) or not relevant
-                or not all(isinstance(m, (str, int)) and not isinstance(m, bool) for m in relevant)):
+        if (
+            not isinstance(relevant, list)
+            or not relevant
+            or not all(isinstance(m, (str, int)) and not isinstance(m, bool) for m in relevant)
+        ):
             raise EvalInputError(f"{where}: 'relevant' must be a non-empty list of memory ids.")
         relevant = list(dict.fromkeys(str(m).strip() for m in relevant))
         for memory_id in relevant:
@@ -288,8 +300,9 @@ def parse_params(weights: str | None, rrf_k: int | None) -> RrfParams:
     try:
         vector_weight, text_weight = (float(p) for p in parts)
     except ValueError:
-        raise EvalInputError(f"--weights must be two numbers, vector then text, like 0.7,0.3 (got {weights!r}).") \
-            from None
+        raise EvalInputError(
+            f"--weights must be two numbers, vector then text, like 0.7,0.3 (got {weights!r})."
+        ) from None
     if not all(math.isfinite(w) for w in (vector_weight, text_weight)):
         raise EvalInputError(f"--weights must be finite numbers (got {weights!r}).")
     try:
@@ -301,6 +314,7 @@ def parse_params(weights: str | None, rrf_k: int | None) -> RrfParams:
 # ---------------------------------------------------------------------------
 # The throwaway database
 # ---------------------------------------------------------------------------
+
 
 def _progress(message: str, stream: TextIO = sys.stderr) -> None:
     print(message, file=stream, flush=True)
@@ -327,8 +341,10 @@ def prepare_external(conninfo: str) -> None:
     with db.admin_connection(conninfo) as conn:
         has_auth = conn.execute("select to_regclass('auth.users') is not null").fetchone()[0]
     # A Supabase project has auth.users; a bare Postgres needs the local shim first.
-    _progress(f"applying {len(pending)} migration(s) to the --database-url database"
-              + ("" if has_auth else " (with the local auth shim: it has no auth.users)"))
+    _progress(
+        f"applying {len(pending)} migration(s) to the --database-url database"
+        + ("" if has_auth else " (with the local auth shim: it has no auth.users)")
+    )
     db.migrate(conninfo, embedded=not has_auth, echo=lambda line: _progress(f"  {line}"))
 
 
@@ -358,21 +374,24 @@ def embed_memories(memories: Sequence[EvalMemory]) -> np.ndarray:
     texts = [embeddings.memory_text(m.memory_type, m.content) for m in memories]
     chunks = []
     for start in range(0, len(texts), EMBED_BATCH):
-        chunks.append(embeddings.embed(texts[start:start + EMBED_BATCH]))
+        chunks.append(embeddings.embed(texts[start : start + EMBED_BATCH]))
         _progress(f"  embedded {min(start + EMBED_BATCH, len(texts))}/{len(texts)} memories")
     return np.concatenate(chunks)
 
 
-def insert_memories(conninfo: str, memories: Sequence[EvalMemory], vectors: np.ndarray,
-                    user_ids: dict[str, uuid.UUID]) -> dict[uuid.UUID, str]:
+def insert_memories(
+    conninfo: str, memories: Sequence[EvalMemory], vectors: np.ndarray, user_ids: dict[str, uuid.UUID]
+) -> dict[uuid.UUID, str]:
     """Insert all memories in one transaction; return {database row id: eval memory id}."""
     row_ids: dict[uuid.UUID, str] = {}
     with db.admin_connection(conninfo) as conn, conn.transaction(), conn.cursor() as cur:
         cur.executemany(
             "insert into public.memories (user_id, memory_type, content, embedding, session_id) "
             "values (%s, %s, %s, %s::extensions.vector, %s) returning id",
-            [(user_ids[m.user], m.memory_type, m.content, db.vector_literal(v), EVAL_MARKER)
-             for m, v in zip(memories, vectors)],
+            [
+                (user_ids[m.user], m.memory_type, m.content, db.vector_literal(v), EVAL_MARKER)
+                for m, v in zip(memories, vectors, strict=True)
+            ],
             returning=True,
         )
         for memory in memories:
@@ -386,7 +405,7 @@ def embed_turns(turns: Sequence[EvalTurn]) -> np.ndarray:
     texts = [conversations.embedding_text(t.speaker, t.content) for t in turns]
     chunks = []
     for start in range(0, len(texts), EMBED_BATCH * 4):
-        chunks.append(embeddings.embed(texts[start:start + EMBED_BATCH * 4]))
+        chunks.append(embeddings.embed(texts[start : start + EMBED_BATCH * 4]))
         _progress(f"  embedded {min(start + EMBED_BATCH * 4, len(texts))}/{len(texts)} turns")
     return np.concatenate(chunks)
 
@@ -396,29 +415,46 @@ def eval_session_id(user_id: uuid.UUID, session: str) -> str:
     return f"{EVAL_MARKER}:{user_id}:{session}"
 
 
-def insert_turns(conninfo: str, turns: Sequence[EvalTurn], vectors: np.ndarray,
-                 user_ids: dict[str, uuid.UUID]) -> dict[int, str]:
+def insert_turns(
+    conninfo: str, turns: Sequence[EvalTurn], vectors: np.ndarray, user_ids: dict[str, uuid.UUID]
+) -> dict[int, str]:
     """Insert all turns (and their sessions) in one transaction; return {database row id: eval turn id}."""
     by_key = {(user_ids[t.user], eval_session_id(user_ids[t.user], t.session), t.turn): t.id for t in turns}
     with db.admin_connection(conninfo) as conn, conn.transaction(), conn.cursor() as cur:
         sessions = sorted({(eval_session_id(user_ids[t.user], t.session), user_ids[t.user]) for t in turns})
-        cur.executemany("insert into public.sessions (session_id, user_id, room_name) values (%s, %s, %s)",
-                        [(s, u, EVAL_MARKER) for s, u in sessions])
+        cur.executemany(
+            "insert into public.sessions (session_id, user_id, room_name) values (%s, %s, %s)",
+            [(s, u, EVAL_MARKER) for s, u in sessions],
+        )
         # One COPY: the lexicon statistics are updated once for the whole load.
-        with cur.copy("copy public.conversation_turns (user_id, session_id, turn_index, speaker, content, "
-                      "created_at, embedding) from stdin") as copy:
-            for t, v in zip(turns, vectors):
+        with cur.copy(
+            "copy public.conversation_turns (user_id, session_id, turn_index, speaker, content, "
+            "created_at, embedding) from stdin"
+        ) as copy:
+            for t, v in zip(turns, vectors, strict=True):
                 user_id = user_ids[t.user]
-                copy.write_row((user_id, eval_session_id(user_id, t.session), t.turn, t.speaker, t.content,
-                                t.date or datetime.now(timezone.utc), db.vector_literal(v)))
-        cur.execute("select id, user_id, session_id, turn_index from public.conversation_turns "
-                    "where user_id = any(%s)", (sorted(set(user_ids.values())),))
+                copy.write_row(
+                    (
+                        user_id,
+                        eval_session_id(user_id, t.session),
+                        t.turn,
+                        t.speaker,
+                        t.content,
+                        t.date or datetime.now(UTC),
+                        db.vector_literal(v),
+                    )
+                )
+        cur.execute(
+            "select id, user_id, session_id, turn_index from public.conversation_turns where user_id = any(%s)",
+            (sorted(set(user_ids.values())),),
+        )
         return {row[0]: by_key[(row[1], row[2], row[3])] for row in cur.fetchall()}
 
 
 # ---------------------------------------------------------------------------
 # Running the queries and scoring them
 # ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class QueryResult:
@@ -443,25 +479,56 @@ class QueryEmbeddings:
         return vector
 
 
-def run_queries(conninfo: str, queries: Sequence[EvalQuery], user_ids: dict[str, uuid.UUID],
-                row_ids: dict[Any, str], *, mode: str, params: RrfParams, top_k: int, text_match: str,
-                embed: Callable[[str], np.ndarray], as_turns: bool = False, candidates: int | None = None,
-                on_result: Callable[[QueryResult], None] | None = None) -> list[QueryResult]:
+def run_queries(
+    conninfo: str,
+    queries: Sequence[EvalQuery],
+    user_ids: dict[str, uuid.UUID],
+    row_ids: dict[Any, str],
+    *,
+    mode: str,
+    params: RrfParams,
+    top_k: int,
+    text_match: str,
+    embed: Callable[[str], np.ndarray],
+    as_turns: bool = False,
+    candidates: int | None = None,
+    on_result: Callable[[QueryResult], None] | None = None,
+) -> list[QueryResult]:
     results = []
     for number, query in enumerate(queries, start=1):
         scope = db.Scope.service(user_ids[query.user])
         if as_turns:
-            search = search_conversations(scope, query.query, limit=top_k, params=params, mode=mode,
-                                          text_match=text_match, candidates=candidates, embed=embed,
-                                          conninfo=conninfo)
+            search = search_conversations(
+                scope,
+                query.query,
+                limit=top_k,
+                params=params,
+                mode=mode,
+                text_match=text_match,
+                candidates=candidates,
+                embed=embed,
+                conninfo=conninfo,
+            )
         else:
-            search = search_memories(scope, query.query, limit=top_k, params=params, mode=mode,
-                                     text_match=text_match, embed=embed, conninfo=conninfo)
+            search = search_memories(
+                scope,
+                query.query,
+                limit=top_k,
+                params=params,
+                mode=mode,
+                text_match=text_match,
+                embed=embed,
+                conninfo=conninfo,
+            )
         if search.degraded_reason:
             raise PlaygroundError(search.degraded_reason)  # a measurement must not silently change mode
         hits = [
-            {"id": row_ids.get(hit.id, str(hit.id)), "rrf_score": hit.rrf_score,
-             "vector_rank": hit.vector_rank, "text_rank": hit.text_rank}
+            {
+                "id": row_ids.get(hit.id, str(hit.id)),
+                "rrf_score": hit.rrf_score,
+                "vector_rank": hit.vector_rank,
+                "text_rank": hit.text_rank,
+            }
             for hit in search.hits
         ]
         result = QueryResult(id=query.id, hits=hits, latency_ms=search.latency_ms)
@@ -486,11 +553,15 @@ def score(results: Sequence[QueryResult], qrels: dict[str, list[str]], top_k: in
     ranked = [[hit["id"] for hit in r.hits[:top_k]] for r in judged]
     relevant = [set(qrels[r.id]) for r in judged]
     for k in cutoffs_for(top_k):
-        metrics[f"recall@{k}"] = float(np.mean([len(rel & set(ids[:k])) / len(rel) for ids, rel in zip(ranked, relevant)]))
+        metrics[f"recall@{k}"] = float(
+            np.mean([len(rel & set(ids[:k])) / len(rel) for ids, rel in zip(ranked, relevant, strict=True)])
+        )
     for k in cutoffs_for(top_k):
-        metrics[f"hit@{k}"] = float(np.mean([bool(rel & set(ids[:k])) for ids, rel in zip(ranked, relevant)]))
+        metrics[f"hit@{k}"] = float(
+            np.mean([bool(rel & set(ids[:k])) for ids, rel in zip(ranked, relevant, strict=True)])
+        )
     reciprocal = []
-    for ids, rel in zip(ranked, relevant):
+    for ids, rel in zip(ranked, relevant, strict=True):
         first = next((rank for rank, memory_id in enumerate(ids, start=1) if memory_id in rel), None)
         reciprocal.append(1.0 / first if first else 0.0)
     metrics["mrr"] = float(np.mean(reciprocal))
@@ -499,8 +570,12 @@ def score(results: Sequence[QueryResult], qrels: dict[str, list[str]], top_k: in
 
 def latency_summary(results: Sequence[QueryResult]) -> dict[str, float]:
     values = np.array([r.latency_ms for r in results], dtype=float)
-    return {"p50": round(float(np.percentile(values, 50)), 2), "p95": round(float(np.percentile(values, 95)), 2),
-            "mean": round(float(values.mean()), 2), "max": round(float(values.max()), 2)}
+    return {
+        "p50": round(float(np.percentile(values, 50)), 2),
+        "p95": round(float(np.percentile(values, 95)), 2),
+        "mean": round(float(values.mean()), 2),
+        "max": round(float(values.max()), 2),
+    }
 
 
 def format_table(modes: dict[str, dict[str, float]]) -> str:
@@ -515,15 +590,16 @@ def format_table(modes: dict[str, dict[str, float]]) -> str:
 # CLI
 # ---------------------------------------------------------------------------
 
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m core.eval_retrieval",
         description="Measure memory retrieval (vector, full-text and hybrid RRF) on your own labelled data, "
-                    "through the same SQL function the app uses.",
+        "through the same SQL function the app uses.",
         epilog=(
-            "Files are JSON Lines. memories: {\"user\", \"id\", \"memory_type\", \"content\"}, or with "
-            "--as-turns {\"user\", \"id\", \"session\", \"turn\", \"speaker\", \"date\", \"content\"}; "
-            "queries: {\"user\", \"id\", \"query\"}; qrels: {\"id\": query id, \"relevant\": [memory ids]}. "
+            'Files are JSON Lines. memories: {"user", "id", "memory_type", "content"}, or with '
+            '--as-turns {"user", "id", "session", "turn", "speaker", "date", "content"}; '
+            'queries: {"user", "id", "query"}; qrels: {"id": query id, "relevant": [memory ids]}. '
             "Without --database-url the memories go into a fresh embedded Postgres in a temporary directory "
             "that is deleted at exit. With --database-url, this project's migrations are applied there if they "
             "are missing, one anonymous auth.users row per eval user is created (marked "
@@ -533,55 +609,198 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--memories", required=True, type=Path, metavar="M.jsonl", help="the memories to search")
-    parser.add_argument("--as-turns", action="store_true",
-                        help="read the memories file as conversation turns (user, id, session, turn, speaker, "
-                             "date, content) and search them through the conversation tier")
+    parser.add_argument(
+        "--as-turns",
+        action="store_true",
+        help="read the memories file as conversation turns (user, id, session, turn, speaker, "
+        "date, content) and search them through the conversation tier",
+    )
     parser.add_argument("--queries", required=True, type=Path, metavar="Q.jsonl", help="the questions to ask")
-    parser.add_argument("--qrels", type=Path, metavar="R.jsonl",
-                        help="relevance judgements; adds a summary of all three modes at the end")
+    parser.add_argument(
+        "--qrels",
+        type=Path,
+        metavar="R.jsonl",
+        help="relevance judgements; adds a summary of all three modes at the end",
+    )
     parser.add_argument("--top-k", type=int, default=10, metavar="K", help="hits per query (1-200, default 10)")
-    parser.add_argument("--mode", choices=("hybrid", "vector", "text"), default="hybrid",
-                        help="which ranking the per-query lines show (default hybrid)")
+    parser.add_argument(
+        "--mode",
+        choices=("hybrid", "vector", "text"),
+        default="hybrid",
+        help="which ranking the per-query lines show (default hybrid)",
+    )
     settings = get_settings()
-    parser.add_argument("--weights", default=None, metavar="V,T",
-                        help="RRF weights of the vector and text branches (default: the app's, "
-                             f"{settings.rrf_vector_weight:g},{settings.rrf_text_weight:g})")
-    parser.add_argument("--rrf-k", type=int, default=None, metavar="K",
-                        help=f"RRF k constant (default: the app's, {settings.rrf_k})")
-    parser.add_argument("--candidates", type=int, default=None, metavar="N",
-                        help="with --as-turns: turns each branch ranks before fusion (default 4 * --top-k)")
-    parser.add_argument("--text-match", choices=("any", "all"), default="any",
-                        help="text branch: 'any' ORs the query's lexemes (the app's default); "
-                             "'all' is websearch_to_tsquery's AND of every term")
-    parser.add_argument("--database-url", metavar="URL",
-                        help="use this Postgres instead of a throwaway embedded one (see below: it gets "
-                             "temporary users that are removed at the end)")
+    parser.add_argument(
+        "--weights",
+        default=None,
+        metavar="V,T",
+        help="RRF weights of the vector and text branches (default: the app's, "
+        f"{settings.rrf_vector_weight:g},{settings.rrf_text_weight:g})",
+    )
+    parser.add_argument(
+        "--rrf-k", type=int, default=None, metavar="K", help=f"RRF k constant (default: the app's, {settings.rrf_k})"
+    )
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --as-turns: turns each branch ranks before fusion (default 4 * --top-k)",
+    )
+    parser.add_argument(
+        "--text-match",
+        choices=("any", "all"),
+        default="any",
+        help="text branch: 'any' ORs the query's lexemes (the app's default); "
+        "'all' is websearch_to_tsquery's AND of every term",
+    )
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="use this Postgres instead of a throwaway embedded one (see below: it gets "
+        "temporary users that are removed at the end)",
+    )
     return parser
 
 
-def _raise_on_sigterm(signum, frame):  # noqa: ARG001 - signal handler signature
+def _raise_on_sigterm(signum, frame):
     raise SystemExit(128 + signum)  # runs the finally blocks and atexit handlers: users and temp dirs go
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    params: RrfParams
+    memories: list[EvalMemory] | list[EvalTurn]
+    users: list[str]
+    queries: list[EvalQuery]
+    qrels: dict[str, list[str]] | None
+
+
+def _read_inputs(args: argparse.Namespace) -> _Inputs:
+    """Every input file read and checked before any database work (EvalInputError names the problem)."""
+    if not 1 <= args.top_k <= MAX_TOP_K:
+        raise EvalInputError(f"--top-k must be between 1 and {MAX_TOP_K} (got {args.top_k}).")
+    params = parse_params(args.weights, args.rrf_k)
+    if args.candidates is not None and not args.as_turns:
+        raise EvalInputError("--candidates applies to conversation turns; add --as-turns.")
+    if args.candidates is not None and not 1 <= args.candidates <= 1000:
+        raise EvalInputError(f"--candidates must be between 1 and 1000 (got {args.candidates}).")
+    memories = load_turns(args.memories) if args.as_turns else load_memories(args.memories)
+    users = list(dict.fromkeys(m.user for m in memories))
+    queries = load_queries(args.queries, set(users))
+    qrels = load_qrels(args.qrels, queries, memories) if args.qrels else None
+    return _Inputs(params, memories, users, queries, qrels)
+
+
+def _evaluate(
+    args: argparse.Namespace, inputs: _Inputs, conninfo: str, created: dict[str, uuid.UUID], out: TextIO
+) -> None:
+    """Load the memories for temporary users (recorded in `created` as they are made), print one line per
+    query, and with qrels the summary of every mode."""
+    what = "turns" if args.as_turns else "memories"
+    _progress(f"{len(inputs.memories)} {what} of {len(inputs.users)} users, {len(inputs.queries)} queries")
+    vectors = embed_turns(inputs.memories) if args.as_turns else embed_memories(inputs.memories)
+    created.update(create_users(conninfo, inputs.users))
+    if args.as_turns:
+        row_ids = insert_turns(conninfo, inputs.memories, vectors, created)
+    else:
+        row_ids = insert_memories(conninfo, inputs.memories, vectors, created)
+
+    def emit(result: QueryResult) -> None:
+        out.write(json.dumps(result.as_dict()) + "\n")
+        out.flush()
+
+    # One unmeasured search first, so the first query's latency is not the pool's and the planner's warm-up.
+    warm_scope = db.Scope.service(created[inputs.queries[0].user])
+    if args.as_turns:
+        search_conversations(
+            warm_scope,
+            "warm up",
+            limit=args.top_k,
+            params=inputs.params,
+            text_match=args.text_match,
+            candidates=args.candidates,
+            conninfo=conninfo,
+        )
+    else:
+        search_memories(
+            warm_scope,
+            "warm up",
+            limit=args.top_k,
+            params=inputs.params,
+            text_match=args.text_match,
+            conninfo=conninfo,
+        )
+    run = {
+        "conninfo": conninfo,
+        "queries": inputs.queries,
+        "user_ids": created,
+        "row_ids": row_ids,
+        "params": inputs.params,
+        "top_k": args.top_k,
+        "text_match": args.text_match,
+        "embed": QueryEmbeddings(),
+        "as_turns": args.as_turns,
+        "candidates": args.candidates,
+    }
+    printed = run_queries(mode=args.mode, on_result=emit, **run)
+    if inputs.qrels is not None:
+        by_mode = {args.mode: printed}
+        for mode in MODES:
+            if mode not in by_mode:
+                by_mode[mode] = run_queries(mode=mode, **run)
+        _print_summary(args, inputs, by_mode, out)
+
+
+def _print_summary(
+    args: argparse.Namespace, inputs: _Inputs, by_mode: dict[str, list[QueryResult]], out: TextIO
+) -> None:
+    modes = {mode: score(by_mode[mode], inputs.qrels, args.top_k) for mode in MODES}
+    printed = by_mode[args.mode]
+    summary = {
+        "queries": len(inputs.queries),
+        "judged": sum(1 for q in inputs.queries if q.id in inputs.qrels),
+        "memories": len(inputs.memories),
+        "tier": "conversation turns" if args.as_turns else "memories",
+        "users": len(inputs.users),
+        "top_k": args.top_k,
+        "text_match": args.text_match,
+        "weights": [inputs.params.vector_weight, inputs.params.text_weight],
+        "rrf_k": inputs.params.k,
+        **({"candidates": args.candidates or 4 * args.top_k} if args.as_turns else {}),
+        "modes": modes,
+        "latency_ms": {"mode": args.mode, **latency_summary(printed)},
+    }
+    out.write(json.dumps({"summary": summary}) + "\n")
+    out.flush()
+    if summary["judged"]:
+        _progress(format_table(modes))
+    _progress(
+        f"latency ({args.mode}, incl. query embedding): p50 {summary['latency_ms']['p50']} ms, "
+        f"p95 {summary['latency_ms']['p95']} ms"
+    )
+
+
+def _remove_eval_users(conninfo: str, created: dict[str, uuid.UUID]) -> None:
+    try:
+        removed = remove_users(conninfo, list(created.values()))
+        _progress(f"removed the {removed} evaluation user(s) and their memories and turns")
+    except (PlaygroundError, psycopg.Error) as exc:
+        print(
+            f"warning: could not remove the evaluation users ({exc}); they are marked "
+            f"raw_app_meta_data.provider = '{EVAL_MARKER}'",
+            file=sys.stderr,
+        )
 
 
 def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
     out = stdout or sys.stdout
     args = build_parser().parse_args(argv)
     try:
-        if not 1 <= args.top_k <= MAX_TOP_K:
-            raise EvalInputError(f"--top-k must be between 1 and {MAX_TOP_K} (got {args.top_k}).")
-        params = parse_params(args.weights, args.rrf_k)
-        if args.candidates is not None and not args.as_turns:
-            raise EvalInputError("--candidates applies to conversation turns; add --as-turns.")
-        if args.candidates is not None and not 1 <= args.candidates <= 1000:
-            raise EvalInputError(f"--candidates must be between 1 and 1000 (got {args.candidates}).")
-        memories = load_turns(args.memories) if args.as_turns else load_memories(args.memories)
-        users = list(dict.fromkeys(m.user for m in memories))
-        queries = load_queries(args.queries, set(users))
-        qrels = load_qrels(args.qrels, queries, memories) if args.qrels else None
+        inputs = _read_inputs(args)
     except EvalInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-
     created: dict[str, uuid.UUID] = {}
     conninfo = args.database_url
     try:
@@ -591,57 +810,7 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
         else:
             context = throwaway_embedded()
         with context as conninfo:
-            what = "turns" if args.as_turns else "memories"
-            _progress(f"{len(memories)} {what} of {len(users)} users, {len(queries)} queries")
-            vectors = embed_turns(memories) if args.as_turns else embed_memories(memories)
-            created = create_users(conninfo, users)
-            if args.as_turns:
-                row_ids = insert_turns(conninfo, memories, vectors, created)
-            else:
-                row_ids = insert_memories(conninfo, memories, vectors, created)
-
-            def emit(result: QueryResult) -> None:
-                out.write(json.dumps(result.as_dict()) + "\n")
-                out.flush()
-
-            # One unmeasured search first, so the first query's latency is not the pool's and the planner's warm-up.
-            warm_scope = db.Scope.service(created[queries[0].user])
-            if args.as_turns:
-                search_conversations(warm_scope, "warm up", limit=args.top_k, params=params,
-                                     text_match=args.text_match, candidates=args.candidates, conninfo=conninfo)
-            else:
-                search_memories(warm_scope, "warm up", limit=args.top_k, params=params, text_match=args.text_match,
-                                conninfo=conninfo)
-            run = dict(conninfo=conninfo, queries=queries, user_ids=created, row_ids=row_ids, params=params,
-                       top_k=args.top_k, text_match=args.text_match, embed=QueryEmbeddings(),
-                       as_turns=args.as_turns, candidates=args.candidates)
-            printed = run_queries(mode=args.mode, on_result=emit, **run)
-            if qrels is not None:
-                by_mode = {args.mode: printed}
-                for mode in MODES:
-                    if mode not in by_mode:
-                        by_mode[mode] = run_queries(mode=mode, **run)
-                modes = {mode: score(by_mode[mode], qrels, args.top_k) for mode in MODES}
-                summary = {
-                    "queries": len(queries),
-                    "judged": sum(1 for q in queries if q.id in qrels),
-                    "memories": len(memories),
-                    "tier": "conversation turns" if args.as_turns else "memories",
-                    "users": len(users),
-                    "top_k": args.top_k,
-                    "text_match": args.text_match,
-                    "weights": [params.vector_weight, params.text_weight],
-                    "rrf_k": params.k,
-                    **({"candidates": args.candidates or 4 * args.top_k} if args.as_turns else {}),
-                    "modes": modes,
-                    "latency_ms": {"mode": args.mode, **latency_summary(printed)},
-                }
-                out.write(json.dumps({"summary": summary}) + "\n")
-                out.flush()
-                if summary["judged"]:
-                    _progress(format_table(modes))
-                _progress(f"latency ({args.mode}, incl. query embedding): p50 {summary['latency_ms']['p50']} ms, "
-                          f"p95 {summary['latency_ms']['p95']} ms")
+            _evaluate(args, inputs, conninfo, created, out)
     except EvalInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -657,12 +826,7 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
         return 1
     finally:
         if created and args.database_url:
-            try:
-                removed = remove_users(conninfo, list(created.values()))
-                _progress(f"removed the {removed} evaluation user(s) and their memories and turns")
-            except (PlaygroundError, psycopg.Error) as exc:
-                print(f"warning: could not remove the evaluation users ({exc}); they are marked "
-                      f"raw_app_meta_data.provider = '{EVAL_MARKER}'", file=sys.stderr)
+            _remove_eval_users(conninfo, created)
         db.close_pools()
     return 0
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import os
 import re
 import secrets
@@ -26,9 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import jwt
+from psycopg import errors as pg_errors
 
 from core.config import get_settings
-from core.errors import AuthError, InvalidInput
+from core.db import admin_connection
+from core.errors import AuthError, AuthUnavailable, InvalidInput
+
+log = logging.getLogger("memory_playground.identity")
 
 EMBEDDED_ISSUER = "memory-playground/auth/v1"
 AUDIENCE = "authenticated"
@@ -44,6 +49,7 @@ class VerifiedUser:
     claims: dict[str, Any] = field(repr=False)
     is_anonymous: bool = True
     email: str | None = None
+    pending_email: str | None = None  # added, waiting for its confirmation link (hosted only)
 
 
 @dataclass(frozen=True)
@@ -54,20 +60,25 @@ class AuthSession:
     user_id: uuid.UUID
     is_anonymous: bool
     email: str | None = None
+    pending_email: str | None = None  # see VerifiedUser.pending_email
 
 
 # ---------------------------------------------------------------------------
 # Public interface
 # ---------------------------------------------------------------------------
 
+
 def sign_in_anonymously() -> AuthSession:
     return _issuer().sign_in_anonymously()
 
 
-def verify(access_token: str | None) -> VerifiedUser:
+def verify(access_token: str | None, *, use_cache: bool = True) -> VerifiedUser:
+    """The user the auth server vouches for. The hosted issuer remembers an accepted token
+    for a few seconds (Streamlit reruns often); use_cache=False asks the server regardless,
+    for moments that must see a revocation at once (a new browser session)."""
     if not access_token or not isinstance(access_token, str) or len(access_token) > 8192:
         raise AuthError("No valid access token; sign in again.")
-    return _issuer().verify(access_token)
+    return _issuer().verify(access_token, use_cache=use_cache)
 
 
 def refresh(refresh_token: str | None) -> AuthSession:
@@ -144,7 +155,8 @@ def jwt_secret() -> str:
     return secret
 
 
-def _hash_refresh_token(token: str) -> str:
+def hash_refresh_token(token: str) -> str:
+    """How a refresh token is kept wherever it must be recognised later: never in clear."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
@@ -172,12 +184,11 @@ class EmbeddedIssuer:
         self.conninfo = conninfo
 
     def _connection(self):
-        from core.db import admin_connection
-
         return admin_connection(self.conninfo)
 
-    def _issue(self, conn, user_id: uuid.UUID, *, is_anonymous: bool, email: str | None,
-               parent_hash: str | None = None) -> AuthSession:
+    def _issue(
+        self, conn, user_id: uuid.UUID, *, is_anonymous: bool, email: str | None, parent_hash: str | None = None
+    ) -> AuthSession:
         settings = get_settings()
         now = int(time.time())
         expires_at = now + settings.access_token_ttl_seconds
@@ -196,19 +207,18 @@ class EmbeddedIssuer:
         refresh_token = secrets.token_urlsafe(32)
         conn.execute(
             "insert into auth.refresh_tokens (token_hash, user_id, parent_hash) values (%s, %s, %s)",
-            (_hash_refresh_token(refresh_token), user_id, parent_hash),
+            (hash_refresh_token(refresh_token), user_id, parent_hash),
         )
         conn.execute("update auth.users set last_sign_in_at = now() where id = %s", (user_id,))
         return AuthSession(access_token, refresh_token, expires_at, user_id, is_anonymous, email)
 
     def sign_in_anonymously(self) -> AuthSession:
         with self._connection() as conn, conn.transaction():
-            user_id = conn.execute(
-                "insert into auth.users (is_anonymous) values (true) returning id"
-            ).fetchone()[0]
+            user_id = conn.execute("insert into auth.users (is_anonymous) values (true) returning id").fetchone()[0]
             return self._issue(conn, user_id, is_anonymous=True, email=None)
 
-    def verify(self, access_token: str) -> VerifiedUser:
+    def verify(self, access_token: str, *, use_cache: bool = True) -> VerifiedUser:
+        del use_cache  # nothing cached: every call checks the signature and the user row
         try:
             claims = jwt.decode(
                 access_token,
@@ -235,7 +245,7 @@ class EmbeddedIssuer:
         return VerifiedUser(user_id=user_id, claims=claims, is_anonymous=row[0], email=row[1])
 
     def refresh(self, refresh_token: str) -> AuthSession:
-        token_hash = _hash_refresh_token(refresh_token)
+        token_hash = hash_refresh_token(refresh_token)
         with self._connection() as conn:
             with conn.transaction():
                 row = conn.execute(
@@ -247,20 +257,24 @@ class EmbeddedIssuer:
                     raise AuthError("The refresh token is not valid; sign in again.")
                 user_id, revoked, is_anonymous, email = row
                 if not revoked:
-                    conn.execute("update auth.refresh_tokens set revoked = true, updated_at = now() "
-                                 "where token_hash = %s", (token_hash,))
+                    conn.execute(
+                        "update auth.refresh_tokens set revoked = true, updated_at = now() where token_hash = %s",
+                        (token_hash,),
+                    )
                     return self._issue(conn, user_id, is_anonymous=is_anonymous, email=email, parent_hash=token_hash)
                 # A used token presented again: someone may have copied it. Revoke the family,
                 # and commit that before refusing (raising inside the transaction would roll it back).
-                conn.execute("update auth.refresh_tokens set revoked = true, updated_at = now() where user_id = %s",
-                             (user_id,))
+                conn.execute(
+                    "update auth.refresh_tokens set revoked = true, updated_at = now() where user_id = %s", (user_id,)
+                )
             raise AuthError("The refresh token was already used; sign in again.")
 
     def upgrade_to_email(self, session: AuthSession, email: str, password: str) -> AuthSession:
         verified = self.verify(session.access_token)
         with self._connection() as conn, conn.transaction():
-            taken = conn.execute("select 1 from auth.users where email = %s and id <> %s",
-                                 (email, verified.user_id)).fetchone()
+            taken = conn.execute(
+                "select 1 from auth.users where email = %s and id <> %s", (email, verified.user_id)
+            ).fetchone()
             if taken:
                 raise InvalidInput("That email is already used by another account; sign in with it instead.")
             conn.execute(
@@ -280,8 +294,10 @@ class EmbeddedIssuer:
 
     def sign_out(self, session: AuthSession) -> None:
         with self._connection() as conn:
-            conn.execute("update auth.refresh_tokens set revoked = true, updated_at = now() where token_hash = %s",
-                         (_hash_refresh_token(session.refresh_token),))
+            conn.execute(
+                "update auth.refresh_tokens set revoked = true, updated_at = now() where token_hash = %s",
+                (hash_refresh_token(session.refresh_token),),
+            )
 
 
 # ---------------------------------------------------------------------------
@@ -290,6 +306,75 @@ class EmbeddedIssuer:
 
 _verified_cache: dict[str, tuple[float, VerifiedUser]] = {}
 _VERIFIED_CACHE_SECONDS = 30.0  # Streamlit reruns often; ask Supabase at most this often per token
+
+# Supabase Auth error codes that are about the project's settings, not the visitor:
+# say which setting to change.
+_SETTING_HINTS = {
+    "anonymous_provider_disabled": "Supabase Auth at {url} has anonymous sign-ins turned off; enable them in the "
+    "Supabase dashboard under Authentication → Sign In / Providers.",
+    "signup_disabled": "Supabase Auth at {url} does not accept new users; turn on “Allow new users to sign up” "
+    "under Authentication → Sign In / Providers.",
+    "over_request_rate_limit": "Supabase Auth is rate-limiting sign-ins from this server ({message}); try again in "
+    "a few minutes, or raise the limits under Authentication → Rate Limits (every "
+    "visitor signs in from this server's address).",
+}
+
+_http_client = None
+_http_client_lock = threading.Lock()
+
+
+def _shared_http_client():
+    """One connection pool for every call to Supabase Auth (httpx.Client is thread-safe),
+    instead of a new TLS connection per verification."""
+    global _http_client
+    with _http_client_lock:
+        if _http_client is None:
+            import httpx
+
+            _http_client = httpx.Client(timeout=httpx.Timeout(10.0, connect=5.0), follow_redirects=True)
+        return _http_client
+
+
+def _mirror_into_local_auth_users(user_id: uuid.UUID, *, is_anonymous: bool, email: str | None) -> None:
+    """With Supabase Auth but the embedded database, keep the visitor's row in the
+    local auth.users (the shim's) so foreign keys, the profile trigger and RLS work
+    exactly as in a Supabase project, where Supabase Auth writes that table itself.
+    Never called for a DATABASE_URL: a Supabase project's auth.users is not ours to write."""
+    source = get_settings().supabase_url
+    upsert = (
+        "insert into auth.users (id, is_anonymous, email, email_confirmed_at, last_sign_in_at, "
+        "raw_app_meta_data) "
+        "values (%s, %s, %s, case when %s::text is null then null else now() end, now(), "
+        "jsonb_build_object('mirrored_from', %s::text)) "
+        "on conflict (id) do update set is_anonymous = excluded.is_anonymous, email = excluded.email, "
+        "email_confirmed_at = coalesce(auth.users.email_confirmed_at, excluded.email_confirmed_at), "
+        "updated_at = now() "
+        "where auth.users.is_anonymous is distinct from excluded.is_anonymous "
+        "or auth.users.email is distinct from excluded.email"
+    )
+    with admin_connection() as conn, conn.transaction():
+        if email:
+            # Supabase keeps emails unique, so another mirrored row with this email is stale
+            # (a user of a previously configured project, or one who changed address).
+            conn.execute(
+                "update auth.users set email = null, updated_at = now() where email = %s "
+                "and id <> %s and raw_app_meta_data ? 'mirrored_from'",
+                (email, user_id),
+            )
+        try:
+            with conn.transaction():  # a savepoint, so the fallback below can still run
+                conn.execute(upsert, (user_id, is_anonymous, email, email, source))
+        except pg_errors.UniqueViolation:
+            # A user the embedded issuer created holds this email. Supabase decides who is who;
+            # the local row only needs the id, so keep it without the email.
+            log.warning("email of Supabase user %s is taken by a local user; mirrored without it", user_id)
+            email = None
+            conn.execute(upsert, (user_id, is_anonymous, None, None, source))
+        if email:
+            conn.execute(
+                "update public.profiles set email = %s where id = %s and email is distinct from %s",
+                (email, user_id, email),
+            )
 
 
 class SupabaseAuthIssuer:
@@ -301,50 +386,88 @@ class SupabaseAuthIssuer:
         from supabase_auth import SyncGoTrueClient
 
         # A fresh client per call: the client object holds one session and is not thread-safe.
+        # The HTTP connection pool underneath is shared.
         return SyncGoTrueClient(
             url=f"{self.url}/auth/v1",
             headers={"apikey": self.anon_key, "Authorization": f"Bearer {self.anon_key}"},
             auto_refresh_token=False,
             persist_session=False,
+            http_client=_shared_http_client(),
         )
 
-    @staticmethod
-    def _session(response) -> AuthSession:
+    def _session(self, response) -> AuthSession:
         session = getattr(response, "session", None)
         if session is None:
             raise AuthError("Supabase Auth returned no session (is anonymous sign-in enabled for the project?).")
         user = session.user
-        return AuthSession(
+        auth = AuthSession(
             access_token=session.access_token,
             refresh_token=session.refresh_token,
             expires_at=int(session.expires_at or time.time() + (session.expires_in or 3600)),
             user_id=uuid.UUID(str(user.id)),
             is_anonymous=bool(getattr(user, "is_anonymous", False)),
             email=user.email or None,
+            pending_email=getattr(user, "new_email", None) or None,
         )
+        if get_settings().embedded_database:
+            _mirror_into_local_auth_users(auth.user_id, is_anonymous=auth.is_anonymous, email=auth.email)
+        return auth
 
     def _call(self, fn, *args, **kwargs):
+        from supabase_auth.errors import AuthApiError, AuthRetryableError, AuthUnknownError
         from supabase_auth.errors import AuthError as SupabaseError
-        from supabase_auth.errors import AuthRetryableError
 
         try:
             return fn(*args, **kwargs)
-        except AuthRetryableError as exc:  # supabase_auth's wrapper for transport errors and 502/503/504
-            raise AuthError(f"Supabase Auth is not reachable at {self.url} right now ({exc.message}); "
-                            "try again in a moment.") from None
+        except AuthRetryableError as exc:  # transport errors and 502/503/504
+            raise AuthUnavailable(
+                f"Supabase Auth is not reachable at {self.url} ({_short(exc.message)}); "
+                "check SUPABASE_URL, or try again in a moment if it is correct."
+            ) from None
+        except AuthApiError as exc:
+            if exc.status >= 500:
+                raise AuthUnavailable(
+                    f"Supabase Auth at {self.url} failed ({_short(exc.message)}); try again in a moment.", code=exc.code
+                ) from None
+            if exc.code in _SETTING_HINTS:
+                raise AuthError(
+                    _SETTING_HINTS[exc.code].format(url=self.url, message=_short(exc.message)), code=exc.code
+                ) from None
+            if exc.status == 401 and not exc.code:  # the API gateway refused the key
+                raise AuthError(
+                    f"Supabase Auth refused: {_short(exc.message)}; check SUPABASE_ANON_KEY "
+                    "(the project's anon / publishable key).",
+                    code="invalid_api_key",
+                ) from None
+            raise AuthError(f"Supabase Auth refused: {_short(exc.message)}", code=exc.code) from None
+        except AuthUnknownError:  # an answer that is not Supabase Auth's JSON (a wrong URL, a proxy page)
+            raise AuthUnavailable(
+                f"The server at {self.url} did not answer like Supabase Auth; check "
+                "SUPABASE_URL (the project URL, e.g. https://<ref>.supabase.co)."
+            ) from None
         except SupabaseError as exc:
-            raise AuthError(f"Supabase Auth refused: {exc.message if hasattr(exc, 'message') else exc}") from None
-        except Exception as exc:  # httpx transport errors
-            raise AuthError(f"Supabase Auth is not reachable at {self.url}: {exc}") from None
+            raise AuthError(
+                f"Supabase Auth refused: {_short(getattr(exc, 'message', str(exc)))}", code=getattr(exc, "code", None)
+            ) from None
+        except Exception as exc:  # anything else from the transport
+            raise AuthUnavailable(
+                f"Supabase Auth is not reachable at {self.url} ({_short(str(exc))}); try again in a moment."
+            ) from None
 
     def sign_in_anonymously(self) -> AuthSession:
         return self._session(self._call(self._client().sign_in_anonymously))
 
-    def verify(self, access_token: str) -> VerifiedUser:
-        cached = _verified_cache.get(access_token)
+    def verify(self, access_token: str, *, use_cache: bool = True) -> VerifiedUser:
+        cached = _verified_cache.get(access_token) if use_cache else None
         if cached and cached[0] > time.monotonic():
             return cached[1]
-        response = self._call(self._client().get_user, access_token)
+        try:
+            response = self._call(self._client().get_user, access_token)
+        except AuthUnavailable:
+            raise
+        except AuthError:
+            _verified_cache.pop(access_token, None)  # refused now: stop trusting it in open pages too
+            raise
         user = getattr(response, "user", None)
         if user is None:
             raise AuthError("Supabase Auth did not accept the access token; sign in again.")
@@ -355,9 +478,13 @@ class SupabaseAuthIssuer:
         verified = VerifiedUser(
             user_id=uuid.UUID(str(user.id)),
             claims=claims,
+            # From the user record, not the token: confirming an email changes them before the next refresh.
             is_anonymous=bool(getattr(user, "is_anonymous", False)),
             email=user.email or None,
+            pending_email=getattr(user, "new_email", None) or None,
         )
+        if get_settings().embedded_database:
+            _mirror_into_local_auth_users(verified.user_id, is_anonymous=verified.is_anonymous, email=verified.email)
         if len(_verified_cache) > 10_000:
             _verified_cache.clear()
         _verified_cache[access_token] = (time.monotonic() + _VERIFIED_CACHE_SECONDS, verified)
@@ -369,10 +496,17 @@ class SupabaseAuthIssuer:
     def upgrade_to_email(self, session: AuthSession, email: str, password: str) -> AuthSession:
         client = self._client()
         self._call(client.set_session, session.access_token, session.refresh_token)
-        self._call(client.update_user, {"email": email, "password": password})
-        # The user id is unchanged; the next refresh carries the new email once confirmed.
+        updated = self._call(client.update_user, {"email": email, "password": password}).user
+        # The user id is unchanged. When the project confirms emails, the address waits in
+        # `new_email` until the emailed link is opened; the refreshed session says which.
         # No argument: set_session may already have rotated the refresh token (expired access token).
-        return self._session(self._call(client.refresh_session))
+        upgraded = self._session(self._call(client.refresh_session))
+        if upgraded.email != email and (getattr(updated, "new_email", None) or upgraded.pending_email) is None:
+            raise AuthError(
+                f"Supabase Auth accepted the change but the account does not show {email}; "
+                "reload the page to see its current state."
+            )
+        return upgraded
 
     def sign_in_with_password(self, email: str, password: str) -> AuthSession:
         client = self._client()
@@ -380,9 +514,19 @@ class SupabaseAuthIssuer:
 
     def sign_out(self, session: AuthSession) -> None:
         _verified_cache.pop(session.access_token, None)  # a signed-out token must not stay trusted here
+        import httpx
+        from supabase_auth.errors import AuthError as SupabaseError
+
         client = self._client()
         try:
             client.set_session(session.access_token, session.refresh_token)
             client.sign_out({"scope": "local"})
-        except Exception:
-            pass  # signing out of an already-dead session is not an error for the visitor
+        except (SupabaseError, httpx.HTTPError) as exc:
+            # an already-dead session (or a server that is down) is not an error for the visitor: it is dropped here
+            log.info("Supabase Auth did not sign out session of %s: %s", session.user_id, exc)
+
+
+def _short(message: Any, limit: int = 200) -> str:
+    text = " ".join(str(message or "no detail").split()).rstrip(".")
+    text = re.sub(r"^\[Errno -?\d+\] ", "", text)  # "[Errno 111] Connection refused" -> "Connection refused"
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -29,8 +29,13 @@ def _clean_document(doc: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def ingest(documents: Iterable[dict[str, Any]], *, conninfo: str | None = None, batch_size: int = 16,
-           progress: Callable[[int, int], None] | None = None) -> int:
+def ingest(
+    documents: Iterable[dict[str, Any]],
+    *,
+    conninfo: str | None = None,
+    batch_size: int = 16,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
     """Add documents whose title is not in the table yet; returns how many were added.
 
     Runs on the admin connection: knowledge is shared, no user writes it.
@@ -42,10 +47,10 @@ def ingest(documents: Iterable[dict[str, Any]], *, conninfo: str | None = None, 
         todo = [doc for doc in cleaned if doc["title"] not in existing]
         added = 0
         for start in range(0, len(todo), batch_size):
-            batch = todo[start:start + batch_size]
+            batch = todo[start : start + batch_size]
             vectors = embeddings.embed([f"{d['title']}\n{d['content']}" for d in batch])
             with conn.transaction():
-                for doc, vector in zip(batch, vectors):
+                for doc, vector in zip(batch, vectors, strict=True):
                     cur = conn.execute(
                         "insert into public.knowledge (title, content, category, embedding) "
                         "values (%s, %s, %s, %s::extensions.vector) on conflict (title) do nothing",

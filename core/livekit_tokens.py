@@ -16,7 +16,7 @@ import json
 import re
 import secrets
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -99,8 +99,9 @@ def mint_user_token(
         api.AccessToken(settings.livekit_api_key, settings.livekit_api_secret)
         .with_identity(user_id)
         .with_name(display_name or f"Visitor {user_id[:8]}")
-        .with_grants(api.VideoGrants(room_join=True, room=room_name, can_publish=True, can_subscribe=True,
-                                     can_publish_data=True))
+        .with_grants(
+            api.VideoGrants(room_join=True, room=room_name, can_publish=True, can_subscribe=True, can_publish_data=True)
+        )
         .with_room_config(room_config)
         .with_ttl(ttl)
         .to_jwt()
@@ -112,5 +113,5 @@ def mint_user_token(
         identity=user_id,
         agent_name=settings.agent_name,
         dispatch_metadata=metadata,
-        expires_at=datetime.now(timezone.utc) + ttl,
+        expires_at=datetime.now(UTC) + ttl,
     )

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from core import embeddings
 from core.db import Scope, transaction, vector_literal
 from core.errors import InvalidInput, NotFound
-from core.retrieval import MemorySearch, RrfParams, search_memories
 from core.text import clean_text, normalize_slot
 
 MAX_CONTENT_LENGTH = 2000
@@ -56,8 +55,9 @@ def _clean_session_id(session_id: str | None) -> str | None:
     return clean_text(session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)
 
 
-def remember(scope: Scope, memory_type: str, content: str, *, session_id: str | None = None,
-             embed=embeddings.embed_one) -> Remembered:
+def remember(
+    scope: Scope, memory_type: str, content: str, *, session_id: str | None = None, embed=embeddings.embed_one
+) -> Remembered:
     """Upsert the slot. The embedding is computed before the transaction, so a
     failure there leaves nothing written."""
     slot = normalize_slot(memory_type)
@@ -83,15 +83,17 @@ def remember(scope: Scope, memory_type: str, content: str, *, session_id: str | 
             (scope.user_id, slot, content, vector, session_id),
         )
         memory = Memory(**cur.fetchone())
-    return Remembered(memory=memory, created=previous is None,
-                      previous_content=previous["content"] if previous else None)
+    return Remembered(
+        memory=memory, created=previous is None, previous_content=previous["content"] if previous else None
+    )
 
 
 def recall(scope: Scope, memory_type: str) -> Memory:
     slot = normalize_slot(memory_type)
     with transaction(scope) as cur:
-        cur.execute(f"select {_COLUMNS} from public.memories where user_id = %s and memory_type = %s",
-                    (scope.user_id, slot))
+        cur.execute(
+            f"select {_COLUMNS} from public.memories where user_id = %s and memory_type = %s", (scope.user_id, slot)
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound(f"Nothing is remembered under {slot!r}.")
@@ -101,8 +103,10 @@ def recall(scope: Scope, memory_type: str) -> Memory:
 def forget(scope: Scope, memory_type: str) -> Memory:
     slot = normalize_slot(memory_type)
     with transaction(scope) as cur:
-        cur.execute(f"delete from public.memories where user_id = %s and memory_type = %s returning {_COLUMNS}",
-                    (scope.user_id, slot))
+        cur.execute(
+            f"delete from public.memories where user_id = %s and memory_type = %s returning {_COLUMNS}",
+            (scope.user_id, slot),
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound(f"Nothing is remembered under {slot!r}, so there was nothing to forget.")
@@ -111,8 +115,10 @@ def forget(scope: Scope, memory_type: str) -> Memory:
 
 def list_memories(scope: Scope) -> list[Memory]:
     with transaction(scope) as cur:
-        cur.execute(f"select {_COLUMNS} from public.memories where user_id = %s order by updated_at desc, memory_type",
-                    (scope.user_id,))
+        cur.execute(
+            f"select {_COLUMNS} from public.memories where user_id = %s order by updated_at desc, memory_type",
+            (scope.user_id,),
+        )
         return [Memory(**row) for row in cur.fetchall()]
 
 
@@ -128,8 +134,9 @@ def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.emb
     memory_id = _parse_memory_id(memory_id)
     content = clean_text(content, what="memory", max_length=MAX_CONTENT_LENGTH)
     with transaction(scope) as cur:
-        cur.execute("select memory_type from public.memories where id = %s and user_id = %s",
-                    (memory_id, scope.user_id))
+        cur.execute(
+            "select memory_type from public.memories where id = %s and user_id = %s", (memory_id, scope.user_id)
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound("That memory no longer exists.")
@@ -149,8 +156,10 @@ def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.emb
 def delete_memory(scope: Scope, memory_id) -> Memory:
     memory_id = _parse_memory_id(memory_id)
     with transaction(scope) as cur:
-        cur.execute(f"delete from public.memories where id = %s and user_id = %s returning {_COLUMNS}",
-                    (memory_id, scope.user_id))
+        cur.execute(
+            f"delete from public.memories where id = %s and user_id = %s returning {_COLUMNS}",
+            (memory_id, scope.user_id),
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound("That memory no longer exists.")
@@ -168,12 +177,7 @@ def export(scope: Scope) -> dict[str, Any]:
     memories = list_memories(scope)
     return {
         "user_id": str(scope.user_id),
-        "exported_at": datetime.now(timezone.utc).isoformat(),
+        "exported_at": datetime.now(UTC).isoformat(),
         "count": len(memories),
         "memories": [memory.as_dict() for memory in memories],
     }
-
-
-def search(scope: Scope, query: str, *, limit: int = 10, params: RrfParams | None = None,
-           embed=embeddings.embed_one) -> MemorySearch:
-    return search_memories(scope, query, limit=limit, params=params, embed=embed)

@@ -30,9 +30,14 @@ class Order:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "order_id": self.order_id, "customer_name": self.customer_name, "status": self.status,
-            "items": self.items, "total": f"{self.total:.2f}", "currency": self.currency,
-            "carrier": self.carrier, "tracking_number": self.tracking_number,
+            "order_id": self.order_id,
+            "customer_name": self.customer_name,
+            "status": self.status,
+            "items": self.items,
+            "total": f"{self.total:.2f}",
+            "currency": self.currency,
+            "carrier": self.carrier,
+            "tracking_number": self.tracking_number,
             "placed_at": self.placed_at.isoformat(),
             "estimated_delivery": self.estimated_delivery.isoformat() if self.estimated_delivery else None,
         }

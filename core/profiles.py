@@ -35,8 +35,11 @@ class Profile:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "id": str(self.id), "name": self.name, "email": self.email,
-            "preferred_language": self.preferred_language, "timezone": self.timezone,
+            "id": str(self.id),
+            "name": self.name,
+            "email": self.email,
+            "preferred_language": self.preferred_language,
+            "timezone": self.timezone,
             "preferences": self.preferences,
             "last_seen_at": self.last_seen_at.isoformat() if self.last_seen_at else None,
         }
@@ -86,7 +89,7 @@ def _clean_value(field_name: str, value):
             try:
                 value = json.loads(value)
             except json.JSONDecodeError:
-                raise InvalidInput("Preferences must be a JSON object, e.g. {\"units\": \"metric\"}.") from None
+                raise InvalidInput('Preferences must be a JSON object, e.g. {"units": "metric"}.') from None
         if not isinstance(value, dict):
             raise InvalidInput("Preferences must be a JSON object.")
         encoded = json.dumps(value, ensure_ascii=False)
@@ -112,13 +115,12 @@ def update_profile(scope: Scope, field_name: str, value) -> Profile:
     if field_name not in ALLOWED_FIELDS:
         raise InvalidInput(f"The profile field {field_name!r} cannot be changed; allowed: {', '.join(ALLOWED_FIELDS)}.")
     cleaned = _clean_value(field_name, value)
-    if field_name == "preferences":
-        assignment = "preferences = preferences || %s::jsonb"
-    else:
-        assignment = f"{field_name} = %s"  # field_name is from the allow-list above
+    # field_name is from the allow-list above
+    assignment = "preferences = preferences || %s::jsonb" if field_name == "preferences" else f"{field_name} = %s"
     with transaction(scope) as cur:
-        cur.execute(f"update public.profiles set {assignment} where id = %s returning {_COLUMNS}",
-                    (cleaned, scope.user_id))
+        cur.execute(
+            f"update public.profiles set {assignment} where id = %s returning {_COLUMNS}", (cleaned, scope.user_id)
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound("No profile exists for this user.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -123,11 +123,14 @@ class KnowledgeSearch:
     hits: list[KnowledgeHit]
     latency_ms: float
     embed_ms: float
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "latency_ms": round(self.latency_ms, 2), "embed_ms": round(self.embed_ms, 2),
-                "hits": [hit.as_dict() for hit in self.hits]}
+        return {
+            "query": self.query,
+            "latency_ms": round(self.latency_ms, 2),
+            "embed_ms": round(self.embed_ms, 2),
+            "hits": [hit.as_dict() for hit in self.hits],
+        }
 
 
 def _clean_limit(limit: int, maximum: int) -> int:
@@ -299,19 +302,36 @@ def search_conversations(
         exclude_session_id = clean_text(exclude_session_id, what="session id", max_length=200)
     started = time.perf_counter()
     vector, effective_mode, vector_weight, text_weight, query_text, degraded_reason = _branches(
-        mode, query, params, embed)
+        mode, query, params, embed
+    )
     embed_ms = (time.perf_counter() - started) * 1000
     with transaction(scope, conninfo=conninfo) as cur:
         cur.execute(
             "select * from public.match_conversation_turns_hybrid("
             "%s::extensions.vector, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            (vector, query_text, scope.user_id, limit, vector_weight, text_weight, params.k, text_match,
-             candidates, exclude_session_id),
+            (
+                vector,
+                query_text,
+                scope.user_id,
+                limit,
+                vector_weight,
+                text_weight,
+                params.k,
+                text_match,
+                candidates,
+                exclude_session_id,
+            ),
         )
         hits = [ConversationHit(**row) for row in cur.fetchall()]
-    return ConversationSearch(query=query, hits=hits, mode=effective_mode, params=params,
-                              latency_ms=(time.perf_counter() - started) * 1000, embed_ms=embed_ms,
-                              degraded_reason=degraded_reason)
+    return ConversationSearch(
+        query=query,
+        hits=hits,
+        mode=effective_mode,
+        params=params,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        embed_ms=embed_ms,
+        degraded_reason=degraded_reason,
+    )
 
 
 def search_knowledge(
@@ -340,5 +360,4 @@ def search_knowledge(
             (vector, query, limit, category, params.vector_weight, params.text_weight, params.k),
         )
         hits = [KnowledgeHit(**row) for row in cur.fetchall()]
-    return KnowledgeSearch(query=query, hits=hits, latency_ms=(time.perf_counter() - started) * 1000,
-                           embed_ms=embed_ms)
+    return KnowledgeSearch(query=query, hits=hits, latency_ms=(time.perf_counter() - started) * 1000, embed_ms=embed_ms)

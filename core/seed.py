@@ -9,7 +9,7 @@ from pathlib import Path
 
 from core import embeddings, knowledge, memories
 from core.config import SEED_DIR, get_settings
-from core.db import Scope, admin_connection
+from core.db import Scope, admin_connection, parse_user_id
 from core.errors import ConfigurationError
 
 DEMO_EMAIL = "alex.demo@kestrelcoffee.example"
@@ -31,17 +31,38 @@ def demo_user_file() -> Path:
     return get_settings().data_dir / "demo_user_id"
 
 
+def demo_user_id() -> uuid.UUID:
+    """DEMO_USER_ID, else the id `python -m core seed` wrote to DATA_DIR/demo_user_id."""
+    settings = get_settings()
+    if settings.demo_user_id:
+        return parse_user_id(settings.demo_user_id)
+    path = demo_user_file()
+    if path.exists():
+        return parse_user_id(path.read_text().strip())
+    raise ConfigurationError("No demo user: run `python -m core seed` or set DEMO_USER_ID.")
+
+
 def seed_orders(conninfo: str | None = None) -> int:
     added = 0
     with admin_connection(conninfo) as conn, conn.transaction():
         for order in read_jsonl(SEED_DIR / "orders.jsonl"):
             cur = conn.execute(
                 "insert into public.orders (order_id, customer_name, status, items, total, currency, carrier, "
-                "tracking_number, placed_at, estimated_delivery) values (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s) "
+                "tracking_number, placed_at, estimated_delivery) "
+                "values (%s, %s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s) "
                 "on conflict (order_id) do nothing",
-                (order["order_id"], order["customer_name"], order["status"], json.dumps(order["items"]),
-                 order["total"], order.get("currency", "USD"), order.get("carrier"), order.get("tracking_number"),
-                 order["placed_at"], order.get("estimated_delivery")),
+                (
+                    order["order_id"],
+                    order["customer_name"],
+                    order["status"],
+                    json.dumps(order["items"]),
+                    order["total"],
+                    order.get("currency", "USD"),
+                    order.get("carrier"),
+                    order.get("tracking_number"),
+                    order["placed_at"],
+                    order.get("estimated_delivery"),
+                ),
             )
             added += cur.rowcount
     return added
@@ -69,8 +90,10 @@ def ensure_demo_user(conninfo: str | None = None) -> uuid.UUID:
                 "returning id",
                 (DEMO_EMAIL, json.dumps({"name": DEMO_NAME, "demo": True})),
             ).fetchone()[0]
-        conn.execute("update public.profiles set name = coalesce(name, %s), email = coalesce(email, %s) where id = %s",
-                     (DEMO_NAME, DEMO_EMAIL, user_id))
+        conn.execute(
+            "update public.profiles set name = coalesce(name, %s), email = coalesce(email, %s) where id = %s",
+            (DEMO_NAME, DEMO_EMAIL, user_id),
+        )
     _write_demo_file(path, user_id)
     return user_id
 
@@ -105,7 +128,6 @@ def seed_all(echo=print) -> uuid.UUID:
     added_orders = seed_orders()
     user_id = ensure_demo_user()
     added_memories = seed_demo_memories(user_id)
-    echo(f"seed: {added_docs} knowledge document(s), {added_orders} order(s), "
-         f"{added_memories} demo memory(ies) added")
+    echo(f"seed: {added_docs} knowledge document(s), {added_orders} order(s), {added_memories} demo memory(ies) added")
     echo(f"demo user: {user_id}  (DEMO_USER_ID; kept in {demo_user_file()})")
     return user_id

@@ -47,8 +47,15 @@ _COLUMNS = "session_id, user_id, room_name, report, started_at, ended_at, create
     reraise=True,
     before_sleep=lambda state: log.warning("saving session report failed; retrying (%s)", state.outcome.exception()),
 )
-def save_report(scope: Scope, session_id: str, report: dict[str, Any], *, room_name: str | None = None,
-                started_at: datetime | None = None, ended_at: datetime | None = None) -> SessionRecord:
+def save_report(
+    scope: Scope,
+    session_id: str,
+    report: dict[str, Any],
+    *,
+    room_name: str | None = None,
+    started_at: datetime | None = None,
+    ended_at: datetime | None = None,
+) -> SessionRecord:
     """Insert or replace the report for `session_id` (service scope only).
 
     Retried on connection failures; the caller logs a final failure, so a
@@ -93,8 +100,10 @@ def list_sessions(scope: Scope, *, limit: int = 100) -> list[SessionRecord]:
 def get_session(scope: Scope, session_id: str) -> SessionRecord:
     session_id = clean_text(session_id, what="session id", max_length=200)
     with transaction(scope) as cur:
-        cur.execute(f"select {_COLUMNS} from public.sessions where session_id = %s and user_id = %s",
-                    (session_id, scope.user_id))
+        cur.execute(
+            f"select {_COLUMNS} from public.sessions where session_id = %s and user_id = %s",
+            (session_id, scope.user_id),
+        )
         row = cur.fetchone()
     if row is None:
         raise NotFound(f"Session {session_id} not found.")
@@ -105,8 +114,7 @@ def delete_session(scope: Scope, session_id: str) -> None:
     """Delete one of the scope's sessions: its report and every turn of its conversation."""
     session_id = clean_text(session_id, what="session id", max_length=200)
     with transaction(scope) as cur:
-        cur.execute("delete from public.sessions where session_id = %s and user_id = %s",
-                    (session_id, scope.user_id))
+        cur.execute("delete from public.sessions where session_id = %s and user_id = %s", (session_id, scope.user_id))
         deleted = cur.rowcount
     if not deleted:
         raise NotFound(f"Session {session_id} not found.")

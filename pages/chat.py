@@ -9,11 +9,12 @@ import time
 
 import streamlit as st
 
+from agent import Conversation, llm_wait_seconds
 from core.errors import InvalidInput
 from ui import auth, chat_state, rrf
 from ui.errors import reported, show_error
-from ui.shell import run_page
 from ui.format import clip, ms, short_id
+from ui.shell import run_page
 from ui.sidebar import model_rows
 from ui.style import page_header
 from ui.turn_panel import render_tool_calls, render_turn_details
@@ -51,49 +52,58 @@ def _render_message(turn: Turn) -> None:
     if turn.user_text:
         with st.chat_message("user"):
             st.markdown(turn.user_text)
-    if turn.assistant_texts or turn.tool_calls:
+    if turn.assistant_texts or turn.tool_calls or turn.errors:
         # keyed so the browser tests (and CSS) can tell a finished turn from the live status
         with st.container(key=f"chat_turn_{turn.number}"), st.chat_message("assistant"):
-            st.markdown(turn.assistant_text or "…")
+            if turn.assistant_texts or not turn.errors:
+                st.markdown(turn.assistant_text or "…")
+            for message in dict.fromkeys(turn.errors):
+                st.error(message, icon=":material/error:")
             if turn.number > 0:
                 with st.expander(f":material/insights: {turn.summary}"):
                     render_tool_calls(turn)
                     if turn.retrievals:
-                        st.caption("Retrieval details for this turn are in the panel on the right "
-                                   "(choose turn " + str(turn.number) + ").")
+                        st.caption(
+                            "Retrieval details for this turn are in the panel on the right "
+                            "(choose turn " + str(turn.number) + ")."
+                        )
 
 
 def _wait_for_turn(chat, future, cursor: int) -> None:
     """Show the agent's steps live while the turn runs (tool calls appear as they happen)."""
-    with st.chat_message("assistant"):
-        with st.status("Thinking…", expanded=True) as status:
-            deadline = time.monotonic() + TURN_TIMEOUT_SECONDS
-            while not future.done() and time.monotonic() < deadline:
-                events, cursor = chat.events_since(cursor)
-                for event in events:
-                    if event["type"] == "tool_call":
-                        status.write(f":material/build: `{event['name']}` · {ms(event.get('duration_ms'))}")
-                    elif event["type"] == "retrieval":
-                        status.write(f":material/manage_search: searched {event.get('source')} "
-                                     f"({len(event.get('hits') or [])} hits)")
-                time.sleep(0.05)
-            if not future.done():
-                status.update(label="The agent is still working", state="error")
-                st.warning("The agent has not answered within two minutes. Its answer will appear here when it "
-                           "is ready; you can also end the session and start again.")
-                st.stop()
-            try:
-                result = future.result()
-            except InvalidInput as exc:
-                status.update(label="Not sent", state="error")
-                st.warning(str(exc))
-                st.stop()
-            except Exception as exc:
-                status.update(label="The turn failed", state="error")
-                show_error(exc)
-                st.stop()
-            status.update(label=f"Answered in {ms(result.timings.get('total_ms'))}", state="complete",
-                          expanded=False)
+    with st.chat_message("assistant"), st.status("Thinking…", expanded=True) as status:
+        deadline = time.monotonic() + max(TURN_TIMEOUT_SECONDS, llm_wait_seconds())
+        while not future.done() and time.monotonic() < deadline:
+            events, cursor = chat.events_since(cursor)
+            for event in events:
+                if event["type"] == "tool_call":
+                    status.write(f":material/build: `{event['name']}` · {ms(event.get('duration_ms'))}")
+                elif event["type"] == "retrieval":
+                    status.write(
+                        f":material/manage_search: searched {event.get('source')} ({len(event.get('hits') or [])} hits)"
+                    )
+            time.sleep(0.05)
+        if not future.done():
+            status.update(label="The agent is still working", state="error")
+            st.warning(
+                "The agent has not answered yet. Its answer will appear here when it "
+                "is ready; you can also end the session and start again."
+            )
+            st.stop()
+        try:
+            result = future.result()
+        except InvalidInput as exc:
+            status.update(label="Not sent", state="error")
+            st.warning(str(exc))
+            st.stop()
+        except Exception as exc:
+            status.update(label="The turn failed", state="error")
+            show_error(exc)
+            st.stop()
+        if result.error:
+            status.update(label="The turn failed", state="error", expanded=False)
+        else:
+            status.update(label=f"Answered in {ms(result.timings.get('total_ms'))}", state="complete", expanded=False)
     st.session_state[_INSPECT] = None  # follow the newest turn
     st.rerun()
 
@@ -111,51 +121,44 @@ def _inspector(turns: list[Turn]) -> None:
     answered = [t for t in turns if t.number > 0]
     st.markdown("#### :material/insights: What the agent did")
     if not answered:
-        st.caption("Send a message: the tool calls, the memories and knowledge retrieved (with vector rank, text "
-                   "rank, each branch's RRF contribution and the fused score) and the timings of each turn "
-                   "appear here.")
+        st.caption(
+            "Send a message: the tool calls, the memories and knowledge retrieved (with vector rank, text "
+            "rank, each branch's RRF contribution and the fused score) and the timings of each turn "
+            "appear here."
+        )
         return
     numbers = [t.number for t in answered]
     wanted = st.session_state.get(_INSPECT)
     if wanted not in numbers:
         st.session_state[_INSPECT] = numbers[-1]
-    chosen = st.segmented_control("Turn", numbers, key=_INSPECT, format_func=lambda n: f"Turn {n}",
-                                  required=True) if len(numbers) > 1 else numbers[0]
+    chosen = (
+        st.segmented_control("Turn", numbers, key=_INSPECT, format_func=lambda n: f"Turn {n}", required=True)
+        if len(numbers) > 1
+        else numbers[0]
+    )
     turn = next(t for t in answered if t.number == (chosen or numbers[-1]))
     st.caption(f"“{clip(turn.user_text, 90)}” · {turn.summary}")
     render_turn_details(turn, key=f"u_chat_turn{turn.number}")
 
 
-def main() -> None:
-    visitor = auth.current_visitor()
-    label, demo_brain = _llm_label()
-    page_header("Chat", "Talk to the agent. It remembers what you tell it, per user, in Postgres — and shows "
-                        "you why it recalled what it did.", icon=":material/chat:")
-    ok, why = chat_state.runtime_available()
-    if not ok:
-        st.error(f"The in-process agent could not be loaded ({why}). The Memories, Sessions and Knowledge pages "
-                 "still work; check the server log and the agent installation.", icon=":material/smart_toy:")
-        return
+def _ended(session_id: str, saved: bool) -> None:
+    """The conversation just ended: where its report went, and a new start."""
+    if saved:
+        st.success(f"Session `{short_id(session_id, 16)}` ended and its report was saved.", icon=":material/task_alt:")
+        st.page_link("pages/sessions.py", label="Open it on the Sessions page", icon=":material/history:")
+    else:
+        st.warning(
+            "The session ended, but its report could not be saved yet; it is kept on disk and "
+            "saved automatically when the database is reachable.",
+            icon=":material/save:",
+        )
+    if st.button("Start a new conversation", type="primary", icon=":material/add_comment:"):
+        st.session_state.pop(_ENDED, None)
+        st.rerun()
 
-    ended = st.session_state.get(_ENDED)
-    prompt = st.chat_input("Message the agent…", key="u_chat_input", max_chars=2000)
-    prompt = prompt or st.session_state.pop(_PENDING, None)
 
-    if ended and not prompt and chat_state.current_chat_session() is None:
-        session_id, saved = ended
-        if saved:
-            st.success(f"Session `{short_id(session_id, 16)}` ended and its report was saved.",
-                       icon=":material/task_alt:")
-            st.page_link("pages/sessions.py", label="Open it on the Sessions page", icon=":material/history:")
-        else:
-            st.warning("The session ended, but its report could not be saved yet; it is kept on disk and "
-                       "saved automatically when the database is reachable.", icon=":material/save:")
-        if st.button("Start a new conversation", type="primary", icon=":material/add_comment:"):
-            st.session_state.pop(_ENDED, None)
-            st.rerun()
-        return
-    st.session_state.pop(_ENDED, None)
-
+def _started_conversation(visitor) -> Conversation | None:
+    """This browser session's conversation, started, with the sliders' fusion; None (and why) if it failed."""
     params = rrf.current_params()
     chat = chat_state.get_chat_session(visitor, rrf=params)
     if chat.rrf != params:
@@ -173,44 +176,83 @@ def main() -> None:
         if st.button("Try again", icon=":material/refresh:"):
             chat_state.close_chat_session(reason="failed start")
             st.rerun()
-        return
+        return None
+    return chat
 
+
+def _header(chat: Conversation, visitor) -> bool:
+    """Which model and session this is; True when End session was pressed."""
+    label, demo_brain = _llm_label()
     header_left, header_right = st.columns([4, 1], vertical_alignment="center")
     with header_left:
-        st.caption(f":material/smart_toy: **{label}**{' — not an LLM; see the sidebar' if demo_brain else ''}"
-                   f" · session `{chat.session_id}` · user `{visitor.short_id}`")
+        st.caption(
+            f":material/smart_toy: **{label}**{' — not an LLM; see the sidebar' if demo_brain else ''}"
+            f" · session `{chat.session_id}` · user `{visitor.short_id}`"
+        )
     with header_right:
-        end = st.button("End session", key="u_chat_end", icon=":material/stop_circle:", width="stretch",
-                        help="Ends this conversation and saves its report to the Sessions page.")
+        return st.button(
+            "End session",
+            key="u_chat_end",
+            icon=":material/stop_circle:",
+            width="stretch",
+            help="Ends this conversation and saves its report to the Sessions page.",
+        )
 
+
+def _conversation(chat: Conversation, turns: list[Turn], cursor: int, prompt: str | None) -> None:
+    box = st.container(height=560, border=True, autoscroll=True)
+    with box:
+        for turn in turns:
+            _render_message(turn)
+        if not turns:
+            st.caption("Connecting…")
+    if not any(t.number > 0 for t in turns) and not prompt:
+        st.pills(
+            "Try", SUGGESTIONS, key="u_chat_suggestion", on_change=_suggestion_clicked, label_visibility="collapsed"
+        )
+    if prompt:
+        with box:
+            with st.chat_message("user"):
+                st.markdown(prompt)
+            with reported():
+                future = chat.send(prompt)
+                _wait_for_turn(chat, future, cursor)
+
+
+def main() -> None:
+    visitor = auth.current_visitor()
+    page_header(
+        "Chat",
+        "Talk to the agent. It remembers what you tell it, per user, in Postgres — and shows "
+        "you why it recalled what it did.",
+        icon=":material/chat:",
+    )
+    ended = st.session_state.get(_ENDED)
+    prompt = st.chat_input("Message the agent…", key="u_chat_input", max_chars=2000)
+    prompt = prompt or st.session_state.pop(_PENDING, None)
+    if ended and not prompt and chat_state.current_chat_session() is None:
+        _ended(*ended)
+        return
+    st.session_state.pop(_ENDED, None)
+    chat = _started_conversation(visitor)
+    if chat is None:
+        return
+    end = _header(chat, visitor)
     events, cursor = chat.events_since(0)
     turns = group_turns(events)
-
     conversation, inspector = st.columns([1, 1], gap="large")
     with conversation:
-        box = st.container(height=560, border=True, autoscroll=True)
-        with box:
-            for turn in turns:
-                _render_message(turn)
-            if not turns:
-                st.caption("Connecting…")
-        if not any(t.number > 0 for t in turns) and not prompt:
-            st.pills("Try", SUGGESTIONS, key="u_chat_suggestion", on_change=_suggestion_clicked,
-                     label_visibility="collapsed")
-        if prompt:
-            with box:
-                with st.chat_message("user"):
-                    st.markdown(prompt)
-                with reported():
-                    future = chat.send(prompt)
-                    _wait_for_turn(chat, future, cursor)
+        _conversation(chat, turns, cursor, prompt)
     with inspector:
         _inspector(turns)
-        with st.expander("Tune the fusion (weights and k) — applies to the agent's next search",
-                         icon=":material/tune:"):
+        with st.expander(
+            "Tune the fusion (weights and k) — applies to the agent's next search", icon=":material/tune:"
+        ):
             rrf.render_controls()
-            st.caption(f"In force for this conversation: w_vector {chat.rrf.vector_weight:g} · "
-                       f"w_text {chat.rrf.text_weight:g} · k {chat.rrf.k}")
+            st.caption(
+                f"In force for this conversation: w_vector {chat.rrf.vector_weight:g} · "
+                f"w_text {chat.rrf.text_weight:g} · k {chat.rrf.k}"
+            )
         rrf.render_formula()
     if end:
         with reported():

@@ -8,8 +8,8 @@ import streamlit as st
 from core import knowledge
 from ui import auth
 from ui.errors import reported
-from ui.shell import run_page
 from ui.retrieval import render_retrieval
+from ui.shell import run_page
 from ui.style import page_header
 
 ALL = "All categories"
@@ -25,40 +25,50 @@ def _documents(user_key: str, category: str | None, _scope) -> list:
 def main() -> None:
     visitor = auth.current_visitor()
     scope = visitor.scope
-    page_header("Knowledge", "The shared knowledge base (Kestrel Coffee Co.) the agent searches when you ask "
-                             "a question it cannot answer from memory.", icon=":material/menu_book:")
+    page_header(
+        "Knowledge",
+        "The shared knowledge base (Kestrel Coffee Co.) the agent searches when you ask "
+        "a question it cannot answer from memory.",
+        icon=":material/menu_book:",
+    )
     categories = knowledge.categories(scope)
     search_col, browse_col = st.columns([11, 9], gap="large")
     with search_col:
         st.subheader("Search", anchor=False)
         with st.form("knowledge_search_form", border=False):
             query_col, go_col = st.columns([5, 1], vertical_alignment="bottom")
-            query = query_col.text_input("Ask the knowledge base", key="kb_query",
-                                         placeholder="e.g. how long does shipping take?")
+            query = query_col.text_input(
+                "Ask the knowledge base", key="kb_query", placeholder="e.g. how long does shipping take?"
+            )
             go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
         filter_col, limit_col = st.columns([3, 2])
         category = filter_col.selectbox("Category", [ALL, *categories], key="kb_category")
         limit = limit_col.slider("Results", 1, 10, 5, key="kb_limit")
-        st.caption("Vector search over 384-dimensional embeddings (HNSW, cosine). "
-                   "Similarity = 1 − cosine distance; rank 1 is the closest document.")
+        st.caption(
+            "Vector search over 384-dimensional embeddings (HNSW, cosine). "
+            "Similarity = 1 − cosine distance; rank 1 is the closest document."
+        )
         if query and query.strip():
             with reported():
-                result = knowledge.search(scope, query, limit=limit,
-                                          category=None if category == ALL else category)
+                result = knowledge.search(scope, query, limit=limit, category=None if category == ALL else category)
                 render_retrieval(result, key="kb_search")
                 for hit in result.hits[:3]:
                     with st.expander(f"#{hit.rank} · {hit.title} · similarity {hit.similarity:.3f}"):
                         st.markdown(hit.content)
         else:
-            st.info("Type a question to see which documents the agent would read, and how close each one is.",
-                    icon=":material/lightbulb:")
+            st.info(
+                "Type a question to see which documents the agent would read, and how close each one is.",
+                icon=":material/lightbulb:",
+            )
     with browse_col:
         st.subheader("Browse", anchor=False)
         browse_category = st.selectbox("Show", [ALL, *categories], key="kb_browse_category")
         documents = _documents(str(visitor.user_id), None if browse_category == ALL else browse_category, scope)
         if not documents:
-            st.info("The knowledge base is empty. Run `make db` (or `python -m core.db seed`) to load the demo "
-                    "documents.", icon=":material/inventory_2:")
+            st.info(
+                "The knowledge base is empty. Run `make db` (or `python -m core seed`) to load the demo documents.",
+                icon=":material/inventory_2:",
+            )
         st.caption(f"{len(documents)} document{'s' if len(documents) != 1 else ''}")
         with st.container(height=620, border=False):
             for doc in documents:

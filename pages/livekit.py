@@ -13,8 +13,8 @@ from core.config import get_settings
 from core.livekit_tokens import AGENTS_PLAYGROUND_URL, mint_user_token
 from ui import auth
 from ui.errors import reported
-from ui.shell import run_page
 from ui.format import when
+from ui.shell import run_page
 from ui.style import page_header
 
 TOKEN_KEY = "u_livekit_token"
@@ -27,8 +27,11 @@ def _not_configured() -> None:
         "and restart the app:",
         icon=":material/podcasts:",
     )
-    st.code("LIVEKIT_URL=wss://<your-project>.livekit.cloud\nLIVEKIT_API_KEY=<key>\nLIVEKIT_API_SECRET=<secret>\n"
-            "AGENT_NAME=memory-playground   # optional", language="bash")
+    st.code(
+        "LIVEKIT_URL=wss://<your-project>.livekit.cloud\nLIVEKIT_API_KEY=<key>\nLIVEKIT_API_SECRET=<secret>\n"
+        "AGENT_NAME=memory-playground   # optional",
+        language="bash",
+    )
     st.markdown(
         "Then run the worker next to the app: `python -m agent dev`. This page will mint a token for **you** "
         "(identity = your verified user id) for a fresh room, and the room will dispatch the worker with your "
@@ -39,19 +42,25 @@ def _not_configured() -> None:
 def main() -> None:
     visitor = auth.current_visitor()
     settings = get_settings()
-    page_header("LiveKit", "Connect to the agent through a LiveKit room with a token minted for your verified "
-                           "identity.", icon=":material/podcasts:")
+    page_header(
+        "LiveKit",
+        "Connect to the agent through a LiveKit room with a token minted for your verified identity.",
+        icon=":material/podcasts:",
+    )
     if not settings.livekit_configured:
         _not_configured()
         return
 
     info, action = st.columns([3, 2], gap="large")
     with info:
-        st.markdown(f"**Server** `{settings.livekit_url}`  \n**Agent dispatched** `{settings.agent_name}`  \n"
-                    f"**Your identity** `{visitor.user_id}` (from your verified session; it cannot be changed here)")
+        st.markdown(
+            f"**Server** `{settings.livekit_url}`  \n**Agent dispatched** `{settings.agent_name}`  \n"
+            f"**Your identity** `{visitor.user_id}` (from your verified session; it cannot be changed here)"
+        )
     with action:
-        if st.button("Mint a token for a new room", key="u_livekit_mint", type="primary", icon=":material/key:",
-                     width="stretch"):
+        if st.button(
+            "Mint a token for a new room", key="u_livekit_mint", type="primary", icon=":material/key:", width="stretch"
+        ):
             with reported():
                 st.session_state[TOKEN_KEY] = mint_user_token(visitor.verified)
         st.caption("Each token opens a new room: one room per conversation.")
@@ -60,20 +69,28 @@ def main() -> None:
     if minted is None or minted.identity != str(visitor.user_id):
         st.caption("No token yet.")
         return
-    st.success(f"Token for room `{minted.room_name}`, valid until {when(minted.expires_at)}.",
-               icon=":material/check_circle:")
+    st.success(
+        f"Token for room `{minted.room_name}`, valid until {when(minted.expires_at)}.", icon=":material/check_circle:"
+    )
     st.markdown("**Access token**")
     st.code(minted.token, language=None, wrap_lines=True)
     details, links = st.columns([3, 2], gap="large")
     with details:
         st.markdown("**What the token says**")
-        st.json({"identity": minted.identity, "room": minted.room_name,
-                 "room_config.agents": [{"agent_name": minted.agent_name,
-                                         "metadata": json.dumps(minted.dispatch_metadata)}]})
+        st.json(
+            {
+                "identity": minted.identity,
+                "room": minted.room_name,
+                "room_config.agents": [
+                    {"agent_name": minted.agent_name, "metadata": json.dumps(minted.dispatch_metadata)}
+                ],
+            }
+        )
     with links:
         st.markdown("**Use it**")
-        st.link_button("Open LiveKit Agents Playground", AGENTS_PLAYGROUND_URL, icon=":material/open_in_new:",
-                       width="stretch")
+        st.link_button(
+            "Open LiveKit Agents Playground", AGENTS_PLAYGROUND_URL, icon=":material/open_in_new:", width="stretch"
+        )
         st.caption("In the playground choose the manual connection, paste the server URL above and this token.")
         st.link_button("Join the room in LiveKit Meet", minted.meet_url, icon=":material/call:", width="stretch")
         st.caption("Make sure the worker is running (`python -m agent dev`); the room dispatches it on join.")

@@ -12,9 +12,9 @@ from core import memories
 from core.retrieval import search_memories
 from ui import auth, rrf
 from ui.errors import reported
-from ui.shell import run_page
 from ui.format import ago, clip, short_id, when
 from ui.retrieval import render_retrieval
+from ui.shell import run_page
 from ui.style import empty_state, page_header
 
 DELETE_ALL_PHRASE = "DELETE"
@@ -38,9 +38,13 @@ def _memory_card(scope, memory) -> None:
             st.caption(f":material/update: updated {ago(memory.updated_at)}  \n{when(memory.updated_at)}")
             if memory.session_id:
                 st.caption(f":material/forum: written in session `{clip(memory.session_id, 24)}`")
-                if st.button("Open that session", key=f"u_mem_open_{mid}", type="tertiary",
-                             icon=":material/open_in_new:",
-                             help="Its report appears on the Sessions page once the session has ended."):
+                if st.button(
+                    "Open that session",
+                    key=f"u_mem_open_{mid}",
+                    type="tertiary",
+                    icon=":material/open_in_new:",
+                    help="Its report appears on the Sessions page once the session has ended.",
+                ):
                     st.session_state["u_sessions_request"] = memory.session_id
                     st.switch_page("pages/sessions.py")
             else:
@@ -62,8 +66,12 @@ def _memory_card(scope, memory) -> None:
 def _edit_form(scope, memory) -> None:
     mid = str(memory.id)
     with st.form(f"u_mem_edit_form_{mid}", border=False):
-        new_content = st.text_area(f"Edit `{memory.memory_type}`", value=memory.content, key=f"u_mem_text_{mid}",
-                                   max_chars=memories.MAX_CONTENT_LENGTH)
+        new_content = st.text_area(
+            f"Edit `{memory.memory_type}`",
+            value=memory.content,
+            key=f"u_mem_text_{mid}",
+            max_chars=memories.MAX_CONTENT_LENGTH,
+        )
         save_col, cancel_col = st.columns([1, 1])
         save = save_col.form_submit_button("Save", type="primary", icon=":material/check:")
         cancel = cancel_col.form_submit_button("Cancel")
@@ -80,8 +88,10 @@ def _edit_form(scope, memory) -> None:
 
 def _confirm_delete(scope, memory) -> None:
     mid = str(memory.id)
-    st.warning(f"Delete `{memory.memory_type}`? The agent will no longer know this. This cannot be undone.",
-               icon=":material/delete_forever:")
+    st.warning(
+        f"Delete `{memory.memory_type}`? The agent will no longer know this. This cannot be undone.",
+        icon=":material/delete_forever:",
+    )
     yes_col, no_col, _ = st.columns([1, 1, 3])
     if yes_col.button("Yes, delete", key=f"u_mem_delete_yes_{mid}", type="primary"):
         with reported():
@@ -97,15 +107,28 @@ def _confirm_delete(scope, memory) -> None:
 def _toolbar(scope, visitor, items) -> None:
     with st.container(horizontal=True):
         payload = json.dumps(memories.export(scope), indent=2, ensure_ascii=False)
-        st.download_button("Export JSON", data=payload, file_name=f"memories-{visitor.short_id}.json",
-                           mime="application/json", icon=":material/download:", key="u_mem_export",
-                           on_click="ignore", disabled=not items)
+        st.download_button(
+            "Export JSON",
+            data=payload,
+            file_name=f"memories-{visitor.short_id}.json",
+            mime="application/json",
+            icon=":material/download:",
+            key="u_mem_export",
+            on_click="ignore",
+            disabled=not items,
+        )
         with st.popover("Delete all…", icon=":material/delete_sweep:", disabled=not items):
-            st.markdown(f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items)} memories'}**"
-                        " the agent keeps about you. It cannot be undone.")
+            st.markdown(
+                f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items)} memories'}**"
+                " the agent keeps about you. It cannot be undone."
+            )
             typed = st.text_input(f"Type {DELETE_ALL_PHRASE} to confirm", key="u_mem_delete_all_phrase")
-            if st.button("Delete all memories", key="u_mem_delete_all", type="primary",
-                         disabled=typed.strip() != DELETE_ALL_PHRASE):
+            if st.button(
+                "Delete all memories",
+                key="u_mem_delete_all",
+                type="primary",
+                disabled=typed.strip() != DELETE_ALL_PHRASE,
+            ):
                 with reported():
                     count = memories.delete_all(scope)
                     st.session_state.pop("u_mem_delete_all_phrase", None)
@@ -120,8 +143,13 @@ def _search_panel(scope) -> None:
         query_col, go_col = st.columns([3, 1], vertical_alignment="bottom")
         query = query_col.text_input("Search your memories", key="u_mem_query", placeholder="e.g. what car do I drive?")
         go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
-    mode = st.segmented_control("Ranking", ["hybrid", "vector", "text"], default="hybrid", key="u_mem_mode",
-                                help="hybrid = both branches fused; vector or text = one branch alone.")
+    mode = st.segmented_control(
+        "Ranking",
+        ["hybrid", "vector", "text"],
+        default="hybrid",
+        key="u_mem_mode",
+        help="hybrid = both branches fused; vector or text = one branch alone.",
+    )
     with st.expander("Tune the fusion (weights and k)", icon=":material/tune:"):
         rrf.render_controls()
     rrf.render_formula()
@@ -135,8 +163,12 @@ def main() -> None:
     visitor = auth.current_visitor()
     scope = visitor.scope
     items = memories.list_memories(scope)
-    page_header("Memories", "What the agent remembers about you. Only you can see or change these rows "
-                            "(Postgres row-level security, checked on every query).", icon=":material/neurology:")
+    page_header(
+        "Memories",
+        "What the agent remembers about you. Only you can see or change these rows "
+        "(Postgres row-level security, checked on every query).",
+        icon=":material/neurology:",
+    )
     flash = st.session_state.pop(_FLASH, None)
     if flash:
         st.success(flash, icon=":material/check_circle:")
@@ -162,8 +194,10 @@ def main() -> None:
             _memory_card(scope, memory)
     with search_col:
         _search_panel(scope)
-    st.caption(f"Signed in as `{short_id(visitor.user_id)}` · memories are stored one per slot; "
-               "telling the agent a new value for a slot replaces the old one.")
+    st.caption(
+        f"Signed in as `{short_id(visitor.user_id)}` · memories are stored one per slot; "
+        "telling the agent a new value for a slot replaces the old one."
+    )
 
 
 run_page(main)

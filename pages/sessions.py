@@ -12,10 +12,10 @@ import streamlit as st
 
 from core import sessions
 from ui import auth
-from ui.shell import run_page
 from ui.format import ago, clip, duration, ms, when
 from ui.report_view import ReportView, read_report
 from ui.retrieval import render_retrieval
+from ui.shell import run_page
 from ui.style import empty_state, page_header
 
 REQUEST = "u_sessions_request"  # another page sets a session id here before switching to this page
@@ -42,24 +42,30 @@ def _duration_seconds(record, view: ReportView) -> float | None:
 
 def _overview(records, views) -> pd.DataFrame:
     rows = []
-    for record, view in zip(records, views):
+    for record, view in zip(records, views, strict=True):
         tools = view.tools_used
-        rows.append({
-            "Date": when(record.started_at or record.created_at),
-            "Duration": duration(_duration_seconds(record, view)),
-            "Turns": view.user_turns,
-            "Tools used": ", ".join(f"{name} ×{count}" if count > 1 else name for name, count in tools.most_common())
-                          or "—",
-            "Memories written": len(view.memories_written),
-            "Mode": view.mode or ("voice" if record.room_name else "text"),
-            "Session": record.session_id,
-        })
+        rows.append(
+            {
+                "Date": when(record.started_at or record.created_at),
+                "Duration": duration(_duration_seconds(record, view)),
+                "Turns": view.user_turns,
+                "Tools used": ", ".join(
+                    f"{name} ×{count}" if count > 1 else name for name, count in tools.most_common()
+                )
+                or "—",
+                "Memories written": len(view.memories_written),
+                "Mode": view.mode or ("voice" if record.room_name else "text"),
+                "Session": record.session_id,
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def _label(record, view: ReportView) -> str:
-    return (f"{when(record.started_at or record.created_at)} · {view.user_turns} turn"
-            f"{'s' if view.user_turns != 1 else ''} · {record.session_id}")
+    return (
+        f"{when(record.started_at or record.created_at)} · {view.user_turns} turn"
+        f"{'s' if view.user_turns != 1 else ''} · {record.session_id}"
+    )
 
 
 def _latency_chart(view: ReportView) -> alt.Chart | None:
@@ -75,15 +81,18 @@ def _latency_chart(view: ReportView) -> alt.Chart | None:
             x=alt.X("turn:O", title="turn"),
             xOffset="metric:N",
             y=alt.Y("value:Q", title="milliseconds"),
-            color=alt.Color("metric:N", scale=alt.Scale(scheme="tableau10"),
-                            legend=alt.Legend(orient="bottom", title=None, columns=3)),
+            color=alt.Color(
+                "metric:N",
+                scale=alt.Scale(scheme="tableau10"),
+                legend=alt.Legend(orient="bottom", title=None, columns=3),
+            ),
             tooltip=["turn:O", "metric:N", alt.Tooltip("value:Q", format=".1f", title="ms")],
         )
         .properties(height=260)
     )
 
 
-# the voice pipeline's stages, in the order they happen in a turn (agent/voice_runtime.LATENCY_METRICS)
+# the voice pipeline's stages, in the order they happen in a turn (agent/voice/latency.py LATENCY_METRICS)
 VOICE_STAGES = {
     "eou_delay_ms": "End-of-utterance delay",
     "transcription_delay_ms": "Transcription delay",
@@ -97,34 +106,71 @@ VOICE_STAGES = {
 
 def _voice_latency(view: ReportView) -> None:
     """Per-turn voice latency from the call's report (STT already matched to the turn it transcribed)."""
-    stages = [name for name in VOICE_STAGES
-              if any(name in row for row in view.voice_latency) or name in view.voice_latency_summary]
+    stages = [
+        name
+        for name in VOICE_STAGES
+        if any(name in row for row in view.voice_latency) or name in view.voice_latency_summary
+    ]
     if view.voice_latency:
-        table = pd.DataFrame([{"Turn": row["turn"], **{VOICE_STAGES[n]: row.get(n) for n in stages}}
-                              for row in view.voice_latency])
-        st.dataframe(table, hide_index=True, key="u_session_voice_latency",
-                     column_config={VOICE_STAGES[n]: st.column_config.NumberColumn(format="%.0f ms")
-                                    for n in stages})
-        long = pd.DataFrame([{"turn": row["turn"], "stage": VOICE_STAGES[n], "value": row[n]}
-                             for row in view.voice_latency for n in stages if n in row])
+        table = pd.DataFrame(
+            [{"Turn": row["turn"], **{VOICE_STAGES[n]: row.get(n) for n in stages}} for row in view.voice_latency]
+        )
+        st.dataframe(
+            table,
+            hide_index=True,
+            key="u_session_voice_latency",
+            column_config={VOICE_STAGES[n]: st.column_config.NumberColumn(format="%.0f ms") for n in stages},
+        )
+        long = pd.DataFrame(
+            [
+                {"turn": row["turn"], "stage": VOICE_STAGES[n], "value": row[n]}
+                for row in view.voice_latency
+                for n in stages
+                if n in row
+            ]
+        )
         st.altair_chart(
-            alt.Chart(long).mark_line(point=True).encode(
-                x=alt.X("turn:O", title="turn"), y=alt.Y("value:Q", title="milliseconds"),
-                color=alt.Color("stage:N", sort=[VOICE_STAGES[n] for n in stages],
-                                legend=alt.Legend(orient="bottom", title=None, columns=3)),
+            alt.Chart(long)
+            .mark_line(point=True)
+            .encode(
+                x=alt.X("turn:O", title="turn"),
+                y=alt.Y("value:Q", title="milliseconds"),
+                color=alt.Color(
+                    "stage:N",
+                    sort=[VOICE_STAGES[n] for n in stages],
+                    legend=alt.Legend(orient="bottom", title=None, columns=3),
+                ),
                 tooltip=["turn:O", "stage:N", alt.Tooltip("value:Q", format=".0f", title="ms")],
-            ).properties(height=220),
-            width="stretch")
+            )
+            .properties(height=220),
+            width="stretch",
+        )
     if view.voice_latency_summary:
-        summary = pd.DataFrame([{"Stage": VOICE_STAGES.get(name, METRIC_LABELS.get(name, name)),
-                                 "Turns": int(stats.get("count", 0)), "Median (ms)": stats.get("p50"),
-                                 "Max (ms)": stats.get("max")}
-                                for name, stats in sorted(view.voice_latency_summary.items(),
-                                                          key=lambda item: list(VOICE_STAGES).index(item[0])
-                                                          if item[0] in VOICE_STAGES else len(VOICE_STAGES))])
-        st.dataframe(summary, hide_index=True, key="u_session_voice_summary",
-                     column_config={"Median (ms)": st.column_config.NumberColumn(format="%.0f"),
-                                    "Max (ms)": st.column_config.NumberColumn(format="%.0f")})
+        summary = pd.DataFrame(
+            [
+                {
+                    "Stage": VOICE_STAGES.get(name, METRIC_LABELS.get(name, name)),
+                    "Turns": int(stats.get("count", 0)),
+                    "Median (ms)": stats.get("p50"),
+                    "Max (ms)": stats.get("max"),
+                }
+                for name, stats in sorted(
+                    view.voice_latency_summary.items(),
+                    key=lambda item: (
+                        list(VOICE_STAGES).index(item[0]) if item[0] in VOICE_STAGES else len(VOICE_STAGES)
+                    ),
+                )
+            ]
+        )
+        st.dataframe(
+            summary,
+            hide_index=True,
+            key="u_session_voice_summary",
+            column_config={
+                "Median (ms)": st.column_config.NumberColumn(format="%.0f"),
+                "Max (ms)": st.column_config.NumberColumn(format="%.0f"),
+            },
+        )
 
 
 def _transcript(view: ReportView) -> None:
@@ -142,28 +188,39 @@ def _tool_calls(view: ReportView) -> None:
     if not view.tool_calls:
         st.caption("No tools were called.")
         return
-    table = pd.DataFrame([
-        {
-            "Turn": call.get("turn"),
-            "Tool": call.get("name"),
-            "Arguments": json.dumps(call.get("arguments"), ensure_ascii=False)
-            if not isinstance(call.get("arguments"), str) else call.get("arguments"),
-            "Result": clip(call.get("error") or call.get("output"), 160),
-            "OK": not call.get("error"),
-            "Time (ms)": call.get("duration_ms"),
-        }
-        for call in view.tool_calls
-    ])
-    st.dataframe(table, hide_index=True, key="u_session_tools",
-                 column_config={"OK": st.column_config.CheckboxColumn(width="small"),
-                                "Time (ms)": st.column_config.NumberColumn(format="%.1f"),
-                                "Result": st.column_config.TextColumn(width="large")})
+    table = pd.DataFrame(
+        [
+            {
+                "Turn": call.get("turn"),
+                "Tool": call.get("name"),
+                "Arguments": json.dumps(call.get("arguments"), ensure_ascii=False)
+                if not isinstance(call.get("arguments"), str)
+                else call.get("arguments"),
+                "Result": clip(call.get("error") or call.get("output"), 160),
+                "OK": not call.get("error"),
+                "Time (ms)": call.get("duration_ms"),
+            }
+            for call in view.tool_calls
+        ]
+    )
+    st.dataframe(
+        table,
+        hide_index=True,
+        key="u_session_tools",
+        column_config={
+            "OK": st.column_config.CheckboxColumn(width="small"),
+            "Time (ms)": st.column_config.NumberColumn(format="%.1f"),
+            "Result": st.column_config.TextColumn(width="large"),
+        },
+    )
 
 
 def _detail(record, view: ReportView) -> None:
     st.subheader(f"Session {record.session_id}", anchor=False)
-    st.caption(f"Started {when(record.started_at or record.created_at)} ({ago(record.started_at or record.created_at)})"
-               + (f" · room `{record.room_name}`" if record.room_name else ""))
+    st.caption(
+        f"Started {when(record.started_at or record.created_at)} ({ago(record.started_at or record.created_at)})"
+        + (f" · room `{record.room_name}`" if record.room_name else "")
+    )
     cols = st.columns(5)
     cols[0].metric("Duration", duration(_duration_seconds(record, view)), border=True)
     cols[1].metric("Turns", view.user_turns, border=True)
@@ -196,21 +253,35 @@ def _detail(record, view: ReportView) -> None:
         st.caption("No searches ran in this session.")
     for index, event in enumerate(view.retrievals):
         source = event.get("source", "memories")
-        with st.expander(f"Turn {event.get('turn', '?')} · {source} · “{clip(event.get('query'), 60)}” · "
-                         f"{len(event.get('hits') or [])} hit(s)", expanded=index == 0):
+        with st.expander(
+            f"Turn {event.get('turn', '?')} · {source} · “{clip(event.get('query'), 60)}” · "
+            f"{len(event.get('hits') or [])} hit(s)",
+            expanded=index == 0,
+        ):
             render_retrieval(event, key=f"u_session_retrieval_{index}", show_summary=True)
 
     st.markdown("##### :material/neurology: Memories written during this session")
     if not view.memories_written:
         st.caption("Nothing was remembered in this session.")
     else:
-        st.dataframe(pd.DataFrame([{"Turn": m.get("turn"), "Action": m.get("action") or "remembered",
-                                    "Slot": m.get("memory_type") or m.get("slot"), "Content": m.get("content"),
-                                    "Before": m.get("previous_content") or "",
-                                    "By": m.get("source") or "tool",
-                                    "When": when(m.get("ts") or m.get("updated_at") or m.get("created_at"))}
-                                   for m in view.memories_written]),
-                     hide_index=True, key="u_session_memories")
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "Turn": m.get("turn"),
+                        "Action": m.get("action") or "remembered",
+                        "Slot": m.get("memory_type") or m.get("slot"),
+                        "Content": m.get("content"),
+                        "Before": m.get("previous_content") or "",
+                        "By": m.get("source") or "tool",
+                        "When": when(m.get("ts") or m.get("updated_at") or m.get("created_at")),
+                    }
+                    for m in view.memories_written
+                ]
+            ),
+            hide_index=True,
+            key="u_session_memories",
+        )
     if view.errors:
         with st.expander(f"{len(view.errors)} error(s) during the session", icon=":material/error:"):
             for error in view.errors:
@@ -219,27 +290,39 @@ def _detail(record, view: ReportView) -> None:
 
 def main() -> None:
     visitor = auth.current_visitor()
-    page_header("Sessions", "Your past conversations. A report is saved when a session ends — the End session "
-                            "button on the Chat page, a finished call, or when you leave.", icon=":material/history:")
+    page_header(
+        "Sessions",
+        "Your past conversations. A report is saved when a session ends — the End session "
+        "button on the Chat page, a finished call, or when you leave.",
+        icon=":material/history:",
+    )
     records = sessions.list_sessions(visitor.scope)
     if not records:
-        empty_state(":material/history_toggle_off:", "No sessions yet",
-                    "Chat with the agent, then press **End session** on the Chat page (or just leave: the session "
-                    "is saved when your browser session goes away). Its transcript, tool calls, retrieval scores "
-                    "and timings will show up here.",
-                    link=("pages/chat.py", "Go to Chat", ":material/chat:"))
+        empty_state(
+            ":material/history_toggle_off:",
+            "No sessions yet",
+            "Chat with the agent, then press **End session** on the Chat page (or just leave: the session "
+            "is saved when your browser session goes away). Its transcript, tool calls, retrieval scores "
+            "and timings will show up here.",
+            link=("pages/chat.py", "Go to Chat", ":material/chat:"),
+        )
         return
     views = [read_report(record.report) for record in records]
-    st.dataframe(_overview(records, views), hide_index=True, key="u_sessions_table",
-                 column_config={"Session": st.column_config.TextColumn(width="small")})
+    st.dataframe(
+        _overview(records, views),
+        hide_index=True,
+        key="u_sessions_table",
+        column_config={"Session": st.column_config.TextColumn(width="small")},
+    )
     ids = [record.session_id for record in records]
     wanted = st.session_state.pop(REQUEST, None)
     if wanted in ids:
         st.session_state[PICK] = wanted
     elif st.session_state.get(PICK) not in ids:
         st.session_state[PICK] = ids[0]
-    chosen = st.selectbox("Show session", ids, key=PICK,
-                          format_func=lambda sid: _label(records[ids.index(sid)], views[ids.index(sid)]))
+    chosen = st.selectbox(
+        "Show session", ids, key=PICK, format_func=lambda sid: _label(records[ids.index(sid)], views[ids.index(sid)])
+    )
     record = sessions.get_session(visitor.scope, chosen)  # read again as the user: RLS decides
     _detail(record, read_report(record.report))
 

@@ -1,6 +1,6 @@
 """Voice: talk to the agent in the browser. streamlit-webrtc carries the
 microphone to the app and the agent's voice back (SENDRECV, audio only); the
-call itself is agent.voice_runtime's: the local offline pipeline by default,
+call itself is an agent.VoiceCall: the local offline pipeline by default,
 the LiveKit bridge when LiveKit is configured. Beside the live transcript:
 the agent's state, the microphone level, which pipeline is active, and the
 same per-turn retrieval panel as the chat. Typing during a call goes into the
@@ -8,22 +8,33 @@ same session. The identity is the app's verified visitor, nothing else."""
 
 from __future__ import annotations
 
+import threading
+
 import av
 import numpy as np
 import streamlit as st
 from streamlit_webrtc import WebRtcMode, create_audio_sink_track, create_audio_source_track, webrtc_streamer
 
-from agent import voice_runtime
-from agent.voice_io import WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
-from core.config import get_settings
+from agent import (
+    WEBRTC_FRAME_SAMPLES,
+    WEBRTC_SAMPLE_RATE,
+    VoiceCall,
+    end_call,
+    get_call,
+    open_call,
+    per_turn_latency,
+    prewarm_voice,
+)
+from core.config import Settings, get_settings
 from ui import auth, chat_state
 from ui.errors import reported, show_error
-from ui.shell import run_page
 from ui.format import clip, ms, short_id
+from ui.shell import run_page
 from ui.sidebar import model_rows
 from ui.style import page_header
 from ui.turn_panel import render_turn_details
 from ui.turns import group_turns
+from ui.voice import ice_servers, level_fraction, live_transcript
 
 _ENDED = "u_voice_ended"  # (session_id, saved, pipeline) of the call that just ended
 _CALL_KEY = "u_voice_call_key"
@@ -51,26 +62,30 @@ def _call_key(visitor) -> str:
 
 def _mic_callback(key: str):
     def on_mic_frame(frame: av.AudioFrame) -> None:  # aiortc's thread
-        call = voice_runtime.get_call(key)
+        call = get_call(key)
         if call is not None:
             call.push_av_frame(frame)
+
     return on_mic_frame
 
 
 def _speaker_callback(key: str):
     def next_speaker_frame(pts, time_base) -> av.AudioFrame:  # aiortc's thread, every 20 ms
-        call = voice_runtime.get_call(key)
-        samples = call.read_samples(WEBRTC_FRAME_SAMPLES) if call is not None else \
-            np.zeros(WEBRTC_FRAME_SAMPLES, np.int16)
+        call = get_call(key)
+        samples = (
+            call.read_samples(WEBRTC_FRAME_SAMPLES) if call is not None else np.zeros(WEBRTC_FRAME_SAMPLES, np.int16)
+        )
         frame = av.AudioFrame.from_ndarray(samples.reshape(1, -1), format="s16", layout="mono")
         frame.sample_rate = WEBRTC_SAMPLE_RATE
         return frame
+
     return next_speaker_frame
 
 
 def _ended_by_browser(key: str):
     def on_ended() -> None:  # the browser pressed Stop, closed the tab or lost the connection
-        voice_runtime.end_call(key)
+        end_call(key)
+
     return on_ended
 
 
@@ -78,21 +93,23 @@ def _ended_by_browser(key: str):
 def _prewarm_once():
     """Load Silero, Whisper and Piper in the background the first time anyone opens this page,
     so pressing Start does not wait for them."""
-    import threading
-
-    thread = threading.Thread(target=voice_runtime.prewarm, name="voice-prewarm", daemon=True)
+    thread = threading.Thread(target=prewarm_voice, name="voice-prewarm", daemon=True)
     thread.start()
     return thread
 
 
-def _pipeline_text(settings) -> str:
+def _pipeline_text(settings: Settings) -> str:
     if settings.livekit_configured:
-        return (f":material/podcasts: **LiveKit** · this page joins a room at `{settings.livekit_url}` as you; "
-                f"the `{settings.agent_name}` worker answers")
+        return (
+            f":material/podcasts: **LiveKit** · this page joins a room at `{settings.livekit_url}` as you; "
+            f"the `{settings.agent_name}` worker answers"
+        )
     labels = {row["role"]: row["label"] for row in model_rows()}
-    return (":material/computer: **Local pipeline** (runs in this app) · Silero VAD → "
-            f"{labels.get('STT', 'Whisper tiny.en')} → {labels.get('LLM', 'the agent')} → "
-            f"{labels.get('TTS', 'Piper')}")
+    return (
+        ":material/computer: **Local pipeline** (runs in this app) · Silero VAD → "
+        f"{labels.get('STT', 'Whisper tiny.en')} → {labels.get('LLM', 'the agent')} → "
+        f"{labels.get('TTS', 'Piper')}"
+    )
 
 
 def _state_badge(state: str) -> None:
@@ -102,7 +119,7 @@ def _state_badge(state: str) -> None:
 
 @st.fragment(run_every=0.5)
 def _live_status(key: str, who: str) -> None:
-    call = voice_runtime.get_call(key)
+    call = get_call(key)
     if call is None:
         return
     session = f"call `{short_id(call.session_id, 16)}` · " if call.session_id else ""
@@ -112,13 +129,14 @@ def _live_status(key: str, who: str) -> None:
         _state_badge(call.agent_state)
     with mic_col:
         level = call.mic_level_dbfs
-        st.progress(voice_runtime.level_fraction(level), text=f":material/mic: Microphone {level:.0f} dBFS")
+        st.progress(level_fraction(level), text=f":material/mic: Microphone {level:.0f} dBFS")
     with out_col:
         out_level = call.speaker_level_dbfs
-        st.progress(voice_runtime.level_fraction(out_level), text=f":material/volume_up: Agent {out_level:.0f} dBFS")
-    sent = getattr(call, "speaker", None) or getattr(call, "playback", None)
-    st.caption(f"Audio in: {call.mic.frames_received} frames from your microphone · audio out: "
-               f"{sent.samples_sent / WEBRTC_SAMPLE_RATE:.1f} s of agent speech sent")
+        st.progress(level_fraction(out_level), text=f":material/volume_up: Agent {out_level:.0f} dBFS")
+    st.caption(
+        f"Audio in: {call.mic_frames_received} frames from your microphone · audio out: "
+        f"{call.agent_audio_seconds_sent:.1f} s of agent speech sent"
+    )
     if call.error:
         st.error(call.error, icon=":material/error:")
     elif not (call.ready and call.ready.done()):
@@ -127,32 +145,39 @@ def _live_status(key: str, who: str) -> None:
 
 @st.fragment(run_every=1.0)
 def _live_transcript(key: str) -> None:
-    call = voice_runtime.get_call(key)
+    call = get_call(key)
     if call is None:
         return
     events, _ = call.events_since(0)
-    lines = voice_runtime.live_transcript(events)
+    lines = live_transcript(events)
     with st.container(height=420, border=True, autoscroll=True):
         if not lines:
-            st.caption("Say something — for example “My favorite color is teal”, then “What is my favorite "
-                       "color?”. Speaking while the agent talks interrupts it.")
+            st.caption(
+                "Say something — for example “My favorite color is teal”, then “What is my favorite "
+                "color?”. Speaking while the agent talks interrupts it."
+            )
         for line in lines:
+            if line["role"] == "error":
+                st.error(line["text"], icon=":material/error:")
+                continue
             with st.chat_message(line["role"]):
                 st.markdown(line["text"] if line["final"] else f"*{line['text']} …*")
 
 
 @st.fragment(run_every=2.0)
 def _live_turns(key: str) -> None:
-    call = voice_runtime.get_call(key)
+    call = get_call(key)
     if call is None:
         return
     events, _ = call.events_since(0)
     turns = [t for t in group_turns(events) if t.number > 0]
     st.markdown("#### :material/insights: What the agent did")
     if not turns:
-        st.caption("Per turn: the tool calls, the memories and knowledge retrieved (vector rank, text rank, each "
-                   "branch's RRF contribution, fused score) and the timings, including end of speech → first "
-                   "audio.")
+        st.caption(
+            "Per turn: the tool calls, the memories and knowledge retrieved (vector rank, text rank, each "
+            "branch's RRF contribution, fused score) and the timings, including end of speech → first "
+            "audio."
+        )
         return
     turn = turns[-1]
     st.caption(f"Turn {turn.number}: “{clip(turn.user_text or '', 90)}” · {turn.summary}")
@@ -165,81 +190,94 @@ def _ended_notice() -> None:
         return
     session_id, saved, pipeline = ended
     if pipeline == "livekit":
-        st.info("You left the LiveKit room. The agent worker saves the session report when the room closes.",
-                icon=":material/call_end:")
+        st.info(
+            "You left the LiveKit room. The agent worker saves the session report when the room closes.",
+            icon=":material/call_end:",
+        )
         st.page_link("pages/sessions.py", label="Sessions", icon=":material/history:")
     elif saved:
-        st.success(f"Call `{short_id(session_id, 16)}` ended; its report (transcript, tool calls, per-turn "
-                   "latencies) was saved.", icon=":material/task_alt:")
+        st.success(
+            f"Call `{short_id(session_id, 16)}` ended; its report (transcript, tool calls, per-turn "
+            "latencies) was saved.",
+            icon=":material/task_alt:",
+        )
         st.page_link("pages/sessions.py", label="Open it on the Sessions page", icon=":material/history:")
     else:
-        st.warning("The call ended, but its report could not be saved yet; it is kept on disk and saved "
-                   "automatically when the database is reachable.", icon=":material/save:")
+        st.warning(
+            "The call ended, but its report could not be saved yet; it is kept on disk and saved "
+            "automatically when the database is reachable.",
+            icon=":material/save:",
+        )
 
 
-def main() -> None:
-    visitor = auth.current_visitor()
-    settings = get_settings()
-    page_header("Voice", "Talk to the agent with your microphone. It hears you, remembers what you tell it and "
-                         "answers aloud; the panel shows what it retrieved and why.", icon=":material/mic:")
-    st.caption(_pipeline_text(settings))
-
-    if not settings.livekit_configured:
-        _prewarm_once()
-    key = _call_key(visitor)
-    if st.session_state.get(_CALL_KEY) not in (None, key):  # the identity changed: end the old call
-        voice_runtime.end_call(st.session_state[_CALL_KEY])
-    st.session_state[_CALL_KEY] = key
-
-    mic_sink = create_audio_sink_track(callback=_mic_callback(key), key="u_voice_mic",
-                                       on_ended=_ended_by_browser(key))
-    speaker = create_audio_source_track(callback=_speaker_callback(key), key="u_voice_speaker",
-                                        sample_rate=WEBRTC_SAMPLE_RATE)
-    ice = voice_runtime.ice_servers(settings)
+def _webrtc(key: str, ice: list[dict]):
+    """The browser side of the call: the microphone goes to the call's input, its output to the speaker."""
+    mic_sink = create_audio_sink_track(callback=_mic_callback(key), key="u_voice_mic", on_ended=_ended_by_browser(key))
+    speaker = create_audio_source_track(
+        callback=_speaker_callback(key), key="u_voice_speaker", sample_rate=WEBRTC_SAMPLE_RATE
+    )
     st.html(_KEEP_WEBRTC_VISIBLE)
-    ctx = webrtc_streamer(
+    return webrtc_streamer(
         key="u_voice_webrtc",
         mode=WebRtcMode.SENDRECV,
         rtc_configuration={"iceServers": ice},
-        media_stream_constraints={"audio": {"echoCancellation": True, "noiseSuppression": True,
-                                            "autoGainControl": True}, "video": False},
+        media_stream_constraints={
+            "audio": {"echoCancellation": True, "noiseSuppression": True, "autoGainControl": True},
+            "video": False,
+        },
         source_audio_track=speaker,
         sink_audio_track=mic_sink,
         audio_html_attrs={"autoPlay": True, "controls": False},
         translations={"start": "Start call", "stop": "End call"},
     )
 
-    call = voice_runtime.get_call(key)
-    if ctx.state.playing and call is None:
+
+def _follow_browser(playing: bool, key: str, visitor) -> VoiceCall | None:
+    """Start the call when the browser starts streaming, end it (saving its report) when it stops."""
+    call = get_call(key)
+    if playing and call is None:
         st.session_state.pop(_ENDED, None)
         with reported():
-            call = voice_runtime.open_call(key, visitor.verified)
+            call = open_call(key, visitor.verified)
             st.session_state[_LAST_CALL] = call
-    elif not ctx.state.playing and st.session_state.get(_LAST_CALL) is not None:
+    elif not playing and st.session_state.get(_LAST_CALL) is not None:
         # Stop pressed (or the connection dropped, which may have ended the call already)
-        last = st.session_state.pop(_LAST_CALL)
-        with st.spinner("Ending the call and saving its report…"):
-            report = None
-            try:
-                future = voice_runtime.end_call(key) or last.stop()
-                report = future.result(timeout=chat_state.CLOSE_TIMEOUT_SECONDS)
-            except Exception as exc:  # noqa: BLE001 - shown; a report that failed to save is kept for a retry
-                show_error(exc)
-            st.session_state[_ENDED] = (last.session_id, report is not None, last.pipeline)
+        _end(key, st.session_state.pop(_LAST_CALL))
         call = None
+    return call
 
-    if call is None:
-        _ended_notice()
-        if not ctx.state.playing:
-            st.caption("Press **Start call** and allow the microphone. "
-                       + ("Audio stays on this machine: speech recognition, the agent and the voice all run "
-                          "locally." if not settings.livekit_configured else
-                          "Your audio goes to the LiveKit room; the agent worker joins it."))
-            if not ice:
-                st.caption(":material/lan: No STUN/TURN servers are configured, which is right when the browser "
-                           "and the app share a machine or network; see docs/VOICE.md for remote use.")
+
+def _end(key: str, last: VoiceCall) -> None:
+    with st.spinner("Ending the call and saving its report…"):
+        report = None
+        try:
+            future = end_call(key) or last.stop()
+            report = future.result(timeout=chat_state.close_timeout_seconds())
+        except Exception as exc:  # shown; a report that failed to save is kept on disk for a retry
+            show_error(exc)
+        st.session_state[_ENDED] = (last.session_id, report is not None, last.pipeline)
+
+
+def _before_a_call(settings: Settings, playing: bool, ice: list[dict]) -> None:
+    _ended_notice()
+    if playing:
         return
+    st.caption(
+        "Press **Start call** and allow the microphone. "
+        + (
+            "Audio stays on this machine: speech recognition, the agent and the voice all run locally."
+            if not settings.livekit_configured
+            else "Your audio goes to the LiveKit room; the agent worker joins it."
+        )
+    )
+    if not ice:
+        st.caption(
+            ":material/lan: No STUN/TURN servers are configured, which is right when the browser "
+            "and the app share a machine or network; see docs/VOICE.md for remote use."
+        )
 
+
+def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
     _live_status(key, visitor.short_id)
     left, right = st.columns([1, 1], gap="large")
     with left:
@@ -252,12 +290,39 @@ def main() -> None:
     with right:
         _live_turns(key)
         with st.expander("Latency of this call so far", icon=":material/timer:"):
-            rows = voice_runtime.per_turn_latency(call.events_since(0)[0])
+            rows = per_turn_latency(call.events_since(0)[0])
             if rows:
-                st.dataframe([{"turn": r["turn"], **{k: ms(v) for k, v in r.items() if k != "turn"}}
-                              for r in rows], hide_index=True)
+                st.dataframe(
+                    [{"turn": r["turn"], **{k: ms(v) for k, v in r.items() if k != "turn"}} for r in rows],
+                    hide_index=True,
+                )
             else:
                 st.caption("Appears after the first spoken turn.")
+
+
+def main() -> None:
+    visitor = auth.current_visitor()
+    settings = get_settings()
+    page_header(
+        "Voice",
+        "Talk to the agent with your microphone. It hears you, remembers what you tell it and "
+        "answers aloud; the panel shows what it retrieved and why.",
+        icon=":material/mic:",
+    )
+    st.caption(_pipeline_text(settings))
+    if not settings.livekit_configured:
+        _prewarm_once()
+    key = _call_key(visitor)
+    if st.session_state.get(_CALL_KEY) not in (None, key):  # the identity changed: end the old call
+        end_call(st.session_state[_CALL_KEY])
+    st.session_state[_CALL_KEY] = key
+    ice = ice_servers(settings)
+    ctx = _webrtc(key, ice)
+    call = _follow_browser(ctx.state.playing, key, visitor)
+    if call is None:
+        _before_a_call(settings, ctx.state.playing, ice)
+    else:
+        _during_a_call(call, key, visitor)
 
 
 run_page(main)

@@ -1,14 +1,21 @@
-"""Shared fixtures: one throwaway embedded Postgres per test run, migrated and
-seeded, and helpers that sign in real anonymous users with real JWTs."""
+"""What every test folder shares: one throwaway embedded Postgres per test run (migrated and seeded),
+real anonymous users with real JWTs, the Supabase Auth stand-in, and (from tests/support/app.py and
+tests/support/browser.py) the app under `streamlit run` and headless Chromium.
+
+Folders: core/ (database, identity, retrieval, config, doctor), agent/ (the agent, its brain, runtime,
+worker, LLM path), voice/ (audio, local models, voice calls), app/ (AppTest and browser tests of the
+pages). Tests marked `browser` run after all the others (see pytest_collection_modifyitems).
+"""
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import tempfile
 import uuid
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,63 +24,78 @@ import pytest
 # embedded database and the embedded issuer, whatever the developer's .env says.
 _TEST_DATA_DIR = Path(tempfile.mkdtemp(prefix="mp-test-data-"))
 os.environ["DATA_DIR"] = str(_TEST_DATA_DIR)
-for _name in ("DATABASE_URL", "SUPABASE_URL", "SUPABASE_ANON_KEY", "SUPABASE_JWT_SECRET", "DEMO_USER_ID",
-              "LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "OPENAI_API_KEY", "OPENAI_BASE_URL",
-              "LLM_MODEL", "EMBEDDING_MODEL"):
+for _name in (
+    "DATABASE_URL",
+    "SUPABASE_URL",
+    "SUPABASE_ANON_KEY",
+    "SUPABASE_JWT_SECRET",
+    "DEMO_USER_ID",
+    "LIVEKIT_URL",
+    "LIVEKIT_API_KEY",
+    "LIVEKIT_API_SECRET",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "LLM_MODEL",
+    "EMBEDDING_MODEL",
+    "VOICE_ICE_SERVERS",
+):
     os.environ[_name] = ""
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from core import config, db, identity  # noqa: E402
-from core.db import Scope  # noqa: E402
+# pytest's process registers the livekit plugins at start, as every entry point does
+# (agent/plugins.py); the subprocess tests prove the entry points themselves.
+from agent import plugins  # noqa: E402 - after the settings above
+
+plugins.register()
+
+from core import config, db, identity  # noqa: E402 - after the settings above
+from core.seed import demo_user_file, seed_all  # noqa: E402 - after the settings above
+from tests.support.supabase_standin import SupabaseAuthStandIn  # noqa: E402 - after the settings above
+from tests.support.users import SignedInUser, sign_in  # noqa: E402 - after the settings above
+
+pytest_plugins = ["tests.support.app", "tests.support.browser"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Browser tests last: while Playwright's sync API is open it leaves an asyncio loop marked as running
+    on the main thread, which breaks any async test run after it. With the browser tests at the end, the
+    one Playwright of the session (tests/support/browser.py) is open only when no async test follows."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 
 @pytest.fixture(scope="session")
-def database_uri() -> str:
+def database_uri() -> Iterator[str]:
     """Start the test server (deleted at exit), apply the shim and migrations, seed."""
     config.reload_settings()
     uri = db.start_embedded(_TEST_DATA_DIR / "pg", cleanup_mode="delete")
     db.migrate(echo=lambda *_: None)
-    from core.seed import seed_all
-
     seed_all(echo=lambda *_: None)
     yield uri
     db.close_pools()
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _cleanup_data_dir():
+def _cleanup_data_dir() -> Iterator[None]:
     yield
     # the pg/ subdirectory is deleted by pgserver when the last handle exits
     for child in _TEST_DATA_DIR.iterdir():
-        if child.name != "pg":
-            shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+        if child.name == "pg":
+            continue
+        if child.is_dir():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
 
 
 # Registered after pgserver's own exit hook (which deletes pg/), so it runs before it:
 # remove the directory once pgserver has finished, whichever order atexit picks.
 def _remove_empty_data_dir() -> None:
-    try:
+    # while pg/ is still there pgserver's hook removes it, and the empty parent stays in /tmp
+    with contextlib.suppress(OSError):
         _TEST_DATA_DIR.rmdir()
-    except OSError:
-        pass  # pg/ still there: pgserver's hook removes it, the empty parent stays in /tmp
 
 
 atexit.register(_remove_empty_data_dir)
-
-
-@dataclass
-class SignedInUser:
-    session: identity.AuthSession
-    verified: identity.VerifiedUser
-    scope: Scope  # as the user: RLS decides
-
-    @property
-    def user_id(self) -> uuid.UUID:
-        return self.verified.user_id
-
-    @property
-    def service(self) -> Scope:
-        return Scope.service(self.user_id)
 
 
 @pytest.fixture
@@ -81,15 +103,28 @@ def new_user(database_uri):
     """Factory: each call signs in a brand-new anonymous user."""
 
     def make() -> SignedInUser:
-        session = identity.sign_in_anonymously()
-        verified = identity.verify(session.access_token)
-        return SignedInUser(session=session, verified=verified, scope=Scope.for_user(verified))
+        return sign_in()
 
     return make
 
 
 @pytest.fixture
 def demo_user_id(database_uri) -> uuid.UUID:
-    from core.seed import demo_user_file
-
     return uuid.UUID(demo_user_file().read_text().strip())
+
+
+@pytest.fixture
+def supabase_auth(database_uri, monkeypatch) -> Iterator[SupabaseAuthStandIn]:
+    """The settings point at a running Supabase Auth stand-in that auto-confirms emails (the Supabase CLI's
+    local default); tests of the hosted default (confirm email on) switch it off."""
+    with SupabaseAuthStandIn(mailer_autoconfirm=True) as standin:
+        for name, value in standin.env().items():
+            monkeypatch.setenv(name, value)
+        config.reload_settings()
+        identity._verified_cache.clear()
+        try:
+            yield standin
+        finally:
+            monkeypatch.undo()
+            config.reload_settings()
+            identity._verified_cache.clear()

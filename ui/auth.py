@@ -17,7 +17,6 @@ Design (see docs/APP.md):
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import threading
 import time
@@ -30,8 +29,9 @@ import streamlit as st
 
 from core import identity
 from core.db import Scope
-from core.errors import AuthError
+from core.errors import AuthError, AuthUnavailable
 from core.identity import AuthSession, VerifiedUser
+from ui import chat_state
 from ui.format import short_id
 
 log = logging.getLogger("memory_playground.ui.auth")
@@ -44,6 +44,7 @@ _AUTH_KEY = "mp_auth_session"
 _FAMILY_KEY = "mp_auth_family"
 _NOTICE_KEY = "mp_auth_notice"
 _GENERATION_KEY = "mp_identity_generation"
+_RESIGN_KEY = "mp_auth_resign_email"  # the email of an account whose session ended: offer to sign in again
 # Session-state keys that hold one user's view state (edit boxes, selections, the chat).
 # They are dropped when the identity changes so nothing of one user shows for the next.
 USER_STATE_PREFIX = "u_"
@@ -74,6 +75,11 @@ class Visitor:
         return self.verified.email
 
     @property
+    def pending_email(self) -> str | None:
+        """An email added to this anonymous identity that waits for its confirmation link."""
+        return self.verified.pending_email if self.verified.is_anonymous else None
+
+    @property
     def scope(self) -> Scope:
         """As the user: RLS decides what every statement may see and change."""
         return Scope.for_user(self.verified)
@@ -86,14 +92,11 @@ class Visitor:
 # memory only) remembers, per family, the newest session this process issued, so
 #   * a tab about to renew adopts a newer session another tab already obtained, and
 #   * a restore that presents a token rotated away less than REUSE_INTERVAL_SECONDS ago
-#     (a parallel tab or a reload racing the cookie write) gets that newer session,
+#     (a parallel tab or a reload racing the cookie write) gets that newer session once
+#     the auth server has confirmed it (a reload must see a sign-out from elsewhere),
 # like Supabase Auth's refresh-token reuse interval. Older replays still go through
 # refresh() and its reuse detection.
 REUSE_INTERVAL_SECONDS = 30.0
-
-
-def _token_key(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class _Families:
@@ -111,15 +114,15 @@ class _Families:
 
     def family_of(self, token: str) -> tuple[str | None, float | None]:
         with self._guard:
-            entry = self._tokens.get(_token_key(token))
+            entry = self._tokens.get(identity.hash_refresh_token(token))
             return (entry[0], entry[1]) if entry else (None, None)
 
     def record(self, family: str, auth: AuthSession, *, replaces: str | None = None) -> AuthSession:
         with self._guard:
             if replaces is not None:
-                old = self._tokens.setdefault(_token_key(replaces), [family, None])
+                old = self._tokens.setdefault(identity.hash_refresh_token(replaces), [family, None])
                 old[1] = old[1] or time.time()
-            self._tokens[_token_key(auth.refresh_token)] = [family, None]
+            self._tokens[identity.hash_refresh_token(auth.refresh_token)] = [family, None]
             while len(self._tokens) > self._max_tokens:
                 self._tokens.popitem(last=False)
             current = self._latest.get(family)
@@ -149,19 +152,57 @@ def renew(auth: AuthSession, family: str, *, margin: float = REFRESH_MARGIN_SECO
     newest refresh token. Raises AuthError if refreshing fails."""
     with _families.lock(family):
         latest = _families.latest(family)
-        if latest is not None and latest.user_id == auth.user_id and latest.refresh_token != auth.refresh_token \
-                and latest.expires_at - time.time() >= margin:
+        if (
+            latest is not None
+            and latest.user_id == auth.user_id
+            and latest.refresh_token != auth.refresh_token
+            and latest.expires_at - time.time() >= margin
+        ):
             return latest
-        newest = latest if latest is not None and latest.user_id == auth.user_id \
-            and latest.expires_at >= auth.expires_at else auth
+        newest = (
+            latest
+            if latest is not None and latest.user_id == auth.user_id and latest.expires_at >= auth.expires_at
+            else auth
+        )
         return _families.record(family, identity.refresh(newest.refresh_token), replaces=newest.refresh_token)
+
+
+# Why an auth server ends a session, in the visitor's words (Supabase Auth's error codes).
+_SESSION_END_REASONS = {
+    "session_expired": "the session expired",
+    "refresh_token_not_found": "the session was signed out, for example from another device",
+    "session_not_found": "the session was signed out, for example from another device",
+    "refresh_token_already_used": "its sign-in token was presented twice, which can mean it was copied, "
+    "so the session was closed",
+    "user_not_found": "the account no longer exists",
+    "user_banned": "the account is blocked",
+}
+
+
+def session_end_reason(exc: AuthError) -> str:
+    return _SESSION_END_REASONS.get(exc.code or "", str(exc).rstrip("."))
+
+
+def _still_standing(latest: AuthSession, family: str) -> AuthSession:
+    """The family's newest session once the auth server confirms it (asked, not the
+    verification cache: it may have been signed out elsewhere since this process
+    last asked), else what one refresh of it gives. Raises AuthError when the
+    session has ended. The caller holds the family's lock."""
+    try:
+        identity.verify(latest.access_token, use_cache=False)
+        return latest
+    except AuthUnavailable:
+        raise
+    except AuthError as exc:
+        log.info("newest session of a restored family refused (%s); refreshing it once", exc)
+    return _families.record(family, identity.refresh(latest.refresh_token), replaces=latest.refresh_token)
 
 
 def restore_or_sign_in(stored_refresh_token: str | None) -> tuple[AuthSession, str | None, str]:
     """(session, notice, family) for a new browser session: restored from the
     cookie's refresh token when it is still good, otherwise a new anonymous user
-    (with a notice saying why). DatabaseUnavailable propagates: an outage must not
-    hand the visitor a new identity."""
+    (with a notice saying why). DatabaseUnavailable and AuthUnavailable propagate:
+    an outage must not hand the visitor a new identity (the cookie keeps the old one)."""
     notice = None
     if stored_refresh_token:
         family, _ = _families.family_of(stored_refresh_token)
@@ -169,17 +210,26 @@ def restore_or_sign_in(stored_refresh_token: str | None) -> tuple[AuthSession, s
             with _families.lock(family) if family else contextlib.nullcontext():
                 _, superseded_at = _families.family_of(stored_refresh_token)
                 latest = _families.latest(family) if family else None
-                if superseded_at is not None and latest is not None \
-                        and time.time() - superseded_at <= REUSE_INTERVAL_SECONDS \
-                        and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS:
-                    return latest, None, family  # a parallel tab or a reload that raced the cookie write
+                if (
+                    superseded_at is not None
+                    and latest is not None
+                    and time.time() - superseded_at <= REUSE_INTERVAL_SECONDS
+                    and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS
+                ):
+                    # A parallel tab or a reload that raced the cookie write.
+                    return _still_standing(latest, family), None, family
                 restored = identity.refresh(stored_refresh_token)
             family = family or uuid.uuid4().hex
             return _families.record(family, restored, replaces=stored_refresh_token), None, family
+        except AuthUnavailable:
+            raise
         except AuthError as exc:
             log.info("stored identity not restored: %s", exc)
-            notice = (f"Your previous identity could not be restored ({exc}) "
-                      "You are now a new anonymous visitor.")
+            notice = (
+                f"Your previous identity could not be restored: {session_end_reason(exc)}. "
+                "If you saved it with an email, sign in again with it (Sign in with email, in this "
+                "sidebar); until then you are a new anonymous visitor."
+            )
     fresh = identity.sign_in_anonymously()
     return fresh, notice, _families.start(fresh)
 
@@ -216,15 +266,34 @@ def _store(auth: AuthSession, notice: str | None = None, *, family: str | None =
         st.session_state[_NOTICE_KEY] = notice
 
 
-def _new_anonymous(notice: str) -> AuthSession:
+def _session_ended(ended: AuthSession, exc: AuthError) -> AuthSession:
+    """The auth server ended this browser's session: continue as a new anonymous
+    visitor and say so; an email account is offered a sign-in right away."""
+    reason = session_end_reason(exc)
+    last: Visitor | None = st.session_state.get("mp_visitor")
+    email = ended.email or (last.email if last is not None and last.user_id == ended.user_id else None)
+    if email:
+        notice = (
+            f"Your session as {email} has ended: {reason}. Sign in again to get back to your memories; "
+            "until then you are a new anonymous visitor."
+        )
+    else:
+        notice = (
+            f"Your session has ended: {reason}. An anonymous identity cannot be signed into again, "
+            "so you are now a new anonymous visitor."
+        )
+    log.info("session of %s ended: %s", ended.user_id, exc)
     fresh = identity.sign_in_anonymously()
     _replace(fresh, family=_families.start(fresh), notice=notice)
+    if email:
+        st.session_state[_RESIGN_KEY] = email
     return fresh
 
 
 def require_visitor() -> Visitor:
     """Sign in (or restore) and verify; called once per run by the entry script.
-    Raises DatabaseUnavailable / AuthError for the caller to show."""
+    Raises DatabaseUnavailable / AuthError (AuthUnavailable: the auth server is
+    down, nothing changed) for the caller to show."""
     auth: AuthSession | None = st.session_state.get(_AUTH_KEY)
     if auth is None:
         auth, notice, family = restore_or_sign_in(_read_cookie())
@@ -235,14 +304,29 @@ def require_visitor() -> Visitor:
         try:
             auth = renew(auth, family)
             _store(auth, family=family)
+        except AuthUnavailable:
+            if auth.expires_at <= time.time():
+                raise  # nothing usable left; the page says the auth server is unreachable
         except AuthError as exc:
-            auth = _new_anonymous(f"Your session could not be renewed ({exc}) You are now a new anonymous visitor.")
+            auth = _session_ended(auth, exc)
     try:
         verified = identity.verify(auth.access_token)
+    except AuthUnavailable:
+        raise
     except AuthError as exc:
-        # e.g. the user row is gone after a database reset: start over, say so.
-        auth = _new_anonymous(f"Your identity is no longer valid ({exc}) You are now a new anonymous visitor.")
-        verified = identity.verify(auth.access_token)
+        # The server refused a token we thought good (revoked, expired early, clocks apart, the
+        # user row gone after a database reset): one refresh decides whether the session lives on.
+        family = st.session_state.get(_FAMILY_KEY) or _families.start(auth)
+        try:
+            auth = renew(auth, family, margin=float("inf"))
+            _store(auth, family=family)
+            verified = identity.verify(auth.access_token)
+        except AuthUnavailable:
+            raise
+        except AuthError as refresh_exc:
+            log.info("access token refused (%s); refresh refused too (%s)", exc, refresh_exc)
+            auth = _session_ended(auth, refresh_exc)
+            verified = identity.verify(auth.access_token)
     visitor = Visitor(auth=auth, verified=verified, generation=st.session_state.get(_GENERATION_KEY, 1))
     st.session_state["mp_visitor"] = visitor
     return visitor
@@ -264,15 +348,19 @@ def current_visitor() -> Visitor:
 
 
 def pop_notice() -> str | None:
+    st.session_state.pop(_RESIGN_KEY, None)
     return st.session_state.pop(_NOTICE_KEY, None)
+
+
+def resign_email() -> str | None:
+    """The email of an account whose session just ended in this browser, if any."""
+    return st.session_state.get(_RESIGN_KEY)
 
 
 def _replace(auth: AuthSession, *, family: str, notice: str | None = None) -> None:
     """Switch this browser session to another identity and forget the old one's view state."""
-    from ui import chat_state  # late: chat_state imports the agent runtime lazily too
-
     chat_state.close_chat_session(reason="identity changed")
-    for key in [k for k in st.session_state.keys() if str(k).startswith(USER_STATE_PREFIX)]:
+    for key in [k for k in st.session_state if str(k).startswith(USER_STATE_PREFIX)]:
         del st.session_state[key]
     _store(auth, notice, family=family)
     st.session_state[_GENERATION_KEY] = st.session_state.get(_GENERATION_KEY, 0) + 1
@@ -307,4 +395,6 @@ def sign_in_with_email(email: str, password: str) -> AuthSession:
         _store(signed_in, family=family)
     else:
         _replace(signed_in, family=family)
+    st.session_state.pop(_RESIGN_KEY, None)
+    st.session_state.pop(_NOTICE_KEY, None)  # a notice about the session that ended is answered now
     return signed_in

@@ -1,6 +1,6 @@
-"""The in-process text chat session of this browser session.
+"""The in-process text conversation of this browser session.
 
-One ChatSession (agent.runtime) per browser session and verified user, kept
+One agent Conversation per browser session and verified user, kept
 across reruns: the runtime finds it again by a key made of the Streamlit
 session id and the user id. The runtime closes sessions idle for 30 minutes
 and all sessions at exit; the watcher here also closes (and so reports) a
@@ -15,6 +15,10 @@ import time
 from typing import Any
 
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+from agent import Conversation, get_runtime, llm_wait_seconds
 
 log = logging.getLogger("memory_playground.ui.chat")
 
@@ -31,40 +35,27 @@ _watcher: threading.Thread | None = None
 
 
 def browser_session_id() -> str:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
     ctx = get_script_run_ctx()
     return ctx.session_id if ctx is not None else "no-browser-session"
-
-
-def runtime_available() -> tuple[bool, str | None]:
-    try:
-        from agent.runtime import get_runtime  # noqa: F401
-    except Exception as exc:  # the agent package is missing or broken
-        log.exception("agent runtime not importable")
-        return False, f"{type(exc).__name__}: {exc}"
-    return True, None
 
 
 def session_key(user_id) -> str:
     return f"text:{browser_session_id()}:{user_id}"
 
 
-def get_chat_session(visitor, rrf=None):
-    """The open ChatSession for this browser session and the verified user (created once)."""
+def get_chat_session(visitor, rrf=None) -> Conversation:
+    """The open conversation for this browser session and the verified user (created once)."""
     chat = st.session_state.get(CHAT_KEY)
     if chat is not None and chat.user_id == visitor.user_id and not chat.closed:
         return chat
-    from agent.runtime import get_runtime
-
     key = session_key(visitor.user_id)
-    chat = get_runtime().open_text_session(key, visitor.user_id, rrf=rrf)
+    chat = get_runtime().open_conversation(key, visitor.user_id, rrf=rrf)
     st.session_state[CHAT_KEY] = chat
     _track(key, browser_session_id())
     return chat
 
 
-def current_chat_session():
+def current_chat_session() -> Conversation | None:
     chat = st.session_state.get(CHAT_KEY)
     return None if chat is None or chat.closed else chat
 
@@ -78,12 +69,18 @@ def close_chat_session(*, reason: str = "ended", wait: bool = False) -> Any:
         _tracked.pop(chat.key, None)
     log.info("closing chat session %s (%s)", chat.session_id, reason)
     future = chat.close()
-    return future.result(timeout=CLOSE_TIMEOUT_SECONDS) if wait else future
+    return future.result(timeout=close_timeout_seconds()) if wait else future
+
+
+def close_timeout_seconds() -> float:
+    """Closing runs the fact extraction, one more model call: wait as long as that call may take."""
+    return max(CLOSE_TIMEOUT_SECONDS, llm_wait_seconds(calls=1))
 
 
 # ---------------------------------------------------------------------------
 # Close conversations whose browser session went away
 # ---------------------------------------------------------------------------
+
 
 def _track(key: str, streamlit_session_id: str) -> None:
     global _watcher
@@ -97,8 +94,6 @@ def _track(key: str, streamlit_session_id: str) -> None:
 def close_gone_sessions(is_active, now: float | None = None, grace: float = GONE_GRACE_SECONDS) -> list[str]:
     """One sweep: close tracked conversations whose browser session has been inactive
     for `grace` seconds. `is_active(session_id) -> bool`. Returns the closed keys."""
-    from agent.runtime import get_runtime
-
     now = time.monotonic() if now is None else now
     closed = []
     with _watch_lock:
@@ -114,14 +109,12 @@ def close_gone_sessions(is_active, now: float | None = None, grace: float = GONE
             _tracked.pop(key, None)
         _inactive_since.pop(key, None)
         log.info("browser session %s is gone; closing its conversation", sid)
-        get_runtime().close_session(key)
+        get_runtime().close_conversation(key)
         closed.append(key)
     return closed
 
 
 def _watch_forever() -> None:
-    from streamlit.runtime import Runtime
-
     while True:
         time.sleep(WATCH_INTERVAL_SECONDS)
         if not Runtime.exists():

@@ -27,16 +27,17 @@ def show_error(exc: BaseException) -> None:
     elif isinstance(exc, NotFound):
         st.info(f"{exc} Refresh the list to see the current state.", icon=":material/search_off:")
     elif isinstance(exc, EmbeddingUnavailable):
-        st.error(f"{exc} Text search still works; check EMBEDDING_MODEL and restart the app.",
-                 icon=":material/hub:")
+        st.error(f"{exc} Text search still works; check EMBEDDING_MODEL and restart the app.", icon=":material/hub:")
     elif isinstance(exc, AuthError):
         st.error(f"{exc}", icon=":material/lock:")
     elif isinstance(exc, PlaygroundError):
         st.error(str(exc), icon=":material/error:")
     else:
         log.exception("unexpected error in the app", exc_info=exc)
-        st.error("Something unexpected went wrong. Reload the page; if it happens again, the server log has the "
-                 "details.", icon=":material/bug_report:")
+        st.error(
+            "Something unexpected went wrong. Reload the page; if it happens again, the server log has the details.",
+            icon=":material/bug_report:",
+        )
         with st.expander("Technical details"):
             st.exception(exc)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 
@@ -19,24 +19,24 @@ def parse_time(value: Any) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, (int, float)):
         try:
-            return datetime.fromtimestamp(float(value), tz=timezone.utc)
+            return datetime.fromtimestamp(float(value), tz=UTC)
         except (OverflowError, OSError, ValueError):
             return None
     try:
         parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def ago(value: Any, *, now: datetime | None = None) -> str:
     moment = parse_time(value)
     if moment is None:
         return "—"
-    seconds = ((now or datetime.now(timezone.utc)) - moment).total_seconds()
+    seconds = ((now or datetime.now(UTC)) - moment).total_seconds()
     if seconds < 0:
         return "just now"
     for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
@@ -49,7 +49,7 @@ def ago(value: Any, *, now: datetime | None = None) -> str:
 def when(value: Any) -> str:
     """A compact absolute time for tables: 2026-11-22 14:03 UTC."""
     moment = parse_time(value)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if moment else "—"
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if moment else "—"
 
 
 def duration(seconds: float | None) -> str:
@@ -58,7 +58,7 @@ def duration(seconds: float | None) -> str:
     seconds = max(0.0, float(seconds))
     if seconds < 60:
         return f"{seconds:.0f} s"
-    minutes, secs = divmod(int(round(seconds)), 60)
+    minutes, secs = divmod(round(seconds), 60)
     if minutes < 60:
         return f"{minutes} min {secs:02d} s"
     hours, minutes = divmod(minutes, 60)

@@ -1,13 +1,11 @@
 """The retrieval panel: what a search found and *why*.
 
-`render_retrieval(obj)` accepts any of
-  * core.retrieval.MemorySearch / KnowledgeSearch (or their `.as_dict()`),
-  * an agent retrieval event (a dict, or an object with `.as_dict()`, carrying
-    `hits` directly or under `search` / `result` / `payload` / `data`),
-and shows, per hit, the vector rank, text rank, each branch's RRF contribution
-and the fused score, as a table and a stacked bar chart (teal = vector,
-amber = text). Knowledge hits show their rank and cosine similarity.
-The chat page, the Memories page and the voice page all use it.
+`render_retrieval(found)` takes a search the page ran itself
+(core.retrieval.MemorySearch / KnowledgeSearch) or an agent ``retrieval``
+event (agent/events.py), and shows, per hit, the vector rank, text rank, each
+branch's RRF contribution and the fused score, as a table and a stacked bar
+chart (teal = vector, amber = text). Knowledge hits show their rank and cosine
+similarity. The chat, voice, Memories, Knowledge and Sessions pages use it.
 """
 
 from __future__ import annotations
@@ -19,14 +17,18 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from agent import RetrievalEvent
+from core.retrieval import KnowledgeSearch, MemorySearch
 from ui.format import clip, ms
 
 VECTOR_COLOR = "#0f766e"
 TEXT_COLOR = "#d97706"
 KNOWLEDGE_COLOR = "#2563eb"
-_TRIGGERS = {"per_turn_recall": "per-turn recall", "tool:search_memories": "tool search_memories",
-             "tool:search_knowledge": "tool search_knowledge"}
-_NESTED_KEYS = ("search", "result", "payload", "data", "retrieval")
+_TRIGGERS = {
+    "per_turn_recall": "per-turn recall",
+    "tool:search_memories": "tool search_memories",
+    "tool:search_knowledge": "tool search_knowledge",
+}
 
 
 @dataclass
@@ -44,70 +46,50 @@ class RetrievalView:
     injected: set[str] = field(default_factory=set)  # ids the agent put into the model's context
 
 
-def _as_mapping(obj: Any) -> dict[str, Any]:
-    if obj is None:
-        return {}
-    if isinstance(obj, dict):
-        return obj
-    if hasattr(obj, "as_dict"):
-        return obj.as_dict()
-    if hasattr(obj, "model_dump"):
-        return obj.model_dump()
-    if hasattr(obj, "__dict__"):
-        return dict(vars(obj))
-    raise TypeError(f"Cannot show {type(obj).__name__} as a retrieval result.")
-
-
-def _kind_of(data: dict[str, Any], hits: list[dict[str, Any]]) -> str:
-    for key in ("kind", "source", "target", "collection", "type", "tool", "name"):
-        value = str(data.get(key) or "").lower()
-        if "knowledge" in value:
-            return "knowledge"
-        if "memor" in value:
-            return "memories"
-    if hits and ("title" in hits[0] or "similarity" in hits[0]):
-        return "knowledge"
-    return "memories"
-
-
-def normalize(obj: Any) -> RetrievalView:
-    """Any supported shape -> RetrievalView (raises TypeError for anything else)."""
-    data = _as_mapping(obj)
-    outer = data
-    if "hits" not in data:
-        for key in _NESTED_KEYS:
-            inner = data.get(key)
-            if isinstance(inner, dict) and "hits" in inner:
-                data = {**{k: v for k, v in outer.items() if k != key}, **inner}
-                break
-            if inner is not None and hasattr(inner, "as_dict"):
-                data = {**{k: v for k, v in outer.items() if k != key}, **inner.as_dict()}
-                break
-    hits = [_as_mapping(hit) for hit in (data.get("hits") or [])]
-    params = data.get("params") or {}
-    if not isinstance(params, dict):
-        params = _as_mapping(params)
-    note = data.get("note")
-    if data.get("skipped"):
-        note = f"Skipped: {data.get('skip_reason') or 'over the time budget'}."
+def view_of_event(event: RetrievalEvent) -> RetrievalView:
+    """What the agent retrieved, as published in a ``retrieval`` event."""
     return RetrievalView(
-        kind=_kind_of(data, hits),
-        query=str(data.get("query") or ""),
-        hits=hits,
-        mode=data.get("mode"),
-        params=params,
-        latency_ms=data.get("latency_ms", data.get("duration_ms")),
-        embed_ms=data.get("embed_ms"),
-        degraded_reason=data.get("degraded_reason"),
-        note=note,
-        trigger=data.get("trigger"),
-        injected={str(i) for i in (data.get("injected") or [])},
+        kind=event["source"],
+        query=event["query"],
+        hits=event["hits"],
+        mode=event["mode"],
+        params=dict(event["params"] or {}),
+        latency_ms=event["latency_ms"],
+        embed_ms=event.get("embed_ms"),
+        degraded_reason=event["degraded_reason"],
+        note=f"Skipped: {event['skip_reason']}." if event["skipped"] else None,
+        trigger=event["trigger"],
+        injected=set(event.get("injected") or []),
+    )
+
+
+def view_of_search(search: MemorySearch | KnowledgeSearch) -> RetrievalView:
+    """A search the page ran itself (Memories and Knowledge pages)."""
+    data = search.as_dict()
+    if isinstance(search, KnowledgeSearch):
+        return RetrievalView(
+            kind="knowledge",
+            query=search.query,
+            hits=data["hits"],
+            latency_ms=data["latency_ms"],
+            embed_ms=data["embed_ms"],
+        )
+    return RetrievalView(
+        kind="memories",
+        query=search.query,
+        hits=data["hits"],
+        mode=search.mode,
+        params=data["params"],
+        latency_ms=data["latency_ms"],
+        embed_ms=data["embed_ms"],
+        degraded_reason=search.degraded_reason,
     )
 
 
 # ---------------------------------------------------------------------------
 # Tables (plain data, testable without Streamlit)
 # ---------------------------------------------------------------------------
+
 
 def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
     rows = [
@@ -123,8 +105,19 @@ def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -
         }
         for hit in hits
     ]
-    frame = pd.DataFrame(rows, columns=["Slot", "Memory", "Vector rank", "Text rank", "Vector RRF", "Text RRF",
-                                        "Fused score", "Cosine distance"])
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "Slot",
+            "Memory",
+            "Vector rank",
+            "Text rank",
+            "Vector RRF",
+            "Text RRF",
+            "Fused score",
+            "Cosine distance",
+        ],
+    )
     for column in ("Vector rank", "Text rank"):
         # "—" = the memory is not in that branch's ranking (so the branch contributes 0)
         frame[column] = frame[column].map(lambda rank: "—" if rank is None or rank != rank else str(int(rank)))
@@ -152,20 +145,23 @@ def contribution_rows(hits: list[dict[str, Any]]) -> pd.DataFrame:
     for order, hit in enumerate(hits):
         label = str(hit.get("memory_type") or hit.get("title") or f"hit {order + 1}")
         for branch, rank_key, rrf_key in (("vector", "vector_rank", "vector_rrf"), ("text", "text_rank", "text_rrf")):
-            rows.append({
-                "hit": label,
-                "order": order,
-                "branch": branch,
-                "rank": hit.get(rank_key),
-                "contribution": float(hit.get(rrf_key) or 0.0),
-                "fused": float(hit.get("rrf_score") or 0.0),
-            })
+            rows.append(
+                {
+                    "hit": label,
+                    "order": order,
+                    "branch": branch,
+                    "rank": hit.get(rank_key),
+                    "contribution": float(hit.get(rrf_key) or 0.0),
+                    "fused": float(hit.get("rrf_score") or 0.0),
+                }
+            )
     return pd.DataFrame(rows, columns=["hit", "order", "branch", "rank", "contribution", "fused"])
 
 
 # ---------------------------------------------------------------------------
 # Charts
 # ---------------------------------------------------------------------------
+
 
 def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
     data = contribution_rows(hits)
@@ -175,22 +171,33 @@ def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
         .mark_bar(cornerRadiusEnd=2)
         .encode(
             y=alt.Y("hit:N", sort=order, title=None, axis=alt.Axis(labelLimit=160)),
-            x=alt.X("sum(contribution):Q", title="RRF contribution (stacked = fused score)",
-                    axis=alt.Axis(format=".4f", tickCount=4)),
-            color=alt.Color("branch:N", scale=alt.Scale(domain=["vector", "text"], range=[VECTOR_COLOR, TEXT_COLOR]),
-                            legend=alt.Legend(orient="bottom", title=None)),
+            x=alt.X(
+                "sum(contribution):Q",
+                title="RRF contribution (stacked = fused score)",
+                axis=alt.Axis(format=".4f", tickCount=4),
+            ),
+            color=alt.Color(
+                "branch:N",
+                scale=alt.Scale(domain=["vector", "text"], range=[VECTOR_COLOR, TEXT_COLOR]),
+                legend=alt.Legend(orient="bottom", title=None),
+            ),
             order=alt.Order("branch:N", sort="descending"),
-            tooltip=[alt.Tooltip("hit:N", title="memory"), alt.Tooltip("branch:N"),
-                     alt.Tooltip("rank:Q", title="rank in branch"),
-                     alt.Tooltip("contribution:Q", format=".5f"), alt.Tooltip("fused:Q", format=".5f")],
+            tooltip=[
+                alt.Tooltip("hit:N", title="memory"),
+                alt.Tooltip("branch:N"),
+                alt.Tooltip("rank:Q", title="rank in branch"),
+                alt.Tooltip("contribution:Q", format=".5f"),
+                alt.Tooltip("fused:Q", format=".5f"),
+            ],
         )
         .properties(height=alt.Step(26))
     )
 
 
 def knowledge_chart(hits: list[dict[str, Any]]) -> alt.Chart:
-    data = pd.DataFrame({"hit": [str(h.get("title")) for h in hits],
-                         "similarity": [float(h.get("similarity") or 0.0) for h in hits]})
+    data = pd.DataFrame(
+        {"hit": [str(h.get("title")) for h in hits], "similarity": [float(h.get("similarity") or 0.0) for h in hits]}
+    )
     return (
         alt.Chart(data)
         .mark_bar(color=KNOWLEDGE_COLOR, cornerRadiusEnd=2)
@@ -206,6 +213,7 @@ def knowledge_chart(hits: list[dict[str, Any]]) -> alt.Chart:
 # ---------------------------------------------------------------------------
 # Rendering
 # ---------------------------------------------------------------------------
+
 
 def _summary(view: RetrievalView) -> str:
     what = "Memories" if view.kind == "memories" else "Knowledge"
@@ -232,13 +240,19 @@ def _summary(view: RetrievalView) -> str:
     return text
 
 
-def render_retrieval(event_or_search: Any, *, key: str | None = None, chart: bool = True,
-                     show_summary: bool = True, compact: bool | str = False) -> RetrievalView:
-    """Draw one retrieval (table + chart) in the current container; returns the normalized view.
+def render_retrieval(
+    found: RetrievalEvent | MemorySearch | KnowledgeSearch,
+    *,
+    key: str | None = None,
+    chart: bool = True,
+    show_summary: bool = True,
+    compact: bool | str = False,
+) -> RetrievalView:
+    """Draw one retrieval (table + chart) in the current container; returns what was drawn.
 
     compact: False = every column; "medium" = no cosine distance, short memory text;
     True = only the slot and the numbers (for narrow side panels)."""
-    view = normalize(event_or_search)
+    view = view_of_search(found) if isinstance(found, MemorySearch | KnowledgeSearch) else view_of_event(found)
     if show_summary:
         st.markdown(_summary(view))
     if view.degraded_reason:
@@ -249,49 +263,57 @@ def render_retrieval(event_or_search: Any, *, key: str | None = None, chart: boo
         st.caption("★ = put into the model's context for this turn.")
     if not view.hits:
         st.caption("No matches." if view.kind == "knowledge" else "No memories matched.")
-        return view
-    if view.kind == "memories":
-        table = memory_table(view.hits, view.injected)
-        if compact:  # narrow panels: the numbers that explain the ranking
-            table = table.drop(columns=["Cosine distance"])
-            if compact == "medium":
-                table["Memory"] = table["Memory"].map(lambda text: clip(text, 40))
-            else:
-                table = table.drop(columns=["Memory"])
-        top = max(float(table["Fused score"].max()), 1e-9)
-        st.dataframe(
-            table,
-            hide_index=True,
-            key=f"{key}_table" if key else None,
-            column_config={
-                "Slot": st.column_config.TextColumn(width="medium"),
-                "Memory": st.column_config.TextColumn(width="small" if compact else "medium"),
-                "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest)."),
-                "Text rank": st.column_config.TextColumn(help="Rank by full-text match; — = no keyword match."),
-                "Vector RRF": st.column_config.NumberColumn(format="%.5f", help="w_vector / (k + vector rank)"),
-                "Text RRF": st.column_config.NumberColumn(format="%.5f", help="w_text / (k + text rank)"),
-                "Fused score": st.column_config.ProgressColumn(format="%.5f", min_value=0.0, max_value=top,
-                                                               help="Vector RRF + Text RRF"),
-                "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
-            },
-        )
-        if chart:
-            st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
+    elif view.kind == "memories":
+        _render_memory_hits(view, key=key, chart=chart, compact=compact)
     else:
-        table = knowledge_table(view.hits)
-        if compact:
-            table = table.drop(columns=["Cosine distance", "Excerpt"])
-        st.dataframe(
-            table,
-            hide_index=True,
-            key=f"{key}_table" if key else None,
-            column_config={
-                "Rank": st.column_config.NumberColumn(format="%d", width="small"),
-                "Similarity": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),
-                "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
-                "Excerpt": st.column_config.TextColumn(width="large"),
-            },
-        )
-        if chart:
-            st.altair_chart(knowledge_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
+        _render_knowledge_hits(view, key=key, chart=chart, compact=compact)
     return view
+
+
+def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
+    table = memory_table(view.hits, view.injected)
+    if compact:  # narrow panels: the numbers that explain the ranking
+        table = table.drop(columns=["Cosine distance"])
+        if compact == "medium":
+            table["Memory"] = table["Memory"].map(lambda text: clip(text, 40))
+        else:
+            table = table.drop(columns=["Memory"])
+    top = max(float(table["Fused score"].max()), 1e-9)
+    st.dataframe(
+        table,
+        hide_index=True,
+        key=f"{key}_table" if key else None,
+        column_config={
+            "Slot": st.column_config.TextColumn(width="medium"),
+            "Memory": st.column_config.TextColumn(width="small" if compact else "medium"),
+            "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest)."),
+            "Text rank": st.column_config.TextColumn(help="Rank by full-text match; — = no keyword match."),
+            "Vector RRF": st.column_config.NumberColumn(format="%.5f", help="w_vector / (k + vector rank)"),
+            "Text RRF": st.column_config.NumberColumn(format="%.5f", help="w_text / (k + text rank)"),
+            "Fused score": st.column_config.ProgressColumn(
+                format="%.5f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF"
+            ),
+            "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
+        },
+    )
+    if chart:
+        st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
+
+
+def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
+    table = knowledge_table(view.hits)
+    if compact:
+        table = table.drop(columns=["Cosine distance", "Excerpt"])
+    st.dataframe(
+        table,
+        hide_index=True,
+        key=f"{key}_table" if key else None,
+        column_config={
+            "Rank": st.column_config.NumberColumn(format="%d", width="small"),
+            "Similarity": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),
+            "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
+            "Excerpt": st.column_config.TextColumn(width="large"),
+        },
+    )
+    if chart:
+        st.altair_chart(knowledge_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)

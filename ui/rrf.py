@@ -32,7 +32,10 @@ def _reset() -> None:
     defaults = RrfParams.from_settings().validated()
     st.session_state[_PARAMS_KEY] = defaults
     st.session_state[_VW], st.session_state[_TW], st.session_state[_K] = (
-        defaults.vector_weight, defaults.text_weight, defaults.k)
+        defaults.vector_weight,
+        defaults.text_weight,
+        defaults.k,
+    )
     st.session_state["mp_rrf_rejected"] = False
 
 
@@ -43,20 +46,40 @@ def render_controls(*, compact: bool = False) -> RrfParams:
         st.session_state.setdefault(key, value)
     cols = st.columns(3) if not compact else [st.container(), st.container(), st.container()]
     with cols[0]:
-        st.slider("Vector weight", 0.0, 2.0, step=0.05, key=_VW, on_change=_apply_sliders,
-                  help="How much the semantic (embedding) branch counts.")
+        st.slider(
+            "Vector weight",
+            0.0,
+            2.0,
+            step=0.05,
+            key=_VW,
+            on_change=_apply_sliders,
+            help="How much the semantic (embedding) branch counts.",
+        )
     with cols[1]:
-        st.slider("Text weight", 0.0, 2.0, step=0.05, key=_TW, on_change=_apply_sliders,
-                  help="How much the full-text (keyword) branch counts.")
+        st.slider(
+            "Text weight",
+            0.0,
+            2.0,
+            step=0.05,
+            key=_TW,
+            on_change=_apply_sliders,
+            help="How much the full-text (keyword) branch counts.",
+        )
     with cols[2]:
-        st.slider("k", 1, 200, step=1, key=_K, on_change=_apply_sliders,
-                  help="Damping: a larger k flattens the difference between rank 1 and rank 10.")
+        st.slider(
+            "k",
+            1,
+            200,
+            step=1,
+            key=_K,
+            on_change=_apply_sliders,
+            help="Damping: a larger k flattens the difference between rank 1 and rank 10.",
+        )
     if st.session_state.get("mp_rrf_rejected"):
         st.warning("At least one weight must be above 0; the previous weights are still in use.")
     defaults = RrfParams.from_settings().validated()
     if current_params() != defaults:
-        st.button("Reset to defaults", on_click=_reset, key="rrf_reset", type="tertiary",
-                  icon=":material/restart_alt:")
+        st.button("Reset to defaults", on_click=_reset, key="rrf_reset", type="tertiary", icon=":material/restart_alt:")
     return current_params()
 
 
@@ -67,8 +90,10 @@ def render_formula() -> None:
             "between embeddings, exact for your rows) and a *text* ranking (Postgres full-text match). "
             "**Reciprocal Rank Fusion** adds one contribution per branch in which a memory appears:"
         )
-        st.latex(r"\text{score}(m) = \frac{w_{\text{vector}}}{k + \text{rank}_{\text{vector}}(m)}"
-                 r" + \frac{w_{\text{text}}}{k + \text{rank}_{\text{text}}(m)}")
+        st.latex(
+            r"\text{score}(m) = \frac{w_{\text{vector}}}{k + \text{rank}_{\text{vector}}(m)}"
+            r" + \frac{w_{\text{text}}}{k + \text{rank}_{\text{text}}(m)}"
+        )
         st.markdown(
             "A branch in which the memory does not appear contributes 0. Only *ranks* count, not raw "
             "scores, so the two branches need no calibration. Raising a weight makes that branch decide more; "

@@ -6,29 +6,74 @@ run *without* the entry script: Streamlit treats an app with a `pages/` folder
 as a v1 multipage app until `st.navigation` has run once in the process, so the
 very first request of a fresh server for a deep link (e.g. /memories) executes
 pages/memories.py directly. `run_page` notices that, switches Streamlit to
-`st.navigation` mode (setting the flag st.navigation itself sets) and reruns, so the entry script runs and a page never runs without the
-verified visitor.
+`st.navigation` mode (setting the flag st.navigation itself sets) and reruns,
+so the entry script runs and a page never runs without the verified visitor.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import streamlit as st
+from streamlit.runtime import Runtime
+from streamlit.runtime.pages_manager import PagesManager
 
+from agent import plugins
+from core.errors import AuthError, AuthUnavailable
 from ui import auth, sidebar, style
 from ui.errors import run_guarded, show_error
 
+# The auth server refuses new anonymous visitors; saved accounts can still sign in.
+_NO_NEW_VISITORS = {"anonymous_provider_disabled", "signup_disabled", "over_request_rate_limit"}
+
 _RENDERED_THIS_RUN = "mp_shell_rendered"
+log = logging.getLogger("memory_playground.ui.shell")
+
+
+def _server_loop():
+    """The Streamlit server's asyncio loop, which runs on the process's main thread (None outside a server).
+
+    Streamlit has no public accessor for it; this reads Runtime's (pinned version) and the
+    subprocess tests of `streamlit run` with a real LLM configured prove it still works.
+    """
+    if not Runtime.exists():
+        return None
+    try:
+        return Runtime.instance()._get_async_objs().eventloop
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def load_agent_plugins() -> None:
+    """Register the livekit plugins on the main thread once per process (see agent/plugins.py).
+
+    Page scripts run on script threads, where livekit refuses to register a plugin,
+    so the registration runs on the server's loop. A failure is logged; building a model
+    that needs the plugin then says clearly what is missing.
+    """
+    if plugins.registered():
+        return
+    try:
+        plugins.register_on(_server_loop())
+    except Exception:  # the pages that need no model keep working
+        log.exception("the livekit plugins could not be registered")
 
 
 def render_shell() -> auth.Visitor:
+    load_agent_plugins()
     style.apply()
     try:
         visitor = auth.require_visitor()
     except Exception as exc:  # database or auth server down: say so (and retry by itself)
         st.title(":material/neurology: Memory Playground", anchor=False)
         show_error(exc)
+        if isinstance(exc, AuthUnavailable):
+            st.button("Try again", key="auth_retry", icon=":material/refresh:")  # a click reruns the gate
+        elif isinstance(exc, AuthError) and exc.code in _NO_NEW_VISITORS:
+            with st.container(border=True, key="gate_sign_in"):
+                st.markdown("**Saved your memories with an email?** Sign in:")
+                sidebar.sign_in_form(key="gate_sign_in")
         st.stop()
     sidebar.render(visitor)
     with st.sidebar:
@@ -44,8 +89,6 @@ def page_follows() -> None:
 def run_page(body: Callable[[], None]) -> None:
     """Run a page body; if the entry script did not run first, rerun through it."""
     if not st.session_state.pop(_RENDERED_THIS_RUN, False):
-        from streamlit.runtime.pages_manager import PagesManager
-
         PagesManager.uses_pages_directory = False  # exactly what st.navigation() does first
         st.rerun()
     run_guarded(body)

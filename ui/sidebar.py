@@ -1,79 +1,55 @@
 """The sidebar: who you are (and how to keep or change that), and what the
-playground is running on (embedded or hosted; which LLM, STT and TTS)."""
+playground is running on (embedded or hosted; which database, auth, models and
+LiveKit), each part with the live result of core.doctor's check."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import streamlit as st
 
-from core import db
+from agent import describe_models
+from core import doctor
 from core.config import get_settings
 from ui import auth
 from ui.errors import reported
 
 log = logging.getLogger("memory_playground.ui.sidebar")
 
-CONFIGURE_LLM_HELP = (
-    "The offline demo brain is a deterministic, rule-based stand-in for an LLM: it recognises remembering, "
-    "recalling, forgetting, orders and knowledge questions and calls the real tools. For a real model set "
-    "`OPENAI_API_KEY` (and `OPENAI_BASE_URL` for Ollama, vLLM or LM Studio) plus `LLM_MODEL`, or set the "
-    "LiveKit credentials to use LiveKit Inference; then restart the app."
-)
+CHECKS_POLL_SECONDS = 2.0
+CHECKS_STALE_SECONDS = 600  # older than this: re-check quietly in the background on the next page load
+_STATUS_ICONS = {
+    doctor.OK: ":green[:material/check_circle:]",
+    doctor.FAILED: ":red[:material/error:]",
+    doctor.SKIPPED: ":gray[:material/do_not_disturb_on:]",
+}
+_PENDING_ICON = ":gray[:material/hourglass_empty:]"
 
 
-@st.cache_data(ttl=15, show_spinner=False)
-def _database_health() -> dict[str, Any]:
-    return db.ping()
+@st.cache_resource(show_spinner=False)
+def configuration_checks() -> doctor.BackgroundChecks:
+    """One background runner per app process: every visitor sees the same, latest results."""
+    return doctor.BackgroundChecks()
 
 
 def model_rows() -> list[dict[str, Any]]:
-    """[{role, label, offline, detail}] from agent.models.describe_models() when the
-    agent package provides it, else derived from settings."""
-    try:
-        from agent.models import describe_models  # the agent engineer's single source of truth
-    except Exception:  # agent not installed/importable yet: describe from settings
-        describe_models = None
-    if describe_models is not None:
-        try:
-            return _rows_from_description(describe_models())
-        except Exception:
-            log.exception("describe_models() failed; describing models from settings")
-    return _rows_from_settings()
-
-
-def _rows_from_description(described: Any) -> list[dict[str, Any]]:
-    """agent.models.ModelDescription (llm, stt, tts, vad, llm_backend, speech_backend, offline_brain, help)."""
-    data = described.as_dict() if hasattr(described, "as_dict") else dict(described)
-    speech_offline = data.get("speech_backend") == "offline"
+    """[{role, label, offline, demo_brain, detail}] for the LLM, STT, TTS and VAD the agent uses."""
+    described = describe_models()
+    speech_offline = described.speech_backend == "offline"
     return [
-        {"role": "LLM", "label": data["llm"], "offline": data.get("llm_backend") == "offline",
-         "demo_brain": bool(data.get("offline_brain")), "detail": data.get("help")},
-        {"role": "STT", "label": data["stt"], "offline": speech_offline, "demo_brain": False, "detail": None},
-        {"role": "TTS", "label": data["tts"], "offline": speech_offline, "demo_brain": False, "detail": None},
-        {"role": "VAD", "label": data.get("vad") or "Silero VAD (local)", "offline": True, "demo_brain": False,
-         "detail": None},
+        {
+            "role": "LLM",
+            "label": described.llm,
+            "offline": described.llm_backend == "offline",
+            "demo_brain": described.offline_brain,
+            "detail": described.help,
+        },
+        {"role": "STT", "label": described.stt, "offline": speech_offline, "demo_brain": False, "detail": None},
+        {"role": "TTS", "label": described.tts, "offline": speech_offline, "demo_brain": False, "detail": None},
+        {"role": "VAD", "label": described.vad, "offline": True, "demo_brain": False, "detail": None},
     ]
-
-
-def _rows_from_settings() -> list[dict[str, Any]]:
-    s = get_settings()
-    if s.openai_api_key or s.openai_base_url:
-        llm = {"label": f"{s.llm_model or 'gpt-4o-mini'} (OpenAI-compatible"
-                        f"{' at ' + s.openai_base_url if s.openai_base_url else ''})", "offline": False}
-    elif s.livekit_configured:
-        llm = {"label": f"{s.llm_model or 'default model'} via LiveKit Inference", "offline": False}
-    else:
-        llm = {"label": "Offline demo brain (rule-based, not an LLM)", "offline": True, "demo_brain": True}
-    if s.livekit_configured:
-        stt = {"label": f"{s.stt_model or 'default'} via LiveKit Inference", "offline": False}
-        tts = {"label": f"{s.tts_model or 'default'} via LiveKit Inference", "offline": False}
-    else:
-        stt = {"label": "Whisper tiny.en (faster-whisper, local)", "offline": True}
-        tts = {"label": "Piper “joe” voice (local)", "offline": True}
-    return [{"role": role, "detail": None, "demo_brain": False, **info}
-            for role, info in (("LLM", llm), ("STT", stt), ("TTS", tts))]
 
 
 def render(visitor: auth.Visitor) -> None:
@@ -87,6 +63,10 @@ def _identity_card(visitor: auth.Visitor) -> None:
     notice = st.session_state.get("mp_auth_notice")
     if notice:
         st.warning(notice, icon=":material/person_alert:")
+        resign_email = auth.resign_email()
+        if resign_email:  # the session of an email account ended: sign in again right here
+            with st.container(border=True, key="resign_card"):
+                sign_in_form(prefill=resign_email, key="resign")
         if st.button("Dismiss", key="dismiss_auth_notice", type="tertiary"):
             auth.pop_notice()
             st.rerun()
@@ -99,11 +79,17 @@ def _identity_card(visitor: auth.Visitor) -> None:
             st.markdown(f":material/verified_user: **{visitor.email}**")
             st.badge(f"user {visitor.short_id}", icon=":material/badge:", color="green")
         st.caption(f"User id: `{visitor.user_id}`")
+        if visitor.pending_email:
+            st.info(
+                f"Confirm **{visitor.pending_email}**: open the link we emailed to it. Then you can sign in "
+                "with it from any browser; until then this browser keeps you signed in.",
+                icon=":material/mark_email_unread:",
+            )
         if visitor.is_anonymous:
             with st.popover("Save my memories with an email", icon=":material/save:", width="stretch"):
                 _upgrade_form()
         with st.popover("Sign in with email", icon=":material/login:", width="stretch"):
-            _sign_in_form()
+            sign_in_form()
         with st.popover("New identity", icon=":material/person_add:", width="stretch"):
             _new_identity_form(visitor)
 
@@ -112,41 +98,51 @@ def _upgrade_form() -> None:
     st.markdown("Keep the **same user id** and everything remembered, and sign in with it from any browser.")
     with st.form("upgrade_form", clear_on_submit=False, border=False):
         email = st.text_input("Email", key="upgrade_email", autocomplete="email")
-        password = st.text_input("Password (8+ characters)", type="password", key="upgrade_password",
-                                 autocomplete="new-password")
+        password = st.text_input(
+            "Password (8+ characters)", type="password", key="upgrade_password", autocomplete="new-password"
+        )
         submitted = st.form_submit_button("Save with this email", type="primary")
     if submitted:
         with reported():
-            auth.upgrade_to_email(email, password)
+            upgraded = auth.upgrade_to_email(email, password)
             st.session_state.pop("upgrade_password", None)
-            st.toast("Saved: this identity can now be signed into with your email.", icon=":material/check:")
+            if upgraded.pending_email:
+                st.toast(
+                    f"Almost done: open the link sent to {upgraded.pending_email} to confirm it.",
+                    icon=":material/mark_email_unread:",
+                )
+            else:
+                st.toast("Saved: this identity can now be signed into with your email.", icon=":material/check:")
             st.rerun()
 
 
-def _sign_in_form() -> None:
-    st.markdown("Continue as an account you saved earlier. This browser switches to that identity.")
-    with st.form("sign_in_form", clear_on_submit=False, border=False):
-        email = st.text_input("Email", key="sign_in_email", autocomplete="email")
-        password = st.text_input("Password", type="password", key="sign_in_password",
-                                 autocomplete="current-password")
+def sign_in_form(*, prefill: str | None = None, key: str = "sign_in") -> None:
+    if prefill is None:
+        st.markdown("Continue as an account you saved earlier. This browser switches to that identity.")
+    with st.form(f"{key}_form", clear_on_submit=False, border=False):
+        email = st.text_input("Email", value=prefill or "", key=f"{key}_email", autocomplete="email")
+        password = st.text_input("Password", type="password", key=f"{key}_password", autocomplete="current-password")
         submitted = st.form_submit_button("Sign in", type="primary")
     if submitted:
         with reported():
             auth.sign_in_with_email(email, password)
-            st.session_state.pop("sign_in_password", None)
+            st.session_state.pop(f"{key}_password", None)
             st.toast("Signed in.", icon=":material/check:")
             st.rerun()
 
 
 def _new_identity_form(visitor: auth.Visitor) -> None:
     if visitor.is_anonymous:
-        st.warning("You will become a brand-new anonymous visitor. This identity's memories stay with it and "
-                   "cannot be reached again unless you saved it with an email first.")
+        st.warning(
+            "You will become a brand-new anonymous visitor. This identity's memories stay with it and "
+            "cannot be reached again unless you saved it with an email first."
+        )
     else:
-        st.info("You will be signed out of this account and continue as a new anonymous visitor. "
-                "You can sign in again with your email.")
-    if st.button("Start as a new visitor", key="confirm_new_identity", type="primary",
-                 icon=":material/person_add:"):
+        st.info(
+            "You will be signed out of this account and continue as a new anonymous visitor. "
+            "You can sign in again with your email."
+        )
+    if st.button("Start as a new visitor", key="confirm_new_identity", type="primary", icon=":material/person_add:"):
         with reported():
             auth.start_new_identity()
             st.rerun()
@@ -156,27 +152,116 @@ def _status() -> None:
     settings = get_settings()
     st.markdown("**Running on**")
     mode = settings.mode_label
-    st.badge(f"{mode} mode", icon=":material/dns:" if mode == "embedded" else ":material/cloud:",
-             color="primary" if mode == "embedded" else "violet")
-    try:
-        health = _database_health()
-        db_label = (f"PostgreSQL {health['server_version'].split()[0]}"
-                    f"{' (embedded)' if settings.embedded_database else ''}")
-        st.caption(f":material/database: {db_label} · auth: {'Supabase' if settings.hosted_auth else 'embedded issuer'}")
-    except Exception as exc:
-        st.caption(f":material/cloud_off: database unreachable ({type(exc).__name__})")
-    rows = model_rows()
-    lines = []
-    for row in rows:
-        icon = ":material/offline_bolt:" if row.get("offline") else ":material/cloud:"
-        lines.append(f"{icon} **{row['role']}** · {row['label']}")
-    st.markdown("  \n".join(lines))
-    if any(row.get("demo_brain") for row in rows):
-        st.info("**The LLM is a rule-based demo brain**, not a language model. "
-                "It understands a fixed set of requests and calls the real tools.", icon=":material/smart_toy:")
+    st.badge(
+        f"{mode} mode",
+        icon=":material/dns:" if mode == "embedded" else ":material/cloud:",
+        color="primary" if mode == "embedded" else "violet",
+    )
+    checks = configuration_checks()
+    report = checks.report
+    if not checks.running and (report is None or time.time() - report.started_at > CHECKS_STALE_SECONDS):
+        # quick: no tokens spent, no hosted user created, no voice model loaded on a page load
+        checks.start(doctor.QUICK)
+    # Poll only while a run is in progress; the page itself never waits for a check.
+    st.fragment(run_every=CHECKS_POLL_SECONDS if checks.running else None)(_check_rows)()
+    llm = next(row for row in model_rows() if row["role"] == "LLM")
+    if llm["demo_brain"]:
+        st.info(
+            "**The LLM is a rule-based demo brain**, not a language model. "
+            "It understands a fixed set of requests and calls the real tools.",
+            icon=":material/smart_toy:",
+        )
         with st.expander("Use a real model"):
-            st.markdown(CONFIGURE_LLM_HELP)
-            st.code("OPENAI_BASE_URL=http://localhost:11434/v1   # e.g. Ollama\nOPENAI_API_KEY=ollama\n"
-                    "LLM_MODEL=llama3.1", language="bash")
-    if settings.livekit_configured:
-        st.caption(f":material/podcasts: LiveKit: `{settings.livekit_url}` · agent `{settings.agent_name}`")
+            st.markdown(llm["detail"])
+            st.code(
+                "OPENAI_BASE_URL=http://localhost:11434/v1   # e.g. Ollama\nOPENAI_API_KEY=ollama\nLLM_MODEL=llama3.1",
+                language="bash",
+            )
+
+
+def _labels(report: doctor.DoctorReport | None) -> dict[str, str]:
+    """What each part is configured to be, whether or not it has been checked yet."""
+    settings = get_settings()
+    if settings.embedded_database:
+        database = "PostgreSQL (embedded)"
+    else:
+        database = f"PostgreSQL at {doctor.redacted_dsn(settings.database_url)}"
+    if report is not None and report.result("database").details.get("server_version"):
+        version = report.result("database").details["server_version"]
+        database = database.replace("PostgreSQL", f"PostgreSQL {version}", 1)
+    models = {row["role"]: row["label"] for row in model_rows()}
+    return {
+        "database": database,
+        "auth": "Supabase Auth" if settings.hosted_auth else "embedded issuer",
+        "embeddings": settings.embedding_model or "all-MiniLM-L6-v2 (bundled)",
+        "llm": models.get("LLM", ""),
+        "stt": models.get("STT", ""),
+        "tts": models.get("TTS", ""),
+        "livekit": f"`{settings.livekit_url}` · agent `{settings.agent_name}`"
+        if settings.livekit_url
+        else "not configured",
+    }
+
+
+def _plain(text: str | None) -> str:
+    """Server messages shown as text, not as markdown (brackets, stars, backticks, emoji codes)."""
+    text = (text or "").rstrip(".").replace("[", "(").replace("]", ")")  # so it can sit inside :red[...]
+    for char in "\\`*_<>#:|~$":
+        text = text.replace(char, "\\" + char)
+    return text
+
+
+def _check_rows() -> None:
+    checks = configuration_checks()
+    report = checks.report
+    labels = _labels(report)
+    lines = []
+    for check in doctor.CHECKS:
+        result = report.result(check.name) if report is not None else None
+        icon = _STATUS_ICONS[result.status] if result is not None else _PENDING_ICON
+        lines.append(f"{icon} **{check.title}** · {labels[check.name]}")
+        if result is not None and result.failed:
+            lines.append(f"↳ :red[{_plain(result.summary)}.] **Fix:** {_plain(result.fix)}.")
+    lines.append(":gray[:material/graphic_eq:] **VAD** · Silero VAD (local)")
+    st.markdown("  \n".join(lines))
+    if checks.running:
+        st.caption(f":material/progress_activity: Checking the configuration ({checks.depth})…")
+    elif report is not None:
+        age = max(0, int(time.time() - report.started_at))
+        ago = f"{age} s" if age < 120 else f"{age // 60} min"
+        verdict = "all configured parts healthy" if report.healthy else f"{len(report.failed)} failed"
+        st.caption(f"{report.depth.capitalize()} check {ago} ago: {verdict}.")
+    elif checks.error:
+        st.caption(f":red[The configuration check could not run: {checks.error}.]")
+    if report is not None:
+        with st.expander("Check details"):
+            for result in report.results:
+                st.markdown(
+                    f"{_STATUS_ICONS[result.status]} **{doctor.TITLES[result.name]}** "
+                    f"({result.status}, {result.seconds:.1f} s): {_plain(result.summary)}"
+                )
+            st.caption(
+                "The quick check (automatic) spends no tokens, creates no hosted user and loads no voice "
+                "model. The full check is what `make doctor` runs: a completion and a tool call, an "
+                "anonymous sign-in, the voice models loaded and run."
+            )
+    left, right = st.columns(2)
+    recheck = left.button(
+        "Re-check",
+        key="doctor_recheck",
+        icon=":material/refresh:",
+        disabled=checks.running,
+        width="stretch",
+        help="Quick check: settings, reachability, credentials, database",
+    )
+    full = right.button(
+        "Full check",
+        key="doctor_full_check",
+        icon=":material/stethoscope:",
+        disabled=checks.running,
+        width="stretch",
+        help="What `make doctor` checks",
+    )
+    if recheck or full:
+        checks.start(doctor.FULL if full else doctor.QUICK)
+        st.rerun()  # a full run, so the fragment polls until the check is done

@@ -44,8 +44,10 @@ def render_tool_calls(turn: Turn) -> None:
         ok = not call.get("error")
         icon = ":material/check_circle:" if ok else ":material/error:"
         with st.container(border=True):
-            st.markdown(f"{icon} **`{call.get('name')}`**`({clip(_args_text(call.get('arguments')), 200)})`"
-                        f"  ·  {ms(call.get('duration_ms'))}")
+            st.markdown(
+                f"{icon} **`{call.get('name')}`**`({clip(_args_text(call.get('arguments')), 200)})`"
+                f"  ·  {ms(call.get('duration_ms'))}"
+            )
             result = call.get("error") if not ok else call.get("output")
             if result:
                 st.caption(("Error: " if not ok else "→ ") + clip(result, 400))
@@ -53,17 +55,22 @@ def render_tool_calls(turn: Turn) -> None:
 
 def timings_chart(turn: Turn) -> alt.Chart | None:
     rows = [{"step": METRIC_LABELS.get(name, name), "ms": value} for name, value in turn.metrics.items()]
-    rows += [{"step": f"tool {call.get('name')}", "ms": float(call["duration_ms"])}
-             for call in turn.tool_calls if isinstance(call.get("duration_ms"), (int, float))]
+    rows += [
+        {"step": f"tool {call.get('name')}", "ms": float(call["duration_ms"])}
+        for call in turn.tool_calls
+        if isinstance(call.get("duration_ms"), (int, float))
+    ]
     if not rows:
         return None
     data = pd.DataFrame(rows)
     return (
         alt.Chart(data)
         .mark_bar(color="#64748b", cornerRadiusEnd=2)
-        .encode(y=alt.Y("step:N", sort="-x", title=None, axis=alt.Axis(labelLimit=200)),
-                x=alt.X("ms:Q", title="milliseconds"),
-                tooltip=["step:N", alt.Tooltip("ms:Q", format=".1f")])
+        .encode(
+            y=alt.Y("step:N", sort="-x", title=None, axis=alt.Axis(labelLimit=200)),
+            x=alt.X("ms:Q", title="milliseconds"),
+            tooltip=["step:N", alt.Tooltip("ms:Q", format=".1f")],
+        )
         .properties(height=alt.Step(22))
     )
 

@@ -5,7 +5,8 @@ how long each step took. Pure Python, so it is easy to test."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from agent import Event, RetrievalEvent, ToolCallEvent
 
 
 @dataclass
@@ -13,8 +14,8 @@ class Turn:
     number: int  # 0 = the greeting
     user_text: str | None = None
     assistant_texts: list[str] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    retrievals: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[ToolCallEvent] = field(default_factory=list)
+    retrievals: list[RetrievalEvent] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     done: bool = False
@@ -26,15 +27,22 @@ class Turn:
         return "\n\n".join(text for text in self.assistant_texts if text)
 
     @property
+    def failed(self) -> bool:
+        """Something went wrong in this turn (a failed model call, a tool call the model got wrong)."""
+        return bool(self.errors)
+
+    @property
     def summary(self) -> str:
-        parts = []
+        parts = ["failed"] if self.failed else []
         if self.tool_calls:
-            names = ", ".join(dict.fromkeys(call.get("name") or "?" for call in self.tool_calls))
+            names = ", ".join(dict.fromkeys(call["name"] for call in self.tool_calls))
             parts.append(f"{len(self.tool_calls)} tool call{'s' if len(self.tool_calls) != 1 else ''} ({names})")
-        hits = sum(len(r.get("hits") or []) for r in self.retrievals)
+        hits = sum(len(r["hits"]) for r in self.retrievals)
         if self.retrievals:
-            parts.append(f"{len(self.retrievals)} search{'es' if len(self.retrievals) != 1 else ''}, {hits} hit"
-                         f"{'s' if hits != 1 else ''}")
+            parts.append(
+                f"{len(self.retrievals)} search{'es' if len(self.retrievals) != 1 else ''}, {hits} hit"
+                f"{'s' if hits != 1 else ''}"
+            )
         total = self.total_ms
         if total is not None:
             parts.append(f"{total:.0f} ms")
@@ -49,29 +57,28 @@ class Turn:
         return None
 
 
-def group_turns(events: list[dict[str, Any]]) -> list[Turn]:
+def group_turns(events: list[Event]) -> list[Turn]:
     turns: dict[int, Turn] = {}
     for event in events:
-        number = int(event.get("turn") or 0)
+        number = event["turn"]
         turn = turns.setdefault(number, Turn(number=number))
-        ts = event.get("ts")
-        if isinstance(ts, (int, float)):
-            turn.started_ts = ts if turn.started_ts is None else min(turn.started_ts, ts)
-            turn.ended_ts = ts if turn.ended_ts is None else max(turn.ended_ts, ts)
-        kind = event.get("type")
-        if kind == "transcript" and event.get("final", True):
-            if event.get("role") == "user":
-                turn.user_text = event.get("text")
-            elif event.get("role") == "assistant":
-                turn.assistant_texts.append(event.get("text") or "")
+        ts = event["ts"]
+        turn.started_ts = ts if turn.started_ts is None else min(turn.started_ts, ts)
+        turn.ended_ts = ts if turn.ended_ts is None else max(turn.ended_ts, ts)
+        kind = event["type"]
+        if kind == "transcript" and event["final"]:
+            if event["role"] == "user":
+                turn.user_text = event["text"]
+            else:
+                turn.assistant_texts.append(event["text"])
         elif kind == "tool_call":
             turn.tool_calls.append(event)
         elif kind == "retrieval":
             turn.retrievals.append(event)
-        elif kind == "metric" and isinstance(event.get("value"), (int, float)):
-            turn.metrics[event.get("name") or "?"] = float(event["value"])
+        elif kind == "metric":
+            turn.metrics[event["name"]] = float(event["value"])
         elif kind == "error":
-            turn.errors.append(str(event.get("message") or "error"))
+            turn.errors.append(event["message"])
         elif kind == "turn_done":
             turn.done = True
     return [turns[number] for number in sorted(turns)]

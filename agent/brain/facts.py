@@ -1,0 +1,173 @@
+"""Facts about the user in what they say: the slot a phrase names, and the facts a statement holds.
+
+Shared by the brain's remember, recall and forget paths and by post-session
+extraction (agent/extraction.py), so "where I live", "my address" and "I live
+in Denver" all meet in `home_city`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from agent.brain.text import clean, content_words, strip_end
+
+# Phrases people use for a fact -> the slot it is stored under.
+# fmt: off
+SLOT_SYNONYMS: dict[str, str] = {
+    "where i live": "home_city", "where i'm living": "home_city", "where i am living": "home_city",
+    "home": "home_city", "home city": "home_city", "city": "home_city", "address": "home_city",
+    "home address": "home_city", "hometown": "home_city", "location": "home_city", "where i'm based": "home_city",
+    "where i am": "home_city",
+    "where i work": "employer", "work": "employer", "workplace": "employer", "employer": "employer",
+    "company": "employer", "job": "job", "occupation": "job", "profession": "job", "what i do": "job",
+    "what i do for work": "job", "what i do for a living": "job",
+    "car": "car", "vehicle": "car", "what i drive": "car", "what car i drive": "car", "ride": "car",
+    "allergy": "allergies", "allergies": "allergies", "what i'm allergic to": "allergies",
+    "what i am allergic to": "allergies", "that i'm allergic": "allergies",
+    "name": "name", "my name": "name", "who i am": "name",
+    "favorite colour": "favorite_color", "colour": "favorite_color", "color": "favorite_color",
+    "drink": "favorite_drink", "usual drink": "favorite_drink", "coffee order": "favorite_drink",
+    "usual order": "favorite_drink", "usual": "favorite_drink", "usual coffee": "favorite_drink",
+    "coffee": "favorite_drink", "favorite coffee": "favorite_drink",
+    "birthday": "birthday", "birth date": "birthday", "date of birth": "birthday",
+    "pet": "pet", "pets": "pet",
+    "diet": "diet", "dietary": "diet",
+    "machine": "machine_owned", "espresso machine": "machine_owned", "coffee machine": "machine_owned",
+}
+# fmt: on
+
+
+def slot_for(phrase: str) -> str:
+    """'my favorite color' -> 'favorite_color'; 'where I live' -> 'home_city'."""
+    phrase = clean(phrase).lower().strip(" ?.!'\"")
+    phrase = re.sub(r"^(that|what|the|about)\s+", "", phrase)
+    phrase = re.sub(r"^(my|your)\s+", "", phrase)
+    phrase = re.sub(r"'s\b", "", phrase)
+    phrase = re.sub(r"\s+(is|are|was|were)$", "", phrase).strip()
+    if phrase in SLOT_SYNONYMS:
+        return SLOT_SYNONYMS[phrase]
+    words = content_words(phrase)
+    if not words:
+        return "note"
+    joined = " ".join(words)
+    if joined in SLOT_SYNONYMS:
+        return SLOT_SYNONYMS[joined]
+    return "_".join(words[:4])
+
+
+def slot_words(slot: str) -> str:
+    return slot.replace("_", " ")
+
+
+def describe_fact(slot: str, content: str) -> str:
+    """A fact as a clause about the user: 'you live in Denver', 'your favorite color is teal'."""
+    content = content.strip().rstrip(".")
+    templates = {
+        "home_city": "you live in {c}",
+        "employer": "you work at {c}",
+        "job": "you work as {c}",
+        "car": "you drive {c}",
+        "allergies": "you're allergic to {c}",
+        "name": "your name is {c}",
+        "pet": "you have {c}",
+        "diet": "your diet is {c}",
+        "hometown": "you're from {c}",
+    }
+    if slot in templates:
+        return templates[slot].format(c=content)
+    if slot.startswith("likes_"):
+        return f"you like {content}"
+    return f"your {slot_words(slot)} is {content}"
+
+
+@dataclass(frozen=True)
+class Fact:
+    memory_type: str
+    content: str
+    confidence: float  # how sure the parser is that this is a durable fact about the user
+
+
+# (pattern, slot or None to take it from the subject `s`, confidence); the first match wins
+# fmt: off
+_DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
+    (re.compile(r"^my name is (?P<c>.+)$", re.I), "name", 0.95),
+    (re.compile(r"^my (?P<s>[\w' -]+?) (?:is|are|was) (?P<c>.+)$", re.I), None, 0.85),
+    (re.compile(r"^i (?:live|reside|stay) in (?P<c>.+)$", re.I), "home_city", 0.9),
+    (re.compile(r"^i(?:'m| am) (?:based|located) in (?P<c>.+)$", re.I), "home_city", 0.85),
+    (re.compile(r"^i(?:'m| am) (?:originally )?from (?P<c>.+)$", re.I), "hometown", 0.8),
+    (re.compile(r"^i work (?:at|for) (?P<c>.+)$", re.I), "employer", 0.85),
+    (re.compile(r"^i work as (?:an? )?(?P<c>.+)$", re.I), "job", 0.85),
+    (re.compile(r"^i(?:'m| am) (?:an? )?(?P<c>(?:\w+ )?(?:engineer|developer|teacher|nurse|doctor|designer|barista|"
+                r"student|manager|lawyer|chef|baker|writer|artist|accountant|scientist|firefighter|veterinarian|"
+                r"pilot|farmer|programmer))$", re.I), "job", 0.8),
+    (re.compile(r"^i(?:'m| am) (?:severely |very |mildly )?allergic to (?P<c>.+)$", re.I), "allergies", 0.9),
+    (re.compile(r"^i have an? (?P<c>.*allergy.*)$", re.I), "allergies", 0.85),
+    (re.compile(r"^i drive (?:an? )?(?P<c>.+)$", re.I), "car", 0.85),
+    (re.compile(r"^i (?:own|have) (?P<c>(?:an?|two|three|four|\d+) (?:\w+ )?(?:dogs?|cats?|pets?|rabbits?|"
+                r"parrots?|hamsters?|fish|horses?)\b.*)$", re.I), "pet", 0.85),
+    (re.compile(r"^i(?:'m| am) (?P<c>vegetarian|vegan|pescatarian|gluten[- ]free|keto|kosher|halal)$", re.I),
+     "diet", 0.85),
+    (re.compile(r"^i (?:was )?born (?:on|in) (?P<c>.+)$", re.I), "birthday", 0.8),
+    (re.compile(r"^i(?:'m| am) (?P<c>\d{1,3}) years? old$", re.I), "age", 0.8),
+    (re.compile(r"^i speak (?P<c>.+)$", re.I), "languages_spoken", 0.8),
+    (re.compile(r"^i (?:(?:usually|always|normally) (?:drink|order|get|have)|"
+                r"drink) (?:an? )?(?P<c>.+?)(?: every (?:day|morning))?$", re.I),
+     "favorite_drink", 0.7),
+    (re.compile(r"^i (?:really )?(?:love|like|enjoy|adore) (?P<c>.+)$", re.I), "likes", 0.75),
+    (re.compile(r"^i prefer (?P<c>.+)$", re.I), "preference", 0.75),
+    # inverted: "Teal is my favorite color", "Denver is where I live". Only slot-like subjects, and never a
+    # pronoun as the content, so "this is my first time" or "that is my question" stay out.
+    (re.compile(r"^(?:an? )?(?P<c>(?!(?:it|this|that|these|those|there|here|what|which|who|he|she|they|we|you|i|my|"
+                r"mine)\b)"
+                r"[\w'&.,-]+(?: [\w'&.,-]+){0,5}) (?:is|are) (?P<s>my (?:favorite|usual|preferred)(?: [\w' -]+?)?|"
+                r"my (?:home|home city|hometown|city|employer|workplace|job|occupation|profession|car|birthday|"
+                r"allergy|allergies|diet|pet)|where i (?:live|work|(?:'m|am) based))$", re.I), None, 0.8),
+]
+# fmt: on
+
+
+_STATEMENT_SPLIT = re.compile(r"(?<=[.!?;])\s+|,?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|my|i've)\b)", re.I)
+
+
+def split_statements(text: str) -> list[str]:
+    """'I live in Boulder and I work at Globex.' -> ['I live in Boulder', 'I work at Globex.']"""
+    return [part.strip() for part in _STATEMENT_SPLIT.split(text) if part and part.strip()]
+
+
+def parse_facts(text: str) -> list[Fact]:
+    """Every fact in a message, one per slot (the last mention of a slot wins)."""
+    found: dict[str, Fact] = {}
+    for part in split_statements(text):
+        fact = parse_fact(part)
+        if fact is not None:
+            found.pop(fact.memory_type, None)
+            found[fact.memory_type] = fact
+    return list(found.values())
+
+
+def parse_fact(statement: str) -> Fact | None:
+    """A durable-looking fact in one statement, or None. 'I live in Denver' -> home_city: Denver."""
+    text = strip_end(clean(statement))
+    text = re.sub(r"^(?:also|and|oh|so|well|by the way|btw|fyi|actually|just so you know)[, ]+", "", text, flags=re.I)
+    if not text or text.endswith("?"):
+        return None
+    for pattern, slot, confidence in _DECLARATIVES:
+        match = pattern.match(text)
+        if not match:
+            continue
+        content = strip_end(match.group("c"))
+        if not content or len(content) > 300:
+            return None
+        if slot is None:
+            subject = match.group("s")
+            if re.fullmatch(
+                r"(?:latest |last |recent |new )?(?:order|package|parcel|shipment|delivery)s?", subject, re.I
+            ) or re.search(r"\d", subject):
+                return None  # "my order is late" is a support question, not a fact about the user
+            slot = slot_for(subject)
+        elif slot == "likes":
+            words = content_words(content)
+            slot = "likes_" + "_".join(words[:2]) if words else "likes"
+        return Fact(memory_type=slot, content=content, confidence=confidence)
+    return None

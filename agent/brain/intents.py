@@ -1,0 +1,293 @@
+"""What the user wants, from one utterance: an intent and the tool calls that serve it.
+
+`classify(text)` is public: the labelled set in tests/data/brain_utterances.jsonl
+measures its intent accuracy. The rules are tried in a fixed order (the first
+that applies wins), one function each below.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.brain import patterns as p
+from agent.brain.facts import Fact, parse_fact, parse_facts, slot_for
+from agent.brain.replies import ASK_ORDER_NUMBER, IDENTITY_REPLY, SECRET_REPLY, smalltalk_reply
+from agent.brain.text import clean, content_words, strip_end
+from agent.sensitive import secret_reason
+
+INTENTS = ("remember", "recall", "forget", "list_memories", "search_memories", "update_profile",
+           "lookup_order", "knowledge", "smalltalk", "identity")  # fmt: skip
+ToolCall = tuple[str, dict[str, Any]]
+
+
+@dataclass
+class Intent:
+    name: str
+    calls: list[ToolCall] = field(default_factory=list)
+    reply: str | None = None  # for intents answered without a tool
+    slot: str | None = None
+
+
+@dataclass(frozen=True)
+class _Utterance:
+    raw: str  # cleaned, punctuation kept
+    body: str  # without the final full stop or exclamation mark
+    lower: str
+
+
+def classify(text: str) -> Intent:
+    """Map one user utterance to an intent and the tool calls that serve it."""
+    raw = clean(text)
+    if not raw:
+        return Intent("smalltalk", reply="I didn't catch that. Could you say it again?")
+    body = raw.rstrip(".! ")
+    said = _Utterance(raw=raw, body=body, lower=body.lower())
+    for rule in _RULES:
+        intent = rule(said)
+        if intent is not None:
+            return intent
+    return Intent("smalltalk", reply=smalltalk_reply(said.lower))
+
+
+# --- the rules, in the order they are tried -------------------------------------------------------
+
+
+def _identity(said: _Utterance) -> Intent | None:
+    if _first(p.IDENTITY, said.body):
+        return Intent("identity", reply=IDENTITY_REPLY)
+    return None
+
+
+def _order_with_number(said: _Utterance) -> Intent | None:
+    order_id = _order_id(said.body)
+    if order_id and not p.FORGET.match(said.body):
+        return Intent("lookup_order", calls=[("lookup_order", {"order_id": order_id})])
+    return None
+
+
+def _forget(said: _Utterance) -> Intent | None:
+    forget = p.FORGET.match(said.body)
+    if not forget:
+        return None
+    slot = _forget_target(forget.group("rest"))
+    if slot is None:
+        return Intent(
+            "forget",
+            reply="I can only forget one thing at a time. Tell me which one, like "
+            "'forget my favorite color', or delete everything on the Memories page.",
+        )
+    if slot == "":
+        return Intent("forget", reply="Which detail should I forget? For example: 'forget my favorite color'.")
+    return Intent("forget", calls=[("forget_detail", {"memory_type": slot})], slot=slot)
+
+
+def _list(said: _Utterance) -> Intent | None:
+    if _first(p.LIST, said.body):
+        return Intent("list_memories", calls=[("list_user_memories", {})])
+    return None
+
+
+def _search(said: _Utterance) -> Intent | None:
+    search = _first(p.SEARCH, said.body)
+    if not search:
+        return None
+    query = strip_end(search.group("q")) or said.body
+    asks_about_the_world = re.search(r"\bknow about\b", search.group(0), re.I) and not re.search(
+        r"\b(?:my|me|mine|i)\b", query, re.I
+    )
+    if asks_about_the_world:
+        return Intent("knowledge", calls=[("search_knowledge", {"query": said.body})])
+    return Intent("search_memories", calls=[("search_memories", {"query": query})])
+
+
+def _profile(said: _Utterance) -> Intent | None:
+    """A change to the profile: name, email, time zone, language or units."""
+    body = said.body
+    name = _first(p.NAME, body) or p.IM_NAME.match(body)
+    if name:
+        value = strip_end(re.split(r"\b(?:and|but|because|so)\b|[,;]", name.group("v"))[0])
+        if value:
+            return _name_intent(" ".join(part[:1].upper() + part[1:] for part in value.split()))
+    email = p.EMAIL.search(body)
+    if email and not _question(body):
+        return _profile_intent("email", email.group("v"))
+    timezone = _first(p.TIMEZONE, body)
+    if timezone:
+        value = timezone.group("v")
+        return _profile_intent("timezone", p.TIMEZONE_NAMES.get(value.lower(), value))
+    language = _first(p.LANGUAGE, body)
+    if language and language.group("v").lower() in p.LANGUAGES:
+        return _profile_intent("preferred_language", language.group("v").capitalize())
+    units = p.UNITS.search(body)
+    if units:
+        return _profile_intent("preferences", json.dumps({"units": units.group("v").lower()}))
+    return None
+
+
+def _recall(said: _Utterance) -> Intent | None:
+    for pattern, slot in p.RECALL:
+        match = pattern.search(said.body)
+        if not match:
+            continue
+        if slot is None:  # "do you remember where I live?" -> the slot the inner phrase names
+            return _recall_inner(strip_end(match.group("q")), said.body)
+        if slot == "?":
+            subject = match.group("s")
+            if p.ORDERISH.search(subject):
+                return Intent("lookup_order", reply=ASK_ORDER_NUMBER)
+            slot = slot_for(subject)
+        return _recall_slot(slot)
+    return None
+
+
+def _remember_asked(said: _Utterance) -> Intent | None:
+    """'remember that ...', 'can you note ...'."""
+    body = said.body
+    remember = p.REMEMBER.match(body)
+    if not remember or (body.endswith("?") and not re.match(r"^(?:please )?(?:can|could|would|will) you ", body, re.I)):
+        return None
+    rest = strip_end(remember.group("rest"))
+    facts = parse_facts(rest)
+    if not facts:
+        words = content_words(rest)
+        facts = [Fact("note_" + "_".join(words[:3]) if words else "note", rest, 0.5)]
+    if len(facts) == 1 and facts[0].memory_type == "name":
+        return _name_intent(facts[0].content)
+    return _remember(facts)
+
+
+def _statement(said: _Utterance) -> Intent | None:
+    """A plain statement of a fact: 'I live in Denver'."""
+    if _question(said.body):
+        return None
+    facts = parse_facts(said.body)
+    return _remember(facts) if facts else None
+
+
+def _order_without_number(said: _Utterance) -> Intent | None:
+    lower = said.lower
+    asks = re.search(
+        r"\b(?:where(?:'s| is)|status of|track|check on|what happened to|has) my (?:order|package|parcel|"
+        r"shipment|delivery)\b",
+        lower,
+    ) or re.fullmatch(r"(?:where(?:'s| is) )?my (?:order|package)\??", lower)
+    return Intent("lookup_order", reply=ASK_ORDER_NUMBER) if asks else None
+
+
+def _smalltalk(said: _Utterance) -> Intent | None:
+    if _first(p.SMALLTALK, said.body) and len(said.body.split()) <= 8:
+        return Intent("smalltalk", reply=smalltalk_reply(said.lower))
+    return None
+
+
+def _personal_question(said: _Utterance) -> Intent | None:
+    """A question about the user that names no known slot: search their memories."""
+    lower = said.lower
+    personal = re.search(
+        r"\b(?:my|me|mine)\b|\b(?:do|did|am|have|was|were) i\b|"
+        r"\bi (?:told|said|like|love|own|have|live|work|drive|prefer|usually|always)\b",
+        lower,
+    )
+    about_the_shop = re.search(r"\b(?:your|you|kestrel|shipping|warranty|return|refund|club|subscription)\b", lower)
+    if _question(said.raw) and not p.PROCEDURAL.match(said.body) and personal and not about_the_shop:
+        return Intent("recall", calls=[("search_memories", {"query": said.body})])
+    return None
+
+
+def _knowledge(said: _Utterance) -> Intent | None:
+    if _question(said.raw) or len(said.body.split()) >= 3:
+        return Intent("knowledge", calls=[("search_knowledge", {"query": said.body})])
+    return None
+
+
+_RULES = (_identity, _order_with_number, _forget, _list, _search, _profile, _recall, _remember_asked, _statement,
+          _order_without_number, _smalltalk, _personal_question, _knowledge)  # fmt: skip
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def _question(text: str) -> bool:
+    return text.endswith("?") or bool(p.QUESTION_START.match(text))
+
+
+def _first(pattern_list: list[re.Pattern], text: str) -> re.Match | None:
+    for pattern in pattern_list:
+        match = pattern.search(text)
+        if match:
+            return match
+    return None
+
+
+def _order_id(text: str) -> str | None:
+    match = p.ORDER_NUMBER.search(text)
+    if match and re.search(r"\d", match.group("id")):
+        return match.group("id").strip("-")
+    if p.ORDERISH_BARE.search(text):
+        bare = p.BARE_NUMBER.search(text)
+        if bare:
+            return bare.group("id")
+    return None
+
+
+def _forget_target(rest: str) -> str | None:
+    """The slot named after 'forget'; "" when none is named; None for 'everything'."""
+    rest = strip_end(rest)
+    rest = re.sub(
+        r"^(?:about|that|what you know about|what you remember about|the fact that|everything about)\s+",
+        "",
+        rest,
+        flags=re.I,
+    ).strip()
+    if re.fullmatch(r"(?:it|that|this)?\s*", rest, re.I):
+        return ""
+    if re.fullmatch(
+        r"(?:everything|all|all of it|all my (?:memories|data|info|information)|it all|me|"
+        r"everything (?:about me|you know|you remember)|all (?:about me|you know))",
+        rest,
+        re.I,
+    ):
+        return None
+    fact = parse_fact(rest)
+    if fact:
+        return fact.memory_type
+    return slot_for(rest)
+
+
+def _recall_inner(inner: str, body: str) -> Intent:
+    """'do you remember <inner>?': the slot `inner` names, else a search with it."""
+    inner_intent = classify(inner + "?")
+    if inner_intent.name == "recall" and inner_intent.calls[0][0] == "recall_detail":
+        return inner_intent
+    if re.match(r"^(?:(?:what|where|when|who|which) (?:my|i)|my)\b", inner, re.I):
+        return _recall_slot(slot_for(inner))
+    return Intent("recall", calls=[("search_memories", {"query": inner or body})])
+
+
+def _recall_slot(slot: str) -> Intent:
+    return Intent("recall", calls=[("recall_detail", {"memory_type": slot})], slot=slot)
+
+
+def _profile_intent(field_name: str, value: str) -> Intent:
+    return Intent("update_profile", calls=[("update_profile", {"field": field_name, "value": value})])
+
+
+def _name_intent(name: str) -> Intent:
+    """The name goes to the profile and is remembered as a fact too."""
+    return Intent(
+        "update_profile",
+        calls=[
+            ("update_profile", {"field": "name", "value": name}),
+            ("remember_detail", {"memory_type": "name", "content": name}),
+        ],
+    )
+
+
+def _remember(facts: list[Fact]) -> Intent:
+    if any(secret_reason(f"{fact.memory_type.replace('_', ' ')} {fact.content}") for fact in facts):
+        return Intent("remember", reply=SECRET_REPLY)
+    calls = [("remember_detail", {"memory_type": f.memory_type, "content": f.content}) for f in facts[:5]]
+    return Intent("remember", calls=calls, slot=facts[0].memory_type)

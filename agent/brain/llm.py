@@ -1,0 +1,142 @@
+"""The offline demo brain as a livekit ``llm.LLM``: a deterministic, rule-based stand-in for a model.
+
+No instruction-tuned model ships with this project, so by default the agent
+talks through this brain. It goes through the normal function-calling path:
+for a user message it recognises the intent (agent/brain/intents.py) and
+answers with a tool call chunk; once the tool output is in the chat context it
+writes its reply from that output (agent/brain/replies.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from livekit.agents import llm
+from livekit.agents.llm import ChatChunk, ChoiceDelta, FunctionToolCall
+from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConnectOptions, NotGivenOr
+
+from agent.brain.intents import classify
+from agent.brain.replies import ToolResult, compose_reply, follow_up, greeting_from_context, load_output
+from agent.chat_format import instruction_of, user_words
+
+
+def _text_of(item) -> str:
+    return (item.text_content or "").strip()
+
+
+def _tool_results(items: list[llm.ChatItem]) -> list[ToolResult]:
+    """The tool calls among `items` that have their output, as (name, arguments, output, is_error)."""
+    outputs = {item.call_id: item for item in items if item.type == "function_call_output"}
+    results = []
+    for item in items:
+        if item.type == "function_call" and item.call_id in outputs:
+            out = outputs[item.call_id]
+            args = load_output(item.arguments)
+            results.append((item.name, args if isinstance(args, dict) else {}, out.output, out.is_error))
+    return results
+
+
+class OfflineBrain(llm.LLM):
+    """Deterministic rule-based LLM. See the module docstring."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_chat_ctx: llm.ChatContext | None = None  # what the model was last given (tests inspect it)
+
+    @property
+    def model(self) -> str:
+        return "offline-demo-brain"
+
+    @property
+    def provider(self) -> str:
+        return "memory-playground"
+
+    def chat(
+        self,
+        *,
+        chat_ctx: llm.ChatContext,
+        tools: list[llm.Tool] | None = None,
+        conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS,
+        parallel_tool_calls: NotGivenOr[bool] = NOT_GIVEN,
+        tool_choice: NotGivenOr[llm.ToolChoice] = NOT_GIVEN,
+        extra_kwargs: NotGivenOr[dict[str, Any]] = NOT_GIVEN,
+    ) -> BrainStream:
+        self.last_chat_ctx = chat_ctx.copy()
+        return BrainStream(
+            self, chat_ctx=chat_ctx, tools=tools or [], conn_options=conn_options, tool_choice=tool_choice
+        )
+
+
+class BrainStream(llm.LLMStream):
+    def __init__(self, brain: OfflineBrain, *, chat_ctx, tools, conn_options, tool_choice) -> None:
+        super().__init__(brain, chat_ctx=chat_ctx, tools=tools, conn_options=conn_options)
+        self._tool_choice = tool_choice
+        self._request_id = f"brain-{uuid.uuid4().hex[:12]}"
+
+    def _available_tools(self) -> set[str]:
+        if self._tool_choice == "none":
+            return set()
+        return {tool.id for tool in self._tools}
+
+    async def _run(self) -> None:
+        plan_calls, text = self.plan()
+        if plan_calls:
+            calls = [
+                FunctionToolCall(name=name, arguments=json.dumps(args), call_id=f"call_{uuid.uuid4().hex[:10]}")
+                for name, args in plan_calls
+            ]
+            self._event_ch.send_nowait(
+                ChatChunk(id=self._request_id, delta=ChoiceDelta(role="assistant", tool_calls=calls))
+            )
+            return
+        # sentence by sentence, so a TTS can start on the first one
+        for index, sentence in enumerate(re.split(r"(?<=[.!?])\s+", text or "")):
+            if sentence:
+                self._event_ch.send_nowait(
+                    ChatChunk(
+                        id=self._request_id,
+                        delta=ChoiceDelta(role="assistant", content=(" " if index else "") + sentence),
+                    )
+                )
+
+    def plan(self) -> tuple[list[tuple[str, dict]], str | None]:
+        """(tool calls, None) or ([], reply text) for the current chat context."""
+        items = self._chat_ctx.items
+        last_user = max(
+            (i for i, item in enumerate(items) if item.type == "message" and item.role == "user"), default=None
+        )
+        if last_user is None:
+            return [], greeting_from_context(self._chat_ctx)
+        user_text = user_words(_text_of(items[last_user]))
+        after = items[last_user + 1 :]
+        results = _tool_results(after)
+        available = self._available_tools()
+        if results:
+            more = [(name, args) for name, args in follow_up(user_text, results) if name in available]
+            if more:
+                return more, None
+            return [], compose_reply(user_text, results)
+        # generate_reply(instructions=...) after a user turn, e.g. a greeting on a handoff
+        asked_to_greet = (
+            after
+            and after[-1].type == "message"
+            and after[-1].role == "system"
+            and "greet" in _text_of(after[-1]).lower()
+        )
+        if asked_to_greet:
+            return [], greeting_from_context(self._chat_ctx)
+        instruction = instruction_of(user_text)
+        if instruction is not None:  # a per-call instruction sent as a user turn (agent/chat_format.py)
+            if "greet" in instruction.lower():
+                return [], greeting_from_context(self._chat_ctx)
+            return [], "Okay."
+        intent = classify(user_text)
+        if intent.calls:
+            calls = [(name, args) for name, args in intent.calls if name in available]
+            if calls:
+                return calls, None
+            return [], "I can't use my tools for that right now."
+        return [], intent.reply

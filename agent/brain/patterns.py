@@ -1,0 +1,126 @@
+"""The phrasings the offline brain recognises, as regular expressions (used by agent/brain/intents.py).
+
+Each list is tried in order; the first pattern that matches wins. Named groups
+carry what the intent needs: `id` (an order number), `rest` (what follows
+"forget" or "remember"), `q` (a search), `s` (a slot's words), `v` (a value).
+"""
+
+from __future__ import annotations
+
+import re
+
+# fmt: off
+LANGUAGES = ("english", "spanish", "french", "german", "italian", "portuguese", "japanese", "chinese",
+              "mandarin", "korean", "dutch", "hindi", "arabic", "swedish", "polish", "russian", "turkish")
+TIMEZONE_NAMES = {
+    "pacific": "America/Los_Angeles", "mountain": "America/Denver", "central": "America/Chicago",
+    "eastern": "America/New_York", "utc": "UTC", "gmt": "Europe/London", "london": "Europe/London",
+    "paris": "Europe/Paris", "berlin": "Europe/Berlin", "tokyo": "Asia/Tokyo", "sydney": "Australia/Sydney",
+}
+
+QUESTION_START = re.compile(
+    r"^(what|what's|whats|where|where's|when|when's|who|who's|whom|which|why|how|how's|is|are|am|do|does|did|"
+    r"can|could|would|will|should|shall|may|have|has|tell me|remind me|any|anything)\b", re.I)
+IDENTITY = [
+    re.compile(r"\b(what|who) (are|r) (you|u)\b", re.I),
+    re.compile(r"\bare (you|u) (an? |the )?(real |actual )?(ai|bot|robot|human|person|llm|language model|chatgpt|"
+               r"gpt|machine|program|rule[- ]based|offline)\b", re.I),
+    re.compile(r"\b(which|what) (llm|model|language model|ai model|brain|ai)\b.*\b(are you|is this|do you|running|"
+               r"use)\b", re.I),
+    re.compile(r"\b(which|what) (llm|language model|ai model|brain)\b", re.I),
+    re.compile(r"\b(configure|set up|setup|switch to|plug in|connect|hook up)\b.*\b(llm|model|openai|ollama|gpt|"
+               r"brain)\b", re.I),
+    re.compile(r"\b(real|actual|proper|better|smarter) (llm|model|language model|ai)\b", re.I),
+    re.compile(r"\b(offline|demo) brain\b", re.I),
+    re.compile(r"\bhow do you work\b|\bwhat can you do\b|\bare you smart\b|\bintroduce yourself\b", re.I),
+]
+ORDER_NUMBER = re.compile(r"(?:\border\b|#)\s*(?:number|no\.?|num|id)?\s*[:#]?\s*(?P<id>[A-Za-z]*\d[\w-]*)", re.I)
+ORDERISH = re.compile(r"\b(order|package|parcel|shipment|delivery|shipped|ship|arrive|arrived|track|tracking|"
+                       r"status|deliver|delivered)\b", re.I)
+ORDERISH_BARE = re.compile(r"\b(order|package|parcel|shipment|shipped|arrive|arrived|track|tracking|status|"
+                            r"delivered)\b", re.I)
+BARE_NUMBER = re.compile(r"(?<![\w$.])#?(?P<id>\d{3,8})(?![\w.%])")
+FORGET = re.compile(r"^(?:(?:hey|ok|okay|please|and|also|now)[, ]+)*(?:can you |could you |would you |i want you to |"
+                     r"i'd like you to )?(?:please )?(?:forget|delete|erase|remove|wipe|clear|unlearn|"
+                     r"stop remembering|don't remember|do not remember|no longer remember)\b(?P<rest>.*)$", re.I)
+LIST = [
+    re.compile(r"\bwhat (?:do|did|else do) you (?:know|remember|have) (?:about|on) me\b", re.I),
+    re.compile(r"\bwhat (?:have|did) you (?:remembered|saved|stored|learned|learnt|noted|memorized|kept)\b", re.I),
+    re.compile(r"\b(?:list|show|read|give|tell)(?: me)?(?: all)?(?: of)? (?:my|your) (?:memories|memory|notes|"
+               r"facts)\b", re.I),
+    re.compile(r"\b(?:list|show|tell me|give me|read me)\b.*"
+               r"\b(?:everything|all|what) you (?:know|remember|have)\b", re.I),
+    re.compile(r"\beverything you (?:know|remember) about me\b", re.I),
+    re.compile(r"\bwhat(?:'s| is) in (?:my|your) memor(?:y|ies)\b", re.I),
+    re.compile(r"\bwhat do you know\??$", re.I),
+    re.compile(r"^(?:my )?memories\??$", re.I),
+]
+SEARCH = [
+    re.compile(r"\bsearch (?:my |your )?memor(?:y|ies) (?:for|about) (?P<q>.+)$", re.I),
+    re.compile(r"\b(?:look up|find|search for) (?P<q>.+?) in (?:my |your )?memor(?:y|ies)\b", re.I),
+    re.compile(r"\bwhat (?:do|did) you (?:know|remember) about (?!me\b)(?P<q>.+)$", re.I),
+    re.compile(r"\bdo you (?:know|remember) anything about (?!me\b)(?P<q>.+)$", re.I),
+    re.compile(r"\bwhat (?:did|have) i (?:tell|told|say|said) (?:you )?about (?P<q>.+)$", re.I),
+    re.compile(r"\banything (?:in (?:my|your) memor(?:y|ies) )?about (?P<q>.+?) (?:in (?:my|your) memor(?:y|ies)|"
+               r"saved|remembered)\b", re.I),
+]
+NAME = [
+    re.compile(r"^(?:(?:hi|hello|hey)[,! ]+)?(?:please |you can |just |from now on,? )?"
+               r"call me (?P<v>[\w'. -]+)$", re.I),
+    re.compile(r"^(?:(?:hi|hello|hey)[,! ]+)?(?:my name is|my name's|i go by|i'm called|i am called|the name's) "
+               r"(?P<v>[\w'. -]+)$", re.I),
+]
+IM_NAME = re.compile(r"^(?i:(?:(?:hi|hello|hey)[,! ]+)?(?:i'm|i am) )(?P<v>[A-Z][a-z]+)$")
+EMAIL = re.compile(r"\b(?:my )?(?:e-?mail|email address) (?:is|=|:)?\s*(?P<v>[^\s@]+@[^\s@]+\.[A-Za-z]{2,})", re.I)
+TIMEZONE = [
+    re.compile(r"\b(?:my )?time ?zone (?:is|=|:)\s*(?P<v>[A-Za-z_]+(?:/[A-Za-z_+-]+)*)", re.I),
+    re.compile(r"\bi(?:'m| am) (?:in|on) (?:the )?(?P<v>[A-Za-z_]+(?:/[A-Za-z_+-]+)*) (?:time ?zone|time)\b", re.I),
+    re.compile(r"\bset my time ?zone to (?P<v>[A-Za-z_]+(?:/[A-Za-z_+-]+)*)", re.I),
+]
+LANGUAGE = [
+    re.compile(r"\bmy (?:preferred )?language is (?P<v>\w+)", re.I),
+    re.compile(r"\b(?:please )?(?:speak|talk to me|talk|reply|answer|respond|write)"
+               r"(?: to me)?(?: in)? (?P<v>\w+)", re.I),
+    re.compile(r"\bi(?:'d)? prefer (?:to speak |speaking )?(?P<v>\w+)(?: as my language)?$", re.I),
+    re.compile(r"\bset my (?:preferred )?language to (?P<v>\w+)", re.I),
+]
+UNITS = re.compile(r"\b(?:i prefer|use|please use|set my units to) (?P<v>metric|imperial)(?: units)?\b", re.I)
+REMEMBER = re.compile(r"^(?:(?:hey|ok|okay|and|also|oh)[, ]+)*(?:please |can you |could you |would you )?"
+                       r"(?:remember|note|keep in mind|don't forget|do not forget|make a note|memorize|save|store)"
+                       r"(?: (?:that|this|this fact))?[,:]?\s+(?P<rest>.+)$", re.I)
+RECALL = [
+    (re.compile(r"\bdo you (?:still )?(?:remember|know|recall) (?P<q>(?:what|where|when|who|which|how|if|whether|"
+                r"my)\b.*)$", re.I), None),
+    (re.compile(r"\b(?:can|could) you (?:remind me|tell me|recall|remember)(?: of| about)? (?P<q>(?:what|where|when|"
+                r"who|which|my)\b.*)$", re.I), None),
+    (re.compile(r"\bremind me (?:of |what |about )?(?P<q>(?:what |where |when |who )?.*\bmy\b.*)$", re.I), None),
+    (re.compile(r"\bwhere do i (?:live|stay|reside)\b|\bwhere(?:'s| is) (?:my )?home\b|"
+                r"\bwhat city do i live in\b", re.I), "home_city"),
+    (re.compile(r"\bwhere do i work\b|\bwho do i work for\b|\bwhat company do i work (?:at|for)\b", re.I), "employer"),
+    (re.compile(r"\bwhat do i do(?: for (?:work|a living))?\??$|\bwhat(?:'s| is) my job\b", re.I), "job"),
+    (re.compile(r"\bwhat (?:car|vehicle) do i (?:drive|have|own)\b|\bwhat do i drive\b", re.I), "car"),
+    (re.compile(r"\bwhat am i allergic to\b|\bam i allergic to anything\b|\bwhat (?:are )?my allergies\b|"
+                r"\bdo i have (?:any )?allergies\b", re.I), "allergies"),
+    (re.compile(r"\bwho am i\b|\bwhat(?:'s| is) my name\b|\bdo you know my name\b|"
+                r"\bwhat do you call me\b", re.I), "name"),
+    (re.compile(r"\bwhat do i (?:usually |normally |always )?(?:drink|order)\b", re.I), "favorite_drink"),
+    (re.compile(r"\b(?:what|which|who|when|where)(?:'s|s| is| was| are| were)? (?:my|"
+                r"me) (?P<s>[\w' -]+?)(?: again)?\??$", re.I), "?"),
+    (re.compile(r"\b(?:tell me|remind me) (?:what )?my (?P<s>[\w' -]+?)(?: is| was)?(?: again)?\??$", re.I), "?"),
+    (re.compile(r"^my (?P<s>[\w' -]+?)\?$", re.I), "?"),
+]
+PROCEDURAL = re.compile(r"^(?:how (?:do|can|should|would) i|can i|could i|should i|do i need|will i|may i|"
+                         r"am i able|is it possible|what happens if i|what if i|what should i|how long|how much|"
+                         r"how many|how often|why does|why is|why do)\b", re.I)
+SMALLTALK = [
+    re.compile(r"^(?:hi|hello|hey|yo|hiya|howdy|greetings|good (?:morning|afternoon|evening|day))\b[\w ,!.]*$", re.I),
+    re.compile(r"\b(?:thanks|thank you|thx|ty|cheers|much appreciated)\b", re.I),
+    re.compile(r"^(?:bye|goodbye|good night|see you|see ya|later|talk (?:to you )?later|ttyl)\b", re.I),
+    re.compile(r"^(?:ok|okay|cool|great|nice|awesome|sure|got it|alright|all right|yes|no|yep|nope|yeah|fine|perfect|"
+               r"wow|lol|haha|hmm|i see|makes sense|sounds good|good|interesting)[.!? ]*$", re.I),
+    re.compile(r"\bhow are (?:you|u)\b|\bhow(?:'s| is) it going\b|\bhow(?:'re| are) you doing\b|"
+               r"\bwhat's up\b|\bsup\b", re.I),
+    re.compile(r"\bnice to (?:meet|see) you\b|\byou(?:'re| are) (?:great|awesome|helpful|funny|the best)\b", re.I),
+]
+
+# fmt: on

@@ -1,0 +1,243 @@
+"""What the offline brain says: answers written from this turn's tool results, the greeting and canned replies.
+
+It never invents facts: what it says about the user comes from the tools.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from livekit.agents import llm
+
+from agent.brain.facts import describe_fact, slot_words
+from agent.brain.text import STOPWORDS, clean, strip_end
+from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
+from agent.recall import is_relevant
+
+# (tool name, arguments, output, is_error) for each tool call answered this turn
+ToolResult = tuple[str, dict[str, Any], str, bool]
+
+IDENTITY_REPLY = (
+    "I'm the offline demo brain: a small rule-based program standing in for a language model, so this "
+    "playground works with no accounts and no network. I still call the real tools (memories, profile, "
+    "orders, the Kestrel Coffee knowledge base) and answer from what they return, but I only understand "
+    "simple phrasings. " + HOW_TO_USE_A_REAL_MODEL
+)
+SECRET_REPLY = (
+    "I'd rather not keep passwords, PINs, card or ID numbers, so I haven't saved that. "
+    "Tell me something else about you, like your favorite coffee."
+)
+ASK_ORDER_NUMBER = "Sure, which order number? They look like 1001."
+MAX_LISTED = 12
+_ABBREVIATION = re.compile(r"\b(Co|Inc|Ltd|No|St|Mr|Mrs|Ms|Dr|vs|etc|e\.g|i\.e|P\.O|U\.S)\.", re.I)
+
+
+def smalltalk_reply(lower: str) -> str:
+    if re.search(r"\b(thanks|thank you|thx|cheers|appreciated)\b", lower):
+        return "You're welcome! Anything else I can help with?"
+    if re.match(r"^(bye|goodbye|good night|see you|see ya|later|talk|ttyl)", lower):
+        return "Goodbye! I'll remember what you told me for next time."
+    if re.search(r"\bhow are (you|u)\b|how's it going|how are you doing|what's up", lower):
+        return "I'm doing well, thanks for asking! What can I do for you?"
+    if re.match(r"^(hi|hello|hey|yo|hiya|howdy|greetings|good (morning|afternoon|evening|day))", lower):
+        return (
+            "Hello! Tell me something to remember, ask what I know about you, check an order like 1001, "
+            "or ask about Kestrel Coffee."
+        )
+    return (
+        "Okay. You can tell me something to remember, ask what I know about you, look up an order, "
+        "or ask a question about Kestrel Coffee."
+    )
+
+
+def load_output(output: str) -> Any:
+    """A tool's output as data (the tools answer JSON), or the text itself."""
+    try:
+        return json.loads(output)
+    except (TypeError, ValueError):
+        return output
+
+
+def compose_reply(user_text: str, results: list[ToolResult]) -> str:
+    """Write the answer from this turn's tool results."""
+    parts: list[str] = []
+    names = [name for name, *_ in results]
+    saved = [
+        load_output(output)
+        for name, _args, output, is_error in results
+        if name == "remember_detail" and not is_error and "update_profile" not in names
+    ]
+    if len(saved) > 1 and all(isinstance(d, dict) for d in saved):
+        facts = [describe_fact(d.get("memory_type", ""), d.get("content", "")) for d in saved]
+        parts.append("Got it, I'll remember that " + ", that ".join(facts[:-1]) + f" and that {facts[-1]}.")
+        results = [r for r in results if not (r[0] == "remember_detail" and not r[3])]
+    for name, args, output, is_error in results:
+        if name == "remember_detail" and "update_profile" in names and args.get("memory_type") == "name":
+            continue  # the profile reply already says it
+        if is_error:
+            parts.append(_error_reply(name, args, str(output)))
+        else:
+            parts.append(_success_reply(name, load_output(output), user_text, results))
+    text = " ".join(part for part in parts if part)
+    return text or "Done."
+
+
+def follow_up(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict]]:
+    """A second tool step when the first one came back empty: recall -> hybrid search."""
+    names = {name for name, *_ in results}
+    for name, _args, _output, is_error in results:
+        if name == "recall_detail" and is_error and "search_memories" not in names:
+            return [("search_memories", {"query": strip_end(clean(user_text)) or user_text})]
+    return []
+
+
+def greeting_from_context(chat_ctx: llm.ChatContext) -> str:
+    name, facts = None, 0
+    for item in chat_ctx.items:
+        if item.type == "message" and item.role == "system":
+            text = item.text_content or ""
+            if PRELOAD_HEADER in text:  # its own message, or merged after the instructions
+                text = text.split(PRELOAD_HEADER, 1)[1].split("<recall>", 1)[0]
+                match = re.search(r"^The user's name is (.+?)\.$", text, re.M)
+                name = match.group(1) if match else None
+                facts = len(re.findall(r"^- ", text, re.M))
+    if name:
+        remembered = f" I remember {facts} thing{'s' if facts != 1 else ''} about you." if facts else ""
+        return (
+            f"Welcome back, {name}!{remembered} Ask me about your orders or Kestrel Coffee, "
+            "or tell me something new to remember."
+        )
+    return (
+        "Hi! I'm the Memory Playground agent, running on the offline demo brain. Tell me something about "
+        "yourself and I'll remember it, or ask about an order like 1001 or about Kestrel Coffee."
+    )
+
+
+# --- one reply per tool ------------------------------------------------------------------------------
+
+
+def _error_reply(name: str, args: dict[str, Any], message: str) -> str:
+    slot = args.get("memory_type", "")
+    if name == "forget_detail":
+        return f"I didn't have anything saved as your {slot_words(slot)}, so there was nothing to forget."
+    if name == "recall_detail":
+        return f"I don't remember your {slot_words(slot)} yet. Tell me and I'll remember it."
+    if name == "lookup_order":
+        return f"Sorry, {message[:1].lower() + message[1:]} Order numbers look like 1001; could you check it?"
+    if name == "update_profile":
+        return f"I couldn't update your profile: {message}"
+    if name == "remember_detail":
+        return f"I couldn't save that: {message}"
+    return f"Sorry, that didn't work: {message}"
+
+
+def _success_reply(name: str, data: Any, user_text: str, results: list[ToolResult]) -> str:
+    if not isinstance(data, dict):
+        return str(data)
+    if name == "search_memories":
+        recall_failed = any(n == "recall_detail" and is_error for n, _, _, is_error in results)
+        return _memories_found(data, recall_failed=recall_failed)
+    if name == "search_knowledge":
+        return _knowledge_found(data, user_text)
+    reply = _REPLIES.get(name)
+    return reply(data) if reply else "Done."
+
+
+def _remembered(data: dict[str, Any]) -> str:
+    fact = describe_fact(data.get("memory_type", ""), data.get("content", ""))
+    if data.get("created", True) or not data.get("previous_content"):
+        return f"Got it, I'll remember that {fact}."
+    if data.get("previous_content") == data.get("content"):
+        return f"I already had that: {fact}."
+    return f"Updated: I'll remember that {fact} (before, I had {data['previous_content']})."
+
+
+def _recalled(data: dict[str, Any]) -> str:
+    return _sentence(describe_fact(data.get("memory_type", ""), data.get("content", ""))) + "."
+
+
+def _forgotten(data: dict[str, Any]) -> str:
+    return f"Done, I've forgotten your {slot_words(data.get('memory_type', ''))}."
+
+
+def _listed(data: dict[str, Any]) -> str:
+    memories = data.get("memories") or []
+    if not memories:
+        return "I don't have anything remembered about you yet. Tell me something like 'my favorite color is teal'."
+    facts = "; ".join(describe_fact(m["memory_type"], m["content"]) for m in memories[:MAX_LISTED])
+    more = f" (and {len(memories) - MAX_LISTED} more on the Memories page)" if len(memories) > MAX_LISTED else ""
+    return f"Here's what I remember about you: {facts}{more}."
+
+
+def _memories_found(data: dict[str, Any], *, recall_failed: bool) -> str:
+    hits = [hit for hit in data.get("hits", []) if is_relevant(hit.get("text_rank"), hit.get("vector_distance"))]
+    if not hits:
+        if recall_failed:
+            return "I searched your memories too and found nothing close."
+        return "I couldn't find anything about that in what you've told me."
+    top = hits[0]
+    lead = "But the closest thing I remember is that" if recall_failed else "From your memories:"
+    reply = f"{lead} {describe_fact(top['memory_type'], top['content'])} (RRF score {top['rrf_score']:.4f})."
+    if len(hits) > 1:
+        reply += f" Also, {describe_fact(hits[1]['memory_type'], hits[1]['content'])}."
+    return reply
+
+
+def _profile_updated(data: dict[str, Any]) -> str:
+    field_name, value = data.get("field"), data.get("value")
+    if field_name == "name":
+        return f"Nice to meet you, {value}! I'll call you {value} from now on."
+    if field_name == "email":
+        return f"Thanks, I've saved {value} as your email address."
+    if field_name == "timezone":
+        return f"Got it, your time zone is {value}."
+    if field_name == "preferred_language":
+        return (
+            f"Noted: your preferred language is {value}. The offline demo brain only speaks English, "
+            "but a real model will use it."
+        )
+    return f"Updated your {slot_words(str(field_name))}."
+
+
+def _order_found(data: dict[str, Any]) -> str:
+    return data.get("summary") or "I found the order."
+
+
+def _knowledge_found(data: dict[str, Any], user_text: str) -> str:
+    hits = data.get("hits") or []
+    if not hits or hits[0].get("similarity", 0) < 0.25:
+        return "I couldn't find anything about that in the Kestrel Coffee knowledge base."
+    top = hits[0]
+    return f"From the Kestrel Coffee knowledge base ({top['title']}): {_best_sentences(user_text, top['content'])}"
+
+
+_REPLIES = {
+    "remember_detail": _remembered,
+    "recall_detail": _recalled,
+    "forget_detail": _forgotten,
+    "list_user_memories": _listed,
+    "update_profile": _profile_updated,
+    "lookup_order": _order_found,
+}
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text[:1].upper() + text[1:] if text else text
+
+
+def _stems(text: str) -> set[str]:
+    # crude stemming is enough to match "Canada" with "Canadian", "ship" with "shipping"
+    return {w[:4] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 2}
+
+
+def _best_sentences(query: str, content: str, limit: int = 2) -> str:
+    protected = _ABBREVIATION.sub(lambda m: m.group(0).replace(".", "\x00"), content.strip())
+    sentences = [s.replace("\x00", ".") for s in re.split(r"(?<=[.!?])\s+", protected) if s]
+    terms = _stems(query)
+    scored = [(len(terms & _stems(sentence)), -index, index) for index, sentence in enumerate(sentences)]
+    best = sorted(scored, reverse=True)[:limit]
+    chosen = sorted(index for score, _, index in best if score > 0) or [0]
+    return " ".join(sentences[index] for index in chosen)

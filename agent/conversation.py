@@ -1,0 +1,254 @@
+"""One conversation on the in-process runtime's loop: typed turns, its events, and closing it with a report.
+
+A :class:`Conversation` is what the chat page, ``python -m agent chat`` and a
+local voice call hold: a started :class:`~agent.session.PlaygroundSession` (a
+text session by default; a voice call passes a factory that builds a voice
+one), an event queue any thread can read with a cursor, and thread-safe
+``send`` / ``close`` that return ``concurrent.futures.Future`` at once. Create
+one through :meth:`agent.runtime.AgentRuntime.open_conversation`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agent.event_bus import QueueSink
+from agent.events import Event, ToolCallEvent, of_type
+from agent.session import PlaygroundSession
+from core.errors import InvalidInput, PlaygroundError
+from core.retrieval import RrfParams
+from core.text import clean_text
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_LENGTH = 2000
+SessionFactory = Callable[[QueueSink], Awaitable[PlaygroundSession]]
+
+
+class Runtime(Protocol):
+    """What a conversation needs of the runtime that owns it (agent.runtime.AgentRuntime)."""
+
+    warm: concurrent.futures.Future  # done once the runtime has loaded what the first turn needs
+
+    def submit(self, coro: Awaitable[Any]) -> concurrent.futures.Future: ...
+
+    def release(self, conversation: Conversation) -> None: ...
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """One user turn: what was said back and everything the agent did for it."""
+
+    turn: int
+    user_text: str
+    reply: str  # the agent's answer (its last message this turn)
+    messages: list[str]  # every assistant message this turn, fillers included
+    events: list[Event]  # this turn's events (agent/events.py)
+    timings: dict[str, float]  # total_ms, recall_ms, llm_ttft_ms, tools_ms, ...
+    error: str | None = None  # why the turn failed (one sentence to show); `reply` is then "" or partial
+
+    @property
+    def problems(self) -> list[str]:
+        """Every error published for this turn (a failed model call, a tool call the model got wrong)."""
+        return [e["message"] for e in of_type(self.events, "error")]
+
+    @property
+    def tool_calls(self) -> list[ToolCallEvent]:
+        return of_type(self.events, "tool_call")
+
+    @property
+    def retrievals(self) -> list[Any]:
+        return of_type(self.events, "retrieval")
+
+
+@dataclass
+class _Closing:
+    future: concurrent.futures.Future | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class Conversation:
+    """One conversation on the runtime's loop (see the module docstring)."""
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        key: str,
+        user_id: uuid.UUID,
+        *,
+        rrf: RrfParams | None,
+        factory: SessionFactory | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.key = key
+        self.user_id = user_id
+        self.sink = QueueSink()
+        self.created_at = time.time()
+        self.last_active = time.monotonic()
+        self.greeting: str | None = None
+        self._rrf = (rrf or RrfParams.from_settings()).validated()
+        self._factory = factory
+        self._ps: PlaygroundSession | None = None
+        self._turn_lock: asyncio.Lock | None = None
+        self._closing = _Closing()
+        self.ready: concurrent.futures.Future[str | None] = runtime.submit(self._start())
+
+    # ---- read side (any thread) ---------------------------------------------
+
+    @property
+    def session_id(self) -> str | None:
+        return self._ps.session_id if self._ps else None
+
+    @property
+    def closed(self) -> bool:
+        return self._closing.future is not None
+
+    @property
+    def rrf(self) -> RrfParams:
+        return self._rrf
+
+    @property
+    def playground_session(self) -> PlaygroundSession | None:
+        return self._ps
+
+    def events_since(self, cursor: int = 0) -> tuple[list[Event], int]:
+        """Events after `cursor` and the new cursor (start with 0)."""
+        return self.sink.since(cursor)
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The conversation so far: final user and assistant transcripts, in order."""
+        events = self._ps.bus.events if self._ps else self.sink.since(0)[0]
+        return [
+            {"turn": e["turn"], "role": e["role"], "text": e["text"], "ts": e["ts"]}
+            for e in of_type(events, "transcript")
+            if e.get("final")
+        ]
+
+    # ---- write side ------------------------------------------------------------
+
+    def set_rrf(self, params: RrfParams) -> RrfParams:
+        """Change the fusion weights and k for every later search of this conversation."""
+        self._rrf = params.validated()
+        if self._ps is not None:
+            self._ps.set_rrf(self._rrf)
+        return self._rrf
+
+    def send(self, text: str) -> concurrent.futures.Future[TurnResult]:
+        """Run one typed turn. Bad input fails the future with InvalidInput (a user-safe message)."""
+        self.last_active = time.monotonic()
+        try:
+            text = clean_text(text, what="message", max_length=MAX_MESSAGE_LENGTH)
+            if self.closed:
+                raise InvalidInput("This conversation has ended; start a new one.")
+        except InvalidInput as exc:
+            failed: concurrent.futures.Future[TurnResult] = concurrent.futures.Future()
+            failed.set_exception(exc)
+            return failed
+        return self.runtime.submit(self._send(text))
+
+    def close(self) -> concurrent.futures.Future[dict[str, Any] | None]:
+        """End the conversation and save its report (idempotent: later calls get the same future)."""
+        with self._closing.lock:
+            if self._closing.future is None:
+                self._closing.future = self.runtime.submit(self._close())
+                self.runtime.release(self)
+            return self._closing.future
+
+    # ---- on the loop ---------------------------------------------------------
+
+    async def _start(self) -> str | None:
+        self._turn_lock = asyncio.Lock()
+        try:
+            await asyncio.wrap_future(self.runtime.warm)
+        except Exception as exc:  # a failed warm-up only costs the first turn's recall its time budget
+            log.warning("the runtime's warm-up failed (%s); starting anyway", exc)
+        if self._factory is not None:
+            self._ps = await self._factory(self.sink)
+            self._ps.set_rrf(self._rrf)
+            self.greeting = next(
+                (e["text"] for e in of_type(self._ps.bus.events, "transcript", turn=0) if e["role"] == "assistant"),
+                None,
+            )
+            return self.greeting
+        ps = PlaygroundSession(self.user_id, mode="text", rrf=self._rrf, sinks=[self.sink])
+        self._ps = ps
+        self.greeting = await ps.start()
+        return self.greeting
+
+    async def _send(self, text: str) -> TurnResult:
+        await asyncio.wrap_future(self.ready)
+        assert self._ps is not None and self._turn_lock is not None
+        async with self._turn_lock:
+            ps = self._ps
+            cursor = self.sink.cursor
+            started = time.perf_counter()
+            error = None
+            messages: list[str] = []
+            try:
+                result = await ps.run_text(text)
+                messages = [
+                    ev.item.text_content
+                    for ev in result.events
+                    if ev.type == "message" and ev.item.role == "assistant" and ev.item.text_content
+                ]
+            except PlaygroundError as exc:  # the model failed (TurnFailed: the sentence); the conversation goes on
+                error = str(exc)
+            except Exception as exc:  # anything else around the model: same, with a generic sentence
+                log.exception("turn failed in session %s", ps.session_id)
+                error = f"The agent failed to answer ({type(exc).__name__}); the server log has the details."
+            total_ms = (time.perf_counter() - started) * 1000
+            turn = ps.bus.turn
+            ps.bus.metric("turn_total_ms", total_ms)
+            events = await self._events_of_turn(turn, cursor)
+            self.last_active = time.monotonic()
+        return _turn_result(turn, text, messages, events, total_ms=total_ms, error=error)
+
+    async def _events_of_turn(self, turn: int, cursor: int) -> list[Event]:
+        # turn_done fires from the speech handle's callback, which can trail the run by a tick
+        for _ in range(50):
+            if of_type(self.sink.since(cursor)[0], "turn_done", turn=turn):
+                break
+            await asyncio.sleep(0.01)
+        return [e for e in self.sink.since(cursor)[0] if e["turn"] == turn]
+
+    async def _close(self) -> dict[str, Any] | None:
+        try:
+            await asyncio.wrap_future(self.ready)
+        except Exception:
+            log.warning("session %s never started; nothing to report", self.key)
+            return None
+        assert self._ps is not None and self._turn_lock is not None
+        async with self._turn_lock:  # let a turn in flight finish first
+            return await self._ps.finish()
+
+
+def _turn_result(
+    turn: int, text: str, messages: list[str], events: list[Event], *, total_ms: float, error: str | None
+) -> TurnResult:
+    timings: dict[str, float] = {"total_ms": round(total_ms, 2)}
+    for event in of_type(events, "metric"):
+        timings.setdefault(event["name"], event["value"])
+    tools = [e["duration_ms"] for e in of_type(events, "tool_call")]
+    if tools:
+        timings["tools_ms"] = round(sum(tools), 2)
+    problems = [e["message"] for e in of_type(events, "error")]
+    if error is None and problems and not messages:
+        error = problems[-1]  # e.g. only unknown tools were called: nothing was said
+    return TurnResult(
+        turn=turn,
+        user_text=text,
+        reply=messages[-1] if messages else "",
+        messages=messages,
+        events=events,
+        timings=timings,
+        error=error,
+    )

@@ -1,0 +1,63 @@
+"""Every text a model reads, and the sentences that tell people how to get a real model.
+
+The real agent, the offline brain (which reads the same context markers back)
+and the extraction step all take their words from here, so a change of wording
+cannot leave one of them behind.
+"""
+
+from __future__ import annotations
+
+INSTRUCTIONS = """\
+You are the Memory Playground agent for Kestrel Coffee Co.: a friendly voice and text assistant that \
+remembers the people it talks to.
+
+- Answer in one to three short sentences, plain text with no markdown: replies may be spoken aloud.
+- When the user tells you a lasting fact about themselves (a preference, where they live, an allergy, a \
+name), save it with remember_detail under a short snake_case slot such as favorite_color, home_city or \
+allergies. One fact per slot; saving a slot again replaces it.
+- To answer a question about the user, use recall_detail for a known slot, otherwise search_memories; use \
+list_user_memories when they ask what you know about them. Never invent facts about the user.
+- Use forget_detail when they ask you to forget something, and update_profile for their name ("call me \
+Sam"), email, preferred_language, timezone or preferences.
+- Use lookup_order for order status and search_knowledge for questions about Kestrel Coffee products, \
+shipping, returns, warranty and subscriptions; answer only from what the tools return.
+- The tools already act for the signed-in user: never ask for a user id.
+- Do not save passwords, card numbers or health details unless the user explicitly asks you to.
+"""
+
+# The preload (profile and every remembered fact) starts with this line; the offline brain finds it by it.
+PRELOAD_HEADER = "What you already know about this user (loaded before the conversation):"
+# The per-turn recall block starts with this line.
+RECALL_HEADER = "Possibly relevant memories for the user's next message"
+RECALL_LEAD = f"{RECALL_HEADER} (hybrid search, best first; use them only if they help):"
+
+FILLER_TEXT = "One moment, let me look that up."
+
+EXTRACTION_PROMPT = """\
+From the user's messages below, list at most 5 lasting facts about the user worth remembering in future \
+conversations. Skip anything temporary, and never include health details, card numbers, passwords or other \
+secrets. Answer with JSON only: [{"memory_type": "snake_case_slot", "content": "...", "confidence": 0.0-1.0, \
+"evidence": "the user's words"}]. Answer [] if there is nothing.
+
+User messages:
+"""
+
+HOW_TO_USE_A_REAL_MODEL = (
+    "To use a real model, set OPENAI_API_KEY (and OPENAI_BASE_URL plus LLM_MODEL for Ollama, vLLM or "
+    "LM Studio), or set LIVEKIT_URL, LIVEKIT_API_KEY and LIVEKIT_API_SECRET to use LiveKit Inference "
+    "(LLM_MODEL picks the model), then restart."
+)
+OFFLINE_BRAIN_HELP = "The offline demo brain is a rule-based stand-in, not a language model. " + HOW_TO_USE_A_REAL_MODEL
+
+
+def preload_message(profile_and_memories: str) -> str:
+    return f"{PRELOAD_HEADER}\n{profile_and_memories}"
+
+
+def greeting_instruction(name: str | None) -> str:
+    who = f"by name ({name})" if name else "warmly (you don't know their name yet)"
+    return f"Greet the user {who} in one short sentence and offer to help."
+
+
+def extraction_request(user_turns: list[str]) -> str:
+    return EXTRACTION_PROMPT + "\n".join(f"- {turn}" for turn in user_turns)

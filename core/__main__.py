@@ -1,0 +1,67 @@
+"""The database command line: `python -m core status|migrate|seed|reset|uri`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from core.config import get_settings
+from core.db import database_url, migrate, reset, status
+from core.errors import DatabaseUnavailable, InvalidInput
+from core.seed import seed_all
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m core", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("status", help="list migrations and whether each is applied")
+    sub.add_parser("migrate", help="apply pending migrations (and the local shim when embedded)")
+    sub.add_parser("seed", help="load demo knowledge, orders and the demo user (idempotent)")
+    reset_parser = sub.add_parser("reset", help="drop all data, re-apply migrations and seed")
+    reset_parser.add_argument("--yes", action="store_true", help="required when DATABASE_URL points elsewhere")
+    sub.add_parser("uri", help="print the connection URI (starts the embedded server if needed)")
+    return parser
+
+
+def _print_status() -> None:
+    settings = get_settings()
+    where = f"embedded at {settings.data_dir / 'pg'}" if settings.embedded_database else "DATABASE_URL"
+    print(f"database: {where}")
+    for row in status():
+        print(f"  [{'x' if row['applied'] else ' '}] {row['version']}  {row['name']}")
+
+
+def _reset(confirmed: bool) -> int:
+    if not get_settings().embedded_database and not confirmed:
+        print("refusing to reset a database given by DATABASE_URL without --yes", file=sys.stderr)
+        return 2
+    reset()
+    migrate()
+    seed_all(echo=print)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "uri":
+            print(database_url())
+        elif args.command == "status":
+            _print_status()
+        elif args.command == "migrate":
+            applied = migrate()
+            print(f"{len(applied)} migration(s) applied" if applied else "database is up to date")
+        elif args.command == "seed":
+            seed_all(echo=print)
+        elif args.command == "reset":
+            return _reset(args.yes)
+    except (DatabaseUnavailable, InvalidInput) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

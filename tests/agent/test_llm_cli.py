@@ -1,0 +1,220 @@
+"""`python -m agent chat` against a real OpenAI-compatible endpoint, as a user runs it.
+
+The endpoint is the stand-in (tests/support/openai_standin.py): real HTTP, streamed
+answers, and the rules strict chat templates enforce. Everything on our side
+is real: the CLI subprocess, the openai plugin registered at start, the agent,
+its tools, the database, extraction and the saved report.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from agent.prompts import EXTRACTION_PROMPT, PRELOAD_HEADER
+from core import memories, sessions
+from core.errors import NotFound
+from tests.support.app import PROJECT_ROOT
+from tests.support.llm_requests import (
+    assert_agent_requests,
+    assert_recall_carries,
+    first_request_for,
+    last_user_text,
+    run_chat_cli,
+    saved_session_id,
+    system_message,
+)
+from tests.support.openai_standin import OpenAIStandIn
+
+pytestmark = pytest.mark.slow
+
+
+def _report(user, stdout: str) -> dict:
+    return sessions.get_session(user.scope, saved_session_id(stdout)).report
+
+
+def _no_traceback(result) -> None:
+    assert "Traceback" not in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user, llm_server):
+    user = new_user()
+    lines = [
+        "my favorite color is teal",
+        "what is my favorite color?",
+        "I live in Denver. Where is order 1002?",
+        "forget my favorite color",
+    ]
+    result = run_chat_cli(llm_server.env(), lines, user_id=user.user_id)
+    out = result.stdout
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr + out
+    assert f"LLM OpenAI-compatible: gpt-4o-mini at {llm_server.base_url}" in out
+    assert "agent> Got it, I'll remember that your favorite color is teal." in out
+    assert "agent> Your favorite color is teal." in out
+    assert "agent> Order 1002 is shipped" in out
+    assert "agent> Done, I've forgotten your favorite color." in out
+    assert "error:" not in out
+
+    report = _report(user, out)
+    section = report["playground"]
+    assert section["models"]["llm_backend"] == "openai" and section["errors"] == []
+    assert section["extraction"]["method"] == "llm"  # the model answered the extraction prompt
+    extracted = [w for w in section["memories_written"] if w["source"] == "extraction"]
+    assert [(w["memory_type"], w["content"]) for w in extracted] == [("home_city", "Denver")]
+    assert memories.recall(user.scope, "home_city").content == "Denver"
+    with pytest.raises(NotFound):
+        memories.recall(user.scope, "favorite_color")  # forgotten by the tool
+
+    requests = llm_server.chat_requests()
+    assert_agent_requests(requests)  # one leading system message with the preload; tool_call_ids; no `strict`
+    greeting = requests[0]
+    assert [m["role"] for m in greeting.messages] == ["system", "user"]  # a user turn for strict templates
+    assert last_user_text(greeting).startswith("<instructions>\nGreet the user")
+    assert PRELOAD_HEADER in system_message(greeting)
+    # the recall for turn 2 carries the memory written in turn 1
+    assert_recall_carries(first_request_for(requests, "what is my favorite color?"), "- favorite_color: teal")
+    # each request starts with the previous one (a server's prompt cache stays valid)
+    agent_calls = [r.messages for r in requests if r.body.get("tools")]
+    for before, after in itertools.pairwise(agent_calls):
+        assert after[: len(before)] == before
+    extraction = requests[-1]
+    assert "tools" not in extraction.body
+    assert [m["role"] for m in extraction.messages] == ["user"]
+    assert extraction.messages[0]["content"].startswith(EXTRACTION_PROMPT)
+
+
+def test_every_failure_of_one_turn_is_one_sentence_and_the_session_goes_on(new_user, llm_server):
+    """Transient failures, one per turn; the next turn answers; the report keeps every error."""
+    user = new_user()
+    base = llm_server.base_url
+    llm_server.fail("rate_limited", times=2, when="order 1001")  # 2: the first try and LLM_MAX_RETRIES=1
+    llm_server.fail("slow", times=2, when="order 1003")
+    llm_server.fail("cut", times=1, when="favorite color is teal")  # the answer after the tool call
+    llm_server.fail("malformed_arguments", times=1, when="what is my favorite color")
+    llm_server.fail("unknown_tool", times=1, when="order 1004")
+    lines = [
+        "where is order 1001?",
+        "where is order 1003?",
+        "my favorite color is teal",
+        "what is my favorite color?",
+        "where is order 1004?",
+        "where is order 1002?",
+    ]
+    result = run_chat_cli(
+        {**llm_server.env(), "LLM_TIMEOUT_SECONDS": "2", "LLM_MAX_RETRIES": "1"}, lines, user_id=user.user_id
+    )
+    out = result.stdout
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr + out
+    expected = {
+        1: f"The LLM at {base} is rate-limiting requests (429): wait a moment and try again, or check the limits "
+        "of the account behind OPENAI_API_KEY.",
+        2: f"The LLM at {base} did not answer within 2 s: check that the server is running and the model is "
+        "loaded, or raise LLM_TIMEOUT_SECONDS.",
+        3: f"The LLM at {base} stopped in the middle of its answer: try again, and check the server's log if it "
+        "keeps happening.",
+        4: "The LLM called recall_detail with arguments that are not valid JSON, so that call was skipped: try "
+        "again, or use a model that supports tool calling (LLM_MODEL).",
+        5: "The LLM asked for a tool that does not exist (transfer_to_billing), so that call was skipped: try "
+        "again, or use a model that supports tool calling (LLM_MODEL).",
+    }
+    for sentence in expected.values():
+        assert f"  error: {sentence}" in out
+    assert "agent> Order 1002 is shipped" in out  # the session went on
+    assert memories.recall(user.scope, "favorite_color").content == "teal"  # the tool ran before the cut
+
+    errors = _report(user, out)["playground"]["errors"]
+    assert {e["turn"]: e["message"] for e in errors} == expected
+    assert {e["turn"]: e["kind"] for e in errors} == {
+        1: "rate_limit",
+        2: "timeout",
+        3: "cut",
+        4: "tool_arguments",
+        5: "unknown_tool",
+    }
+    requests = llm_server.chat_requests()
+    assert_agent_requests(requests)
+    assert sum(r.status == 429 for r in requests) == 2  # retried once, as LLM_MAX_RETRIES says
+
+
+@pytest.mark.parametrize("case", ["unreachable", "bad key", "unknown model"])
+def test_a_broken_llm_setting_is_one_sentence_per_turn_and_the_report_is_saved(new_user, case):
+    user = new_user()
+    with OpenAIStandIn() as server:
+        env = server.env()
+        if case == "bad key":
+            env["OPENAI_API_KEY"] = "sk-not-the-right-key"
+        elif case == "unknown model":
+            env["LLM_MODEL"] = "llama-3-does-not-exist"
+        if case == "unreachable":
+            server.stop()
+        result = run_chat_cli(env, ["my favorite color is teal", "where is order 1002?"], user_id=user.user_id)
+    out = result.stdout
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr + out  # a running session is never a startup failure
+    sentence = {
+        "unreachable": f"The LLM at {server.base_url} could not be reached: check OPENAI_BASE_URL and that the "
+        "server is running.",
+        "bad key": f"The LLM at {server.base_url} refused the API key (401): check OPENAI_API_KEY.",
+        "unknown model": f"The LLM at {server.base_url} has no model named 'llama-3-does-not-exist' (404): "
+        "check LLM_MODEL.",
+    }[case]
+    assert out.count(f"  error: {sentence}") == 3, out  # the greeting and both turns
+    section = _report(user, out)["playground"]
+    assert [(e["turn"], e["message"]) for e in section["errors"]] == [(0, sentence), (1, sentence), (2, sentence)]
+    assert [t["text"] for t in section["transcript"] if t["role"] == "user"] == [
+        "my favorite color is teal",
+        "where is order 1002?",
+    ]
+    # the model could not extract facts either: the rules did, and said so
+    assert section["extraction"]["method"] == "llm+rules"
+
+
+def test_a_broken_setting_at_startup_exits_with_a_message(new_user):
+    user = new_user()
+    result = run_chat_cli(
+        {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "LLM_TIMEOUT_SECONDS": "soon"},
+        ["hello"],
+        user_id=user.user_id,
+        timeout=120,
+    )
+    _no_traceback(result)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: LLM_TIMEOUT_SECONDS: ")
+
+
+def test_the_benchmark_runs_its_voice_turns_through_an_llm_endpoint(database_uri, llm_server, tmp_path):
+    """`python -m bench` registers the plugins at start too: one voice turn through the openai plugin."""
+    output = tmp_path / "BENCHMARKS.md"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--rounds",
+            "1",
+            "--utterances",
+            "1",
+            "--skip",
+            "recall,scale",
+            "--output",
+            str(output),
+        ],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", **llm_server.env()},
+    )
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"LLM time to first token (OpenAI-compatible: gpt-4o-mini at {llm_server.base_url})" in output.read_text()
+    # the voice turn reached the model: what Whisper heard is a user turn of its requests
+    said = [m["content"] for r in llm_server.chat_requests() for m in r.messages if m["role"] == "user"]
+    assert any(re.search(r"favou?rite colou?r.{0,4}teal", text, re.I) for text in said), result.stdout

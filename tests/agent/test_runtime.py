@@ -1,0 +1,176 @@
+"""The in-process runtime the chat page uses, and the session reports it writes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import uuid
+
+import pytest
+
+from agent import reports
+from agent.conversation import TurnResult
+from agent.events import decode_event, encode_event
+from agent.session import PlaygroundSession
+from core import memories, sessions
+from core.errors import DatabaseUnavailable, InvalidInput
+from core.retrieval import RrfParams
+
+
+def test_one_session_per_key_and_a_second_key_gets_its_own(runtime, new_user):
+    user = new_user()
+    first = runtime.open_conversation("browser-a", user.user_id)
+    again = runtime.open_conversation("browser-a", user.user_id)
+    other = runtime.open_conversation("browser-b", user.user_id)
+    assert first is again and other is not first
+    assert first.ready.result(timeout=60) and other.ready.result(timeout=60)
+    assert first.session_id != other.session_id
+    assert runtime.conversation_count == 2
+
+
+def test_reruns_from_many_threads_never_build_a_second_session(runtime, new_user):
+    user = new_user()
+    found: list = []
+    threads = [
+        threading.Thread(target=lambda: found.append(runtime.open_conversation("k", user.user_id))) for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({id(chat) for chat in found}) == 1
+
+
+def test_send_returns_reply_events_with_scores_and_timings(runtime, new_user):
+    user = new_user()
+    memories.remember(user.scope, "favorite_color", "teal")
+    chat = runtime.open_conversation("chat", user.user_id)
+    turn = chat.send("what is my favorite color?").result(timeout=60)
+    assert isinstance(turn, TurnResult) and turn.error is None
+    assert turn.turn == 1 and turn.reply == "Your favorite color is teal."
+    assert [c["name"] for c in turn.tool_calls] == ["recall_detail"]
+    recall = turn.retrievals[0]
+    hit = recall["hits"][0]
+    assert recall["trigger"] == "per_turn_recall" and hit["memory_type"] == "favorite_color"
+    assert hit["vector_rank"] == 1 and hit["text_rank"] == 1
+    assert hit["rrf_score"] == pytest.approx(0.5 / 6 + 0.5 / 6)  # defaults 0.5 / 0.5, k = 5
+    assert turn.timings["total_ms"] > 0 and "recall_ms" in turn.timings and "llm_ttft_ms" in turn.timings
+    assert turn.events[-1]["type"] == "turn_done" or any(e["type"] == "turn_done" for e in turn.events)
+    # every event is JSON and decodes as one (what the pages and the voice bridge read)
+    assert all(decode_event(encode_event(e)) == e for e in turn.events)
+    # the page's history and live panel
+    assert [(h["role"], h["text"]) for h in chat.history][-2:] == [
+        ("user", "what is my favorite color?"),
+        ("assistant", "Your favorite color is teal."),
+    ]
+    events, cursor = chat.events_since(0)
+    more, cursor2 = chat.events_since(cursor)
+    assert events and more == [] and cursor2 == cursor
+
+
+def test_set_rrf_changes_the_next_search(runtime, new_user):
+    user = new_user()
+    memories.remember(user.scope, "favorite_color", "teal")
+    chat = runtime.open_conversation("rrf", user.user_id)
+    chat.set_rrf(RrfParams(vector_weight=1.0, text_weight=0.0, k=5))
+    turn = chat.send("search my memories for color").result(timeout=60)
+    search = next(r for r in turn.retrievals if r["trigger"] == "tool:search_memories")
+    assert search["params"] == {"vector_weight": 1.0, "text_weight": 0.0, "k": 5}
+    assert search["hits"][0]["rrf_score"] == pytest.approx(1.0 / 6)
+    with pytest.raises(InvalidInput):
+        chat.set_rrf(RrfParams(vector_weight=0, text_weight=0, k=60))
+
+
+def test_bad_input_fails_the_future_with_a_clear_message(runtime, new_user):
+    chat = runtime.open_conversation("bad", new_user().user_id)
+    with pytest.raises(InvalidInput, match="message is empty"):
+        chat.send("   ").result(timeout=5)
+    with pytest.raises(InvalidInput, match="too long"):
+        chat.send("x" * 5000).result(timeout=5)
+
+
+def test_close_writes_the_report_with_the_memories_written(runtime, new_user):
+    user = new_user()
+    chat = runtime.open_conversation("report", user.user_id)
+    chat.send("my favorite color is teal").result(timeout=60)
+    chat.send("where is order 1001? I live in Boulder.").result(timeout=60)
+    chat.send("forget my favorite color").result(timeout=60)
+    report = chat.close().result(timeout=60)
+    assert chat.close().result(timeout=5) is report  # idempotent
+    assert runtime.get_conversation("report") is None
+
+    record = sessions.get_session(user.scope, chat.session_id)  # as the user: RLS lets them read it
+    stored = record.report
+    assert stored["playground"]["session_id"] == chat.session_id
+    assert stored["playground"]["turns"] == 3 and stored["user_turns"] == 3  # ours and livekit's agree
+    written = [(w["action"], w["memory_type"], w["source"]) for w in stored["playground"]["memories_written"]]
+    assert written == [
+        ("remembered", "favorite_color", "tool"),
+        ("forgotten", "favorite_color", "tool"),
+        ("remembered", "home_city", "extraction"),
+    ]
+    assert stored["playground"]["extraction"]["facts"][0]["content"] == "Boulder"
+    assert memories.recall(user.scope, "home_city").session_id == chat.session_id
+    assert [t["name"] for t in stored["playground"]["tool_calls"]] == [
+        "remember_detail",
+        "lookup_order",
+        "forget_detail",
+    ]
+    assert stored["playground"]["metrics_summary"]["recall_ms"]["count"] == 3
+    assert stored["chat_history"]["items"]  # livekit's part of the report
+    assert record.started_at < record.ended_at
+    with pytest.raises(InvalidInput, match="ended"):
+        chat.send("hello?").result(timeout=5)
+
+
+def test_idle_sessions_are_closed_and_reported(runtime, new_user):
+    user = new_user()
+    chat = runtime.open_conversation("idle", user.user_id)
+    chat.ready.result(timeout=60)
+    assert runtime.close_idle(max_idle=3600) == []
+    assert runtime.close_idle(max_idle=0) == ["idle"]
+    chat.close().result(timeout=60)
+    assert sessions.get_session(user.scope, chat.session_id).report["playground"]["turns"] == 0
+
+
+def test_switching_identity_on_the_same_key_starts_a_new_session(runtime, new_user):
+    first, second = new_user(), new_user()
+    chat = runtime.open_conversation("browser", first.user_id)
+    chat.ready.result(timeout=60)
+    replaced = runtime.open_conversation("browser", second.user_id)
+    assert replaced is not chat and replaced.user_id == second.user_id
+    chat.close().result(timeout=60)  # the old one was closed and its report saved
+    assert sessions.get_session(first.scope, chat.session_id).user_id == first.user_id
+
+
+async def test_a_failed_report_save_is_kept_on_disk_and_retried(new_user, monkeypatch, tmp_path):
+    user = new_user()
+    ps = PlaygroundSession(user.user_id, greet=False)
+    await ps.start()
+    await ps.run_text("my favorite color is teal")
+
+    real_save = sessions.save_report
+    monkeypatch.setattr(
+        sessions,
+        "save_report",
+        lambda *a, **k: (_ for _ in ()).throw(DatabaseUnavailable("The database is not reachable right now.")),
+    )
+    report = await ps.finish()
+    assert ps.record is None
+    pending = list(reports._spool_dir().glob("*.json"))
+    assert len(pending) == 1 and json.loads(pending[0].read_text())["session_id"] == ps.session_id
+
+    monkeypatch.setattr(sessions, "save_report", real_save)  # the database is back
+    assert await asyncio.to_thread(reports.flush_pending) == 1
+    assert not list(reports._spool_dir().glob("*.json"))
+    stored = sessions.get_session(user.scope, ps.session_id).report
+    assert stored["playground"]["memories_written"] == report["playground"]["memories_written"]
+
+
+def test_unknown_user_fails_ready_with_a_clear_error(runtime):
+    chat = runtime.open_conversation("ghost", uuid.uuid4())
+    with pytest.raises(Exception, match="No profile exists"):
+        chat.ready.result(timeout=60)
+    with pytest.raises(Exception, match="No profile exists"):
+        chat.send("hello").result(timeout=60)

@@ -1,0 +1,386 @@
+"""The worker entry point (dispatch metadata -> user), model selection from
+settings, and the `python -m agent` command line."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+from livekit.agents import inference
+from livekit.agents.testing import fake_job_context
+from livekit.plugins import openai
+
+from agent import events, model_factory, worker
+from agent.brain.llm import OfflineBrain
+from agent.event_bus import EventBus, RoomTextStreamSink
+from agent.events import EVENTS_TOPIC, decode_event
+from agent.session import PlaygroundSession
+from agent.voice import local_stt, local_tts
+from core import config, memories, sessions
+from tests.support.app import PROJECT_ROOT
+from tests.support.llm_requests import (
+    NO_RECALL_SKIPS,
+    assert_agent_requests,
+    assert_recall_carries,
+    first_request_for,
+    last_user_text,
+    system_message,
+)
+
+# --- dispatch metadata -------------------------------------------------------------
+
+
+def test_valid_metadata_gives_that_user(demo_user_id, caplog):
+    user_id = uuid.uuid4()
+    with caplog.at_level(logging.WARNING, logger="agent.worker"):
+        assert worker.resolve_user_id(json.dumps({"user_id": str(user_id)})) == (user_id, "metadata")
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        "not json",
+        "[]",
+        json.dumps({"user": "x"}),
+        json.dumps({"user_id": "not-a-uuid"}),
+        json.dumps({"user_id": 42}),
+    ],
+)
+def test_invalid_metadata_falls_back_to_the_demo_user_with_a_warning(metadata, demo_user_id, caplog):
+    with caplog.at_level(logging.WARNING, logger="agent.worker"):
+        assert worker.resolve_user_id(metadata) == (demo_user_id, "demo")
+    assert "unusable" in caplog.text
+
+
+@pytest.mark.parametrize("metadata", [None, "", "   "])
+def test_missing_metadata_falls_back_to_the_demo_user(metadata, demo_user_id, caplog):
+    with caplog.at_level(logging.WARNING, logger="agent.worker"):
+        assert worker.resolve_user_id(metadata) == (demo_user_id, "demo")
+    assert "no dispatch metadata" in caplog.text
+
+
+def test_demo_user_id_setting_wins(monkeypatch, demo_user_id):
+    chosen = uuid.uuid4()
+    monkeypatch.setenv("DEMO_USER_ID", str(chosen))
+    config.reload_settings()
+    try:
+        assert worker.resolve_user_id(None) == (chosen, "demo")
+    finally:
+        monkeypatch.delenv("DEMO_USER_ID")
+        config.reload_settings()
+
+
+async def test_job_start_preloads_the_dispatched_user(new_user):
+    user = new_user()
+    memories.remember(user.scope, "favorite_color", "teal")
+    with fake_job_context(job_metadata=json.dumps({"user_id": str(user.user_id)})) as ctx:
+        start = await worker.begin_job(ctx)
+        preload = await start.preload
+    assert (start.user_id, start.source) == (user.user_id, "metadata")
+    assert [m.memory_type for m in preload.memories] == ["favorite_color"]
+
+
+async def test_job_start_without_metadata_acts_for_the_demo_user(demo_user_id):
+    with fake_job_context(job_metadata="") as ctx:
+        start = await worker.begin_job(ctx)
+        preload = await start.preload
+    assert (start.user_id, start.source) == (demo_user_id, "demo")
+    assert preload.profile.id == demo_user_id
+
+
+# --- model selection ----------------------------------------------------------------
+
+_MODEL_VARS = (
+    "LIVEKIT_URL",
+    "LIVEKIT_API_KEY",
+    "LIVEKIT_API_SECRET",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "LLM_MODEL",
+    "STT_MODEL",
+    "TTS_MODEL",
+)
+
+
+@pytest.fixture
+def model_env(monkeypatch):
+    """Set model env vars for one test; the settings cache is restored afterwards."""
+    for name in _MODEL_VARS:
+        monkeypatch.setenv(name, "")
+
+    def apply(**values):
+        for name, value in values.items():
+            monkeypatch.setenv(name, value)
+        return config.reload_settings()
+
+    yield apply
+    for name in _MODEL_VARS:
+        monkeypatch.setenv(name, "")
+    config.reload_settings()
+
+
+def test_no_credentials_means_the_offline_brain(model_env):
+    settings = model_env()
+    assert model_factory.llm_backend(settings) == "offline" and model_factory.speech_backend(settings) == "offline"
+    assert isinstance(model_factory.build_llm(settings), OfflineBrain)
+    described = model_factory.describe_models(settings)
+    assert described.llm == "Offline demo brain (rule-based)" and described.offline_brain
+    assert "OPENAI_API_KEY" in described.help and "LIVEKIT_API_KEY" in described.help
+    assert described.stt.startswith("faster-whisper") and described.tts.startswith("Piper")
+
+
+def test_openai_compatible_endpoint(model_env):
+    settings = model_env(OPENAI_BASE_URL="http://localhost:11434/v1", LLM_MODEL="llama3.1")
+    assert model_factory.llm_backend(settings) == "openai"
+    assert model_factory.speech_backend(settings) == "offline"  # Ollama has no speech endpoints
+    llm = model_factory.build_llm(settings)
+    assert isinstance(llm, openai.LLM) and llm.model == "llama3.1"
+    assert llm._strict_tool_schema is False  # `strict` schemas are OpenAI's alone
+    assert model_factory.is_openai_endpoint(model_env(OPENAI_BASE_URL="https://api.openai.com/v1"))
+    assert model_factory.describe_models(settings).llm == "OpenAI-compatible: llama3.1 at http://localhost:11434/v1"
+    assert model_factory.describe_models(settings).help is None
+
+
+def test_openai_key_uses_openai_for_speech_too(model_env):
+    settings = model_env(OPENAI_API_KEY="sk-test")
+    assert (model_factory.llm_backend(settings), model_factory.speech_backend(settings)) == ("openai", "openai")
+    assert model_factory.build_llm(settings)._strict_tool_schema is True
+    assert isinstance(model_factory.build_stt(settings), openai.STT)
+    assert isinstance(model_factory.build_tts(settings), openai.TTS)
+
+
+def test_livekit_credentials_use_livekit_inference(model_env):
+    settings = model_env(
+        LIVEKIT_URL="wss://example.livekit.cloud",
+        LIVEKIT_API_KEY="key",
+        LIVEKIT_API_SECRET="s" * 40,
+        OPENAI_API_KEY="sk-test",
+        LLM_MODEL="openai/gpt-4.1-mini",
+    )
+    assert model_factory.llm_backend(settings) == "livekit"
+    llm = model_factory.build_llm(settings)
+    assert isinstance(llm, inference.LLM) and llm.model == "openai/gpt-4.1-mini"
+    assert isinstance(model_factory.build_stt(settings), inference.STT)
+    assert model_factory.describe_models(settings).llm == "LiveKit Inference: openai/gpt-4.1-mini"
+
+
+def test_offline_speech_uses_the_local_adapters(model_env):
+    settings = model_env()
+    assert isinstance(model_factory.build_stt(settings), local_stt.LocalWhisperSTT)
+    assert isinstance(model_factory.build_tts(settings), local_tts.LocalPiperTTS)
+
+
+# --- the command line ----------------------------------------------------------------
+
+
+def _run(args, *, input_text=None, timeout=300):
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "HF_HUB_OFFLINE": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "agent", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        input=input_text,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["console", "dev", "start", "download-files"])
+def test_livekit_cli_commands_have_help(command):
+    result = _run([command, "--help"], timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Usage" in result.stdout
+
+
+def test_top_level_help_lists_chat_and_the_worker_commands():
+    result = _run(["--help"], timeout=60)
+    assert result.returncode == 0
+    for word in ("chat", "dev", "start", "console", "download-files"):
+        assert word in result.stdout
+
+
+@pytest.mark.slow
+def test_terminal_chat_remembers_recalls_forgets_and_looks_up_orders(new_user):
+    user = new_user()
+    lines = [
+        "my favorite color is teal",
+        "what is my favorite color?",
+        "forget my favorite color",
+        "what is my favorite color?",
+        "where is order 1002?",
+        "where is order 4321?",
+    ]
+    result = _run(["chat", "--user-id", str(user.user_id)], input_text="\n".join(lines) + "\n")
+    out = result.stdout
+    assert result.returncode == 0, result.stderr + out
+    assert "Offline demo brain (rule-based)" in out
+    assert "agent> Got it, I'll remember that your favorite color is teal." in out
+    assert "agent> Your favorite color is teal." in out
+    assert "agent> Done, I've forgotten your favorite color." in out
+    assert "agent> I don't remember your favorite color yet." in out
+    assert "agent> Order 1002 is shipped" in out
+    assert "Order 4321 not found" in out
+    assert "[tool] remember_detail(memory_type='favorite_color', content='teal')" in out
+    assert "[tool] lookup_order(order_id='4321') -> ERROR Order 4321 not found." in out
+    # retrieval scores per hit: ranks and each branch's RRF share
+    # (the default fusion: 0.5 / 0.5, k = 5, so each branch's rank 1 is worth 0.5 / 6)
+    assert "favorite_color: teal  rrf=0.1667 (vector #1 0.0833 + text #1 0.0833) *" in out
+    assert "session " in out and " saved" in out
+
+
+def test_terminal_chat_rejects_a_bad_user_id():
+    result = _run(["chat", "--user-id", "not-a-uuid"], timeout=120)
+    assert result.returncode == 2 and "Not a valid user id" in result.stderr
+
+
+# --- what the worker publishes and saves -----------------------------------------------
+
+
+class _FakeParticipant:
+    """The edge of LiveKit: records what would go out on the room's text streams."""
+
+    def __init__(self, fail_first: int = 0) -> None:
+        self.sent: list[tuple[str, str]] = []
+        self.fail_first = fail_first
+
+    async def send_text(self, text, *, topic="", destination_identities=None, **_):
+        if self.fail_first:
+            self.fail_first -= 1
+            raise ConnectionError("room is reconnecting")
+        self.sent.append((topic, text))
+
+
+class _FakeRoom:
+    def __init__(self, participant) -> None:
+        self.local_participant = participant
+
+
+async def test_room_sink_sends_every_event_in_order_on_the_events_topic():
+    participant = _FakeParticipant(fail_first=1)
+    sink = RoomTextStreamSink(_FakeRoom(participant))
+    bus = EventBus("lk-job-1", [sink])
+    bus.begin_user_turn("msg-1", "where is order 1001?")
+    bus.emit(events.tool_call("lookup_order", {"order_id": "1001"}, output="{}", error=None, duration_ms=3.2))
+    bus.metric("recall_ms", 12.5)
+    bus.finish_turn()
+    await sink.aclose()
+    assert sink.failures == 1  # the first send failed; the rest still went out, in order
+    assert {topic for topic, _ in participant.sent} == {EVENTS_TOPIC}
+    decoded = [decode_event(text) for _, text in participant.sent]
+    assert [e["type"] for e in decoded] == ["tool_call", "metric", "turn_done"]
+    assert [e["seq"] for e in decoded] == [1, 2, 3] and all(e["turn"] == 1 for e in decoded)
+
+
+def test_decode_event_rejects_what_is_not_an_event():
+    for payload in ("nope", "[]", '{"type": "tool_call"}', '{"type": "gossip", "ts": 1, "session_id": "s", "turn": 0}'):
+        with pytest.raises(ValueError):
+            decode_event(payload)
+
+
+async def test_worker_report_is_livekits_session_report_plus_ours(new_user):
+    user = new_user()
+    with fake_job_context(job_id="job-report-1", job_metadata=json.dumps({"user_id": str(user.user_id)})) as ctx:
+        start = await worker.begin_job(ctx)
+        ps = PlaygroundSession(
+            start.user_id, mode="worker", session_id=f"lk-{ctx.job.id}", greet=False, room_name=ctx.room.name
+        )
+        await ps.start(preload=await start.preload)
+        await ps.run_text("my favorite color is teal")
+        await ps.finish(base_report=lambda: ctx.make_session_report(ps.session).to_dict())
+    stored = sessions.get_session(user.scope, "lk-job-report-1").report
+    assert stored["job_id"] == "job-report-1" and stored["user_turns"] == 1
+    assert stored["playground"]["mode"] == "worker"
+    assert stored["playground"]["memories_written"][0]["memory_type"] == "favorite_color"
+
+
+async def test_entrypoint_runs_a_job_and_saves_its_report_at_shutdown(new_user, monkeypatch):
+    """The whole job in a fake job context: no LiveKit server here, and no speech models needed."""
+    user = new_user()
+    for builder in ("build_stt", "build_tts", "build_vad"):
+        monkeypatch.setattr(worker, builder, lambda: None)
+    with fake_job_context(job_id="job-entry-1", job_metadata=json.dumps({"user_id": str(user.user_id)})) as ctx:
+        await worker.entrypoint(ctx)
+        session = ctx.primary_session
+        assert session.current_agent.user_id == user.user_id
+        for callback in ctx._shutdown_callbacks:  # what the job does when the room closes
+            await callback("room closed")
+    record = sessions.get_session(user.scope, "lk-job-entry-1")
+    assert record.report["job_id"] == "job-entry-1"
+    assert record.report["playground"]["user_id"] == str(user.user_id)
+    assert record.report["playground"]["mode"] == "worker"
+
+
+def test_local_models_can_be_forced_beside_livekit_credentials(model_env):
+    # a self-hosted `livekit-server --dev` has no inference gateway: keep every model local
+    settings = model_env(
+        LIVEKIT_URL="ws://127.0.0.1:7880",
+        LIVEKIT_API_KEY="devkey",
+        LIVEKIT_API_SECRET="s" * 40,
+        LLM_MODEL="offline",
+        STT_MODEL="local",
+        TTS_MODEL="Local",
+    )
+    assert model_factory.llm_backend(settings) == "offline"
+    assert isinstance(model_factory.build_llm(settings), OfflineBrain)
+    assert isinstance(model_factory.build_stt(settings), local_stt.LocalWhisperSTT)
+    assert isinstance(model_factory.build_tts(settings), local_tts.LocalPiperTTS)
+    described = model_factory.describe_models(settings)
+    assert described.offline_brain and described.stt.startswith("faster-whisper") and described.tts.startswith("Piper")
+
+
+def test_one_speech_model_forced_local_leaves_the_other_hosted(model_env):
+    settings = model_env(
+        LIVEKIT_URL="wss://example.livekit.cloud", LIVEKIT_API_KEY="key", LIVEKIT_API_SECRET="s" * 40, TTS_MODEL="local"
+    )
+    assert model_factory.speech_backend(settings, "stt") == "livekit"
+    assert model_factory.speech_backend(settings, "tts") == "offline"
+    assert isinstance(model_factory.build_stt(settings), inference.STT)
+    described = model_factory.describe_models(settings)
+    assert described.stt.startswith("LiveKit Inference") and described.tts.startswith("Piper")
+
+
+async def test_entrypoint_runs_a_job_with_the_openai_plugin_against_an_llm_endpoint(
+    new_user, monkeypatch, model_env, llm_server
+):
+    """The job path (metadata -> preload -> turns -> report) with the real openai plugin talking HTTP to an
+    OpenAI-compatible server: only the LiveKit room is faked (no LiveKit server can run here)."""
+    user = new_user()
+    memories.remember(user.scope, "home_city", "Lisbon")  # something for the preload
+    for builder in ("build_stt", "build_tts", "build_vad"):
+        monkeypatch.setattr(worker, builder, lambda: None)
+    for name, value in NO_RECALL_SKIPS.items():
+        monkeypatch.setenv(name, value)
+    model_env(**llm_server.env())
+    try:
+        with fake_job_context(job_id="job-llm-1", job_metadata=json.dumps({"user_id": str(user.user_id)})) as ctx:
+            await worker.entrypoint(ctx)
+            session = ctx.primary_session
+            assert isinstance(session.llm, openai.LLM)
+            session.output.set_audio_enabled(False)  # a text-only participant: no speech models needed
+            await session.run(user_input="my favorite color is teal")
+            await session.run(user_input="what is my favorite color?")
+            for callback in ctx._shutdown_callbacks:  # the room closes
+                await callback("room closed")
+    finally:
+        for name in NO_RECALL_SKIPS:
+            monkeypatch.delenv(name)
+        config.reload_settings()
+
+    section = sessions.get_session(user.scope, "lk-job-llm-1").report["playground"]
+    assert section["mode"] == "worker" and section["models"]["llm_backend"] == "openai"
+    assert section["errors"] == []
+    assert [t["text"] for t in section["transcript"] if t["role"] == "assistant"][-1] == "Your favorite color is teal."
+    assert memories.recall(user.scope, "favorite_color").content == "teal"
+    requests = llm_server.chat_requests()
+    assert_agent_requests(requests)
+    assert "- home_city: Lisbon" in system_message(requests[0])  # the preload, before the first word
+    assert last_user_text(requests[0]).startswith("<instructions>\nGreet the user")
+    assert_recall_carries(first_request_for(requests, "what is my favorite color?"), "- favorite_color: teal")

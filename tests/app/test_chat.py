@@ -1,0 +1,164 @@
+"""The chat page with the in-process agent (offline brain, real database), its
+retrieval panel and RRF sliders, ending a session, and the Sessions page."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent import get_runtime
+from core import memories, sessions
+from ui import chat_state
+
+
+def _say(at, text):
+    at.chat_input(key="u_chat_input").set_value(text)
+    at.run()
+    assert not at.exception, at.exception
+
+
+def _assistant_texts(at):
+    return [m.value for message in at.chat_message if message.name == "assistant" for m in message.markdown]
+
+
+def _memory_panels(at):
+    return [df.value for df in at.dataframe if "Fused score" in df.value.columns]
+
+
+def test_a_chat_turn_shows_the_retrieval_panel_with_scores(app):
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    assert any("offline demo brain" in text for text in _assistant_texts(at))  # the greeting says what it is
+
+    _say(at, "my favorite color is teal")
+    assert any("teal" in text for text in _assistant_texts(at)[1:])
+    stored = memories.recall(visitor.scope, "favorite_color")  # the real tool wrote the row, as this user
+    assert stored.content == "teal"
+    assert any("remember_detail" in m.value for m in at.markdown)  # the tool call is shown beside the turn
+
+    _say(at, "what is my favorite color?")
+    assert "teal" in _assistant_texts(at)[-1].lower() or any("teal" in t for t in _assistant_texts(at)[-2:])
+    panels = _memory_panels(at)
+    assert panels, "no retrieval panel with scores"
+    table = panels[0]
+    assert {"Vector rank", "Text rank", "Vector RRF", "Text RRF", "Fused score"} <= set(table.columns)
+    row = table[table["Slot"].str.contains("favorite_color")].iloc[0]
+    # the numbers are the RRF formula's, with the default weights 0.5 / 0.5 and k = 5
+    assert row["Vector RRF"] == pytest.approx(0.5 / (5 + int(row["Vector rank"])), rel=1e-4)
+    if row["Text rank"] == "—":  # not a keyword match: the text branch adds nothing
+        assert row["Text RRF"] == 0
+    else:
+        assert row["Text RRF"] == pytest.approx(0.5 / (5 + int(row["Text rank"])), rel=1e-4)
+    assert row["Fused score"] == pytest.approx(row["Vector RRF"] + row["Text RRF"], rel=1e-6)
+    assert at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")  # the stacked bar chart
+
+
+def test_the_sliders_change_the_agents_searches_live(app):
+    at = app()
+    _say(at, "my favorite color is teal")
+    at.slider(key="rrf_vector_weight").set_value(1.5)
+    at.slider(key="rrf_k").set_value(10)
+    at.run()
+    chat = at.session_state["u_chat_session"]
+    assert (chat.rrf.vector_weight, chat.rrf.text_weight, chat.rrf.k) == (1.5, 0.5, 10)
+    _say(at, "what is my favorite color?")
+    events, _ = chat.events_since(0)
+    last_search = [e for e in events if e["type"] == "retrieval" and e["source"] == "memories"][-1]
+    assert last_search["params"] == {"vector_weight": 1.5, "text_weight": 0.5, "k": 10}
+    row = _memory_panels(at)[0].iloc[0]
+    assert row["Vector RRF"] == pytest.approx(1.5 / (10 + int(row["Vector rank"])), rel=1e-4)
+    # both weights at zero is refused with a message; the previous weights stay in force
+    at.slider(key="rrf_vector_weight").set_value(0.0)
+    at.slider(key="rrf_text_weight").set_value(0.0)
+    at.run()
+    assert any("At least one weight" in w.value for w in at.warning)
+    assert chat.rrf.vector_weight == 1.5 or chat.rrf.text_weight == 0.5
+
+
+def test_end_session_saves_the_report_and_the_sessions_page_shows_it(app):
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    _say(at, "my favorite color is teal")
+    _say(at, "where is order 1001?")
+    session_id = at.session_state["u_chat_session"].session_id
+    at.button(key="u_chat_end").click()
+    at.run()
+    assert any("ended and its report was saved" in s.value for s in at.success)
+    record = sessions.get_session(visitor.scope, session_id)  # stored, readable by this user (RLS)
+    assert record.report["playground"]["user_id"] == str(visitor.user_id)
+
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception
+    overview = at.dataframe[0].value
+    listed = overview[overview["Session"] == session_id].iloc[0]
+    assert listed["Turns"] == 2
+    assert "remember_detail" in listed["Tools used"] and "lookup_order" in listed["Tools used"]
+    # detail: transcript, tool calls, retrieval events with scores, memories written
+    transcript = [m.value for message in at.chat_message for m in message.markdown]
+    assert "my favorite color is teal" in transcript and "where is order 1001?" in transcript
+    tools = next(df.value for df in at.dataframe if "Tool" in df.value.columns)
+    assert set(tools["Tool"]) >= {"remember_detail", "lookup_order"}
+    assert any("1001" in str(result) for result in tools["Result"])
+    written = next(df.value for df in at.dataframe if "Slot" in df.value.columns and "Action" in df.value.columns)
+    assert "favorite_color" in set(written["Slot"])
+    assert any(e.label.startswith("Turn") for e in at.expander)  # retrieval events, each with its scores
+
+    # a memory links to the session that wrote it
+    at.switch_page("pages/memories.py")
+    at.run()
+    color = memories.recall(visitor.scope, "favorite_color")
+    assert color.session_id == session_id
+    at.button(key=f"u_mem_open_{color.id}").click()
+    at.run()
+    assert at.selectbox(key="u_sessions_pick").value == session_id
+
+    # the conversation is over: the next message starts a new one
+    at.switch_page("pages/chat.py")
+    at.run()
+    _say(at, "what is my favorite color?")
+    assert at.session_state["u_chat_session"].session_id != session_id
+
+
+def test_a_new_visitor_has_no_sessions_and_sees_none_of_anothers(app):
+    first = app()
+    _say(first, "my favorite color is teal")
+    first.button(key="u_chat_end").click()
+    first.run()
+    second = app("pages/sessions.py")
+    assert any("No sessions yet" in m.value for m in second.markdown)
+    second.switch_page("pages/memories.py")
+    second.run()
+    assert any("Nothing remembered yet" in m.value for m in second.markdown)
+    assert not any(m.value == "teal" for m in second.markdown)  # no memory card of the first visitor's
+
+
+def test_a_conversation_whose_browser_session_went_away_is_closed_and_reported(new_user):
+    user = new_user()
+    key = f"text:gone-browser-session:{user.user_id}"
+    chat = get_runtime().open_conversation(key, user.user_id)
+    chat.ready.result(timeout=120)
+    chat.send("my favorite color is teal").result(timeout=120)
+    chat_state._track(key, "gone-browser-session")
+
+    # still connected: nothing happens; gone but within the grace period (a reload): nothing happens
+    def gone(sid):  # only this browser session is gone; other tests' sessions stay connected
+        return sid != "gone-browser-session"
+
+    assert chat_state.close_gone_sessions(lambda sid: True, now=1000.0) == []
+    assert chat_state.close_gone_sessions(gone, now=1000.0, grace=120) == []
+    assert chat_state.close_gone_sessions(gone, now=1060.0, grace=120) == []
+    assert not chat.closed
+    # gone for longer than the grace period: closed, and its report saved
+    assert chat_state.close_gone_sessions(gone, now=1121.0, grace=120) == [key]
+    chat.close().result(timeout=60)
+    record = sessions.get_session(user.scope, chat.session_id)
+    assert record.report["playground"]["turns"] == 1
+
+
+def test_a_suggested_first_message_is_sent_with_one_click(app):
+    at = app()
+    at.pills(key="u_chat_suggestion").set_value("Where is order 1001?")
+    at.run()
+    assert not at.exception
+    assert "1001" in _assistant_texts(at)[-1]
+    assert not at.pills  # the suggestions are for an empty conversation only

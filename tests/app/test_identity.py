@@ -1,0 +1,180 @@
+"""The identity gate and the sidebar's identity actions, through AppTest runs of
+the real entry point against the real embedded database and issuer."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from core import identity, memories
+from core.db import Scope, admin_connection
+from core.errors import AuthError, DatabaseUnavailable
+from ui import auth as ui_auth
+
+
+def _visitor(at):
+    return at.session_state["mp_visitor"]
+
+
+def _button(at, label):
+    matches = [b for b in at.button if b.label == label]
+    assert matches, f"no button {label!r}; have {[b.label for b in at.button]}"
+    return matches[0]
+
+
+def _auth_users_row(user_id):
+    with admin_connection() as conn:
+        return conn.execute("select is_anonymous, email from auth.users where id = %s", (user_id,)).fetchone()
+
+
+def test_first_visit_signs_in_a_real_anonymous_user(app):
+    at = app()
+    assert not at.exception
+    visitor = _visitor(at)
+    # a real auth user with a real, verifiable JWT
+    assert _auth_users_row(visitor.user_id) == (True, None)
+    assert identity.verify(visitor.auth.access_token).user_id == visitor.user_id
+    sidebar_text = " ".join(m.value for m in at.sidebar.markdown) + " ".join(c.value for c in at.sidebar.caption)
+    assert visitor.short_id in sidebar_text
+    assert "anonymous" in sidebar_text
+    # the sidebar says what runs: embedded mode and the offline brain, labelled as a rule-based demo brain
+    assert "embedded mode" in sidebar_text
+    assert "rule-based" in sidebar_text
+    assert any("rule-based demo brain" in i.value for i in at.sidebar.info)
+
+    # a rerun keeps the same identity; a query string cannot choose another one
+    other = uuid.uuid4()
+    at.query_params["user_id"] = str(other)
+    at.run()
+    assert _visitor(at).user_id == visitor.user_id
+
+
+def test_two_browser_sessions_are_two_visitors(app):
+    first, second = app(), app()
+    assert _visitor(first).user_id != _visitor(second).user_id
+
+
+def test_restoring_from_the_cookie_refresh_token(database_uri, monkeypatch):
+    original = identity.sign_in_anonymously()
+    restored, notice, family = ui_auth.restore_or_sign_in(original.refresh_token)
+    assert notice is None
+    assert restored.user_id == original.user_id
+    assert restored.refresh_token != original.refresh_token  # rotated
+    assert identity.verify(restored.access_token).user_id == original.user_id
+    # a second tab (or a reload racing the cookie write) presenting the same token right away
+    # gets the session the first one obtained, instead of tripping reuse detection
+    again, notice, same_family = ui_auth.restore_or_sign_in(original.refresh_token)
+    assert (again, notice, same_family) == (restored, None, family)
+    # an old rotated-away token presented later is a replay: refused, and a new visitor starts
+    monkeypatch.setattr(ui_auth, "REUSE_INTERVAL_SECONDS", 0.0)
+    replay, notice, _ = ui_auth.restore_or_sign_in(original.refresh_token)
+    assert replay.user_id != original.user_id
+    assert notice and "could not be restored" in notice
+    with pytest.raises(AuthError):  # reuse detection revoked the family
+        identity.refresh(restored.refresh_token)
+    # a bare user id in the cookie is not a credential
+    forged, notice, _ = ui_auth.restore_or_sign_in(str(original.user_id))
+    assert forged.user_id != original.user_id and notice
+    # no cookie: a new anonymous user, no notice
+    fresh, notice, _ = ui_auth.restore_or_sign_in(None)
+    assert fresh.is_anonymous and notice is None
+
+
+def test_two_tabs_of_one_browser_renew_without_tripping_reuse_detection(database_uri):
+    first_tab, _, family = ui_auth.restore_or_sign_in(None)
+    second_tab, _, second_family = ui_auth.restore_or_sign_in(first_tab.refresh_token)  # opened later
+    assert second_family == family and second_tab.user_id == first_tab.user_id
+    # an hour later the first tab renews with the token it holds, which the second tab rotated away:
+    # it adopts the newer session instead of presenting the old token
+    renewed_first = ui_auth.renew(first_tab, family)
+    assert renewed_first.user_id == first_tab.user_id
+    # both near expiry: each renewal refreshes the family's newest token, and both keep working
+    renewed_second = ui_auth.renew(second_tab, family, margin=10**9)
+    renewed_first = ui_auth.renew(renewed_first, family, margin=10**9)
+    for session in (renewed_first, renewed_second):
+        assert identity.verify(session.access_token).user_id == first_tab.user_id
+    identity.refresh(renewed_first.refresh_token)  # the newest token is still good
+
+
+def test_upgrade_keeps_the_user_id_and_email_sign_in_returns_to_it(app):
+    at = app()
+    before = _visitor(at)
+    memories.remember(before.scope, "favorite_color", "teal")
+    email = f"visitor-{uuid.uuid4().hex[:8]}@example.com"
+    at.text_input(key="upgrade_email").set_value(email)
+    at.text_input(key="upgrade_password").set_value("short")
+    _button(at, "Save with this email").click()
+    at.run()
+    assert any("at least 8 characters" in w.value for w in at.warning)
+    assert _visitor(at).is_anonymous
+
+    at.text_input(key="upgrade_password").set_value("correct horse battery")
+    _button(at, "Save with this email").click()
+    at.run()
+    after = _visitor(at)
+    assert after.user_id == before.user_id and not after.is_anonymous and after.email == email
+    assert _auth_users_row(before.user_id) == (False, email)
+
+    # a different browser session (another visitor) signs in with the email: same user, same memories
+    other = app()
+    assert _visitor(other).user_id != before.user_id
+    other.text_input(key="sign_in_email").set_value(email)
+    other.text_input(key="sign_in_password").set_value("wrong password")
+    _button(other, "Sign in").click()
+    other.run()
+    assert any("Wrong email or password" in e.value for e in other.error)
+    other.text_input(key="sign_in_password").set_value("correct horse battery")
+    _button(other, "Sign in").click()
+    other.run()
+    assert _visitor(other).user_id == before.user_id
+    assert [m.content for m in memories.list_memories(_visitor(other).scope)] == ["teal"]
+
+
+def test_new_identity_starts_clean_and_revokes_the_old_refresh_token(app):
+    at = app("pages/memories.py")
+    old = _visitor(at)
+    memories.remember(old.scope, "home_city", "Lisbon")
+    at.run()
+    assert any("Lisbon" in m.value for m in at.markdown)
+    at.button(key="confirm_new_identity").click()
+    at.run()
+    new = _visitor(at)
+    assert new.user_id != old.user_id and new.is_anonymous
+    assert not any("Lisbon" in m.value for m in at.markdown)
+    assert any("Nothing remembered yet" in m.value for m in at.markdown)
+    with pytest.raises(AuthError):
+        identity.refresh(old.auth.refresh_token)
+    # the old user's data is still there (it just is not this visitor's any more)
+    assert [m.content for m in memories.list_memories(Scope.service(old.user_id))] == ["Lisbon"]
+
+
+def test_database_outage_is_explained_and_the_app_recovers(app, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.support.app import APP_SCRIPT
+
+    def down(*_args, **_kwargs):
+        raise DatabaseUnavailable("The database is not reachable right now (test outage).")
+
+    monkeypatch.setattr(identity, "sign_in_anonymously", down)
+    monkeypatch.setattr("core.db.ping", down)
+    at = AppTest.from_file(str(APP_SCRIPT), default_timeout=180)
+    at.run()
+    assert not at.exception
+    assert any("The database is not reachable right now" in e.value for e in at.error)
+    assert "mp_auth_session" not in at.session_state  # no identity was invented during the outage
+    monkeypatch.undo()
+    at.run()  # what the page's timed check does once the database answers
+    assert not at.error
+    assert _auth_users_row(_visitor(at).user_id) == (True, None)
+
+    # a page whose query fails mid-session says so, then shows its data again
+    page = app("pages/memories.py")
+    monkeypatch.setattr(memories, "list_memories", down)
+    page.run()
+    assert any("not reachable" in e.value for e in page.error)
+    monkeypatch.undo()
+    page.run()
+    assert not page.error
+    assert any("Nothing remembered yet" in m.value for m in page.markdown)

@@ -1,0 +1,102 @@
+"""The Knowledge page, and the LiveKit panel with core.livekit_tokens (tokens
+decoded with livekit.api.TokenVerifier)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+from livekit import api
+
+from core import config
+from core.errors import ConfigurationError, InvalidInput
+from core.livekit_tokens import mint_user_token
+
+LIVEKIT_ENV = {
+    "LIVEKIT_URL": "wss://playground-test.livekit.cloud",
+    "LIVEKIT_API_KEY": "APItestkey",
+    "LIVEKIT_API_SECRET": "test-secret-that-is-long-enough-for-hs256-0123456789",
+}
+
+
+@pytest.fixture
+def livekit_settings(monkeypatch):
+    for name, value in LIVEKIT_ENV.items():
+        monkeypatch.setenv(name, value)
+    yield config.reload_settings()
+    monkeypatch.undo()
+    config.reload_settings()
+
+
+def test_knowledge_search_shows_ranked_documents_with_scores(app):
+    at = app("pages/knowledge.py")
+    assert not at.exception
+    assert any("30 documents" in c.value for c in at.caption)  # browse lists the seeded knowledge base
+    at.text_input(key="kb_query").set_value("how long does shipping take?")
+    next(b for b in at.button if b.label == "Search" and b.form_id == "knowledge_search_form").click()
+    at.run()
+    table = next(df.value for df in at.dataframe if "Similarity" in df.value.columns)
+    assert list(table["Rank"]) == list(range(1, len(table) + 1))
+    # ranked by the hybrid search (vector + text, fused): cosine similarity is one input, not the order
+    assert table["Similarity"].between(-1, 1).all() and table["Similarity"].iloc[0] == table["Similarity"].max()
+    assert "ship" in table.iloc[0]["Title"].lower()
+    # filtering by category only returns that category
+    at.selectbox(key="kb_category").set_value("payments")
+    next(b for b in at.button if b.label == "Search" and b.form_id == "knowledge_search_form").click()
+    at.run()
+    table = next(df.value for df in at.dataframe if "Similarity" in df.value.columns)
+    assert set(table["Category"]) == {"payments"}
+
+
+def test_livekit_panel_explains_how_to_configure_when_unset(app):
+    at = app("pages/livekit.py")
+    assert any("LiveKit is not configured" in i.value for i in at.info)
+    assert not [b for b in at.button if b.key == "u_livekit_mint"]
+
+
+def test_livekit_token_carries_the_verified_user_in_identity_and_dispatch(app, livekit_settings):
+    at = app("pages/livekit.py")
+    visitor = at.session_state["mp_visitor"]
+    # nothing on the page can choose the user id: no text input or query parameter is read
+    assert not at.main.text_input
+    at.query_params["user_id"] = str(uuid.uuid4())
+    at.button(key="u_livekit_mint").click()
+    at.run()
+    assert not at.exception
+    token = at.code[0].value
+    claims = api.TokenVerifier(LIVEKIT_ENV["LIVEKIT_API_KEY"], LIVEKIT_ENV["LIVEKIT_API_SECRET"]).verify(token)
+    assert claims.identity == str(visitor.user_id)
+    assert claims.video.room_join and claims.video.room.startswith("mp-")
+    dispatch = list(claims.room_config.agents)
+    assert [d.agent_name for d in dispatch] == [livekit_settings.agent_name]
+    assert json.loads(dispatch[0].metadata) == {"user_id": str(visitor.user_id)}
+    first_room = claims.video.room
+
+    at.button(key="u_livekit_mint").click()  # one room per session: a new token, a new room
+    at.run()
+    again = api.TokenVerifier(LIVEKIT_ENV["LIVEKIT_API_KEY"], LIVEKIT_ENV["LIVEKIT_API_SECRET"]).verify(
+        at.code[0].value
+    )
+    assert again.video.room != first_room and again.identity == str(visitor.user_id)
+
+
+def test_mint_user_token_refuses_anything_but_a_verified_user(new_user, livekit_settings):
+    user = new_user()
+    minted = mint_user_token(user.verified, ttl=timedelta(minutes=5))
+    claims = api.TokenVerifier(LIVEKIT_ENV["LIVEKIT_API_KEY"], LIVEKIT_ENV["LIVEKIT_API_SECRET"]).verify(minted.token)
+    assert claims.identity == minted.identity == str(user.user_id)
+    assert minted.meet_url.startswith("https://meet.livekit.io/custom?liveKitUrl=")
+    for forged in (str(user.user_id), user.user_id, {"user_id": str(user.user_id)}):
+        with pytest.raises(InvalidInput):
+            mint_user_token(forged)
+    with pytest.raises(InvalidInput):
+        mint_user_token(user.verified, room_name="../other room")
+    with pytest.raises(InvalidInput):
+        mint_user_token(user.verified, ttl=timedelta(days=3))
+
+
+def test_mint_user_token_without_livekit_settings_says_what_to_set(new_user):
+    with pytest.raises(ConfigurationError, match="LIVEKIT_URL"):
+        mint_user_token(new_user().verified)

@@ -1,0 +1,146 @@
+"""The Memories page: list, hybrid search with per-branch scores, edit, delete
+one (confirm), delete all (confirm by typing), export JSON, empty state."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from core import memories
+from core.errors import NotFound
+
+
+@pytest.fixture
+def captured_downloads(monkeypatch):
+    """AppTest keeps st.download_button data in a per-run in-memory media store; keep a handle on it."""
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+    from streamlit.testing.v1 import app_test
+
+    stores = []
+
+    class Recording(MemoryMediaFileStorage):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            stores.append(self)
+
+    monkeypatch.setattr(app_test, "MemoryMediaFileStorage", Recording)
+
+    def read(url: str):
+        """-> the stored file (.content bytes, .filename as the browser saves it)."""
+        return stores[-1].get_file(url.rsplit("/", 1)[-1])
+
+    return read
+
+
+def _search(at, query):
+    at.text_input(key="u_mem_query").set_value(query)
+    next(b for b in at.button if b.label == "Search" and b.form_id == "u_mem_search_form").click()
+    at.run()
+
+
+def _seeded(app):
+    at = app("pages/memories.py")
+    visitor = at.session_state["mp_visitor"]
+    memories.remember(visitor.scope, "favorite_color", "teal")
+    memories.remember(visitor.scope, "car", "Drives a blue 2019 Subaru Outback")
+    memories.remember(visitor.scope, "allergy", "Allergic to peanuts")
+    at.run()
+    return at, visitor
+
+
+def test_list_search_and_export(app, captured_downloads):
+    at, visitor = _seeded(app)
+    assert not at.exception
+    texts = [m.value for m in at.markdown]
+    assert "teal" in texts and "Allergic to peanuts" in texts
+    assert at.metric[0].value == "3"
+
+    _search(at, "what car do I drive?")
+    table = next(df.value for df in at.dataframe if "Fused score" in df.value.columns)
+    assert table.iloc[0]["Slot"] == "car"
+    assert table.iloc[0]["Vector rank"] == "1"
+    assert table["Fused score"].is_monotonic_decreasing
+    assert table.iloc[0]["Fused score"] == pytest.approx(table.iloc[0]["Vector RRF"] + table.iloc[0]["Text RRF"])
+
+    at.segmented_control(key="u_mem_mode").set_value("text")
+    at.run()
+    table = next(df.value for df in at.dataframe if "Fused score" in df.value.columns)
+    assert set(table["Slot"]) == {"car"}  # only the memory with a keyword match
+    assert table.iloc[0]["Vector RRF"] == 0 and table.iloc[0]["Vector rank"] == "—"
+
+    button = at.get("download_button")[0]
+    download = captured_downloads(button.proto.url)
+    assert download.filename == f"memories-{visitor.short_id}.json"
+    exported = json.loads(download.content)
+    assert exported["user_id"] == str(visitor.user_id)
+    assert {m["memory_type"]: m["content"] for m in exported["memories"]} == {
+        "favorite_color": "teal",
+        "car": "Drives a blue 2019 Subaru Outback",
+        "allergy": "Allergic to peanuts",
+    }
+
+
+def test_edit_and_delete_one_with_confirmation(app):
+    at, visitor = _seeded(app)
+    color = memories.recall(visitor.scope, "favorite_color")
+    mid = str(color.id)
+
+    at.button(key=f"u_mem_edit_{mid}").click()
+    at.run()
+    at.text_area(key=f"u_mem_text_{mid}").set_value("navy blue")
+    next(b for b in at.button if b.label == "Save" and "u_mem_edit_form" in (b.form_id or "")).click()
+    at.run()
+    assert memories.recall(visitor.scope, "favorite_color").content == "navy blue"
+    assert any("Saved" in s.value for s in at.success)
+    # the edit re-embedded the memory: a search finds it by the new meaning
+    _search(at, "navy")
+    table = next(df.value for df in at.dataframe if "Fused score" in df.value.columns)
+    assert table.iloc[0]["Slot"] == "favorite_color"
+
+    at.button(key=f"u_mem_delete_{mid}").click()
+    at.run()
+    assert any("cannot be undone" in w.value for w in at.warning)
+    at.button(key=f"u_mem_delete_no_{mid}").click()  # cancel keeps it
+    at.run()
+    assert memories.recall(visitor.scope, "favorite_color").content == "navy blue"
+
+    at.button(key=f"u_mem_delete_{mid}").click()
+    at.run()
+    at.button(key=f"u_mem_delete_yes_{mid}").click()
+    at.run()
+    with pytest.raises(NotFound):
+        memories.recall(visitor.scope, "favorite_color")
+    assert "navy blue" not in [m.value for m in at.markdown]
+    assert {m.memory_type for m in memories.list_memories(visitor.scope)} == {"car", "allergy"}
+
+
+def test_delete_all_needs_the_typed_confirmation_then_shows_the_empty_state(app):
+    at, visitor = _seeded(app)
+    at.text_input(key="u_mem_delete_all_phrase").set_value("delete")  # not the exact phrase
+    at.run()
+    assert at.button(key="u_mem_delete_all").disabled
+    assert len(memories.list_memories(visitor.scope)) == 3
+
+    at.text_input(key="u_mem_delete_all_phrase").set_value("DELETE")
+    at.run()
+    assert not at.button(key="u_mem_delete_all").disabled
+    at.button(key="u_mem_delete_all").click()
+    at.run()
+    assert memories.list_memories(visitor.scope) == []
+    assert any("Deleted 3 memories" in s.value for s in at.success)
+    assert any("Nothing remembered yet" in m.value for m in at.markdown)
+    assert at.get("download_button")[0].proto.disabled
+
+
+def test_an_empty_edit_is_refused_with_a_message_and_loses_nothing(app):
+    at, visitor = _seeded(app)
+    car = memories.recall(visitor.scope, "car")
+    at.button(key=f"u_mem_edit_{car.id}").click()
+    at.run()
+    at.text_area(key=f"u_mem_text_{car.id}").set_value("   ")
+    next(b for b in at.button if b.label == "Save" and "u_mem_edit_form" in (b.form_id or "")).click()
+    at.run()
+    assert not at.exception
+    assert any("empty" in w.value for w in at.warning)
+    assert memories.recall(visitor.scope, "car").content == "Drives a blue 2019 Subaru Outback"

@@ -1,0 +1,95 @@
+"""The sidebar's "Running on": every part of the configuration with its live check
+(core.doctor), run in the background so a page never waits for it, with Re-check
+and Full check buttons. AppTest of the real entry point, then the real app in
+Chromium with an LLM endpoint that is down and then comes up."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from core import doctor
+from tests.support.app import start_streamlit, stop_streamlit
+from tests.support.browser import wait_for_app
+from tests.support.openai_standin import OpenAIStandIn
+from ui import sidebar
+
+ROW_TITLES = ["Database", "Auth", "Embeddings", "LLM", "STT", "TTS", "LiveKit"]
+
+
+def sidebar_rows(at) -> str:
+    block = next(m.value for m in at.sidebar.markdown if "**Database**" in m.value)
+    return block
+
+
+def sidebar_captions(at) -> list[str]:
+    return [c.value for c in at.sidebar.caption]
+
+
+def test_running_on_shows_every_check_without_waiting_for_it(app):
+    sidebar.configuration_checks.clear()  # a fresh runner: this process may have one from other tests
+    at = app()
+    assert not at.exception
+    rows = sidebar_rows(at)
+    for title in ROW_TITLES:
+        assert f"**{title}**" in rows
+    assert "Offline demo brain (rule-based)" in rows and "PostgreSQL" in rows
+
+    runner = sidebar.configuration_checks()
+    report = runner.wait(180)
+    assert report is not None and report.depth == doctor.QUICK
+    at.run()
+    rows = sidebar_rows(at)
+    lines = {title: next(line for line in rows.split("\n") if f"**{title}**" in line) for title in ROW_TITLES}
+    for title in ("Database", "Auth", "Embeddings", "STT", "TTS"):
+        assert lines[title].startswith(":green[:material/check_circle:]"), lines[title]
+    for title in ("LLM", "LiveKit"):
+        assert lines[title].startswith(":gray[:material/do_not_disturb_on:]"), lines[title]
+    assert re.search(r"PostgreSQL 18\.\d+ \(embedded\)", lines["Database"])
+    assert any(c.startswith("Quick check") and "all configured parts healthy" in c for c in sidebar_captions(at))
+    details = [m.value for m in at.sidebar.markdown if "(ok," in m.value or "(skipped," in m.value]
+    assert any("**Auth** (ok" in d and "test user deleted" in d for d in details)
+
+    # Full check: what `make doctor` runs, in the background; the rerun after the click returns at once
+    full = next(b for b in at.sidebar.button if b.label == "Full check")
+    started = time.monotonic()
+    full.click().run()
+    assert time.monotonic() - started < 30
+    assert runner.running or runner.report.depth == doctor.FULL
+    assert runner.wait(300).depth == doctor.FULL
+    at.run()
+    assert any(c.startswith("Full check") and "all configured parts healthy" in c for c in sidebar_captions(at))
+    details = " ".join(m.value for m in at.sidebar.markdown)
+    assert "Whisper tiny.en (local)\\: loaded in" in details  # the full check ran the voice models
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_a_broken_llm_shows_in_the_sidebar_and_recheck_sees_it_fixed(database_uri, new_browser_page):
+    """The app runs with OPENAI_BASE_URL at a server that is down: the LLM row says so and which
+    setting to check; once the server is up, Re-check turns the row green without a reload."""
+    server = OpenAIStandIn().start()
+    env = server.env()
+    server.stop()  # keeps its port for the restart below
+    process, url = start_streamlit(env)
+    try:
+        page = new_browser_page()
+        page.goto(f"{url}/knowledge")  # a page that does not talk to the LLM
+        wait_for_app(page)
+        side = page.locator('[data-testid="stSidebar"]')
+        side.get_by_text("Fix: check OPENAI_BASE_URL").wait_for(timeout=120_000)
+        text = side.inner_text()
+        assert "cannot reach http://127.0.0.1" in text
+        assert re.search(r"Quick check \d+ s ago: 1 failed", text), text
+
+        server.start()
+        side.get_by_role("button", name="Re-check").click()
+        side.get_by_text(re.compile(r"Quick check \d+ s ago: all configured parts healthy")).wait_for(timeout=120_000)
+        assert "Fix: check OPENAI_BASE_URL" not in side.inner_text()
+        assert any(r.path == "/v1/models" for r in server.requests)
+        assert server.chat_requests() == []  # the sidebar's check spends no tokens
+    finally:
+        stop_streamlit(process)
+        server.stop()

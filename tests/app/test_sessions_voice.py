@@ -1,0 +1,122 @@
+"""The Sessions page shows a voice call's per-turn latency (the `voice` part of
+the report that agent/voice/local_call.py writes)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agent import events, reports
+from core import sessions
+from core.db import Scope
+from ui.report_view import read_report
+
+
+def _voice_report(session_id: str) -> dict:
+    rows = [
+        {
+            "turn": 1,
+            "eou_delay_ms": 512.0,
+            "transcription_delay_ms": 433.0,
+            "stt_ms": 641.5,
+            "recall_ms": 27.0,
+            "llm_ttft_ms": 3.5,
+            "tts_ttfb_ms": 287.0,
+            "e2e_ms": 1187.0,
+        },
+        {"turn": 2, "eou_delay_ms": 604.0, "stt_ms": 702.0, "llm_ttft_ms": 4.0, "tts_ttfb_ms": 301.0, "e2e_ms": 1333.0},
+        {"turn": 3, "llm_ttft_ms": 2.0},  # typed during the call: no speech stages
+    ]
+    summary = {
+        "eou_delay_ms": {"count": 2, "p50": 558.0, "max": 604.0},
+        "stt_ms": {"count": 2, "p50": 671.8, "max": 702.0},
+        "llm_ttft_ms": {"count": 3, "p50": 3.5, "max": 4.0},
+        "tts_ttfb_ms": {"count": 2, "p50": 294.0, "max": 301.0},
+        "e2e_ms": {"count": 2, "p50": 1260.0, "max": 1333.0},
+    }
+    said = ["my favorite color is teal", "what is my favorite color", "where is order 1001"]
+    published = [
+        events.stamped(
+            events.transcript("user", text), ts=1000.0 + turn, session_id=session_id, turn=turn, seq=turn - 1
+        )
+        for turn, text in enumerate(said, start=1)
+    ]
+    section = reports.playground_section(
+        session_id=session_id,
+        user_id=uuid.uuid4(),
+        mode="voice",
+        events=published,
+        started_at=1000.0,
+        ended_at=1060.0,
+        memories_written=[],
+    )
+    return {"playground": section, "voice": {"pipeline": "local", "turn_latency_ms": rows, "latency_summary": summary}}
+
+
+def test_report_view_reads_voice_latency_and_ignores_junk():
+    view = read_report(_voice_report("voice-x"))
+    assert next(line["text"] for line in view.transcript) == "my favorite color is teal" and view.user_turns == 3
+    assert [row["turn"] for row in view.voice_latency] == [1, 2, 3]
+    assert view.voice_latency[0]["stt_ms"] == 641.5 and "stt_ms" not in view.voice_latency[2]
+    assert view.voice_latency_summary["e2e_ms"] == {"count": 2.0, "p50": 1260.0, "max": 1333.0}
+    junk = read_report(
+        {
+            "voice": {
+                "turn_latency_ms": [None, {"turn": "x"}, {"turn": 4, "stt_ms": "slow"}],
+                "latency_summary": ["nope"],
+            }
+        }
+    )
+    assert junk.voice_latency == [] and junk.voice_latency_summary == {}
+    assert read_report({"voice": "broken"}).voice_latency == []
+
+
+def test_sessions_page_shows_per_turn_voice_latency(app):
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    session_id = f"voice-{uuid.uuid4().hex[:16]}"
+    now = datetime.now(UTC)
+    sessions.save_report(
+        Scope.service(visitor.user_id),
+        session_id,
+        _voice_report(session_id),
+        started_at=now - timedelta(seconds=60),
+        ended_at=now,
+    )
+
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="u_sessions_pick").value == session_id
+    assert any("Voice latency per turn" in m.value for m in at.markdown)
+
+    table = next(df.value for df in at.dataframe if "End of speech → first agent audio" in df.value.columns)
+    assert list(table["Turn"]) == [1, 2, 3]
+    first = table[table["Turn"] == 1].iloc[0]
+    assert first["End-of-utterance delay"] == 512.0
+    assert first["Speech-to-text"] == 641.5
+    assert first["LLM first token"] == 3.5
+    assert first["TTS first byte"] == 287.0
+    assert first["End of speech → first agent audio"] == 1187.0
+    typed = table[table["Turn"] == 3].iloc[0]
+    assert typed["LLM first token"] == 2.0 and typed.isna()["Speech-to-text"]
+
+    summary = next(df.value for df in at.dataframe if "Median (ms)" in df.value.columns).set_index("Stage")
+    assert summary.loc["End of speech → first agent audio", "Median (ms)"] == pytest.approx(1260.0)
+    assert summary.loc["Speech-to-text", "Max (ms)"] == pytest.approx(702.0)
+    assert next(iter(summary.index)) == "End-of-utterance delay"  # in pipeline order
+
+
+def test_a_text_session_has_no_voice_latency_section(app):
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    report = _voice_report("text-x")
+    del report["voice"]
+    sessions.save_report(Scope.service(visitor.user_id), f"text-{uuid.uuid4().hex[:16]}", report)
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert not any("Voice latency per turn" in m.value for m in at.markdown)
+    assert not any("Median (ms)" in df.value.columns for df in at.dataframe)

@@ -1,0 +1,125 @@
+"""The shared UI pieces as plain functions: the retrieval panel's views and tables (fed by real searches
+and the agent's events for them), turn grouping, report reading, formatting."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agent import events
+from core import memories
+from core.retrieval import RrfParams, search_knowledge, search_memories
+from ui import format as fmt
+from ui.report_view import read_report
+from ui.retrieval import contribution_rows, knowledge_table, memory_table, view_of_event, view_of_search
+from ui.turns import group_turns
+
+
+def test_retrieval_panel_shows_a_search_and_the_agents_event_for_it_alike(new_user):
+    user = new_user()
+    memories.remember(user.scope, "car", "Drives a blue 2019 Subaru Outback")
+    memories.remember(user.scope, "favorite_color", "teal")
+    search = search_memories(user.scope, "which car do I drive", params=RrfParams(0.5, 0.5, 20))
+    # the retrieval event the agent publishes for the same search (its per-turn recall)
+    event = events.stamped(
+        events.memory_search_retrieval(search, trigger="per_turn_recall", latency_ms=9.0, injected=search.hits[:1]),
+        ts=1.0,
+        session_id="s",
+        turn=1,
+        seq=4,
+    )
+    as_search, as_event = view_of_search(search), view_of_event(event)
+    for view in (as_search, as_event):
+        assert view.kind == "memories"
+        assert [h["memory_type"] for h in view.hits] == [h.memory_type for h in search.hits]
+        assert view.params == {"vector_weight": 0.5, "text_weight": 0.5, "k": 20}
+    assert as_event.trigger == "per_turn_recall" and as_event.latency_ms == 9.0
+    table = memory_table(as_event.hits, as_event.injected)
+    assert table.iloc[0]["Slot"] == "★ car"  # put into the model's context
+    assert table.iloc[0]["Vector RRF"] == pytest.approx(0.5 / (20 + int(table.iloc[0]["Vector rank"])))
+    assert (table["Fused score"] - table["Vector RRF"] - table["Text RRF"]).abs().max() < 1e-9
+    bars = contribution_rows(as_event.hits)
+    assert len(bars) == 2 * len(search.hits) and set(bars["branch"]) == {"vector", "text"}
+    skipped = events.stamped(
+        events.skipped_recall("which car", search.params, reason="over the 50 ms budget", latency_ms=50.0),
+        ts=1.0,
+        session_id="s",
+        turn=1,
+        seq=5,
+    )
+    assert view_of_event(skipped).note == "Skipped: over the 50 ms budget."
+
+    knowledge = search_knowledge(user.scope, "what payment methods do you accept", limit=3)
+    event = events.stamped(
+        events.knowledge_search_retrieval(knowledge, trigger="tool:search_knowledge"),
+        ts=1.0,
+        session_id="s",
+        turn=1,
+        seq=6,
+    )
+    view = view_of_event(event)
+    assert view.kind == "knowledge" == view_of_search(knowledge).kind
+    assert list(knowledge_table(view.hits)["Rank"]) == [1, 2, 3]
+
+
+def test_turn_grouping_and_reading_a_worker_report_without_agent_events():
+    published = [
+        {"type": "transcript", "role": "assistant", "text": "Hi!", "final": True, "turn": 0, "ts": 1.0},
+        {
+            "type": "transcript",
+            "role": "user",
+            "text": "my favorite color is teal",
+            "final": True,
+            "turn": 1,
+            "ts": 2.0,
+        },
+        {"type": "transcript", "role": "user", "text": "my fav", "final": False, "turn": 1, "ts": 1.9},
+        {
+            "type": "tool_call",
+            "name": "remember_detail",
+            "arguments": {"memory_type": "favorite_color"},
+            "output": "ok",
+            "error": None,
+            "duration_ms": 12.5,
+            "turn": 1,
+            "ts": 2.1,
+        },
+        {"type": "metric", "name": "turn_total_ms", "value": 80.0, "turn": 1, "ts": 2.2},
+        {"type": "transcript", "role": "assistant", "text": "Got it.", "final": True, "turn": 1, "ts": 2.2},
+        {"type": "turn_done", "turn": 1, "ts": 2.3},
+    ]
+    turns = group_turns(published)
+    assert [t.number for t in turns] == [0, 1]
+    assert turns[1].user_text == "my favorite color is teal"  # the interim transcript is not the message
+    assert turns[1].assistant_text == "Got it." and turns[1].done and turns[1].total_ms == 80.0
+    assert "remember_detail" in turns[1].summary
+
+    # a LiveKit worker's report before any playground section: livekit's chat_history shape
+    worker = {
+        "chat_history": {
+            "items": [
+                {"type": "message", "role": "user", "content": ["where is order 1001?"]},
+                {"type": "function_call", "call_id": "c1", "name": "lookup_order", "arguments": '{"order_id": "1001"}'},
+                {"type": "function_call_output", "call_id": "c1", "output": "Order 1001 shipped", "is_error": False},
+                {"type": "message", "role": "assistant", "content": ["Order 1001 has shipped."]},
+            ]
+        },
+        "duration_ms": 4200,
+        "user_turns": 1,
+    }
+    view = read_report(worker)
+    assert [line["role"] for line in view.transcript] == ["user", "assistant"]
+    assert view.tool_calls[0]["name"] == "lookup_order" and view.tool_calls[0]["output"] == "Order 1001 shipped"
+    assert view.user_turns == 1 and view.duration_ms == 4200
+    assert read_report(None).transcript == [] and read_report({"playground": "junk"}).tool_calls == []
+
+
+def test_formatting_helpers():
+    now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    assert fmt.ago(now - timedelta(minutes=5), now=now) == "5 minutes ago"
+    assert fmt.ago(now - timedelta(days=1), now=now) == "1 day ago"
+    assert fmt.ago("not a time") == "—"
+    assert fmt.duration(75) == "1 min 15 s" and fmt.duration(None) == "—"
+    assert fmt.ms(1500) == "1.50 s" and fmt.ms(3.25) == "3.2 ms" and fmt.ms("x") == "—"
+    assert fmt.clip("a" * 10, 5) == "aaaa…"

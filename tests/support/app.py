@@ -1,0 +1,93 @@
+"""The app as a user runs it: `streamlit run streamlit_app.py` on a free port against this test run's
+database (conftest sets DATA_DIR; hosted-service settings are blank as in conftest).
+
+Loaded as a pytest plugin by tests/conftest.py, so `streamlit_server` is a fixture everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+APP_SCRIPT = PROJECT_ROOT / "streamlit_app.py"
+APP_TIMEOUT = 180  # first run loads the embedding model and starts the agent
+TEST_DATA = PROJECT_ROOT / "tests" / "data"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_streamlit(
+    extra_env: dict[str, str] | None = None, *, log_path: Path | None = None, timeout: float = 90
+) -> tuple[subprocess.Popen, str]:
+    """`streamlit run streamlit_app.py` on a free port with this test run's DATA_DIR; returns (process, url)."""
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", **(extra_env or {})}
+    log = open(log_path or Path(tempfile.mkstemp(prefix="mp-streamlit-", suffix=".log")[1]), "w")  # noqa: SIM115 - the server writes to it until it stops
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            str(APP_SCRIPT),
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+            "--browser.gatherUsageStats",
+            "false",
+        ],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {process.returncode}; see {log.name}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.status == 200:
+                    return process, url
+        except OSError:
+            time.sleep(0.5)
+    stop_streamlit(process)
+    raise RuntimeError(f"streamlit did not become healthy within {timeout} s; see {log.name}")
+
+
+def stop_streamlit(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)  # its own process group: only what this fixture started
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def streamlit_server(database_uri) -> Iterator[str]:
+    """Base URL of a `streamlit run` of the app against the test database."""
+    process, url = start_streamlit()
+    yield url
+    stop_streamlit(process)

@@ -1,0 +1,206 @@
+"""Headless Chromium (Debian's, via Playwright; never a downloaded browser) and helpers for driving the app in it.
+
+Loaded as a pytest plugin by tests/conftest.py. One Playwright for the whole session, started by the first
+browser test: its sync API keeps an asyncio loop marked as running on the main thread while it is open,
+and a second one cannot start inside it. tests/conftest.py runs the browser tests after every other test,
+so no async test ever runs while it is open. Two browsers come from it: a plain one (`new_browser_page`)
+and one whose microphone is a WAV file saying "My favorite color is teal." (`new_mic_page`).
+
+Screenshots go to docs/screenshots/ only when MP_UPDATE_SCREENSHOTS=1 (`make screenshots`); otherwise to a
+temporary folder, so a test run leaves the working tree as it found it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import sync_playwright
+
+from tests.support.app import APP_TIMEOUT, PROJECT_ROOT
+from tests.support.audio import piper_utterance, resample, write_wav
+from ui.auth import COOKIE_NAME
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+FAKE_MICROPHONE_ARGS = [
+    "--use-fake-ui-for-media-stream",
+    "--use-fake-device-for-media-stream",
+    "--autoplay-policy=no-user-gesture-required",
+]
+UPDATE_SCREENSHOTS = os.environ.get("MP_UPDATE_SCREENSHOTS") == "1"
+SCREENSHOTS = (
+    PROJECT_ROOT / "docs" / "screenshots" if UPDATE_SCREENSHOTS else Path(tempfile.gettempdir()) / "mp-screenshots"
+)
+TURN_TIMEOUT_MS = 90_000
+UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+WEBRTC_FRAME = 'iframe[title="streamlit_webrtc.component.webrtc_streamer"]'
+
+
+# ---------------------------------------------------------------------------
+# Fixtures
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def playwright():
+    if not CHROMIUM.exists():
+        pytest.skip("Debian chromium is not installed (apt-get install -y chromium; `make test` does it)")
+    with sync_playwright() as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def browser(playwright):
+    launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    yield launched
+    launched.close()
+
+
+@pytest.fixture(scope="session")
+def fake_microphone() -> Iterator[Path]:
+    """A WAV the fake capture device loops: silence while the call connects, the sentence, then
+    silence long enough for the agent to answer before the loop comes round again."""
+    directory = Path(tempfile.mkdtemp(prefix="mp-fake-microphone-"))
+    pcm = resample(piper_utterance("My favorite color is teal."), 22_050, 48_000)
+    yield write_wav(directory / "teal.wav", pcm, 48_000, lead_silence=6.0, tail_silence=18.0)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def mic_browser(playwright, fake_microphone):
+    args = [*CHROMIUM_ARGS, *FAKE_MICROPHONE_ARGS, f"--use-file-for-fake-audio-capture={fake_microphone}"]
+    launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
+    yield launched
+    launched.close()
+
+
+def _page_factory(launched, *, microphone: bool) -> Iterator[Callable[..., object]]:
+    contexts = []
+
+    def make(viewport=(1600, 1000), *, init_script: str | None = None):
+        context = launched.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        if microphone:
+            context.grant_permissions(["microphone"])
+        if init_script:
+            context.add_init_script(init_script)
+        contexts.append(context)
+        return context.new_page()
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def new_browser_page(browser):
+    """Factory: a page in a brand-new browser context (a new visitor with no cookies)."""
+    yield from _page_factory(browser, microphone=False)
+
+
+@pytest.fixture
+def new_mic_page(mic_browser):
+    """Factory: like new_browser_page, in the browser whose microphone says "My favorite color is teal."."""
+    yield from _page_factory(mic_browser, microphone=True)
+
+
+# ---------------------------------------------------------------------------
+# Driving the app
+# ---------------------------------------------------------------------------
+
+
+def wait_for_app(page, timeout_ms: int = APP_TIMEOUT * 1000) -> None:
+    """Wait until Streamlit has finished running the script for this page."""
+    page.wait_for_selector('[data-testid="stApp"]', timeout=timeout_ms)
+    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+
+
+def wait_for_identity_cookie(page, timeout_ms: int = 30_000) -> None:
+    """Wait until the browser holds the identity cookie and the reruns its writer
+    triggers are over (clicks during those reruns can be lost)."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while not any(c["name"] == COOKIE_NAME for c in page.context.cookies()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the browser never received the {COOKIE_NAME} cookie")
+        page.wait_for_timeout(200)
+    page.wait_for_timeout(700)
+    wait_for_app(page, timeout_ms)
+
+
+def screenshot(page, name: str) -> Path:
+    """<name>.png, scrolled to the top of the page: into docs/screenshots/ with MP_UPDATE_SCREENSHOTS=1."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.evaluate(
+        "() => document.querySelectorAll('[data-testid=stAppScrollToBottomContainer], "
+        "[data-testid=stMain]').forEach(e => e.scrollTop = 0)"
+    )
+    page.wait_for_timeout(800)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path
+
+
+def user_id_of(page) -> str:
+    page.get_by_text("User id:").first.wait_for(timeout=TURN_TIMEOUT_MS)
+    match = UUID_RE.search(page.locator('[data-testid="stSidebar"]').inner_text())
+    assert match, "no user id in the sidebar"
+    return match.group(0)
+
+
+def answered_turns(page):
+    """The agent's finished answers on the chat page (the live "Thinking…" status is not one of them)."""
+    return page.locator('[class*="st-key-chat_turn_"]')
+
+
+def send(page, text: str) -> str:
+    """Type a message on the chat page, wait for the agent's answer, return the answer's text."""
+    before = answered_turns(page).count()
+    box = page.locator('[data-testid="stChatInputTextArea"]')
+    box.fill(text)
+    box.press("Enter")
+    page.wait_for_function(
+        "n => document.querySelectorAll('[class*=st-key-chat_turn_]').length > n && "
+        "!document.querySelector('[data-testid=stStatusWidget]')",
+        arg=before,
+        timeout=TURN_TIMEOUT_MS,
+    )
+    return answered_turns(page).last.inner_text()
+
+
+def grid_rows(page) -> list[list[str]]:
+    """The cells of every st.dataframe on the page, from the grid's accessible table."""
+    page.locator('[role="gridcell"]').first.wait_for(state="attached", timeout=30_000)
+    return page.evaluate(
+        "() => [...document.querySelectorAll('[role=row]')].map(r => "
+        "[...r.querySelectorAll('[role=gridcell],[role=columnheader]')].map(c => c.textContent.trim()))"
+    )
+
+
+def open_page(page, title: str) -> None:
+    """Navigate with the app's own top navigation (the browser session stays the same)."""
+    heading = page.get_by_role("heading", name=re.compile(title)).first
+    # A click that lands while the cookie writer's rerun is in flight can be dropped by Streamlit;
+    # clicking a nav link again is harmless, so retry a few times before failing.
+    for attempt in range(3):
+        page.locator('[data-testid="stTopNavLink"]', has_text=title).first.click()
+        wait_for_app(page)
+        try:
+            heading.wait_for(timeout=TURN_TIMEOUT_MS // 3)
+            return
+        except Exception:
+            if attempt == 2:
+                page.screenshot(path=str(Path(tempfile.gettempdir()) / f"mp-browser-failure-{title}.png"))
+                raise

@@ -1,0 +1,126 @@
+"""The local voice pipeline end to end, without a browser: Piper-spoken
+"My favorite color is teal" goes in as WebRTC-shaped frames (48 kHz stereo
+s16, in real time), through Silero VAD, Whisper, the agent with the offline
+brain and the real embedded database, Piper, and back out as audio."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from agent.voice.calls import VoiceCall, end_call, open_call
+from agent.voice.local_tts import SAMPLE_RATE, synthesize_pcm
+from core import memories, sessions
+from core.errors import InvalidInput
+from tests.support.audio import FakeBrowser, piper_utterance
+from tests.support.events import wait_for_event
+
+pytestmark = pytest.mark.slow
+
+SPEECH_PACE = 1.0  # Piper's natural pace
+
+
+def test_open_call_requires_a_verified_user(new_user):
+    user = new_user()
+    with pytest.raises(InvalidInput):
+        open_call("k", str(user.user_id))
+    with pytest.raises(InvalidInput):
+        open_call("k", {"user_id": str(user.user_id)})
+
+
+def test_spoken_fact_is_transcribed_remembered_and_answered_by_voice(local_call):
+    key, call, user = local_call()
+    assert call.pipeline == "local" and str(call.user_id) == str(user.user_id)
+    assert isinstance(call, VoiceCall)  # everything the Voice page uses of a call
+    with FakeBrowser(call) as browser:
+        call.ready.result(timeout=120)  # preload + spoken greeting (played out to the browser)
+        assert browser.sound_at, "the greeting was not heard"
+        assert call.mic.frames_received > 0
+
+        cursor = call.events_since(0)[1]
+        browser.say(piper_utterance("My favorite color is teal.", SPEECH_PACE), 22_050)
+        said = wait_for_event(
+            call, lambda e: e["type"] == "transcript" and e["role"] == "user" and e["final"], cursor=cursor, timeout=60
+        )
+        # Whisper tiny sometimes hears "colors teal" / "color's teal"; the brain reads all of them
+        # as the same fact, and the stored memory below is what must be exact.
+        assert re.search(r"favou?rite colou?r('?s| is) teal", said["text"].lower()), said["text"]
+        turn = said["turn"]
+        tool = wait_for_event(call, lambda e: e["type"] == "tool_call" and e["turn"] == turn, timeout=60)
+        assert tool["name"] == "remember_detail" and tool["error"] is None
+        assert tool["arguments"] == {"memory_type": "favorite_color", "content": "teal"}
+        # speech-to-text time is stamped with the turn it transcribed, not the one before
+        stt = [e for e in call.events_since(cursor)[0] if e["type"] == "metric" and e["name"] == "stt_ms"]
+        assert stt and {e["turn"] for e in stt} == {turn}
+        wait_for_event(call, lambda e: e["type"] == "turn_done" and e["turn"] == turn, timeout=60)
+
+        stored = memories.recall(user.service, "favorite_color")
+        assert stored.content == "teal" and stored.session_id == call.session_id
+
+        # the answer came back as audio, after the user stopped talking
+        speech_end = browser.speech_ended_at[-1]
+        assert browser.first_sound_after(speech_end) is not None
+        assert call.speaker.frames_captured > 0
+        reply = wait_for_event(
+            call,
+            lambda e: e["type"] == "transcript" and e["role"] == "assistant" and e["final"] and e["turn"] == turn,
+            timeout=30,
+        )
+        assert "teal" in reply["text"].lower()
+        spoken_so_far = [
+            e
+            for e in call.events_since(cursor)[0]
+            if e["type"] == "transcript" and e["role"] == "assistant" and not e["final"] and e["turn"] == turn
+        ]
+        assert spoken_so_far and reply["text"].startswith(spoken_so_far[0]["text"])  # live, then final
+        states = {e["state"] for e in call.events_since(cursor)[0] if e["type"] == "state" and e["who"] == "agent"}
+        assert {"thinking", "speaking", "listening"} <= states
+
+        # typing during the call goes into the same session and is answered aloud too
+        heard_before = len(browser.sound_at)
+        typed = call.submit_text("What is my favorite color?").result(timeout=60)
+        assert "teal" in typed.reply.lower()
+        assert [c["name"] for c in typed.tool_calls] == ["recall_detail"]
+        assert len(browser.sound_at) > heard_before
+    report = end_call(key).result(timeout=60)
+
+    assert report is not None
+    record = sessions.get_session(user.scope, call.session_id)  # as the user: RLS lets them read it
+    voice = record.report["voice"]
+    assert voice["pipeline"] == "local" and voice["agent_audio_frames"] > 0
+    spoken = next(row for row in voice["turn_latency_ms"] if row["turn"] == turn)
+    for metric in ("eou_delay_ms", "transcription_delay_ms", "stt_ms", "llm_ttft_ms", "tts_ttfb_ms", "e2e_ms"):
+        assert spoken[metric] > 0, metric
+    assert spoken["e2e_ms"] > spoken["eou_delay_ms"]  # the reply starts after the turn ended
+    written = record.report["playground"]["memories_written"]
+    assert any(w["memory_type"] == "favorite_color" and w["content"] == "teal" for w in written)
+
+
+def test_speaking_over_the_agent_stops_its_audio(local_call):
+    _, call, _ = local_call()
+    nuts = piper_utterance("Remember that I am allergic to nuts.", SPEECH_PACE)
+    with FakeBrowser(call) as browser:
+        wait_for_event(
+            call, lambda e: e["type"] == "state" and e["who"] == "agent" and e["state"] == "speaking", timeout=120
+        )
+        while not browser.sound_at:  # the (long) greeting is playing in the browser
+            time.sleep(0.05)
+        time.sleep(1.0)
+        said_at = time.monotonic()
+        browser.say(nuts, 22_050, lead_silence=0.0)
+        greeting = wait_for_event(
+            call,
+            lambda e: e["type"] == "transcript" and e["role"] == "assistant" and e["final"] and e["turn"] == 0,
+            timeout=60,
+        )
+        assert greeting.get("interrupted") is True
+        speech_seconds = len(nuts) / 22_050
+        late = [t for t in browser.sound_at if said_at + 1.5 < t < said_at + speech_seconds]
+        assert not late  # it went quiet while the user was still speaking
+        whole_greeting = len(synthesize_pcm(greeting["text"])) / SAMPLE_RATE
+        heard = 0.02 * len([t for t in browser.sound_at if t < said_at + speech_seconds])
+        assert heard < whole_greeting / 2, (heard, whole_greeting)  # the rest was dropped
+        tool = wait_for_event(call, lambda e: e["type"] == "tool_call" and e["name"] == "remember_detail", timeout=60)
+        assert tool["arguments"]["memory_type"] == "allergies"

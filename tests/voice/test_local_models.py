@@ -1,0 +1,113 @@
+"""The offline STT/TTS adapters with the real shipped models (no mocks):
+Piper speaks, Whisper listens, through livekit's own STT/TTS interfaces."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+from livekit import rtc
+from livekit.agents import metrics
+
+from agent.voice.local_stt import WHISPER_SAMPLE_RATE, LocalWhisperSTT, normalize_transcript, to_whisper_input
+from agent.voice.local_tts import SAMPLE_RATE, LocalPiperTTS, split_first_clause
+from tests.support.audio import piper_utterance, resample, rms
+
+pytestmark = pytest.mark.slow
+
+
+async def _synthesize(tts: LocalPiperTTS, text: str) -> rtc.AudioFrame:
+    stream = tts.synthesize(text)
+    return await stream.collect()
+
+
+def _sine(freq: float, rate: int, seconds: float) -> np.ndarray:
+    t = np.arange(int(rate * seconds)) / rate
+    return (np.sin(2 * np.pi * freq * t) * 12000).astype(np.int16)
+
+
+def test_whisper_input_downmixes_and_resamples_webrtc_audio():
+    # 0.5 s of a 440 Hz tone as 48 kHz interleaved stereo, split into 20 ms frames like WebRTC
+    tone = _sine(440, 48_000, 0.5)
+    stereo = np.repeat(tone, 2)
+    frames = [rtc.AudioFrame(stereo[i : i + 1920].tobytes(), 48_000, 2, 960) for i in range(0, len(stereo), 1920)]
+    pcm = to_whisper_input(frames)
+    assert pcm.dtype == np.float32
+    assert abs(len(pcm) - WHISPER_SAMPLE_RATE // 2) < 100
+    spectrum = np.abs(np.fft.rfft(pcm))
+    peak_hz = np.argmax(spectrum) * WHISPER_SAMPLE_RATE / len(pcm)
+    assert abs(peak_hz - 440) < 5
+    assert 0.3 < np.max(np.abs(pcm)) < 0.4  # 12000/32768, not doubled by the downmix
+
+
+def test_transcript_numbers_lose_their_thousands_separators():
+    assert normalize_transcript("Where is order 1,001?") == "Where is order 1001?"
+    assert normalize_transcript("about 12,500,000 beans, 3 bags") == "about 12500000 beans, 3 bags"
+    assert normalize_transcript("one, two, 3, 4") == "one, two, 3, 4"
+
+
+async def test_piper_speaks_and_whisper_hears_teal():
+    tts = LocalPiperTTS()
+    collected: list[metrics.TTSMetrics] = []
+    tts.on("metrics_collected", collected.append)
+    frame = await _synthesize(tts, "My favorite color is teal.")
+    assert frame.sample_rate == SAMPLE_RATE == 22_050 and frame.num_channels == 1
+    assert 1.0 < frame.duration < 4.0
+    audio = np.frombuffer(frame.data, dtype=np.int16)
+    assert rms(audio) > 1000  # speech, not silence
+    await asyncio.sleep(0)  # the metrics task reports after the stream closes
+    assert collected and collected[0].ttfb > 0 and collected[0].audio_duration == pytest.approx(frame.duration)
+
+    stt = LocalWhisperSTT()
+    seen: list[metrics.STTMetrics] = []
+    stt.on("metrics_collected", seen.append)
+    # what the browser would send: 48 kHz stereo
+    webrtc = np.repeat(resample(audio, SAMPLE_RATE, 48_000), 2)
+    event = await stt.recognize(rtc.AudioFrame(webrtc.tobytes(), 48_000, 2, len(webrtc) // 2))
+    text = event.alternatives[0].text.lower()
+    assert "teal" in text and "favorite" in text
+    assert 0.0 < event.alternatives[0].confidence <= 1.0
+    assert seen and seen[0].audio_duration == pytest.approx(frame.duration, abs=0.05)
+
+
+async def test_piper_streams_each_sentence_as_soon_as_it_is_ready():
+    tts = LocalPiperTTS()
+    text = "This is the first sentence. Here is a second one that is a bit longer. And a third."
+    stream = tts.synthesize(text)
+    done_at_first_audio = None
+    async for _event in stream:
+        if done_at_first_audio is None:
+            done_at_first_audio = stream.sentences_done
+    # the first audio reached the listener before the later sentences were synthesised
+    assert done_at_first_audio == 1
+    assert stream.sentences_done == 3
+
+
+def test_a_long_first_sentence_is_spoken_from_its_first_clause():
+    assert split_first_clause("Got it, I'll remember that your favorite color is teal.") == [
+        "Got it,",
+        "I'll remember that your favorite color is teal.",
+    ]
+    assert split_first_clause("Yes, sure.") == ["Yes, sure."]  # too short to gain anything
+    assert split_first_clause("Hi! How are you today, friend?") == ["Hi! How are you today, friend?"]
+    assert split_first_clause("Order 1001 shipped") == ["Order 1001 shipped"]
+
+
+async def test_whisper_ignores_silence():
+    stt = LocalWhisperSTT()
+    silence = rtc.AudioFrame(np.zeros(16_000, np.int16).tobytes(), 16_000, 1, 16_000)
+    event = await stt.recognize(silence)
+    assert event.alternatives[0].text == ""
+
+
+async def test_whisper_tiny_utterances_round_trip():
+    stt = LocalWhisperSTT()
+    for sentence, words in [
+        ("What is my favorite color?", {"favorite", "color"}),
+        ("Remember that I am allergic to nuts.", {"allergic", "nuts"}),
+    ]:
+        audio = piper_utterance(sentence)
+        event = await stt.recognize(rtc.AudioFrame(audio.tobytes(), SAMPLE_RATE, 1, len(audio)))
+        heard = event.alternatives[0].text.lower()
+        assert words <= set(heard.replace("?", "").replace(".", "").split()), heard

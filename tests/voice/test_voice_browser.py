@@ -1,0 +1,109 @@
+"""The Voice page in a real browser: headless Chromium with a fake microphone
+that plays a Piper-recorded "My favorite color is teal." into a running app
+(`streamlit run`, the test database). The WebRTC call starts, the transcript
+shows the sentence, the memory is stored for the signed-in visitor, and the
+agent's audio comes back to the browser (WebRTC getStats)."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from core import memories, sessions
+from core.db import Scope
+from tests.support.browser import WEBRTC_FRAME, screenshot, wait_for_app
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CALL_TIMEOUT_MS = 150_000  # the first call in a fresh server loads Silero, Whisper and Piper
+
+# Runs in every frame before its scripts: keep each RTCPeerConnection so the test can read its stats.
+RECORD_PEER_CONNECTIONS = """
+(() => {
+  const Original = window.RTCPeerConnection;
+  if (!Original) return;
+  window.__peerConnections = [];
+  window.RTCPeerConnection = function (...args) {
+    const pc = new Original(...args);
+    window.__peerConnections.push(pc);
+    return pc;
+  };
+  window.RTCPeerConnection.prototype = Original.prototype;
+  Object.setPrototypeOf(window.RTCPeerConnection, Original);
+})();
+"""
+
+INBOUND_AUDIO_STATS = """
+async () => {
+  const out = [];
+  for (const pc of (window.__peerConnections || [])) {
+    const stats = await pc.getStats();
+    stats.forEach(r => { if (r.type === 'inbound-rtp' && r.kind === 'audio')
+      out.push({bytes: r.bytesReceived || 0, energy: r.totalAudioEnergy || 0, level: r.audioLevel || 0}); });
+  }
+  return out;
+}
+"""
+
+
+def _inbound_audio(page) -> dict:
+    frame = next(f for f in page.frames if "webrtc_streamer" in f.url)
+    stats = frame.evaluate(INBOUND_AUDIO_STATS)
+    return {"bytes": sum(s["bytes"] for s in stats), "energy": sum(s["energy"] for s in stats)}
+
+
+def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new_mic_page):
+    page = new_mic_page((1600, 1000), init_script=RECORD_PEER_CONNECTIONS)
+    page.goto(streamlit_server)
+    wait_for_app(page)
+    page.get_by_text("User id").first.wait_for(timeout=60_000)
+    user_id = uuid.UUID(re.search(r"User id:\s*([0-9a-f-]{36})", page.inner_text("body")).group(1))
+    # a nav click that lands during the cookie writer's rerun can be dropped: click again if so
+    for attempt in range(3):
+        page.get_by_role("link", name="Voice").click()
+        try:
+            page.get_by_text("Local pipeline").first.wait_for(timeout=30_000)
+            break
+        except Exception:
+            if attempt == 2:
+                raise
+
+    webrtc = page.frame_locator(WEBRTC_FRAME)
+    webrtc.get_by_role("button", name="Start call").click(timeout=60_000)
+    webrtc.get_by_role("button", name="End call").wait_for(timeout=60_000)  # the connection is up
+
+    messages = page.locator('[data-testid="stChatMessage"]')
+    try:
+        messages.filter(has_text=re.compile(r"favorite colou?r.*teal", re.I)).first.wait_for(timeout=CALL_TIMEOUT_MS)
+        messages.filter(has_text=re.compile(r"remember.*teal", re.I)).first.wait_for(timeout=60_000)
+    except Exception as exc:
+        page.screenshot(path=str(Path(tempfile.gettempdir()) / "voice-browser-failure.png"))
+        raise AssertionError(
+            f"transcript so far: {messages.all_inner_texts()}; "
+            f"status: {page.locator('[data-testid=stCaptionContainer]').all_inner_texts()}"
+        ) from exc
+
+    stored = memories.recall(Scope.service(user_id), "favorite_color")  # as the page's verified visitor
+    assert stored.content == "teal"
+
+    # the agent's voice reached the browser: audio bytes and energy on the inbound track
+    deadline = time.monotonic() + 30
+    audio = _inbound_audio(page)
+    while audio["energy"] <= 0 and time.monotonic() < deadline:
+        time.sleep(1)
+        audio = _inbound_audio(page)
+    assert audio["bytes"] > 10_000 and audio["energy"] > 0, audio
+    page.get_by_text(re.compile(r"^Turn 1:")).first.wait_for(timeout=30_000)  # the retrieval panel caught up
+    screenshot(page, "voice")
+
+    webrtc.get_by_role("button", name="End call").click()
+    page.get_by_text("its report (transcript, tool calls, per-turn latencies) was saved").wait_for(timeout=90_000)
+    reports = sessions.list_sessions(Scope.service(user_id))
+    voice = [r for r in reports if r.session_id.startswith("voice-")]
+    assert voice and voice[0].report["voice"]["pipeline"] == "local"
+    assert voice[0].report["voice"]["turn_latency_ms"][0]["e2e_ms"] > 0

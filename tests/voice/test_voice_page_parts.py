@@ -1,0 +1,108 @@
+"""The pure parts of a voice call's page: per-turn latency rows (agent/voice/latency.py), and the live
+transcript, the ICE server setting and the meter scale (ui/voice.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent.voice.latency import latency_summary, per_turn_latency
+from core import config
+from core.config import Settings
+from ui.voice import ice_servers, level_fraction, live_transcript
+
+
+def metric(name, value, turn, ts):
+    return {"type": "metric", "name": name, "value": value, "turn": turn, "ts": ts}
+
+
+def said(role, text, turn, ts, final=True, **extra):
+    return {"type": "transcript", "role": role, "text": text, "final": final, "turn": turn, "ts": ts, **extra}
+
+
+def test_per_turn_latency_gives_each_turn_its_own_speech_to_text_time():
+    events = [
+        said("assistant", "Hi!", 0, 1.0),
+        metric("stt_ms", 640.0, 0, 10.0),  # finished before turn 1 began, so stamped with turn 0
+        said("user", "my favorite color is teal", 1, 10.1),
+        metric("eou_delay_ms", 700.0, 1, 10.1),
+        metric("recall_ms", 31.0, 1, 10.2),
+        metric("llm_ttft_ms", 2.0, 1, 10.3),
+        metric("tts_ttfb_ms", 240.0, 1, 10.6),
+        metric("e2e_ms", 1100.0, 1, 11),
+        metric("e2e_ms", 9999.0, 1, 12),  # a second reply in the same turn does not replace the first
+        said("user", "where is order 1001", 2, 20.0),  # typed: no speech-to-text
+        metric("llm_ttft_ms", 3.0, 2, 20.1),
+    ]
+    rows = per_turn_latency(events)
+    assert rows == [
+        {
+            "turn": 1,
+            "stt_ms": 640.0,
+            "eou_delay_ms": 700.0,
+            "recall_ms": 31.0,
+            "llm_ttft_ms": 2.0,
+            "tts_ttfb_ms": 240.0,
+            "e2e_ms": 1100.0,
+        },
+        {"turn": 2, "llm_ttft_ms": 3.0},
+    ]
+    summary = latency_summary(rows)
+    assert summary["llm_ttft_ms"] == {"count": 2, "p50": 2.5, "max": 3.0}
+    assert "stt_ms" in summary and summary["e2e_ms"]["count"] == 1
+
+
+def test_live_transcript_replaces_interim_text_with_the_final_line():
+    events = [
+        said("assistant", "Hi!", 0, 1, final=False),
+        said("assistant", "Hi! How can I help?", 0, 1.1, final=False),
+        said("assistant", "Hi! How can I help?", 0, 2, final=True),
+        said("user", "My favorite color is teal.", 1, 3, final=False),
+        {"type": "state", "who": "agent", "state": "thinking", "turn": 1, "ts": 3.1},
+        said("user", "My favorite color is teal.", 1, 3.2, final=True),
+        said("assistant", "Got it,", 1, 3.5, final=False),
+    ]
+    lines = live_transcript(events)
+    assert [(line["role"], line["text"], line["final"]) for line in lines] == [
+        ("assistant", "Hi! How can I help?", True),
+        ("user", "My favorite color is teal.", True),
+        ("assistant", "Got it,", False),
+    ]
+
+
+def test_live_transcript_in_livekit_mode_follows_room_segments():
+    events = [
+        said("user", "my favorite", 0, 1, final=False, segment_id="SG_u1", origin="lk.transcription"),
+        said("user", "My favorite color is teal.", 1, 2, final=True, origin="worker"),  # the worker's copy
+        said("user", "My favorite color is teal.", 0, 2, final=True, segment_id="SG_u1", origin="lk.transcription"),
+        said("assistant", "Got it", 1, 3, final=False, segment_id="SG_a1", origin="lk.transcription"),
+    ]
+    lines = live_transcript(events)
+    assert [(line["role"], line["text"], line["final"]) for line in lines] == [
+        ("user", "My favorite color is teal.", True),
+        ("assistant", "Got it", False),
+    ]
+
+
+def test_ice_servers_come_from_the_setting(monkeypatch, caplog):
+    assert ice_servers(Settings(voice_ice_servers=None)) == []
+    stun = [{"urls": ["stun:stun.example.org:3478"]}]
+    assert ice_servers(Settings(voice_ice_servers=json.dumps(stun))) == stun
+    turn = json.dumps({"urls": "turn:turn.example.org", "username": "u", "credential": "p"})
+    assert ice_servers(Settings(voice_ice_servers=turn))[0]["username"] == "u"  # one object is a list of one
+    assert ice_servers(Settings(voice_ice_servers="[{not json")) == [] and "not valid JSON" in caplog.text
+    assert ice_servers(Settings(voice_ice_servers=json.dumps([{"username": "no urls"}, stun[0]]))) == stun
+    assert ice_servers(Settings(voice_ice_servers='"stun:nope"')) == []  # not RTCIceServer objects
+    monkeypatch.setenv("VOICE_ICE_SERVERS", json.dumps(stun))  # as users set it: env, .env or secrets.toml
+    try:
+        config.reload_settings()
+        assert ice_servers() == stun
+    finally:
+        monkeypatch.undo()
+        config.reload_settings()
+
+
+@pytest.mark.parametrize("level, expected", [(-90.0, 0.0), (-60.0, 0.0), (-30.0, 0.5), (0.0, 1.0), (3.0, 1.0)])
+def test_level_fraction(level, expected):
+    assert level_fraction(level) == pytest.approx(expected)

@@ -1,0 +1,88 @@
+"""What the Voice page shows of a call, in plain Python (no Streamlit): the live transcript, meter
+levels, and the WebRTC ICE servers from the settings."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from agent import Event, events
+from core.config import Settings, get_settings
+
+log = logging.getLogger("memory_playground.ui.voice")
+
+
+def ice_servers(settings: Settings | None = None) -> list[dict[str, Any]]:
+    """STUN/TURN servers for the browser <-> app WebRTC connection, from VOICE_ICE_SERVERS.
+
+    Empty by default: browser and app on one machine (or LAN) connect directly.
+    For remote use set it to a JSON list of RTCIceServer objects, e.g.
+    `[{"urls": ["stun:stun.l.google.com:19302"]},
+      {"urls": ["turn:turn.example.com:3478"], "username": "u", "credential": "p"}]`.
+    A value that is not valid JSON, or entries without "urls", are logged and left out.
+    """
+    raw = (settings or get_settings()).voice_ice_servers
+    if not raw or not raw.strip():
+        return []
+    try:
+        servers = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        log.warning("VOICE_ICE_SERVERS is not valid JSON (%s); using no ICE servers", exc.msg)
+        return []
+    if isinstance(servers, dict):
+        servers = [servers]
+    if not isinstance(servers, list):
+        log.warning("VOICE_ICE_SERVERS is not a list of RTCIceServer objects; using no ICE servers")
+        return []
+    valid = [s for s in servers if isinstance(s, dict) and s.get("urls")]
+    if len(valid) != len(servers):
+        log.warning("VOICE_ICE_SERVERS: ignoring entries without 'urls'")
+    return valid
+
+
+def live_transcript(call_events: list[Event]) -> list[dict[str, Any]]:
+    """Transcript lines for the page, interim text included, and errors (role "error") where they happened.
+
+    Local calls: a non-final transcript opens (or updates) the role's open line and
+    the final one replaces it. LiveKit calls: lines are the `lk.transcription`
+    segments (the worker's own transcript events would repeat them).
+    """
+    from_room = any(e.get("origin") == events.ORIGIN_TRANSCRIPTION for e in call_events)
+    lines: list[dict[str, Any]] = []
+    open_line: dict[str, dict[str, Any]] = {}  # role -> its interim line
+    by_segment: dict[str, dict[str, Any]] = {}
+    for event in call_events:
+        if event["type"] == "error":
+            # a failed model call (or a tool call the model got wrong): shown in the conversation
+            lines.append({"role": "error", "turn": event["turn"], "text": event["message"], "final": True})
+            continue
+        if event["type"] != "transcript" or not event["text"].strip():
+            continue
+        if from_room:
+            if event.get("origin") != events.ORIGIN_TRANSCRIPTION:
+                continue
+            line = by_segment.get(event.get("segment_id"))
+            if line is None:
+                line = by_segment[event.get("segment_id")] = {"role": event["role"], "turn": event["turn"]}
+                lines.append(line)
+            line.update(text=event["text"], final=event["final"])
+            continue
+        role = event["role"]
+        line = open_line.get(role)
+        if line is None:
+            line = {"role": role, "turn": event["turn"]}
+            lines.append(line)
+        line.update(text=event["text"], final=event["final"], turn=event["turn"])
+        if event["final"]:
+            open_line.pop(role, None)
+        else:
+            open_line[role] = line
+    return lines
+
+
+def level_fraction(level_dbfs: float, floor: float = -60.0) -> float:
+    """dBFS -> 0..1 for a meter (the floor and below show as empty)."""
+    if level_dbfs <= floor:
+        return 0.0
+    return min(1.0, (level_dbfs - floor) / -floor)
