@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     # Per-turn recall waits this long for its search; a slower search is skipped for that turn
     # (and the retrieval event says so) so the reply is never held up by it.
     recall_budget_ms: float = Field(250.0, gt=0, le=60_000)
+    # How much the per-turn recall may add in front of the user's message (slots first, then past
+    # conversation turns), in tokens estimated at four characters each.
+    recall_token_budget: int = Field(400, ge=50, le=20_000)
 
     demo_user_id: str | None = Field(None, description="Default user for the worker console and `agent chat`.")
 
