@@ -15,7 +15,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from core import conversations, db, embeddings, identity, sessions
+from core import conversations, db, embeddings, identity, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
@@ -500,3 +500,20 @@ def test_turn_embeddings_are_stored_in_half_precision(corpus):
     # half-precision numbers (printed with 8 significant digits)
     assert np.allclose(values.astype(np.float16).astype(np.float64), values, rtol=1e-7, atol=0)
     assert np.allclose(values, expected, atol=1e-3) and not np.array_equal(values, expected)
+
+
+def test_delete_everything_as_the_user_deletes_memories_sessions_and_turns_and_nobody_elses(corpus, new_user):
+    user = new_user()
+    service = Scope.service(user.user_id)
+    memories.remember(service, "favorite_color", "teal")
+    conversations.store_turns(service, _turns(f"all-1-{user.user_id}", SESSION_A, T0))
+    conversations.store_turns(service, _turns(f"all-2-{user.user_id}", SESSION_B, T0))
+    sessions.save_report(service, f"all-2-{user.user_id}", {"playground": {}})
+    others_turns = len(user_turns(corpus.owner.user_id))
+
+    deleted = sessions.delete_everything(user.scope)  # as the user: RLS decides what goes
+    assert deleted == sessions.Deleted(memories=1, sessions=2, turns=len(SESSION_A) + len(SESSION_B))
+    assert user_turns(user.user_id) == [] and lexicon(user.user_id) == ({}, (0,))
+    assert sessions.list_sessions(user.scope) == [] and memories.list_memories(user.scope) == []
+    assert len(user_turns(corpus.owner.user_id)) == others_turns  # another user's turns are untouched
+    assert sessions.delete_everything(user.scope) == sessions.Deleted(0, 0, 0)

@@ -34,7 +34,8 @@ def indexers():
 
 def _submit(indexer, user, session_id, lines, start=T0):
     for index, (speaker, text) in enumerate(lines):
-        assert indexer.submit(user.user_id, session_id, index, speaker, text, created_at=start + timedelta(seconds=index))
+        when = start + timedelta(seconds=index)
+        assert indexer.submit(user.user_id, session_id, index, speaker, text, created_at=when)
 
 
 LINES = [
