@@ -241,7 +241,7 @@ def test_the_benchmark_runs_its_voice_turns_through_an_llm_endpoint(database_uri
             "--utterances",
             "1",
             "--skip",
-            "recall,scale",
+            "recall,scale,quality,conversation-scale",
             "--output",
             str(output),
         ],
