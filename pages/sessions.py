@@ -372,16 +372,14 @@ def _delete_everything(scope, count: int) -> None:
             f"This deletes **all {count} session{'s' if count != 1 else ''}** (reports and every turn of their "
             "transcripts) **and every memory** the agent keeps about you. It cannot be undone."
         )
-        typed = st.text_input(f"Type {DELETE_ALL_PHRASE} to confirm", key="u_sessions_delete_all_phrase")
-        if st.button(
-            "Delete everything",
-            key="u_sessions_delete_all",
-            type="primary",
-            disabled=typed.strip() != DELETE_ALL_PHRASE,
-        ):
+        with st.form("u_sessions_delete_all_form", border=False):
+            typed = st.text_input(f"Type {DELETE_ALL_PHRASE} to confirm", key="u_sessions_delete_all_phrase")
+            confirmed = st.form_submit_button("Delete everything", type="primary")
+        if confirmed and typed.strip() != DELETE_ALL_PHRASE:
+            st.warning(f"Type {DELETE_ALL_PHRASE} in capitals to confirm; nothing was deleted.")
+        elif confirmed:
             with reported():
                 deleted = sessions.delete_everything(scope)
-                st.session_state.pop("u_sessions_delete_all_phrase", None)
                 st.session_state[FLASH] = (
                     f"Deleted {deleted.sessions} session(s) with {deleted.turns} turn(s) and "
                     f"{deleted.memories} memor{'y' if deleted.memories == 1 else 'ies'}."

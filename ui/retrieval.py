@@ -321,20 +321,25 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
         else:
             table = table.drop(columns=[text_column])
     top = max(float(table["Fused score"].max()), 1e-9)
+    narrow = "small" if compact else None  # side-by-side tiers share a narrow panel
     st.dataframe(
         table,
         hide_index=True,
         key=f"{key}_table" if key else None,
         column_config={
-            "Slot": st.column_config.TextColumn(width="medium"),
+            "Slot": st.column_config.TextColumn(width="small" if compact else "medium"),
             "When": st.column_config.TextColumn(width="small", help="When it was said, and who said it."),
             text_column: st.column_config.TextColumn(width="small" if compact else "medium"),
-            "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest)."),
-            "Text rank": st.column_config.TextColumn(help="Rank by full-text match; — = no keyword match."),
-            "Vector RRF": st.column_config.NumberColumn(format="%.5f", help="w_vector / (k + vector rank)"),
-            "Text RRF": st.column_config.NumberColumn(format="%.5f", help="w_text / (k + text rank)"),
+            "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest).", width=narrow),
+            "Text rank": st.column_config.TextColumn(
+                help="Rank by full-text match; — = no keyword match.", width=narrow
+            ),
+            "Vector RRF": st.column_config.NumberColumn(
+                format="%.4f", help="w_vector / (k + vector rank)", width=narrow
+            ),
+            "Text RRF": st.column_config.NumberColumn(format="%.4f", help="w_text / (k + text rank)", width=narrow),
             "Fused score": st.column_config.ProgressColumn(
-                format="%.5f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF"
+                format="%.4f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF", width=narrow
             ),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
         },
@@ -386,6 +391,6 @@ def render_recall_tiers(slots: RetrievalEvent, turns: RetrievalEvent, *, key: st
     st.markdown(f"**Per-turn recall** for “{clip(slots['query'], 80)}”  ·  {ms(slots['latency_ms'])}")
     left, right = st.columns(2, gap="small")
     for column, event, tier in ((left, slots, "slots"), (right, turns, "conversations")):
-        with column, st.container(border=True, key=f"{key}_{tier}"):
+        with column, st.container(border=True, key=f"{key}_{tier}_tier"):
             st.markdown(f"###### {TIER_TITLES[tier]}")
             render_retrieval(event, key=f"{key}_{tier}", show_summary=False, chart=False, compact=compact)

@@ -144,13 +144,16 @@ def _error_reply(name: str, args: dict[str, Any], message: str) -> str:
 def _success_reply(name: str, data: Any, user_text: str, results: list[ToolResult]) -> str:
     if not isinstance(data, dict):
         return str(data)
+    recall_failed = any(n == "recall_detail" and is_error for n, _, _, is_error in results)
     if name == "search_memories":
-        recall_failed = any(n == "recall_detail" and is_error for n, _, _, is_error in results)
+        if any(n == "search_past_conversations" for n, *_ in results) and not _relevant(data):
+            return ""  # nothing in the slots: the search of earlier conversations that followed answers
         return _memories_found(data, recall_failed=recall_failed)
     if name == "search_knowledge":
         return _knowledge_found(data, user_text)
     if name == "search_past_conversations":
-        return _conversations_found(data, after_memories=any(n == "search_memories" for n, *_ in results))
+        after_memories = any(n == "search_memories" for n, *_ in results)
+        return _conversations_found(data, after_memories=after_memories, recall_failed=recall_failed)
     reply = _REPLIES.get(name)
     return reply(data) if reply else "Done."
 
@@ -210,9 +213,15 @@ def _quote(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _conversations_found(data: dict[str, Any], *, after_memories: bool = False) -> str:
-    hits = [hit for hit in data.get("hits", []) if is_relevant(hit.get("text_rank"), hit.get("vector_distance"))]
+def _relevant(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [hit for hit in data.get("hits", []) if is_relevant(hit.get("text_rank"), hit.get("vector_distance"))]
+
+
+def _conversations_found(data: dict[str, Any], *, after_memories: bool = False, recall_failed: bool = False) -> str:
+    hits = _relevant(data)
     if not hits:
+        if recall_failed:
+            return "I searched your memories and our earlier conversations too and found nothing close."
         if after_memories:
             return "I couldn't find anything about that in what you've told me, now or in our earlier conversations."
         return "I couldn't find anything about that in our earlier conversations."

@@ -61,14 +61,18 @@ async def test_recall_reads_back_and_forget_deletes(new_user):
         with pytest.raises(NotFound):
             memories.recall(user.scope, "favorite_color")
 
-        # asked again: recall fails (ToolError read back), the brain falls back to a hybrid search
+        # asked again: recall fails (ToolError read back), the brain falls back to a hybrid search of the
+        # slots, then of earlier conversations (this session is not one of them)
         result = await run.session.run(user_input="what's my favorite color?")
         result.expect.next_event().is_function_call(name="recall_detail")
         result.expect.next_event().is_function_call_output(is_error=True)
         result.expect.next_event().is_function_call(name="search_memories")
         result.expect.next_event().is_function_call_output(is_error=False)
+        result.expect.next_event().is_function_call(name="search_past_conversations")
+        result.expect.next_event().is_function_call_output(is_error=False)
         answer = result.expect.next_event().is_message(role="assistant").event().item.text_content
     assert "teal" not in answer and "don't remember" in answer
+    assert answer.endswith("I searched your memories and our earlier conversations too and found nothing close.")
 
 
 async def test_tools_only_see_the_sessions_user(new_user):

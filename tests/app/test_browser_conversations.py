@@ -46,14 +46,14 @@ def _grid(container) -> list[list[str]]:
 
 
 def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_browser_page):
-    page = new_browser_page((1920, 1080))
+    page = new_browser_page((2560, 1300))  # wide enough for both tiers' full tables side by side
     page.goto(streamlit_server)
     wait_for_identity_cookie(page)
     answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
     visitor = user_id_of(page)
 
     send(page, HIKE)
-    send(page, "where is order 1001?")
+    send(page, "my favorite trail is the Cedar Creek Loop")
     page.get_by_role("button", name="End session").click()
     page.get_by_text("report was saved").wait_for(timeout=TURN_TIMEOUT_MS)
     first_session_turns = _turn_count(visitor)
@@ -65,20 +65,29 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
     assert "Cedar Creek Loop" in answer
 
     # the panel: both tiers of the per-turn recall side by side, each with its ranks and RRF scores
-    slots = page.locator('[class*="st-key-u_chat_turn1_recall0_slots"]')
-    turns = page.locator('[class*="st-key-u_chat_turn1_recall0_conversations"]')
+    slots = page.locator(".st-key-u_chat_turn1_recall0_slots_tier")
+    turns = page.locator(".st-key-u_chat_turn1_recall0_conversations_tier")
     expect(slots).to_contain_text("Slots")
     expect(turns).to_contain_text("Past conversations")
-    slot_box, turn_box = slots.bounding_box(), turns.bounding_box()
-    assert abs(slot_box["y"] - turn_box["y"]) < 5 and slot_box["x"] < turn_box["x"]  # side by side
-    rows = _grid(turns)
-    header = next(row for row in rows if "Fused score" in row)
-    assert {"When", "Said", "Vector rank", "Text rank", "Vector RRF", "Text RRF"} <= set(header)
-    hike = next(row for row in rows if any("Cedar Creek" in cell for cell in row))
-    assert re.search(r"\d{4}-\d\d-\d\d user", hike[header.index("When")])
-    assert float(hike[header.index("Fused score")]) == pytest.approx(
-        float(hike[header.index("Vector RRF")]) + float(hike[header.index("Text RRF")]), abs=2e-5
+    wait_for_app(page)
+    # side by side: one row, slots on the left (both measured at once: the chat scrolls while it settles)
+    slot_box, turn_box = page.evaluate(
+        "() => ['slots', 'conversations'].map(t => { const r = document.querySelector("
+        "'.st-key-u_chat_turn1_recall0_' + t + '_tier').getBoundingClientRect(); return {x: r.x, y: r.y}; })"
     )
+    assert abs(slot_box["y"] - turn_box["y"]) < 5 and slot_box["x"] < turn_box["x"], (slot_box, turn_box)
+    for container, label, wanted in ((slots, "Slot", "favorite_trail"), (turns, "When", "user")):
+        rows = _grid(container)
+        header = next(row for row in rows if "Fused score" in row)
+        assert {label, "Vector rank", "Text rank", "Vector RRF", "Text RRF"} <= set(header), header
+        hit = next(row for row in rows if any(wanted in cell for cell in row))
+        assert float(hit[header.index("Fused score")]) == pytest.approx(
+            float(hit[header.index("Vector RRF")]) + float(hit[header.index("Text RRF")]), abs=2e-4
+        )
+    turn_rows = _grid(turns)
+    header = next(row for row in turn_rows if "Fused score" in row)
+    assert any(re.search(r"\d{4}-\d\d-\d\d user", row[header.index("When")]) for row in turn_rows[1:])
+    assert any("We hiked" in cell for row in turn_rows for cell in row)
     page.get_by_role("button", name="End session").click()
     page.get_by_text("report was saved").wait_for(timeout=TURN_TIMEOUT_MS)
 
@@ -92,7 +101,7 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
     first_hit.get_by_role("button", name="Open").click()
     wait_for_app(page)
     match = page.locator('[class*="st-key-u_session_turn_match"]')
-    expect(match).to_contain_text(HIKE, timeout=TURN_TIMEOUT_MS)
+    expect(match).to_contain_text("Cedar Creek Loop", timeout=TURN_TIMEOUT_MS)
     expect(match).to_contain_text("The turn you searched for")
     expect(match).to_be_in_viewport(timeout=10_000)
 
@@ -111,7 +120,6 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
     # delete everything: every session and turn of this visitor, and its memories
     page.get_by_role("button", name="Delete everything…").click()
     page.get_by_label("Type DELETE to confirm").fill("DELETE")
-    page.get_by_label("Type DELETE to confirm").press("Tab")
     page.get_by_role("button", name="Delete everything", exact=True).click()
     page.get_by_text("No sessions yet").wait_for(timeout=30_000)
     assert _turn_count(visitor) == 0
