@@ -34,6 +34,7 @@ db: $(PIP_STAMP)
 	$(PY) -m core seed
 
 run: db
+	$(PY) -m core cleanup
 	$(PY) -m streamlit run streamlit_app.py --server.address 127.0.0.1 --server.port 8501 --server.headless true
 
 test: db system-packages
@@ -52,7 +53,9 @@ format: $(PIP_STAMP)
 screenshots: db system-packages
 	MP_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -m browser
 
+# The hostile-input suite with thousands of cases (make test runs a few hundred), then the benchmarks.
 bench: db
+	HOSTILE_INPUT_EXAMPLES=300 $(PY) -m pytest tests/core/test_hostile_input.py -q -p no:cacheprovider
 	$(PY) -m bench
 
 # The conversation-memory scale run at full size: 1,000,000 turns over 1,000 users (an hour or more on 2 cores).

@@ -15,7 +15,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from core import conversations, db, embeddings, identity, memories, sessions
+from core import conversations, db, embeddings, identity, maintenance, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
@@ -517,3 +517,23 @@ def test_delete_everything_as_the_user_deletes_memories_sessions_and_turns_and_n
     assert sessions.list_sessions(user.scope) == [] and memories.list_memories(user.scope) == []
     assert len(user_turns(corpus.owner.user_id)) == others_turns  # another user's turns are untouched
     assert sessions.delete_everything(user.scope) == sessions.Deleted(0, 0, 0)
+
+
+def test_cleanup_of_abandoned_anonymous_users_removes_their_turns(new_user):
+    abandoned, active = new_user(), new_user()
+    for user in (abandoned, active):
+        conversations.store_turns(Scope.service(user.user_id), _turns(f"kept-{user.user_id}", SESSION_A, T0))
+    with db.admin_connection() as conn:
+        conn.execute(
+            "update auth.users set created_at = now() - interval '90 days', "
+            "last_sign_in_at = now() - interval '90 days' where id = %s",
+            (abandoned.user_id,),
+        )
+    maintenance.cleanup(older_than_days=30)
+    assert user_turns(abandoned.user_id) == [] and lexicon(abandoned.user_id) == ({}, None)
+    with db.admin_connection() as conn:
+        assert (
+            conn.execute("select count(*) from public.sessions where user_id = %s", (abandoned.user_id,)).fetchone()[0]
+            == 0
+        )
+    assert len(user_turns(active.user_id)) == len(SESSION_A)  # a user seen recently keeps everything
