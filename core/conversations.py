@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from core import embeddings
+from core import db, embeddings
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
 from core.retrieval import ConversationSearch, RrfParams, SearchMode, search_conversations
@@ -175,13 +175,17 @@ def store_turn(
 
 
 def embed_pending(
-    scope: Scope, *, limit: int = 200, embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed
+    scope: Scope,
+    *,
+    limit: int = 200,
+    embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed,
+    conninfo: str | None = None,
 ) -> int:
     """Embed the scope's turns that were stored without an embedding; returns how many.
 
     Raises EmbeddingUnavailable if the model still fails (the turns stay pending)."""
     _require_service(scope)
-    with transaction(scope) as cur:
+    with transaction(scope, conninfo=conninfo) as cur:
         cur.execute(
             "select id, speaker, content from public.conversation_turns "
             "where user_id = %s and embedding is null order by id limit %s",
@@ -191,13 +195,35 @@ def embed_pending(
     if not rows:
         return 0
     vectors = embed([embedding_text(r["speaker"], r["content"]) for r in rows])
-    with transaction(scope) as cur:
+    with transaction(scope, conninfo=conninfo) as cur:
         cur.executemany(
             "update public.conversation_turns set embedding = %s::extensions.halfvec "
             "where id = %s and user_id = %s and embedding is null",
             [(vector_literal(v), r["id"], scope.user_id) for r, v in zip(rows, vectors, strict=True)],
         )
     return len(rows)
+
+
+def embed_all_pending(
+    *, conninfo: str | None = None, embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed
+) -> int:
+    """Embed every turn stored without an embedding, user by user (each through that user's service scope);
+    returns how many. For turns a process stored while the model failed and could not embed before it
+    exited; `python -m core cleanup` (run by `make run` at start) calls it. The model is loaded only when
+    there is something to embed. Raises EmbeddingUnavailable if it still fails."""
+    with db.admin_connection(conninfo) as conn:
+        users = [
+            row[0]
+            for row in conn.execute(
+                "select distinct user_id from public.conversation_turns where embedding is null limit 10000"
+            ).fetchall()
+        ]
+    done = 0
+    for user_id in users:
+        scope = Scope.service(user_id)
+        while count := embed_pending(scope, embed=embed, conninfo=conninfo):
+            done += count
+    return done
 
 
 def list_turns(scope: Scope, session_id: str) -> list[ConversationTurn]:

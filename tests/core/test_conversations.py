@@ -537,3 +537,23 @@ def test_cleanup_of_abandoned_anonymous_users_removes_their_turns(new_user):
             == 0
         )
     assert len(user_turns(active.user_id)) == len(SESSION_A)  # a user seen recently keeps everything
+
+
+def test_turns_left_without_an_embedding_are_embedded_by_the_cleanup_run(new_user):
+    user = new_user()
+
+    def broken(_texts):
+        raise EmbeddingUnavailable("model offline")
+
+    turn = conversations.store_turn(
+        Scope.service(user.user_id),
+        f"left-{user.user_id}",
+        0,
+        "user",
+        "The spare key is under the blue pot.",
+        embed=broken,
+    )
+    assert not turn.embedded  # as a process that exited before its retry pass leaves it
+    removed = maintenance.cleanup(older_than_days=3650)
+    assert removed["turns_embedded"] >= 1
+    assert conversations.get_turn(user.scope, turn.id).embedded
