@@ -246,18 +246,19 @@ def retrieval(
 
 
 def memory_search_retrieval(
-    search: "MemorySearch",
+    search: "MemorySearch | ConversationSearch",
     *,
     trigger: str,
     query: str | None = None,
     latency_ms: float | None = None,
-    injected: "Iterable[MemoryHit] | None" = None,
+    injected: "Iterable[MemoryHit | ConversationHit] | None" = None,
 ) -> EventFields:
-    """A memory search that ran. `query` is what the user said when it differs from the search's cleaned query;
-    `latency_ms` is the caller's wall time when it differs from the search's own (the per-turn recall waits on a
-    thread), the search's own time is then `search_ms`."""
+    """A search of either memory tier that ran (slots, or past turns for a ConversationSearch). `query` is what
+    the user said when it differs from the search's cleaned query; `latency_ms` is the caller's wall time when
+    it differs from the search's own (the per-turn recall waits on a thread), which is then `search_ms`."""
     return retrieval(
-        source="memories",
+        # by name, not isinstance: this module imports nothing from core at run time
+        source="conversations" if type(search).__name__ == "ConversationSearch" else "memories",
         trigger=trigger,
         query=search.query if query is None else query,
         mode=search.mode,
@@ -271,28 +272,7 @@ def memory_search_retrieval(
     )
 
 
-def conversation_search_retrieval(
-    search: "ConversationSearch",
-    *,
-    trigger: str,
-    query: str | None = None,
-    latency_ms: float | None = None,
-    injected: "Iterable[ConversationHit] | None" = None,
-) -> EventFields:
-    """A search of past conversation turns that ran (the arguments as for memory_search_retrieval)."""
-    return retrieval(
-        source="conversations",
-        trigger=trigger,
-        query=search.query if query is None else query,
-        mode=search.mode,
-        params=search.params,
-        latency_ms=search.latency_ms if latency_ms is None else latency_ms,
-        hits=search.hits,
-        degraded_reason=search.degraded_reason,
-        injected=injected,
-        embed_ms=search.embed_ms,
-        search_ms=None if latency_ms is None else search.latency_ms,
-    )
+conversation_search_retrieval = memory_search_retrieval  # the same event, for a search of past turns
 
 
 def knowledge_search_retrieval(search: "KnowledgeSearch", *, trigger: str) -> EventFields:

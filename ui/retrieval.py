@@ -285,7 +285,8 @@ def render_retrieval(
     """Draw one retrieval (table + chart) in the current container; returns what was drawn.
 
     compact: False = every column; "medium" = no cosine distance, short memory text;
-    True = only the slot and the numbers (for narrow side panels)."""
+    True = only the slot and the numbers (for narrow side panels); "tier" = the same in half a panel
+    (two tiers side by side), in narrow fixed widths."""
     searched = isinstance(found, MemorySearch | ConversationSearch | KnowledgeSearch)
     view = view_of_search(found) if searched else view_of_event(found)
     if show_summary:
@@ -316,29 +317,40 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
     text_column = "Said" if turns else "Memory"
     if compact:  # narrow panels: the numbers that explain the ranking
         table = table.drop(columns=["Cosine distance"])
-        if compact == "medium" or turns:  # a past turn's date alone says too little
+        if compact == "tier" and turns:  # half a panel: what was said goes into the label, clipped
+            label = table.columns[0]
+            table[label] = [f"{when}: {clip(said, 24)}" for when, said in zip(table[label], table["Said"], strict=True)]
+            table = table.drop(columns=[text_column])
+        elif compact == "medium" or turns:  # a past turn's date alone says too little
             table[text_column] = table[text_column].map(lambda text: clip(text, 40))
         else:
             table = table.drop(columns=[text_column])
     top = max(float(table["Fused score"].max()), 1e-9)
-    narrow = "small" if compact else None  # side-by-side tiers share a narrow panel
+    # side-by-side tiers share half a panel: pixel widths so every column stays in view
+    tier = compact == "tier"
+    narrow = 44 if tier else ("small" if compact else None)
+    label_width = 84 if tier else ("small" if compact else "medium")
     st.dataframe(
         table,
         hide_index=True,
         key=f"{key}_table" if key else None,
         column_config={
-            "Slot": st.column_config.TextColumn(width="small" if compact else "medium"),
-            "When": st.column_config.TextColumn(width="small", help="When it was said, and who said it."),
+            "Slot": st.column_config.TextColumn(width=label_width),
+            "When": st.column_config.TextColumn(width=label_width, help="When it was said, and who said it."),
             text_column: st.column_config.TextColumn(width="small" if compact else "medium"),
             "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest).", width=narrow),
             "Text rank": st.column_config.TextColumn(
                 help="Rank by full-text match; — = no keyword match.", width=narrow
             ),
             "Vector RRF": st.column_config.NumberColumn(
-                format="%.4f", help="w_vector / (k + vector rank)", width=narrow
+                format="%.4f", help="w_vector / (k + vector rank)", width=52 if tier else narrow
             ),
-            "Text RRF": st.column_config.NumberColumn(format="%.4f", help="w_text / (k + text rank)", width=narrow),
-            "Fused score": st.column_config.ProgressColumn(
+            "Text RRF": st.column_config.NumberColumn(
+                format="%.4f", help="w_text / (k + text rank)", width=52 if tier else narrow
+            ),
+            "Fused score": st.column_config.NumberColumn(format="%.4f", help="Vector RRF + Text RRF", width=56)
+            if tier
+            else st.column_config.ProgressColumn(
                 format="%.4f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF", width=narrow
             ),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
@@ -385,7 +397,9 @@ def recall_pair(retrievals: list[RetrievalEvent]) -> tuple[list[tuple[RetrievalE
     return pairs, others
 
 
-def render_recall_tiers(slots: RetrievalEvent, turns: RetrievalEvent, *, key: str, compact: bool | str = True) -> None:
+def render_recall_tiers(
+    slots: RetrievalEvent, turns: RetrievalEvent, *, key: str, compact: bool | str = "tier"
+) -> None:
     """One per-turn recall: the slots and the past conversation turns it found, side by side, each with its
     per-branch ranks and RRF scores."""
     st.markdown(f"**Per-turn recall** for “{clip(slots['query'], 80)}”  ·  {ms(slots['latency_ms'])}")

@@ -16,6 +16,7 @@ from core.db import admin_connection
 from tests.support.browser import (
     TURN_TIMEOUT_MS,
     answered_turns,
+    grid_rows,
     open_page,
     send,
     user_id_of,
@@ -77,6 +78,8 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
     )
     assert abs(slot_box["y"] - turn_box["y"]) < 5 and slot_box["x"] < turn_box["x"], (slot_box, turn_box)
     for container, label, wanted in ((slots, "Slot", "favorite_trail"), (turns, "When", "user")):
+        if "Skipped: over the" in container.inner_text():
+            continue  # the recall's time budget on a loaded machine (the panel says so); the tool's search below
         rows = _grid(container)
         header = next(row for row in rows if "Fused score" in row)
         assert {label, "Vector rank", "Text rank", "Vector RRF", "Text RRF"} <= set(header), header
@@ -84,10 +87,14 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
         assert float(hit[header.index("Fused score")]) == pytest.approx(
             float(hit[header.index("Vector RRF")]) + float(hit[header.index("Text RRF")]), abs=2e-4
         )
-    turn_rows = _grid(turns)
-    header = next(row for row in turn_rows if "Fused score" in row)
-    assert any(re.search(r"\d{4}-\d\d-\d\d user", row[header.index("When")]) for row in turn_rows[1:])
-    assert any("We hiked" in cell for row in turn_rows for cell in row)
+    # the search_past_conversations tool's hits (no time budget): when and who, what was said, the numbers
+    rows = grid_rows(page)
+    header = next(row for row in rows if "Said" in row and "Fused score" in row)
+    hike = next(row for row in rows if len(row) == len(header) and "Cedar Creek" in row[header.index("Said")])
+    assert re.search(r"\d{4}-\d\d-\d\d user", hike[header.index("When")])
+    assert float(hike[header.index("Fused score")]) == pytest.approx(
+        float(hike[header.index("Vector RRF")]) + float(hike[header.index("Text RRF")]), abs=2e-5
+    )
     page.get_by_role("button", name="End session").click()
     page.get_by_text("report was saved").wait_for(timeout=TURN_TIMEOUT_MS)
 
