@@ -58,20 +58,34 @@ _EXPORTS = {
     "end_call": "agent.voice.calls",
     "prewarm_voice": "agent.voice.local_call",
     "per_turn_latency": "agent.voice.latency",
+    "LocalWhisperSTT": "agent.voice.local_stt",
+    "WHISPER_SAMPLE_RATE": "agent.voice.local_stt",
+    "SPECULATE_AFTER_SECONDS": "agent.voice.local_stt",
+    "VAD_MIN_SILENCE": "agent.voice.local_call",
     "WEBRTC_SAMPLE_RATE": "agent.voice.audio",
     "WEBRTC_FRAME_SAMPLES": "agent.voice.audio",
+    # session reports and the worker's check of a job's user (bench/security.py probes them)
+    "save_report": "agent.reports",
+    "flush_pending_reports": "agent.reports",
+    "resolve_user_id": "agent.worker",
+    "JobRefused": "agent.worker",
 }
 # names exported under another name than the one their module uses
-_RENAMED = {"prewarm_voice": "prewarm"}
+_RENAMED = {"prewarm_voice": "prewarm", "save_report": "save", "flush_pending_reports": "flush_pending"}
 
 __all__ = [
+    "SPECULATE_AFTER_SECONDS",
+    "VAD_MIN_SILENCE",
     "WEBRTC_FRAME_SAMPLES",
     "WEBRTC_SAMPLE_RATE",
+    "WHISPER_SAMPLE_RATE",
     "AgentRuntime",
     "Conversation",
     "ErrorEvent",
     "Event",
     "EventBus",
+    "JobRefused",
+    "LocalWhisperSTT",
     "MetricEvent",
     "ModelDescription",
     "PlaygroundAgent",
@@ -86,6 +100,7 @@ __all__ = [
     "describe_models",
     "end_call",
     "events",
+    "flush_pending_reports",
     "get_call",
     "get_runtime",
     "llm_wait_seconds",
@@ -94,6 +109,8 @@ __all__ = [
     "plugins",
     "prewarm_voice",
     "recall_block",
+    "resolve_user_id",
+    "save_report",
 ]  # the keys of _EXPORTS (tests/agent/test_layout.py checks)
 
 
@@ -127,9 +144,14 @@ if TYPE_CHECKING:
     )
     from agent.model_factory import ModelDescription, describe_models, llm_wait_seconds
     from agent.playground_agent import PlaygroundAgent
+    from agent.reports import flush_pending as flush_pending_reports
+    from agent.reports import save as save_report
     from agent.runtime import AgentRuntime, get_runtime
     from agent.session import PlaygroundSession
     from agent.voice.audio import WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
     from agent.voice.calls import VoiceCall, end_call, get_call, open_call
     from agent.voice.latency import per_turn_latency
+    from agent.voice.local_call import VAD_MIN_SILENCE
     from agent.voice.local_call import prewarm as prewarm_voice
+    from agent.voice.local_stt import SPECULATE_AFTER_SECONDS, WHISPER_SAMPLE_RATE, LocalWhisperSTT
+    from agent.worker import JobRefused, resolve_user_id

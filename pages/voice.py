@@ -33,8 +33,7 @@ from ui.shell import run_page
 from ui.sidebar import model_rows
 from ui.style import page_header
 from ui.turn_panel import render_turn_details
-from ui.turns import group_turns
-from ui.voice import ice_servers, level_fraction, live_transcript
+from ui.voice import ice_servers, latest_answered_turn, level_fraction, live_transcript
 
 _ENDED = "u_voice_ended"  # (session_id, saved, pipeline) of the call that just ended
 _CALL_KEY = "u_voice_call_key"
@@ -143,7 +142,8 @@ def _live_status(key: str, who: str) -> None:
         st.caption(":material/hourglass_top: Connecting the agent (the first call loads the speech models)…")
 
 
-@st.fragment(run_every=1.0)
+# twice a second: an interim transcript of the user's words lives about a second before the next replaces it
+@st.fragment(run_every=0.5)
 def _live_transcript(key: str) -> None:
     call = get_call(key)
     if call is None:
@@ -170,16 +170,15 @@ def _live_turns(key: str) -> None:
     if call is None:
         return
     events, _ = call.events_since(0)
-    turns = [t for t in group_turns(events) if t.number > 0]
+    turn = latest_answered_turn(events)
     st.markdown("#### :material/insights: What the agent did")
-    if not turns:
+    if turn is None:
         st.caption(
             "Per turn: the tool calls, the memories and knowledge retrieved (vector rank, text rank, each "
             "branch's RRF contribution, fused score) and the timings, including end of speech → first "
             "audio."
         )
         return
-    turn = turns[-1]
     st.caption(f"Turn {turn.number}: “{clip(turn.user_text or '', 90)}” · {turn.summary}")
     render_turn_details(turn, key=f"u_voice_turn{turn.number}")
 

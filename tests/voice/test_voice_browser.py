@@ -1,8 +1,9 @@
 """The Voice page in a real browser: headless Chromium with a fake microphone
-that plays a Piper-recorded "My favorite color is teal." into a running app
-(`streamlit run`, the test database). The WebRTC call starts, the transcript
-shows the sentence, the memory is stored for the signed-in visitor, and the
-agent's audio comes back to the browser (WebRTC getStats)."""
+that plays a Piper-recorded "Hello, it is me again, back from my trip, and my
+favorite color is teal." into a running app (`streamlit run`, the test database). The WebRTC call starts,
+the transcript shows the words while they are said (an interim line) and then the
+whole sentence, the memory is stored for the signed-in visitor, and the agent's
+audio comes back to the browser (WebRTC getStats)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,28 @@ RECORD_PEER_CONNECTIONS = """
   window.RTCPeerConnection.prototype = Original.prototype;
   Object.setPrototypeOf(window.RTCPeerConnection, Original);
 })();
+"""
+
+# Notes every text the user's transcript line shows, with when it was shown: an interim line
+# (italic, ending in " …") lives for about a second, between two polls of a test.
+WATCH_USER_TRANSCRIPT = """
+() => {
+  window.__userLines = [];
+  const seen = new Set();
+  const note = () => {
+    for (const message of document.querySelectorAll('[data-testid="stChatMessage"]')) {
+      if (!message.querySelector('[data-testid="stChatMessageAvatarUser"]')) continue;
+      const interim = message.querySelector('[data-testid="stMarkdownContainer"] em');
+      const body = message.querySelector('[data-testid="stMarkdownContainer"]');
+      const text = (interim || body || message).innerText.trim();
+      const key = (interim ? 'i:' : 'f:') + text;
+      if (!text || seen.has(key)) continue;
+      seen.add(key);
+      window.__userLines.push({text, interim: !!interim, at: Date.now()});
+    }
+  };
+  new MutationObserver(note).observe(document.body, {subtree: true, childList: true, characterData: true});
+}
 """
 
 INBOUND_AUDIO_STATS = """
@@ -73,6 +96,7 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
             if attempt == 2:
                 raise
 
+    page.evaluate(WATCH_USER_TRANSCRIPT)
     webrtc = page.frame_locator(WEBRTC_FRAME)
     webrtc.get_by_role("button", name="Start call").click(timeout=60_000)
     webrtc.get_by_role("button", name="End call").wait_for(timeout=60_000)  # the connection is up
@@ -87,6 +111,14 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
             f"transcript so far: {messages.all_inner_texts()}; "
             f"status: {page.locator('[data-testid=stCaptionContainer]').all_inner_texts()}"
         ) from exc
+
+    # the words showed while they were being said, before the final transcript replaced them
+    lines = page.evaluate("window.__userLines")
+    final_at = min(line["at"] for line in lines if not line["interim"] and re.search(r"teal", line["text"], re.I))
+    interims = [line for line in lines if line["interim"] and line["at"] < final_at]
+    assert interims, lines
+    assert all(line["text"].endswith("…") for line in interims)
+    assert any(re.search(r"\b(hello|again|back|trip|favou?rite)\b", line["text"], re.I) for line in interims), interims
 
     stored = memories.recall(Scope.service(user_id), "favorite_color")  # as the page's verified visitor
     assert stored.content == "teal"
@@ -106,4 +138,5 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
     reports = sessions.list_sessions(Scope.service(user_id))
     voice = [r for r in reports if r.session_id.startswith("voice-")]
     assert voice and voice[0].report["voice"]["pipeline"] == "local"
+    assert voice[0].report["voice"]["speech_recognition"]["interims"] >= 1
     assert voice[0].report["voice"]["turn_latency_ms"][0]["e2e_ms"] > 0
