@@ -9,7 +9,7 @@ PIP_STAMP := $(VENV)/.requirements-installed
 APT_STAMP := $(VENV)/.system-packages-installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint format screenshots bench security doctor db install system-packages clean-data
+.PHONY: run test lint format screenshots bench bench-full security doctor db install system-packages clean-data
 
 install: $(PIP_STAMP)
 
@@ -58,6 +58,10 @@ screenshots: db system-packages
 bench: db system-packages
 	HOSTILE_INPUT_EXAMPLES=300 $(PY) -m pytest tests/core/test_hostile_input.py -q -p no:cacheprovider
 	$(PY) -m bench
+
+# The conversation-memory scale run at full size: 1,000,000 turns over 1,000 users (an hour or more on 2 cores).
+bench-full: db
+	$(PY) -m bench --conversation-full
 
 # The 13 probes of the hardening review, run again on a throwaway database (docs/SECURITY.md).
 # As root it also creates a throwaway local account to try connecting as someone else.

@@ -1,15 +1,22 @@
 """`python -m bench [--rounds N] [--recall-repeats N] [--calls 1,2,3,4] [--scale-rows 10000,100000]
-[--first-visit-rounds N] [--skip recall,voice,wer,capacity,scale,first_visit] [--quiet-only]`
+[--first-visit-rounds N] [--conversation-full]
+[--skip recall,voice,wer,capacity,scale,first_visit,quality,conversation-scale] [--quiet-only]`
 
 Runs the benchmarks against the configured database (the embedded one under
-DATA_DIR by default; `make bench` migrates and seeds it first; the scale run
-uses its own throwaway server) and writes docs/BENCHMARKS.md.
+DATA_DIR by default; `make bench` migrates and seeds it first; the scale runs
+use their own throwaway servers) and writes docs/BENCHMARKS.md.
+
+The conversation-memory scale run is small by default (50,000 turns);
+--conversation-full runs 1,000,000 turns over 1,000 users (an hour or more on
+2 cores) and keeps its raw numbers in docs/bench/conversation_scale_full.json,
+which later default runs render again.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import platform
 import re
@@ -19,11 +26,13 @@ import time
 from pathlib import Path
 
 from agent import SPECULATE_AFTER_SECONDS, VAD_MIN_SILENCE, describe_models, plugins
-from bench import capacity, first_visit, recall, scale, voice, wer
+from bench import capacity, conversation_scale, first_visit, quality, recall, scale, voice, wer
+from bench.report import quality_markdown, scale_markdown
 from bench.stats import fmt_ms, percentile, summary, table
 
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "docs" / "BENCHMARKS.md"
+FULL_SCALE_JSON = ROOT / "docs" / "bench" / "conversation_scale_full.json"
 E2E_P50_GOAL_MS = 700
 E2E_P95_GOAL_MS = 1000
 BARGE_IN_GOAL_MS = 300
@@ -384,6 +393,7 @@ SECTION_TITLES = {
     "capacity": "## Capacity:",
     "scale": "## Hybrid search SQL as the table grows",
     "first_visit": "## The first visit:",
+    "quality": "## Conversation memory: retrieval quality",
 }
 
 
@@ -407,6 +417,23 @@ def _kept_sections(output: Path, skip: set[str]) -> dict[str, str]:
     return kept
 
 
+def quality_section(result: dict) -> str:
+    return "\n\n".join(
+        [
+            "## Conversation memory: retrieval quality",
+            "Measured with `python -m core.eval_retrieval` on the conversational set (docs/eval/conversations, "
+            "split by user: dev for tuning, test measured once), top 10. *Before* loads the turns as slot memories "
+            "and searches them the way every search ran before the conversation tier; *after* loads them with "
+            "`--as-turns` into the conversation tier with the app's defaults. docs/RETRIEVAL.md explains the choices.",
+            quality_markdown(result),
+        ]
+    )
+
+
+def conversation_scale_section(result: dict, *, title: str, prefix: str) -> str:
+    return "\n\n".join([f"## {title}", scale_markdown(result, image_prefix=prefix)])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -428,7 +455,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--calls", default="1,2,3,4", help="simultaneous call counts for the capacity run")
     parser.add_argument("--turns-per-call", type=int, default=8)
-    parser.add_argument("--skip", default="", help="comma-separated: recall, voice, wer, capacity, scale, first_visit")
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="comma-separated: recall, voice, wer, capacity, scale, first_visit, quality, conversation-scale",
+    )
+    parser.add_argument(
+        "--conversation-full",
+        action="store_true",
+        help="conversation scale run with 1,000,000 turns over 1,000 users (default 50,000 / 100)",
+    )
     parser.add_argument(
         "--quiet-only",
         action="store_true",
@@ -472,6 +508,31 @@ def main(argv: list[str] | None = None) -> int:
         measured = first_visit.run(args.first_visit_rounds)
         measured.update(date=dt.date.today().isoformat(), load=f"{load_before} / {machine()['load']}")
         sections.append(first_visit_section(measured))
+    if "quality" not in skip:
+        sections.append(quality_section(quality.run(["dev", "test"])))
+    if "conversation-scale" not in skip:
+        size = conversation_scale.FULL if args.conversation_full else conversation_scale.SMALL
+        result = conversation_scale.run(size)
+        result["machine"] = {**machine(), "date": dt.date.today().isoformat()}
+        if args.conversation_full:
+            FULL_SCALE_JSON.parent.mkdir(parents=True, exist_ok=True)
+            FULL_SCALE_JSON.write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+        sections.append(
+            conversation_scale_section(
+                result, title=f"Conversation memory at scale ({size.turns:,} turns, this run)", prefix=size.label
+            )
+        )
+    if ("conversation-scale" in skip or not args.conversation_full) and FULL_SCALE_JSON.exists():
+        full = json.loads(FULL_SCALE_JSON.read_text(encoding="utf-8"))
+        sections.append(
+            conversation_scale_section(
+                full,
+                title=f"Conversation memory at scale ({full['size']['turns']:,} turns, the recorded full run)",
+                prefix="full",
+            )
+            + "\n\nRaw numbers, every probed user included: "
+            "[docs/bench/conversation_scale_full.json](bench/conversation_scale_full.json)."
+        )
     kept = _kept_sections(args.output, skip)
     kept_from = _written_on(args.output) if kept else None  # read before the file is rewritten
     info = machine()

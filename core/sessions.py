@@ -128,3 +128,39 @@ def get_session(scope: Scope, session_id: str) -> SessionRecord:
     if row is None:
         raise NotFound(f"Session {session_id} not found.")
     return SessionRecord(**row)
+
+
+def delete_session(scope: Scope, session_id: str) -> None:
+    """Delete one of the scope's sessions: its report and every turn of its conversation."""
+    session_id = clean_text(session_id, what="session id", max_length=200)
+    with transaction(scope) as cur:
+        cur.execute("delete from public.sessions where session_id = %s and user_id = %s", (session_id, scope.user_id))
+        deleted = cur.rowcount
+    if not deleted:
+        raise NotFound(f"Session {session_id} not found.")
+
+
+def delete_all_sessions(scope: Scope) -> int:
+    """Delete all of the scope's sessions, their reports and conversation turns; returns how many sessions."""
+    with transaction(scope) as cur:
+        cur.execute("delete from public.sessions where user_id = %s", (scope.user_id,))
+        return cur.rowcount
+
+
+@dataclass(frozen=True)
+class Deleted:
+    memories: int
+    sessions: int
+    turns: int
+
+
+def delete_everything(scope: Scope) -> Deleted:
+    """Delete everything kept about the scope's user, in one transaction: their memories, their session reports
+    and every turn of every conversation (the turns go with their sessions). The account and profile stay."""
+    with transaction(scope) as cur:
+        cur.execute("select count(*) as n from public.conversation_turns where user_id = %s", (scope.user_id,))
+        turns = cur.fetchone()["n"]
+        cur.execute("delete from public.memories where user_id = %s", (scope.user_id,))
+        memories = cur.rowcount
+        cur.execute("delete from public.sessions where user_id = %s", (scope.user_id,))
+        return Deleted(memories=memories, sessions=cur.rowcount, turns=turns)

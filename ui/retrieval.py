@@ -1,11 +1,14 @@
 """The retrieval panel: what a search found and *why*.
 
 `render_retrieval(found)` takes a search the page ran itself
-(core.retrieval.MemorySearch / KnowledgeSearch) or an agent ``retrieval``
-event (agent/events.py), and shows, per hit, the vector rank, text rank, each
-branch's RRF contribution and the fused score, as a table and a stacked bar
-chart (teal = vector, amber = text). Knowledge hits show their rank and cosine
-similarity. The chat, voice, Memories, Knowledge and Sessions pages use it.
+(core.retrieval.MemorySearch / ConversationSearch / KnowledgeSearch) or an
+agent ``retrieval`` event (agent/events.py), and shows, per hit, the vector
+rank, text rank, each branch's RRF contribution and the fused score, as a
+table and a stacked bar chart (teal = vector, amber = text). Both memory
+tiers look alike: slots (``memories``) name the slot, past conversation turns
+(``conversations``) say when and who. Knowledge hits show their rank and
+cosine similarity. `render_recall_tiers` puts a per-turn recall's two tiers
+side by side. The chat, voice, Memories, Knowledge and Sessions pages use it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from agent import RetrievalEvent
-from core.retrieval import KnowledgeSearch, MemorySearch
+from core.retrieval import ConversationSearch, KnowledgeSearch, MemorySearch
 from ui.format import clip, ms
 
 VECTOR_COLOR = "#0f766e"
@@ -28,12 +31,14 @@ _TRIGGERS = {
     "per_turn_recall": "per-turn recall",
     "tool:search_memories": "tool search_memories",
     "tool:search_knowledge": "tool search_knowledge",
+    "tool:search_past_conversations": "tool search_past_conversations",
 }
+TIER_TITLES = {"slots": "Slots", "conversations": "Past conversations", "knowledge": "Knowledge"}
 
 
 @dataclass
 class RetrievalView:
-    kind: str  # "memories" | "knowledge"
+    kind: str  # "memories" | "conversations" | "knowledge"
     query: str
     hits: list[dict[str, Any]]
     mode: str | None = None
@@ -63,8 +68,8 @@ def view_of_event(event: RetrievalEvent) -> RetrievalView:
     )
 
 
-def view_of_search(search: MemorySearch | KnowledgeSearch) -> RetrievalView:
-    """A search the page ran itself (Memories and Knowledge pages)."""
+def view_of_search(search: MemorySearch | ConversationSearch | KnowledgeSearch) -> RetrievalView:
+    """A search the page ran itself (Memories, Sessions and Knowledge pages)."""
     data = search.as_dict()
     if isinstance(search, KnowledgeSearch):
         return RetrievalView(
@@ -75,7 +80,7 @@ def view_of_search(search: MemorySearch | KnowledgeSearch) -> RetrievalView:
             embed_ms=data["embed_ms"],
         )
     return RetrievalView(
-        kind="memories",
+        kind="conversations" if isinstance(search, ConversationSearch) else "memories",
         query=search.query,
         hits=data["hits"],
         mode=search.mode,
@@ -124,6 +129,32 @@ def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -
     return frame
 
 
+def turn_label(hit: dict[str, Any]) -> str:
+    """When a past turn was said and by whom: "2026-11-16 user"."""
+    return f"{str(hit.get('created_at') or '')[:10]} {hit.get('speaker') or ''}".strip()
+
+
+def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
+    columns = ["When", "Said", "Vector rank", "Text rank", "Vector RRF", "Text RRF", "Fused score", "Cosine distance"]
+    rows = [
+        {
+            "When": ("★ " if injected and str(hit.get("id")) in injected else "") + turn_label(hit),
+            "Said": clip(hit.get("content"), 120),
+            "Vector rank": hit.get("vector_rank"),
+            "Text rank": hit.get("text_rank"),
+            "Vector RRF": float(hit.get("vector_rrf") or 0.0),
+            "Text RRF": float(hit.get("text_rrf") or 0.0),
+            "Fused score": float(hit.get("rrf_score") or 0.0),
+            "Cosine distance": hit.get("vector_distance"),
+        }
+        for hit in hits
+    ]
+    frame = pd.DataFrame(rows, columns=columns)
+    for column in ("Vector rank", "Text rank"):
+        frame[column] = frame[column].map(lambda rank: "—" if rank is None or rank != rank else str(int(rank)))
+    return frame
+
+
 def knowledge_table(hits: list[dict[str, Any]]) -> pd.DataFrame:
     rows = [
         {
@@ -143,7 +174,10 @@ def contribution_rows(hits: list[dict[str, Any]]) -> pd.DataFrame:
     """Long form for the stacked bars: one row per (hit, branch)."""
     rows = []
     for order, hit in enumerate(hits):
-        label = str(hit.get("memory_type") or hit.get("title") or f"hit {order + 1}")
+        if hit.get("speaker") is not None:  # a past conversation turn
+            label = f"{order + 1}. {turn_label(hit)}: {clip(hit.get('content'), 28)}"
+        else:
+            label = str(hit.get("memory_type") or hit.get("title") or f"hit {order + 1}")
         for branch, rank_key, rrf_key in (("vector", "vector_rank", "vector_rrf"), ("text", "text_rank", "text_rrf")):
             rows.append(
                 {
@@ -216,7 +250,7 @@ def knowledge_chart(hits: list[dict[str, Any]]) -> alt.Chart:
 
 
 def _summary(view: RetrievalView) -> str:
-    what = "Memories" if view.kind == "memories" else "Knowledge"
+    what = {"memories": "Memories", "conversations": "Past conversations"}.get(view.kind, "Knowledge")
     parts = [f"**{what}**"]
     if view.trigger:
         parts.append(f"({_TRIGGERS.get(view.trigger, view.trigger)})")
@@ -225,7 +259,7 @@ def _summary(view: RetrievalView) -> str:
     details = []
     if view.mode:
         details.append(view.mode)
-    if view.kind == "memories" and view.params:
+    if view.kind in ("memories", "conversations") and view.params:
         vw, tw, k = view.params.get("vector_weight"), view.params.get("text_weight"), view.params.get("k")
         if vw is not None and tw is not None and k is not None:
             details.append(f"w_vector {float(vw):g} · w_text {float(tw):g} · k {int(k)}")
@@ -241,7 +275,7 @@ def _summary(view: RetrievalView) -> str:
 
 
 def render_retrieval(
-    found: RetrievalEvent | MemorySearch | KnowledgeSearch,
+    found: RetrievalEvent | MemorySearch | ConversationSearch | KnowledgeSearch,
     *,
     key: str | None = None,
     chart: bool = True,
@@ -251,8 +285,10 @@ def render_retrieval(
     """Draw one retrieval (table + chart) in the current container; returns what was drawn.
 
     compact: False = every column; "medium" = no cosine distance, short memory text;
-    True = only the slot and the numbers (for narrow side panels)."""
-    view = view_of_search(found) if isinstance(found, MemorySearch | KnowledgeSearch) else view_of_event(found)
+    True = only the slot and the numbers (for narrow side panels); "tier" = the same in half a panel
+    (two tiers side by side), in narrow fixed widths."""
+    searched = isinstance(found, MemorySearch | ConversationSearch | KnowledgeSearch)
+    view = view_of_search(found) if searched else view_of_event(found)
     if show_summary:
         st.markdown(_summary(view))
     if view.degraded_reason:
@@ -262,8 +298,12 @@ def render_retrieval(
     if view.injected:
         st.caption("★ = put into the model's context for this turn.")
     if not view.hits:
-        st.caption("No matches." if view.kind == "knowledge" else "No memories matched.")
-    elif view.kind == "memories":
+        st.caption(
+            {"knowledge": "No matches.", "conversations": "No earlier turns matched."}.get(
+                view.kind, "No memories matched."
+            )
+        )
+    elif view.kind in ("memories", "conversations"):
         _render_memory_hits(view, key=key, chart=chart, compact=compact)
     else:
         _render_knowledge_hits(view, key=key, chart=chart, compact=compact)
@@ -271,27 +311,47 @@ def render_retrieval(
 
 
 def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
-    table = memory_table(view.hits, view.injected)
+    """Slots and past turns: the same numbers; a turn names when it was said and by whom instead of a slot."""
+    turns = view.kind == "conversations"
+    table = conversation_table(view.hits, view.injected) if turns else memory_table(view.hits, view.injected)
+    text_column = "Said" if turns else "Memory"
     if compact:  # narrow panels: the numbers that explain the ranking
         table = table.drop(columns=["Cosine distance"])
-        if compact == "medium":
-            table["Memory"] = table["Memory"].map(lambda text: clip(text, 40))
+        if compact == "tier" and turns:  # half a panel: what was said goes into the label, clipped
+            label = table.columns[0]
+            table[label] = [f"{when}: {clip(said, 24)}" for when, said in zip(table[label], table["Said"], strict=True)]
+            table = table.drop(columns=[text_column])
+        elif compact == "medium" or turns:  # a past turn's date alone says too little
+            table[text_column] = table[text_column].map(lambda text: clip(text, 40))
         else:
-            table = table.drop(columns=["Memory"])
+            table = table.drop(columns=[text_column])
     top = max(float(table["Fused score"].max()), 1e-9)
+    # side-by-side tiers share half a panel: pixel widths so every column stays in view
+    tier = compact == "tier"
+    narrow = 44 if tier else ("small" if compact else None)
+    label_width = 84 if tier else ("small" if compact else "medium")
     st.dataframe(
         table,
         hide_index=True,
         key=f"{key}_table" if key else None,
         column_config={
-            "Slot": st.column_config.TextColumn(width="medium"),
-            "Memory": st.column_config.TextColumn(width="small" if compact else "medium"),
-            "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest)."),
-            "Text rank": st.column_config.TextColumn(help="Rank by full-text match; — = no keyword match."),
-            "Vector RRF": st.column_config.NumberColumn(format="%.5f", help="w_vector / (k + vector rank)"),
-            "Text RRF": st.column_config.NumberColumn(format="%.5f", help="w_text / (k + text rank)"),
-            "Fused score": st.column_config.ProgressColumn(
-                format="%.5f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF"
+            "Slot": st.column_config.TextColumn(width=label_width),
+            "When": st.column_config.TextColumn(width=label_width, help="When it was said, and who said it."),
+            text_column: st.column_config.TextColumn(width="small" if compact else "medium"),
+            "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest).", width=narrow),
+            "Text rank": st.column_config.TextColumn(
+                help="Rank by full-text match; — = no keyword match.", width=narrow
+            ),
+            "Vector RRF": st.column_config.NumberColumn(
+                format="%.4f", help="w_vector / (k + vector rank)", width=52 if tier else narrow
+            ),
+            "Text RRF": st.column_config.NumberColumn(
+                format="%.4f", help="w_text / (k + text rank)", width=52 if tier else narrow
+            ),
+            "Fused score": st.column_config.NumberColumn(format="%.4f", help="Vector RRF + Text RRF", width=56)
+            if tier
+            else st.column_config.ProgressColumn(
+                format="%.4f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF", width=narrow
             ),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
         },
@@ -317,3 +377,34 @@ def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool,
     )
     if chart:
         st.altair_chart(knowledge_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
+
+
+def recall_pair(retrievals: list[RetrievalEvent]) -> tuple[list[tuple[RetrievalEvent, RetrievalEvent]], list]:
+    """The per-turn recalls as (slots, past conversations) pairs, in order, and every other retrieval."""
+    pairs, others, waiting = [], [], None
+    for event in retrievals:
+        if event.get("trigger") != "per_turn_recall":
+            others.append(event)
+        elif event.get("tier") == "slots":
+            waiting = event
+        elif event.get("tier") == "conversations" and waiting is not None:
+            pairs.append((waiting, event))
+            waiting = None
+        else:
+            others.append(event)
+    if waiting is not None:
+        others.insert(0, waiting)
+    return pairs, others
+
+
+def render_recall_tiers(
+    slots: RetrievalEvent, turns: RetrievalEvent, *, key: str, compact: bool | str = "tier"
+) -> None:
+    """One per-turn recall: the slots and the past conversation turns it found, side by side, each with its
+    per-branch ranks and RRF scores."""
+    st.markdown(f"**Per-turn recall** for “{clip(slots['query'], 80)}”  ·  {ms(slots['latency_ms'])}")
+    left, right = st.columns(2, gap="small")
+    for column, event, tier in ((left, slots, "slots"), (right, turns, "conversations")):
+        with column, st.container(border=True, key=f"{key}_{tier}_tier"):
+            st.markdown(f"###### {TIER_TITLES[tier]}")
+            render_retrieval(event, key=f"{key}_{tier}", show_summary=False, chart=False, compact=compact)

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from ui.format import clip, ms
-from ui.retrieval import render_retrieval
+from ui.retrieval import recall_pair, render_recall_tiers, render_retrieval
 from ui.turns import Turn
 
 METRIC_LABELS = {
@@ -93,7 +93,10 @@ def render_turn_details(turn: Turn, *, key: str) -> None:
     st.markdown("##### :material/manage_search: Retrieved")
     if not turn.retrievals:
         st.caption("Nothing was searched in this turn.")
-    for index, retrieval in enumerate(turn.retrievals):
+    pairs, others = recall_pair(turn.retrievals)
+    for index, (slots, turns) in enumerate(pairs):
+        render_recall_tiers(slots, turns, key=f"{key}_recall{index}")
+    for index, retrieval in enumerate(others):
         with st.container(border=True):
             render_retrieval(retrieval, key=f"{key}_r{index}", compact=True)
     st.markdown("##### :material/timer: Timings")

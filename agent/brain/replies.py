@@ -5,6 +5,7 @@ It never invents facts: what it says about the user comes from the tools.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from typing import Any
@@ -85,11 +86,18 @@ def compose_reply(user_text: str, results: list[ToolResult]) -> str:
 
 
 def follow_up(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict]]:
-    """A second tool step when the first one came back empty: recall -> hybrid search."""
+    """A next tool step when the last one came back empty: recall -> hybrid search of the slots -> a search of
+    earlier conversations (what was said may never have become a slot)."""
     names = {name for name, *_ in results}
-    for name, _args, _output, is_error in results:
+    query = strip_end(clean(user_text)) or user_text
+    for name, _args, output, is_error in results:
         if name == "recall_detail" and is_error and "search_memories" not in names:
-            return [("search_memories", {"query": strip_end(clean(user_text)) or user_text})]
+            return [("search_memories", {"query": query})]
+        if name == "search_memories" and not is_error and "search_past_conversations" not in names:
+            data = load_output(output)
+            hits = data.get("hits", []) if isinstance(data, dict) else []
+            if not any(is_relevant(h.get("text_rank"), h.get("vector_distance")) for h in hits):
+                return [("search_past_conversations", {"query": query})]
     return []
 
 
@@ -136,11 +144,16 @@ def _error_reply(name: str, args: dict[str, Any], message: str) -> str:
 def _success_reply(name: str, data: Any, user_text: str, results: list[ToolResult]) -> str:
     if not isinstance(data, dict):
         return str(data)
+    recall_failed = any(n == "recall_detail" and is_error for n, _, _, is_error in results)
     if name == "search_memories":
-        recall_failed = any(n == "recall_detail" and is_error for n, _, _, is_error in results)
+        if any(n == "search_past_conversations" for n, *_ in results) and not _relevant(data):
+            return ""  # nothing in the slots: the search of earlier conversations that followed answers
         return _memories_found(data, recall_failed=recall_failed)
     if name == "search_knowledge":
         return _knowledge_found(data, user_text)
+    if name == "search_past_conversations":
+        after_memories = any(n == "search_memories" for n, *_ in results)
+        return _conversations_found(data, after_memories=after_memories, recall_failed=recall_failed)
     reply = _REPLIES.get(name)
     return reply(data) if reply else "Done."
 
@@ -183,6 +196,41 @@ def _memories_found(data: dict[str, Any], *, recall_failed: bool) -> str:
     if len(hits) > 1:
         reply += f" Also, {describe_fact(hits[1]['memory_type'], hits[1]['content'])}."
     return reply
+
+
+def _said_on(hit: dict[str, Any]) -> str:
+    try:
+        day = dt.date.fromisoformat(str(hit.get("date")))
+        when = f"{day:%A}, {day:%B} {day.day}"
+    except ValueError:
+        when = "an earlier conversation"
+    who = "you said" if hit.get("speaker") == "user" else "I said"
+    return f"On {when} {who}: “{_quote(str(hit.get('content') or ''))}”"
+
+
+def _quote(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _relevant(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [hit for hit in data.get("hits", []) if is_relevant(hit.get("text_rank"), hit.get("vector_distance"))]
+
+
+def _conversations_found(data: dict[str, Any], *, after_memories: bool = False, recall_failed: bool = False) -> str:
+    hits = _relevant(data)
+    if not hits:
+        if recall_failed:
+            return "I searched your memories and our earlier conversations too and found nothing close."
+        if after_memories:
+            return "I couldn't find anything about that in what you've told me, now or in our earlier conversations."
+        return "I couldn't find anything about that in our earlier conversations."
+    # what the user said answers "that thing I mentioned" better than the agent's reply to it
+    top = next((hit for hit in hits[:3] if hit.get("speaker") == "user"), hits[0])
+    lead = (
+        "I don't have that saved as a memory, but I found it in our earlier conversations. " if after_memories else ""
+    )
+    return f"{lead}{_said_on(top)} (RRF score {top['rrf_score']:.4f})."
 
 
 def _profile_updated(data: dict[str, Any]) -> str:

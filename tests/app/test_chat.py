@@ -44,12 +44,12 @@ def test_a_chat_turn_shows_the_retrieval_panel_with_scores(app):
     table = panels[0]
     assert {"Vector rank", "Text rank", "Vector RRF", "Text RRF", "Fused score"} <= set(table.columns)
     row = table[table["Slot"].str.contains("favorite_color")].iloc[0]
-    # the numbers are the RRF formula's, with the default weights 0.7 / 0.3 and k = 60
-    assert row["Vector RRF"] == pytest.approx(0.7 / (60 + int(row["Vector rank"])), rel=1e-4)
+    # the numbers are the RRF formula's, with the default weights 0.5 / 0.5 and k = 5
+    assert row["Vector RRF"] == pytest.approx(0.5 / (5 + int(row["Vector rank"])), rel=1e-4)
     if row["Text rank"] == "—":  # not a keyword match: the text branch adds nothing
         assert row["Text RRF"] == 0
     else:
-        assert row["Text RRF"] == pytest.approx(0.3 / (60 + int(row["Text rank"])), rel=1e-4)
+        assert row["Text RRF"] == pytest.approx(0.5 / (5 + int(row["Text rank"])), rel=1e-4)
     assert row["Fused score"] == pytest.approx(row["Vector RRF"] + row["Text RRF"], rel=1e-6)
     assert at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")  # the stacked bar chart
 
@@ -61,11 +61,11 @@ def test_the_sliders_change_the_agents_searches_live(app):
     at.slider(key="rrf_k").set_value(10)
     at.run()
     chat = at.session_state["u_chat_session"]
-    assert (chat.rrf.vector_weight, chat.rrf.text_weight, chat.rrf.k) == (1.5, 0.3, 10)
+    assert (chat.rrf.vector_weight, chat.rrf.text_weight, chat.rrf.k) == (1.5, 0.5, 10)
     _say(at, "what is my favorite color?")
     events, _ = chat.events_since(0)
     last_search = [e for e in events if e["type"] == "retrieval" and e["source"] == "memories"][-1]
-    assert last_search["params"] == {"vector_weight": 1.5, "text_weight": 0.3, "k": 10}
+    assert last_search["params"] == {"vector_weight": 1.5, "text_weight": 0.5, "k": 10}
     row = _memory_panels(at)[0].iloc[0]
     assert row["Vector RRF"] == pytest.approx(1.5 / (10 + int(row["Vector rank"])), rel=1e-4)
     # both weights at zero is refused with a message; the previous weights stay in force
@@ -73,7 +73,7 @@ def test_the_sliders_change_the_agents_searches_live(app):
     at.slider(key="rrf_text_weight").set_value(0.0)
     at.run()
     assert any("At least one weight" in w.value for w in at.warning)
-    assert chat.rrf.vector_weight == 1.5 or chat.rrf.text_weight == 0.3
+    assert chat.rrf.vector_weight == 1.5 or chat.rrf.text_weight == 0.5
 
 
 def test_end_session_saves_the_report_and_the_sessions_page_shows_it(app):
