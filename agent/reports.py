@@ -43,6 +43,7 @@ from agent.events import Event, of_type
 from core import sessions
 from core.config import get_settings
 from core.db import Scope, parse_user_id
+from core.erasure import pending_reports_dir
 from core.errors import DatabaseUnavailable, InvalidInput, PlaygroundError
 
 log = logging.getLogger(__name__)
@@ -133,7 +134,7 @@ def livekit_report(session, *, session_id: str, room_name: str | None = None) ->
 
 
 def _spool_dir() -> Path:
-    return get_settings().data_dir / "pending_reports"
+    return pending_reports_dir()
 
 
 def _spool(user_id: uuid.UUID, session_id: str, report: dict, room_name, started_at, ended_at) -> Path:

@@ -108,3 +108,12 @@ def get_session(scope: Scope, session_id: str) -> SessionRecord:
     if row is None:
         raise NotFound(f"Session {session_id} not found.")
     return SessionRecord(**row)
+
+
+def delete_session(scope: Scope, session_id: str) -> None:
+    """Delete one of the user's session reports (as the user: RLS lets them delete only their own)."""
+    session_id = clean_text(session_id, what="session id", max_length=200)
+    with transaction(scope) as cur:
+        cur.execute("delete from public.sessions where session_id = %s and user_id = %s", (session_id, scope.user_id))
+        if cur.rowcount == 0:
+            raise NotFound(f"Session {session_id} not found.")

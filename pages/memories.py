@@ -10,7 +10,7 @@ import streamlit as st
 
 from core import memories
 from core.retrieval import search_memories
-from ui import auth, rrf
+from ui import auth, erase, rrf
 from ui.errors import reported
 from ui.format import ago, clip, short_id, when
 from ui.retrieval import render_retrieval
@@ -117,7 +117,13 @@ def _toolbar(scope, visitor, items) -> None:
             on_click="ignore",
             disabled=not items,
         )
-        with st.popover("Delete all…", icon=":material/delete_sweep:", disabled=not items):
+        with st.popover(
+            "Delete all memories…",
+            icon=":material/delete_sweep:",
+            disabled=not items,
+            key="u_mem_delete_all_popover",
+            on_change="rerun",
+        ):
             st.markdown(
                 f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items)} memories'}**"
                 " the agent keeps about you. It cannot be undone."
@@ -134,6 +140,13 @@ def _toolbar(scope, visitor, items) -> None:
                     st.session_state.pop("u_mem_delete_all_phrase", None)
                     _flash(f"Deleted {count} memor{'y' if count == 1 else 'ies'}.")
                     st.rerun()
+        with st.popover(
+            "Delete everything about me…",
+            icon=":material/delete_forever:",
+            key="u_mem_erase_popover",
+            on_change="rerun",
+        ):
+            erase.render_delete_everything(visitor, key="u_mem_erase")
 
 
 def _search_panel(scope) -> None:

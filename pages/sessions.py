@@ -12,6 +12,7 @@ import streamlit as st
 
 from core import sessions
 from ui import auth
+from ui.errors import reported
 from ui.format import ago, clip, duration, ms, when
 from ui.report_view import ReportView, read_report
 from ui.retrieval import render_retrieval
@@ -20,6 +21,7 @@ from ui.style import empty_state, page_header
 
 REQUEST = "u_sessions_request"  # another page sets a session id here before switching to this page
 PICK = "u_sessions_pick"
+DELETED = "u_sessions_deleted"  # what was just deleted, said once on the next run
 
 METRIC_LABELS = {
     "e2e_ms": "end of speech → first audio",
@@ -296,6 +298,9 @@ def main() -> None:
         "button on the Chat page, a finished call, or when you leave.",
         icon=":material/history:",
     )
+    deleted = st.session_state.pop(DELETED, None)
+    if deleted:
+        st.success(deleted, icon=":material/check_circle:")
     records = sessions.list_sessions(visitor.scope)
     if not records:
         empty_state(
@@ -325,6 +330,18 @@ def main() -> None:
     )
     record = sessions.get_session(visitor.scope, chosen)  # read again as the user: RLS decides
     _detail(record, read_report(record.report))
+    _delete_session(visitor, record)
+
+
+def _delete_session(visitor, record) -> None:
+    with st.popover("Delete this session…", icon=":material/delete:", key="u_session_delete_popover"):
+        st.markdown(f"Delete the report and transcript of session `{record.session_id}`? It cannot be undone.")
+        if st.button("Delete this session", key="u_session_delete", type="primary", icon=":material/delete:"):
+            with reported():
+                sessions.delete_session(visitor.scope, record.session_id)  # as the user: RLS decides
+                st.session_state.pop(PICK, None)
+                st.session_state[DELETED] = f"Deleted session {record.session_id}."
+                st.rerun()
 
 
 run_page(main)

@@ -184,7 +184,9 @@ def _about_me(body: str) -> str | None:
 
 def note_fact(statement: str) -> Fact:
     """A free-form note: the user's own words, under a slot named by its first content words."""
-    words = [w for w in content_words(statement) if w not in ("have", "has", "got", "ve", "m", "re", "ll", "d", "s", "t")]
+    words = [
+        w for w in content_words(statement) if w not in ("have", "has", "got", "ve", "m", "re", "ll", "d", "s", "t")
+    ]
     return Fact(NOTE_PREFIX + "_".join(words[:3]) if words else "note", statement, 0.5)
 
 

@@ -270,7 +270,7 @@ def test_sessions_select_sees_only_own_reports(users):
     assert [s.user_id for s in sessions.list_sessions(a.scope)] == [a.user_id]
 
 
-def test_sessions_cannot_be_written_by_users_even_their_own(users):
+def test_sessions_cannot_be_written_by_users_even_their_own_but_they_can_delete_their_own(users):
     a, b = users.a, users.b
     own_id = stored_rows(a.user_id)["sessions"][0]["session_id"]
     before_a, before_b = stored_rows(a.user_id), stored_rows(b.user_id)
@@ -292,11 +292,17 @@ def test_sessions_cannot_be_written_by_users_even_their_own(users):
     assert_refused(
         a.scope, "update public.sessions set report = '{}' where user_id = %s", (b.user_id,), match="permission denied"
     )
-    assert_refused(a.scope, "delete from public.sessions where session_id = %s", (own_id,), match="permission denied")
-    assert_refused(a.scope, "delete from public.sessions where user_id = %s", (b.user_id,), match="permission denied")
+    # deleting ("delete everything about me", the Sessions page) reaches one's own reports only
+    assert run_as(a.scope, "delete from public.sessions where user_id = %s", (b.user_id,))[0] == 0
     assert stored_rows(a.user_id) == before_a and stored_rows(b.user_id) == before_b
     with pytest.raises(InvalidInput, match="written by the service"):
         sessions.save_report(a.scope, f"as-user-{uuid.uuid4().hex}", {"x": 1})
+    own = before_a["sessions"][0]
+    assert run_as(a.scope, "delete from public.sessions")[0] == len(before_a["sessions"])  # a blanket delete: A's only
+    assert stored_rows(b.user_id) == before_b
+    sessions.save_report(  # restore what the blanket delete removed
+        Scope.service(a.user_id), own["session_id"], own["report"], room_name=own["room_name"]
+    )
 
 
 # ---------------------------------------------------------------------------
