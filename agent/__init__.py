@@ -31,6 +31,7 @@ _EXPORTS = {
     "AgentRuntime": "agent.runtime",
     "Conversation": "agent.conversation",
     "TurnResult": "agent.conversation",
+    "MAX_MESSAGE_LENGTH": "agent.conversation",
     # the agent itself, for benchmarks that drive it directly
     "PlaygroundAgent": "agent.playground_agent",
     "PlaygroundSession": "agent.session",
@@ -65,6 +66,7 @@ _EXPORTS = {
 _RENAMED = {"prewarm_voice": "prewarm"}
 
 __all__ = [
+    "MAX_MESSAGE_LENGTH",
     "WEBRTC_FRAME_SAMPLES",
     "WEBRTC_SAMPLE_RATE",
     "AgentRuntime",
@@ -114,7 +116,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from agent import events, plugins
     from agent.chat_format import recall_block
-    from agent.conversation import Conversation, TurnResult
+    from agent.conversation import MAX_MESSAGE_LENGTH, Conversation, TurnResult
     from agent.event_bus import EventBus, QueueSink
     from agent.events import (
         ErrorEvent,

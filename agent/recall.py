@@ -25,9 +25,12 @@ log = logging.getLogger(__name__)
 RELEVANT_MAX_DISTANCE = 0.75
 
 
-def is_relevant(text_rank: int | None, vector_distance: float | None) -> bool:
-    """Whether a memory hit is worth showing the model (or, for the offline brain, mentioning):
-    it matched on text, or it is close in vector space."""
+def is_relevant(text_rank: int | None, vector_distance: float | None, rrf_score: float | None = None) -> bool:
+    """Whether a memory hit is worth showing the model (or, for the offline brain, mentioning): the one rule.
+    It matched on text, or it is close in vector space; and the fusion gave it a score (a branch weighted 0
+    contributes nothing, so a hit only that branch found scores 0 and is not put into context)."""
+    if rrf_score is not None and rrf_score <= 0:
+        return False
     return text_rank is not None or (vector_distance is not None and vector_distance <= RELEVANT_MAX_DISTANCE)
 
 
@@ -64,7 +67,7 @@ async def recall(
         bus.emit(events.skipped_recall(text, params, reason=str(exc), latency_ms=elapsed_ms()))
         return None
     took = elapsed_ms()
-    injected = [hit for hit in result.hits if is_relevant(hit.text_rank, hit.vector_distance)][:inject]
+    injected = [hit for hit in result.hits if is_relevant(hit.text_rank, hit.vector_distance, hit.rrf_score)][:inject]
     bus.emit(
         events.memory_search_retrieval(
             result, trigger=events.RECALL_TRIGGER, query=text, latency_ms=took, injected=injected

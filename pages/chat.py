@@ -9,7 +9,7 @@ import time
 
 import streamlit as st
 
-from agent import Conversation, llm_wait_seconds
+from agent import MAX_MESSAGE_LENGTH, Conversation, llm_wait_seconds
 from core.errors import InvalidInput
 from ui import auth, chat_state, rrf
 from ui.errors import reported, show_error
@@ -21,7 +21,13 @@ from ui.turn_panel import render_tool_calls, render_turn_details
 from ui.turns import Turn, group_turns
 
 TURN_TIMEOUT_SECONDS = 120
+# The conversation and the panel beside it scroll inside their own boxes, and the message box sits under
+# the conversation (not pinned to the page's bottom, which makes Streamlit scroll the page to its end on
+# every rerun): a growing panel never pushes the newest reply out of view.
+CONVERSATION_HEIGHT = 470
+PANEL_HEIGHT = 560
 _PENDING = "u_chat_pending_prompt"  # a suggestion clicked: send it on this run
+_DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until it is sent or discarded
 _ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
 _INSPECT = "u_chat_inspect_turn"
 
@@ -32,6 +38,72 @@ SUGGESTIONS = [
     "How long does shipping take?",
     "What do you know about me?",
 ]
+
+
+def _send_draft() -> None:
+    draft = st.session_state.get(_DRAFT) or ""
+    if 0 < len(draft.strip()) <= MAX_MESSAGE_LENGTH:
+        st.session_state[_PENDING] = draft
+        st.session_state.pop(_DRAFT, None)
+
+
+def _send_first_part() -> None:
+    """Send what fits; the rest stays in the draft for the next message."""
+    draft = st.session_state.get(_DRAFT) or ""
+    cut = draft.rfind(" ", 0, MAX_MESSAGE_LENGTH + 1)
+    cut = cut if cut > MAX_MESSAGE_LENGTH // 2 else MAX_MESSAGE_LENGTH
+    st.session_state[_PENDING] = draft[:cut]
+    rest = draft[cut:].strip()
+    if rest:
+        st.session_state[_DRAFT] = rest
+    else:
+        st.session_state.pop(_DRAFT, None)
+
+
+def _discard_draft() -> None:
+    st.session_state.pop(_DRAFT, None)
+
+
+def _draft_panel() -> None:
+    """A message over the limit, kept whole: shorten it and send, send it in parts, or discard it."""
+    if _DRAFT not in st.session_state:
+        return
+    length = len(st.session_state[_DRAFT])
+    with st.container(border=True, key="u_chat_draft_box"):
+        st.warning(
+            f"Your message is {length:,} characters long; messages can be up to {MAX_MESSAGE_LENGTH:,}. "
+            "It was not sent, and nothing is lost: it is below. Shorten it and send it, or send it in parts.",
+            icon=":material/content_cut:",
+        )
+        st.text_area("Your message (not sent yet)", key=_DRAFT, height=140)
+        buttons = st.container(horizontal=True)
+        buttons.button(
+            "Send",
+            key="u_chat_draft_send",
+            type="primary",
+            on_click=_send_draft,
+            disabled=length > MAX_MESSAGE_LENGTH or not st.session_state[_DRAFT].strip(),
+            icon=":material/send:",
+        )
+        buttons.button(
+            f"Send the first {MAX_MESSAGE_LENGTH:,} characters",
+            key="u_chat_draft_part",
+            on_click=_send_first_part,
+            disabled=length <= MAX_MESSAGE_LENGTH,
+            help="The rest stays here, ready to send next.",
+        )
+        buttons.button("Discard", key="u_chat_draft_discard", type="tertiary", on_click=_discard_draft)
+
+
+def _message_input() -> str | None:
+    """The message box (its limit in the placeholder); a longer message goes to the draft, not to the agent."""
+    prompt = st.chat_input(
+        f"Message the agent… (up to {MAX_MESSAGE_LENGTH:,} characters)", key="u_chat_input", width="stretch"
+    )
+    if prompt and len(prompt) > MAX_MESSAGE_LENGTH:
+        st.session_state[_DRAFT] = prompt
+        return None
+    return prompt or st.session_state.pop(_PENDING, None)
 
 
 def _suggestion_clicked() -> None:
@@ -117,7 +189,7 @@ def _end_session(chat) -> None:
     st.rerun()
 
 
-def _inspector(turns: list[Turn]) -> None:
+def _inspector(turns: list[Turn], visitor) -> None:
     answered = [t for t in turns if t.number > 0]
     st.markdown("#### :material/insights: What the agent did")
     if not answered:
@@ -132,13 +204,21 @@ def _inspector(turns: list[Turn]) -> None:
     if wanted not in numbers:
         st.session_state[_INSPECT] = numbers[-1]
     chosen = (
-        st.segmented_control("Turn", numbers, key=_INSPECT, format_func=lambda n: f"Turn {n}", required=True)
+        st.segmented_control(
+            "Turn",
+            numbers,
+            key=_INSPECT,
+            format_func=lambda n: f"Turn {n}",
+            required=True,
+            width="stretch",
+            wrap=True,  # every turn's button stays reachable, on as many rows as it takes
+        )
         if len(numbers) > 1
         else numbers[0]
     )
     turn = next(t for t in answered if t.number == (chosen or numbers[-1]))
     st.caption(f"“{clip(turn.user_text, 90)}” · {turn.summary}")
-    render_turn_details(turn, key=f"u_chat_turn{turn.number}")
+    render_turn_details(turn, key=f"u_chat_turn{turn.number}", scope=visitor.scope, params=rrf.current_params())
 
 
 def _ended(session_id: str, saved: bool) -> None:
@@ -199,8 +279,7 @@ def _header(chat: Conversation, visitor) -> bool:
         )
 
 
-def _conversation(chat: Conversation, turns: list[Turn], cursor: int, prompt: str | None) -> None:
-    box = st.container(height=560, border=True, autoscroll=True)
+def _conversation(box, chat: Conversation, turns: list[Turn], cursor: int, prompt: str | None) -> None:
     with box:
         for turn in turns:
             _render_message(turn)
@@ -208,7 +287,12 @@ def _conversation(chat: Conversation, turns: list[Turn], cursor: int, prompt: st
             st.caption("Connecting…")
     if not any(t.number > 0 for t in turns) and not prompt:
         st.pills(
-            "Try", SUGGESTIONS, key="u_chat_suggestion", on_change=_suggestion_clicked, label_visibility="collapsed"
+            "Try",
+            SUGGESTIONS,
+            key="u_chat_suggestion",
+            on_change=_suggestion_clicked,
+            label_visibility="collapsed",
+            width="stretch",
         )
     if prompt:
         with box:
@@ -228,10 +312,16 @@ def main() -> None:
         icon=":material/chat:",
     )
     ended = st.session_state.get(_ENDED)
-    prompt = st.chat_input("Message the agent…", key="u_chat_input", max_chars=2000)
-    prompt = prompt or st.session_state.pop(_PENDING, None)
-    if ended and not prompt and chat_state.current_chat_session() is None:
-        _ended(*ended)
+    if ended and chat_state.current_chat_session() is None and _PENDING not in st.session_state:
+        top = st.container()
+        prompt = _message_input()
+        _draft_panel()
+        if prompt:  # typing after the end starts a new conversation with that message
+            st.session_state[_PENDING] = prompt
+            st.session_state.pop(_ENDED, None)
+            st.rerun()
+        with top:
+            _ended(*ended)
         return
     st.session_state.pop(_ENDED, None)
     chat = _started_conversation(visitor)
@@ -240,13 +330,17 @@ def main() -> None:
     end = _header(chat, visitor)
     events, cursor = chat.events_since(0)
     turns = group_turns(events)
-    conversation, inspector = st.columns([1, 1], gap="large")
+    conversation, inspector = st.columns([1, 1], gap="medium")
     with conversation:
-        _conversation(chat, turns, cursor, prompt)
-    with inspector:
-        _inspector(turns)
+        box = st.container(height=CONVERSATION_HEIGHT, border=True, autoscroll=True, key="u_chat_box")
+        prompt = _message_input()
+        _draft_panel()
+        _conversation(box, chat, turns, cursor, prompt)
+    with inspector, st.container(height=PANEL_HEIGHT, border=False, key="u_chat_panel"):
+        _inspector(turns, visitor)
         with st.expander(
-            "Tune the fusion (weights and k) — applies to the agent's next search", icon=":material/tune:"
+            "Tune the fusion (weights and k): re-ranks the turn shown and the agent's next searches",
+            icon=":material/tune:",
         ):
             rrf.render_controls()
             st.caption(

@@ -91,10 +91,39 @@ def view_of_search(search: MemorySearch | KnowledgeSearch) -> RetrievalView:
 # ---------------------------------------------------------------------------
 
 
+def starred(hit: dict[str, Any], injected: set[str] | None) -> bool:
+    """Put into the model's context: in the turn's injected ids, and never with a fused score of 0."""
+    return bool(injected) and str(hit.get("id")) in injected and float(hit.get("rrf_score") or 0.0) > 0
+
+
+def _branch(rank: Any, contribution: Any) -> str:
+    """'#1 · 0.01148', or '—' when the branch did not find the memory."""
+    if rank is None or rank != rank:
+        return "—"
+    return f"#{int(rank)} · {float(contribution or 0.0):.5f}"
+
+
+def compact_memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
+    """For side panels (chat, voice): every number of the full table in four columns that fit half a laptop
+    screen: the memory with its slot, each branch's rank and RRF contribution, the fused score."""
+    rows = [
+        {
+            "Memory": ("★ " if starred(hit, injected) else "")
+            + f"{hit.get('memory_type')}: "
+            + clip(hit.get("content"), 60),
+            "Vector": _branch(hit.get("vector_rank"), hit.get("vector_rrf")),
+            "Text": _branch(hit.get("text_rank"), hit.get("text_rrf")),
+            "Fused score": float(hit.get("rrf_score") or 0.0),
+        }
+        for hit in hits
+    ]
+    return pd.DataFrame(rows, columns=["Memory", "Vector", "Text", "Fused score"])
+
+
 def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
     rows = [
         {
-            "Slot": ("★ " if injected and str(hit.get("id")) in injected else "") + str(hit.get("memory_type")),
+            "Slot": ("★ " if starred(hit, injected) else "") + str(hit.get("memory_type")),
             "Memory": clip(hit.get("content"), 120),
             "Vector rank": hit.get("vector_rank"),
             "Text rank": hit.get("text_rank"),
@@ -140,22 +169,29 @@ def knowledge_table(hits: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def contribution_rows(hits: list[dict[str, Any]]) -> pd.DataFrame:
-    """Long form for the stacked bars: one row per (hit, branch)."""
+    """Long form for the bars: one row per (hit, branch), each segment's start and end drawn as given
+    (vector from 0, text after it), so a bar ends exactly at the hit's fused score in the table."""
     rows = []
     for order, hit in enumerate(hits):
-        label = str(hit.get("memory_type") or hit.get("title") or f"hit {order + 1}")
-        for branch, rank_key, rrf_key in (("vector", "vector_rank", "vector_rrf"), ("text", "text_rank", "text_rrf")):
+        label = f"{order + 1}. {hit.get('memory_type') or hit.get('title') or 'hit'}"  # unique, in table order
+        vector, text = float(hit.get("vector_rrf") or 0.0), float(hit.get("text_rrf") or 0.0)
+        for branch, rank_key, start, end in (
+            ("vector", "vector_rank", 0.0, vector),
+            ("text", "text_rank", vector, vector + text),
+        ):
             rows.append(
                 {
                     "hit": label,
                     "order": order,
                     "branch": branch,
                     "rank": hit.get(rank_key),
-                    "contribution": float(hit.get(rrf_key) or 0.0),
+                    "contribution": end - start,
+                    "start": start,
+                    "end": end,
                     "fused": float(hit.get("rrf_score") or 0.0),
                 }
             )
-    return pd.DataFrame(rows, columns=["hit", "order", "branch", "rank", "contribution", "fused"])
+    return pd.DataFrame(rows, columns=["hit", "order", "branch", "rank", "contribution", "start", "end", "fused"])
 
 
 # ---------------------------------------------------------------------------
@@ -165,17 +201,20 @@ def contribution_rows(hits: list[dict[str, Any]]) -> pd.DataFrame:
 
 def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
     data = contribution_rows(hits)
-    order = list(dict.fromkeys(data["hit"]))
+    data = data[data["contribution"] > 0]  # an empty segment draws nothing (and no rounded stub)
+    order = list(dict.fromkeys(data.sort_values("order")["hit"]))
     return (
         alt.Chart(data)
-        .mark_bar(cornerRadiusEnd=2)
+        .mark_bar()
         .encode(
             y=alt.Y("hit:N", sort=order, title=None, axis=alt.Axis(labelLimit=160)),
             x=alt.X(
-                "sum(contribution):Q",
-                title="RRF contribution (stacked = fused score)",
+                "start:Q",
+                title="RRF contribution (vector + text = fused score)",
                 axis=alt.Axis(format=".4f", tickCount=4),
+                scale=alt.Scale(zero=True, nice=False),
             ),
+            x2="end:Q",
             color=alt.Color(
                 "branch:N",
                 scale=alt.Scale(domain=["vector", "text"], range=[VECTOR_COLOR, TEXT_COLOR]),
@@ -271,13 +310,34 @@ def render_retrieval(
 
 
 def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
+    if compact is True:  # side panels: the same numbers in four columns
+        table = compact_memory_table(view.hits, view.injected)
+        top = max(float(table["Fused score"].max()), 1e-9)
+        st.dataframe(
+            table,
+            hide_index=True,
+            key=f"{key}_table" if key else None,
+            width="stretch",
+            column_config={
+                "Memory": st.column_config.TextColumn(width="medium", help="slot: remembered text"),
+                "Vector": st.column_config.TextColumn(
+                    width="small", help="Vector rank · its RRF contribution w_vector / (k + rank); — = not found."
+                ),
+                "Text": st.column_config.TextColumn(
+                    width="small", help="Text rank · its RRF contribution w_text / (k + rank); — = no keyword match."
+                ),
+                "Fused score": st.column_config.ProgressColumn(
+                    format="%.5f", min_value=0.0, max_value=top, width="small", help="Vector RRF + Text RRF"
+                ),
+            },
+        )
+        if chart:
+            st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
+        return
     table = memory_table(view.hits, view.injected)
-    if compact:  # narrow panels: the numbers that explain the ranking
+    if compact:  # "medium": no cosine distance, short memory text
         table = table.drop(columns=["Cosine distance"])
-        if compact == "medium":
-            table["Memory"] = table["Memory"].map(lambda text: clip(text, 40))
-        else:
-            table = table.drop(columns=["Memory"])
+        table["Memory"] = table["Memory"].map(lambda text: clip(text, 40))
     top = max(float(table["Fused score"].max()), 1e-9)
     st.dataframe(
         table,

@@ -122,7 +122,11 @@ def _memory_answer(results: list[ToolResult]) -> str | None:
         if name == "recall_detail":
             return f"You told me {describe_fact(data.get('memory_type', ''), data.get('content', ''))}."
         if name == "search_memories":
-            hits = [h for h in data.get("hits", []) if is_relevant(h.get("text_rank"), h.get("vector_distance"))]
+            hits = [
+                h
+                for h in data.get("hits", [])
+                if is_relevant(h.get("text_rank"), h.get("vector_distance"), h.get("rrf_score"))
+            ]
             if hits:
                 top = hits[0]
                 reply = f"You told me {describe_fact(top['memory_type'], top['content'])}."

@@ -24,6 +24,7 @@ from tests.support.browser import (
     wait_for_app,
     wait_for_identity_cookie,
 )
+from tests.support.panels import branch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -49,11 +50,10 @@ def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page
     # the panel beside the turn shows the retrieval with its scores
     rows = grid_rows(page)
     header = next(row for row in rows if "Fused score" in row)
-    assert {"Vector rank", "Text rank", "Vector RRF", "Text RRF"} <= set(header)
-    hit = next(row for row in rows if any("favorite_color" in cell for cell in row))
-    assert float(hit[header.index("Fused score")]) == pytest.approx(
-        float(hit[header.index("Vector RRF")]) + float(hit[header.index("Text RRF")]), abs=2e-5
-    )
+    assert {"Memory", "Vector", "Text", "Fused score"} <= set(header)  # the side panel's compact table
+    hit = next(row for row in rows if any("favorite_color: teal" in cell for cell in row))
+    vector, text = branch(hit[header.index("Vector")])[1], branch(hit[header.index("Text")])[1]
+    assert float(hit[header.index("Fused score")]) == pytest.approx(vector + text, abs=2e-5)
     assert page.locator('[data-testid="stVegaLiteChart"]').count() >= 1  # the stacked RRF bars
     screenshot(page, "chat")
 

@@ -81,7 +81,7 @@ def test_chat_page_teaches_and_recalls_through_the_llm(llm_app, new_mic_page):
     rows = grid_rows(page)  # the retrieval panel for this turn, with its scores
     header = next(row for row in rows if "Fused score" in row)
     assert any("favorite_color" in cell for row in rows for cell in row)
-    assert {"Vector rank", "Text rank", "Vector RRF", "Text RRF"} <= set(header)
+    assert {"Memory", "Vector", "Text", "Fused score"} <= set(header)  # the side panel's compact table
 
     page.get_by_role("button", name="End session").click()
     page.get_by_text("report was saved").wait_for(timeout=90_000)
