@@ -279,21 +279,44 @@ def _header(chat: Conversation, visitor) -> bool:
         )
 
 
+# Brings the conversation's newest message into view when a turn is added. The container's own autoscroll
+# follows content added while it is on screen, but a rerun redraws the conversation in one go.
+_FOLLOW_NEWEST = """<script>
+(() => {
+  const host = parent.document.querySelector('.st-key-u_chat_box');
+  if (!host) return;
+  const scrollers = () => [host, ...host.querySelectorAll('div')].filter(e => e.scrollHeight > e.clientHeight + 1);
+  const seen = host.getAttribute('data-turns');
+  if (seen === '%(turns)s') return;
+  host.setAttribute('data-turns', '%(turns)s');
+  let tries = 0;
+  const down = () => {
+    scrollers().forEach(e => { e.scrollTop = e.scrollHeight; });
+    if (++tries < 10) setTimeout(down, 100);
+  };
+  down();
+})();
+</script>"""
+
+
 def _conversation(box, chat: Conversation, turns: list[Turn], cursor: int, prompt: str | None) -> None:
     with box:
         for turn in turns:
             _render_message(turn)
         if not turns:
             st.caption("Connecting…")
+    st.html(_FOLLOW_NEWEST % {"turns": len(turns)}, unsafe_allow_javascript=True)
     if not any(t.number > 0 for t in turns) and not prompt:
-        st.pills(
-            "Try",
-            SUGGESTIONS,
-            key="u_chat_suggestion",
-            on_change=_suggestion_clicked,
-            label_visibility="collapsed",
-            width="stretch",
-        )
+        with box:  # under the greeting, wrapping onto as many rows as the column needs
+            st.pills(
+                "Try",
+                SUGGESTIONS,
+                key="u_chat_suggestion",
+                on_change=_suggestion_clicked,
+                label_visibility="collapsed",
+                width="stretch",
+                wrap=True,
+            )
     if prompt:
         with box:
             with st.chat_message("user"):

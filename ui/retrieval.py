@@ -310,26 +310,13 @@ def render_retrieval(
 
 
 def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
-    if compact is True:  # side panels: the same numbers in four columns
+    if compact is True:  # side panels: the same numbers in four columns, an HTML table whose text wraps
         table = compact_memory_table(view.hits, view.injected)
-        top = max(float(table["Fused score"].max()), 1e-9)
-        st.dataframe(
-            table,
-            hide_index=True,
-            key=f"{key}_table" if key else None,
-            width="stretch",
-            column_config={
-                "Memory": st.column_config.TextColumn(width="medium", help="slot: remembered text"),
-                "Vector": st.column_config.TextColumn(
-                    width="small", help="Vector rank · its RRF contribution w_vector / (k + rank); — = not found."
-                ),
-                "Text": st.column_config.TextColumn(
-                    width="small", help="Text rank · its RRF contribution w_text / (k + rank); — = no keyword match."
-                ),
-                "Fused score": st.column_config.ProgressColumn(
-                    format="%.5f", min_value=0.0, max_value=top, width="small", help="Vector RRF + Text RRF"
-                ),
-            },
+        table["Fused score"] = table["Fused score"].map(lambda score: f"{score:.5f}")
+        st.table(table, hide_index=True, border="horizontal")
+        st.caption(
+            "Vector / Text: the branch's rank · its RRF contribution w / (k + rank); — = not found by that "
+            "branch. Fused score = the two added."
         )
         if chart:
             st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)

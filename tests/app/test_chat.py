@@ -23,7 +23,7 @@ def _assistant_texts(at):
 
 def _memory_panels(at):
     """The side panel's compact retrieval tables, read back into the full table's columns."""
-    return [expand(df.value) for df in at.dataframe if {"Vector", "Text", "Fused score"} <= set(df.value.columns)]
+    return [expand(t.value) for t in at.table if {"Vector", "Text", "Fused score"} <= set(t.value.columns)]
 
 
 def test_a_chat_turn_shows_the_retrieval_panel_with_scores(app):
@@ -50,7 +50,7 @@ def test_a_chat_turn_shows_the_retrieval_panel_with_scores(app):
         assert row["Text RRF"] == 0
     else:
         assert row["Text RRF"] == pytest.approx(0.3 / (60 + int(row["Text rank"])), rel=1e-3)
-    assert row["Fused score"] == pytest.approx(row["Vector RRF"] + row["Text RRF"], abs=1e-5)
+    assert row["Fused score"] == pytest.approx(row["Vector RRF"] + row["Text RRF"], abs=2e-5)
     assert at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")  # the stacked bar chart
 
 
