@@ -9,7 +9,7 @@ PIP_STAMP := $(VENV)/.requirements-installed
 APT_STAMP := $(VENV)/.system-packages-installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint format screenshots bench doctor db install system-packages clean-data
+.PHONY: run test lint format screenshots bench security doctor db install system-packages clean-data
 
 install: $(PIP_STAMP)
 
@@ -34,6 +34,7 @@ db: $(PIP_STAMP)
 	$(PY) -m core seed
 
 run: db
+	$(PY) -m core cleanup
 	$(PY) -m streamlit run streamlit_app.py --server.address 127.0.0.1 --server.port 8501 --server.headless true
 
 test: db system-packages
@@ -52,8 +53,15 @@ format: $(PIP_STAMP)
 screenshots: db system-packages
 	MP_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -m browser
 
+# The hostile-input suite with thousands of cases (make test runs a few hundred), then the benchmarks.
 bench: db
+	HOSTILE_INPUT_EXAMPLES=300 $(PY) -m pytest tests/core/test_hostile_input.py -q -p no:cacheprovider
 	$(PY) -m bench
+
+# The 13 probes of the hardening review, run again on a throwaway database (docs/SECURITY.md).
+# As root it also creates a throwaway local account to try connecting as someone else.
+security: $(PIP_STAMP)
+	$(PY) -m bench.security
 
 # Checks the configuration you set, live (database, auth, embeddings, LLM, STT/TTS, LiveKit);
 # exits non-zero when something configured is broken.

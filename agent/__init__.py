@@ -61,9 +61,14 @@ _EXPORTS = {
     "per_turn_latency": "agent.voice.latency",
     "WEBRTC_SAMPLE_RATE": "agent.voice.audio",
     "WEBRTC_FRAME_SAMPLES": "agent.voice.audio",
+    # session reports and the worker's check of a job's user (bench/security.py probes them)
+    "save_report": "agent.reports",
+    "flush_pending_reports": "agent.reports",
+    "resolve_user_id": "agent.worker",
+    "JobRefused": "agent.worker",
 }
 # names exported under another name than the one their module uses
-_RENAMED = {"prewarm_voice": "prewarm"}
+_RENAMED = {"prewarm_voice": "prewarm", "save_report": "save", "flush_pending_reports": "flush_pending"}
 
 __all__ = [
     "MAX_MESSAGE_LENGTH",
@@ -74,6 +79,7 @@ __all__ = [
     "ErrorEvent",
     "Event",
     "EventBus",
+    "JobRefused",
     "MetricEvent",
     "ModelDescription",
     "PlaygroundAgent",
@@ -88,6 +94,7 @@ __all__ = [
     "describe_models",
     "end_call",
     "events",
+    "flush_pending_reports",
     "get_call",
     "get_runtime",
     "llm_wait_seconds",
@@ -96,6 +103,8 @@ __all__ = [
     "plugins",
     "prewarm_voice",
     "recall_block",
+    "resolve_user_id",
+    "save_report",
 ]  # the keys of _EXPORTS (tests/agent/test_layout.py checks)
 
 
@@ -129,9 +138,12 @@ if TYPE_CHECKING:
     )
     from agent.model_factory import ModelDescription, describe_models, llm_wait_seconds
     from agent.playground_agent import PlaygroundAgent
+    from agent.reports import flush_pending as flush_pending_reports
+    from agent.reports import save as save_report
     from agent.runtime import AgentRuntime, get_runtime
     from agent.session import PlaygroundSession
     from agent.voice.audio import WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
     from agent.voice.calls import VoiceCall, end_call, get_call, open_call
     from agent.voice.latency import per_turn_latency
     from agent.voice.local_call import prewarm as prewarm_voice
+    from agent.worker import JobRefused, resolve_user_id

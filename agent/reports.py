@@ -22,8 +22,9 @@ The report is livekit's ``SessionReport.to_dict()`` (from
 
 Saving goes through ``core.sessions.save_report`` (service scope; it retries
 connection failures). If it still fails, the report is written to
-``DATA_DIR/pending_reports/`` and retried by :func:`flush_pending` on the next
-save or start, so a report is never silently lost.
+``DATA_DIR/pending_reports/`` (owner-only files) and retried by :func:`flush_pending` on the
+next save or start, so a report is never silently lost; one the database refuses goes to
+``pending_reports/rejected/`` with the reason and never blocks the others.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from core.config import get_settings
 from core.db import Scope, parse_user_id
 from core.erasure import pending_reports_dir
 from core.errors import DatabaseUnavailable, InvalidInput, PlaygroundError
+from core.private_files import private_dir, write_private
+from core.text import sanitize_json
 
 log = logging.getLogger(__name__)
 REPORT_VERSION = 1
@@ -137,22 +140,32 @@ def _spool_dir() -> Path:
     return pending_reports_dir()
 
 
+def _rejected_dir() -> Path:
+    return _spool_dir() / "rejected"
+
+
 def _spool(user_id: uuid.UUID, session_id: str, report: dict, room_name, started_at, ended_at) -> Path:
-    directory = _spool_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{uuid.uuid4().hex}.json"
+    """Keep a report on disk for a retry: owner-only (0600 in a 0700 directory), since it holds a transcript."""
     payload = {
         "user_id": str(user_id),
         "session_id": session_id,
         "room_name": room_name,
         "started_at": started_at.isoformat() if started_at else None,
         "ended_at": ended_at.isoformat() if ended_at else None,
-        "report": report,
+        "report": sanitize_json(report),
     }
-    temp = path.with_suffix(".tmp")
-    temp.write_text(json.dumps(payload, default=str, ensure_ascii=False), encoding="utf-8")
-    temp.replace(path)
-    return path
+    path = _spool_dir() / f"{uuid.uuid4().hex}.json"
+    private_dir(_spool_dir())
+    return write_private(path, json.dumps(payload, ensure_ascii=False, allow_nan=False))
+
+
+def _reject(path: Path, reason: str) -> Path:
+    """Move a kept report the database will never accept aside, with the reason next to it."""
+    private_dir(_rejected_dir())
+    target = _rejected_dir() / path.name
+    path.replace(target)
+    write_private(target.with_suffix(".reason.txt"), f"{reason}\n")
+    return target
 
 
 def _epoch_to_dt(value: float | None) -> datetime | None:
@@ -168,7 +181,9 @@ def save(
     started_at: float | None = None,
     ended_at: float | None = None,
 ) -> sessions.SessionRecord | None:
-    """Save one report (blocking). On failure it is logged and kept on disk for a retry; returns None then."""
+    """Save one report (blocking). On failure it is logged and kept on disk for a retry; returns None then.
+    A report the database refuses for what it holds (too large even without the raw events) goes to
+    pending_reports/rejected/ with the reason, so it never blocks the reports after it."""
     user_id = parse_user_id(user_id)
     started, ended = _epoch_to_dt(started_at), _epoch_to_dt(ended_at)
     try:
@@ -184,9 +199,13 @@ def save(
             return sessions.save_report(
                 Scope.service(user_id), session_id, slim, room_name=room_name, started_at=started, ended_at=ended
             )
+        except DatabaseUnavailable as second:
+            path = _spool(user_id, session_id, slim, room_name, started, ended)
+            log.error("session report %s could not be saved (%s); kept in %s for a retry", session_id, second, path)
+            return None
         except PlaygroundError as second:
-            path = _spool(user_id, session_id, report, room_name, started, ended)
-            log.error("session report %s could not be saved (%s); kept in %s", session_id, second, path)
+            path = _reject(_spool(user_id, session_id, report, room_name, started, ended), str(second))
+            log.error("session report %s cannot be stored (%s); moved to %s", session_id, second, path)
             return None
     except Exception as exc:
         path = _spool(user_id, session_id, report, room_name, started, ended)
@@ -197,7 +216,9 @@ def save(
 
 
 def flush_pending() -> int:
-    """Retry reports kept on disk after a failed save; returns how many were saved now."""
+    """Retry reports kept on disk after a failed save; returns how many were saved now.
+    Stops at the first outage; a report the database refuses is moved to rejected/ and the
+    next one is tried, so one bad report never blocks the others."""
     directory = _spool_dir()
     if not directory.is_dir():
         return 0
@@ -220,9 +241,15 @@ def flush_pending() -> int:
             except OSError as exc:
                 log.warning("pending session report %s could not be read: %s", path.name, exc)
                 continue
-            except (PlaygroundError, ValueError, KeyError) as exc:
-                log.error("pending session report %s is unreadable (%s); moved aside", path.name, exc)
-                path.rename(path.with_suffix(".bad"))
+            except (PlaygroundError, ValueError, KeyError, TypeError, RecursionError) as exc:
+                target = _reject(path, f"{type(exc).__name__}: {exc}")
+                log.error("pending session report %s is refused (%s); moved to %s", path.name, exc, target)
+                continue
+            except Exception as exc:  # a database error no check foresaw: still never block the rest
+                target = _reject(path, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}")
+                log.error(
+                    "pending session report %s is refused by the database (%s); moved to %s", path.name, exc, target
+                )
                 continue
             path.unlink(missing_ok=True)
             saved += 1

@@ -3,8 +3,9 @@
 A job is dispatched to agent name ``AGENT_NAME`` (default ``memory-playground``)
 by the room configuration in the token the app mints for a *verified* user;
 the dispatch metadata is ``{"user_id": "<uuid>"}``. That id is the only user
-the agent acts for (``Scope.service(user_id)``). Console runs and jobs without
-usable metadata fall back to the demo user, with a warning.
+the agent acts for (``Scope.service(user_id)``). A job whose metadata is not a
+valid, existing user id is refused (logged with an escaped excerpt); only
+``console`` (a terminal session, no dispatch) acts for the demo user.
 
 Per job: the preload (profile + memories) starts before ``ctx.connect()`` so
 the two overlap; the session publishes every event on the room text stream
@@ -17,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import sys
 import uuid
 import warnings
 from dataclasses import dataclass
@@ -30,31 +33,78 @@ from agent.playground_agent import load_preload
 from agent.session import PlaygroundSession
 from core import embeddings
 from core.config import get_settings, speech_backend
-from core.db import parse_user_id
-from core.errors import InvalidInput
-from core.profiles import Preload
+from core.db import Scope, parse_user_id
+from core.errors import InvalidInput, NotFound, PlaygroundError
+from core.profiles import Preload, get_profile
 from core.seed import demo_user_id
 
 log = logging.getLogger("agent.worker")
 
 
-def resolve_user_id(metadata: str | None) -> tuple[uuid.UUID, str]:
-    """The user a job acts for, and where the id came from ("metadata" or "demo").
+# Set by run_cli for `console`, the only worker command that may act for the demo user (a
+# terminal session on the operator's machine, with no dispatch). An environment variable, so
+# livekit's job processes inherit it.
+DEMO_MODE_ENV = "MEMORY_PLAYGROUND_WORKER_DEMO_MODE"
+MAX_METADATA_CHARS = 4096
 
-    Only the dispatch metadata written by the token minting code counts; anything
-    missing or malformed logs a warning and falls back to the demo user.
-    """
-    if not metadata or not metadata.strip():
-        log.warning("job has no dispatch metadata; acting for the demo user")
-        return demo_user_id(), "demo"
+
+class JobRefused(PlaygroundError):
+    """The job's dispatch metadata names no valid, existing user; the worker will not act."""
+
+
+def demo_mode() -> bool:
+    return os.environ.get(DEMO_MODE_ENV) == "1"
+
+
+def _excerpt(value, limit: int = 120) -> str:
+    """A log-safe excerpt: escaped (no control characters or newlines reach the log), truncated."""
+    text = ascii(value)
+    if len(text) <= limit:
+        return text
+    size = f"{len(value):,} characters" if isinstance(value, str) else type(value).__name__
+    return f"{text[:limit]}… ({size})"
+
+
+def _user_from_metadata(metadata) -> uuid.UUID:
+    if metadata is None or (isinstance(metadata, str) and not metadata.strip()):
+        raise JobRefused("the job has no dispatch metadata")
+    if not isinstance(metadata, str):
+        raise JobRefused("the dispatch metadata is not text")
+    if len(metadata) > MAX_METADATA_CHARS:
+        raise JobRefused(f"the dispatch metadata is too long ({len(metadata):,} characters)")
     try:
         data = json.loads(metadata)
-        if not isinstance(data, dict) or "user_id" not in data:
-            raise InvalidInput("the metadata has no user_id")
-        return parse_user_id(data["user_id"]), "metadata"
-    except (ValueError, InvalidInput) as exc:  # JSONDecodeError is a ValueError
-        log.warning("job dispatch metadata is unusable (%s); acting for the demo user", exc)
-        return demo_user_id(), "demo"
+    except (ValueError, RecursionError):
+        raise JobRefused("the dispatch metadata is not JSON") from None
+    if not isinstance(data, dict) or "user_id" not in data:
+        raise JobRefused("the dispatch metadata has no user_id")
+    try:
+        user_id = parse_user_id(data["user_id"])
+    except InvalidInput:
+        raise JobRefused("the dispatch metadata's user_id is not a user id") from None
+    try:
+        get_profile(Scope.service(user_id))  # every user has a profile (a trigger makes it)
+    except NotFound:
+        raise JobRefused(f"no user {user_id} exists in this database") from None
+    return user_id
+
+
+def resolve_user_id(metadata: str | None, *, allow_demo: bool | None = None) -> tuple[uuid.UUID, str]:
+    """The user a job acts for, and where the id came from ("metadata" or "demo").
+
+    Only the dispatch metadata written by the token minting code counts, and only for a user
+    that exists. Anything else refuses the job (JobRefused), except in console mode
+    (`allow_demo`, default: the worker was started with `console`), where the demo user applies.
+    """
+    allow_demo = demo_mode() if allow_demo is None else allow_demo
+    try:
+        return _user_from_metadata(metadata), "metadata"
+    except JobRefused as exc:
+        if allow_demo:
+            log.warning("%s; console mode: acting for the demo user", exc)
+            return demo_user_id(), "demo"
+        log.error("refusing the job: %s (metadata: %s)", exc, _excerpt(metadata))
+        raise
 
 
 @dataclass
@@ -65,8 +115,9 @@ class JobStart:
 
 
 async def begin_job(ctx: JobContext) -> JobStart:
-    """Resolve the user, start the preload and connect; the preload overlaps the connection."""
-    user_id, source = resolve_user_id(ctx.job.metadata)
+    """Resolve the user, start the preload and connect; the preload overlaps the connection.
+    Raises JobRefused (before connecting) when the metadata names no valid, existing user."""
+    user_id, source = await asyncio.to_thread(resolve_user_id, ctx.job.metadata)
     preload = asyncio.create_task(asyncio.to_thread(load_preload, user_id), name="preload")
     await ctx.connect()
     return JobStart(user_id=user_id, source=source, preload=preload)
@@ -81,7 +132,11 @@ def prewarm(proc: JobProcess) -> None:
 
 
 async def entrypoint(ctx: JobContext) -> None:
-    start = await begin_job(ctx)
+    try:
+        start = await begin_job(ctx)
+    except JobRefused as exc:
+        ctx.shutdown(reason=f"refused: {exc}")  # never joins the room, never acts for anyone
+        return
     preload = await start.preload
     sink = RoomTextStreamSink(ctx.room)
     vad = ctx.proc.userdata.get("vad") or build_vad()
@@ -119,6 +174,11 @@ def build_server() -> AgentServer:
 
 def run_cli() -> None:
     """livekit-agents' own CLI (dev, start, console, connect, download-files)."""
+    command = sys.argv[1] if len(sys.argv) > 1 else ""
+    if command == "console":
+        os.environ[DEMO_MODE_ENV] = "1"
+    else:
+        os.environ.pop(DEMO_MODE_ENV, None)  # dev/start/connect act only for dispatched, existing users
     with warnings.catch_warnings():
         # livekit warns that its Python CLI is deprecated; it is the CLI this project documents
         warnings.simplefilter("ignore", DeprecationWarning)

@@ -1,4 +1,4 @@
-"""The database command line: `python -m core status|migrate|seed|reset|uri`."""
+"""The database command line: `python -m core status|migrate|seed|reset|uri|cleanup`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sys
 
 from core.config import get_settings
 from core.db import database_url, migrate, reset, status
-from core.errors import DatabaseUnavailable, InvalidInput
+from core.errors import DatabaseUnavailable, InvalidInput, PlaygroundError
+from core.maintenance import cleanup
 from core.seed import seed_all
 
 
@@ -20,8 +21,26 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("seed", help="load demo knowledge, orders and the demo user (idempotent)")
     reset_parser = sub.add_parser("reset", help="drop all data, re-apply migrations and seed")
     reset_parser.add_argument("--yes", action="store_true", help="required when DATABASE_URL points elsewhere")
-    sub.add_parser("uri", help="print the connection URI (starts the embedded server if needed)")
+    sub.add_parser(
+        "uri",
+        help="print the owner's connection URI (starts the embedded server if needed; "
+        "the password stays in its file in DATA_DIR)",
+    )
+    cleanup_parser = sub.add_parser(
+        "cleanup", help="delete anonymous users idle longer than ANON_USER_RETENTION_DAYS, with everything they own"
+    )
+    cleanup_parser.add_argument(
+        "--days", type=float, default=None, help="idle days before an anonymous user goes (default the setting)"
+    )
     return parser
+
+
+def _cleanup(days: float | None) -> None:
+    removed = cleanup(older_than_days=days)
+    print(
+        f"cleanup: {removed['anonymous_users']} idle anonymous user(s) deleted with their data, "
+        f"{removed['session_handoffs']} expired session hand-off(s)"
+    )
 
 
 def _print_status() -> None:
@@ -57,7 +76,9 @@ def main(argv: list[str] | None = None) -> int:
             seed_all(echo=print)
         elif args.command == "reset":
             return _reset(args.yes)
-    except (DatabaseUnavailable, InvalidInput) as exc:
+        elif args.command == "cleanup":
+            _cleanup(args.days)
+    except (DatabaseUnavailable, InvalidInput, PlaygroundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0

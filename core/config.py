@@ -49,7 +49,20 @@ class Settings(BaseSettings):
 
     # --- storage -----------------------------------------------------------
     data_dir: Path = Field(PROJECT_ROOT / ".data", description="Embedded database, JWT secret, demo user id.")
-    database_url: str | None = Field(None, description="Any Postgres with pgvector; unset = embedded server.")
+    database_url: str | None = Field(
+        None,
+        description="Any Postgres with pgvector; unset = embedded server. "
+        "User scopes connect with it (a role that can `set role authenticated`).",
+    )
+    service_database_url: str | None = Field(
+        None,
+        description="The service scope, sign-in and the session "
+        "store (a role that can `set role service_role`); "
+        "default DATABASE_URL.",
+    )
+    admin_database_url: str | None = Field(
+        None, description="Migrations, seeding and `cleanup` (the schema owner); default DATABASE_URL."
+    )
     db_pool_max_size: int = Field(8, ge=1, le=100)
 
     # --- auth --------------------------------------------------------------
@@ -57,6 +70,27 @@ class Settings(BaseSettings):
     supabase_anon_key: str | None = None
     supabase_jwt_secret: str | None = Field(None, description="Embedded issuer secret; generated if unset.")
     access_token_ttl_seconds: int = Field(3600, ge=60, le=7 * 24 * 3600)
+    # Embedded issuer: a sign-in's refresh tokens stop working this long after the sign-in,
+    # however often they were used, and after this long without use.
+    refresh_token_lifetime_days: float = Field(30.0, gt=0, le=3650)
+    refresh_token_inactivity_days: float = Field(14.0, gt=0, le=3650)
+    # A refresh token exchanged less than this long ago may be presented again (two tabs or app
+    # processes renewing at once) and gets a sibling; later it is a replay and ends its family.
+    refresh_token_reuse_seconds: float = Field(10.0, ge=0, le=300)
+    # New anonymous identities per client address (what Streamlit reports; one bucket for
+    # local connections): a burst, then this many per minute.
+    anon_signin_burst: int = Field(20, ge=1, le=100_000)
+    anon_signin_per_minute: float = Field(20.0, gt=0, le=1_000_000)
+    # `python -m core cleanup` (run by `make run`) deletes anonymous users idle this long.
+    anon_user_retention_days: float = Field(30.0, gt=0, le=36500)
+
+    # --- limits per user ----------------------------------------------------
+    max_memories_per_user: int = Field(1000, ge=1, le=1_000_000)
+    max_preferences_bytes: int = Field(16_384, ge=256, le=1_000_000)
+    # The preload (read before the agent's first word) holds the most recently updated
+    # memories, at most this many and within this many tokens (~4 characters each).
+    preload_max_memories: int = Field(50, ge=0, le=10_000)
+    preload_token_budget: int = Field(1500, ge=0, le=200_000)
 
     # --- retrieval ---------------------------------------------------------
     embedding_model: str | None = Field(None, description="Name or path of a 384-d sentence-transformers model.")
@@ -94,6 +128,8 @@ class Settings(BaseSettings):
 
     @field_validator(
         "database_url",
+        "service_database_url",
+        "admin_database_url",
         "supabase_url",
         "supabase_anon_key",
         "supabase_jwt_secret",

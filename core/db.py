@@ -8,20 +8,20 @@ command line (`python -m core status|migrate|seed|reset|uri`) is core/__main__.p
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
 import threading
 import uuid
-import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import psycopg
 from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from core.config import LOCAL_SHIM_DIR, MIGRATIONS_DIR, get_settings
 from core.errors import DatabaseUnavailable, InvalidInput
@@ -29,8 +29,11 @@ from core.errors import DatabaseUnavailable, InvalidInput
 log = logging.getLogger(__name__)
 
 _lock = threading.RLock()
-_embedded_servers: dict[Path, Any] = {}
+_embedded_servers: dict[Path, Any] = {}  # pgdata -> embedded_pg.LockedDownServer
+_server_of: dict[str, Any] = {}  # every URI of an embedded server -> that server
+_claims_keys: dict[str, bytes] = {}  # app-role URI -> the key its database checks claims with
 _pools: dict[str, ConnectionPool] = {}
+POOL_TIMEOUT_SECONDS = 5.0  # how long a request waits for a pooled connection (it queues under load)
 
 
 # ---------------------------------------------------------------------------
@@ -38,62 +41,194 @@ _pools: dict[str, ConnectionPool] = {}
 # ---------------------------------------------------------------------------
 
 
-def start_embedded(pgdata: Path, *, cleanup_mode: str | None = "stop") -> str:
-    """Start (or join) the embedded server for `pgdata` and return its URI.
-
-    pgserver keeps one server per data directory across processes: a second
-    process attaches to the running server, and the last one to exit stops it.
-    """
-    with warnings.catch_warnings():
-        # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI); its fallback is fine.
-        warnings.simplefilter("ignore")
-        import pgserver  # only needed for the embedded mode
+def _start_server(pgdata: Path, cleanup_mode: str | None):
+    from core import embedded_pg  # only the embedded mode needs pgserver
 
     pgdata = Path(pgdata).resolve()
     with _lock:
         server = _embedded_servers.get(pgdata)
         if server is None:
-            pgdata.parent.mkdir(parents=True, exist_ok=True)
             try:
-                server = pgserver.get_server(pgdata, cleanup_mode=cleanup_mode)
+                pgdata.parent.mkdir(parents=True, exist_ok=True)
+                server = embedded_pg.start(pgdata, cleanup_mode=cleanup_mode)
             except Exception as exc:  # pgserver raises CalledProcessError/Timeout/AssertionError
                 raise DatabaseUnavailable(
-                    f"Could not start the embedded database in {pgdata}: {exc}. "
+                    f"Could not start the embedded database in {pgdata}: {_first_line(exc)}. "
                     f"See {pgdata / 'log'} for the server's own log."
                 ) from exc
             _embedded_servers[pgdata] = server
-        return server.get_uri()
+        _register(server)
+        return server
 
 
-def revive_embedded() -> None:
-    """Restart embedded servers that were stopped underneath us (e.g. the last
-    other process attached to them exited). Called after a connection failure,
-    not on every query: pgserver's check takes a file lock."""
-    with _lock:
-        servers = list(_embedded_servers.values())
-    for server in servers:
-        try:
-            with server._lock:
-                server.ensure_postgres_running()
-        except Exception as exc:  # the caller reports the outage; this was a best effort
-            log.warning("could not restart the embedded database: %s", exc)
+def _register(server) -> None:
+    from core import embedded_pg
+
+    for role in embedded_pg.ROLES:
+        _server_of[server.uri(role)] = server
+    _claims_keys[server.uri(embedded_pg.APP_ROLE)] = embedded_pg.claims_key(server.data_dir)
+
+
+def start_embedded(pgdata: Path, *, cleanup_mode: str | None = "stop") -> str:
+    """Start (or join) the embedded server for `pgdata` and return the owner's URI
+    (migrations, seeding, tests). The password stays in DATA_DIR; the URI names its file.
+
+    pgserver keeps one server per data directory across processes: a second
+    process attaches to the running server, and the last one to exit stops it.
+    """
+    from core import embedded_pg
+
+    return _start_server(pgdata, cleanup_mode).uri(embedded_pg.OWNER_ROLE)
+
+
+def _embedded_uri(role: str) -> str:
+    return _start_server(get_settings().data_dir / "pg", "stop").uri(role)
 
 
 def database_url() -> str:
-    """The configured DATABASE_URL, or the embedded server's URI (started on demand)."""
+    """The owner's connection: ADMIN_DATABASE_URL, else DATABASE_URL, else the embedded
+    server's owner (migrations, seeding, maintenance, `python -m core uri`)."""
+    settings = get_settings()
+    if settings.admin_database_url or settings.database_url:
+        return settings.admin_database_url or settings.database_url
+    from core import embedded_pg
+
+    return _embedded_uri(embedded_pg.OWNER_ROLE)
+
+
+def app_url() -> str:
+    """What user scopes connect as: DATABASE_URL, or the embedded app role."""
     settings = get_settings()
     if settings.database_url:
         return settings.database_url
-    return start_embedded(settings.data_dir / "pg")
+    from core import embedded_pg
+
+    return _embedded_uri(embedded_pg.APP_ROLE)
+
+
+def service_url() -> str:
+    """What the service scope, sign-in and the session store connect as: SERVICE_DATABASE_URL,
+    else DATABASE_URL, else the embedded service role."""
+    settings = get_settings()
+    if settings.service_database_url or settings.database_url:
+        return settings.service_database_url or settings.database_url
+    from core import embedded_pg
+
+    return _embedded_uri(embedded_pg.SERVICE_ROLE)
 
 
 # ---------------------------------------------------------------------------
-# Pool
+# Outages: one recovery path for every use of the database
+# ---------------------------------------------------------------------------
+
+_revive_lock = threading.Lock()
+_reviving = threading.Event()
+_alive_pid: dict[Path, int | None] = {}
+
+
+def _unavailable(exc: BaseException | None = None, *, restarting: bool = False) -> DatabaseUnavailable:
+    if restarting:
+        detail = "the embedded database is being restarted; try again in a few seconds."
+    else:
+        detail = (
+            "if you run the embedded database, `make run` starts it; otherwise check DATABASE_URL"
+            + (f" ({type(exc).__name__}: {_first_line(exc)})" if exc is not None else "")
+            + "."
+        )
+    return DatabaseUnavailable(f"The database is not reachable right now: {detail}")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "no detail"
+
+
+def _server_alive(server) -> bool:
+    """Whether the embedded server's postmaster runs: its pid file is there and its process
+    is alive (not a zombie). A few microseconds; the pid file is parsed again only when the
+    process changed (a restart elsewhere)."""
+    import psutil
+    from pgserver.utils import PostmasterInfo
+
+    pid = _alive_pid.get(server.pgdata)
+    if pid is not None and (server.pgdata / "postmaster.pid").exists():
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            pass
+    try:
+        info = PostmasterInfo.read_from_pgdata(server.pgdata)
+        alive = (
+            info is not None
+            and info.is_running()
+            and info.status == "ready"
+            and info.process.status() != psutil.STATUS_ZOMBIE
+        )
+    except Exception:  # a half-written pid file during a restart, a process gone meanwhile
+        alive = False
+    _alive_pid[server.pgdata] = info.pid if alive else None
+    return alive
+
+
+def revive_embedded() -> bool:
+    """Start the embedded servers again if they stopped underneath us. Single flight:
+    the caller that gets here first restarts them (and replaces the pools, whose
+    connections died with the server); callers arriving meanwhile return False at once.
+    True if a server had to be started."""
+    from core import embedded_pg
+
+    if not _revive_lock.acquire(blocking=False):
+        return False
+    _reviving.set()
+    restarted = False
+    try:
+        with _lock:
+            servers = list(_embedded_servers.values())
+        for server in servers:
+            try:
+                if embedded_pg.ensure_running(server):
+                    restarted = True
+                    log.warning("the embedded database in %s had stopped; it was started again", server.pgdata)
+                _register(server)  # a restart may move the socket
+            except Exception as exc:  # the callers report the outage; the next failure tries again
+                log.warning("could not restart the embedded database: %s", _first_line(exc))
+        if restarted:
+            _reset_pools()
+    finally:
+        _reviving.clear()
+        _revive_lock.release()
+    return restarted
+
+
+def _before_connecting(conninfo: str) -> None:
+    """Fail fast while a restart is under way, and notice a stopped embedded server
+    before waiting on a pool that cannot connect."""
+    server = _server_of.get(conninfo)
+    if server is None:
+        return
+    if _reviving.is_set():
+        raise _unavailable(restarting=True)
+    if not _server_alive(server):
+        revive_embedded()  # the first caller restarts it; it may then go on with its request
+        if not _server_alive(server):
+            raise _unavailable(restarting=True)
+
+
+def _after_failure(conninfo: str, exc: BaseException) -> DatabaseUnavailable:
+    if conninfo in _server_of and not _reviving.is_set():
+        revive_embedded()
+    return _unavailable(exc)
+
+
+# ---------------------------------------------------------------------------
+# Pools
 # ---------------------------------------------------------------------------
 
 
 def get_pool(conninfo: str | None = None) -> ConnectionPool:
-    conninfo = conninfo or database_url()
+    """The pool for `conninfo` (default: the user scopes' connection)."""
+    conninfo = conninfo or app_url()
     with _lock:
         pool = _pools.get(conninfo)
         if pool is None:
@@ -111,11 +246,37 @@ def get_pool(conninfo: str | None = None) -> ConnectionPool:
         return pool
 
 
+def _reset_pools() -> None:
+    """New pools after a restart: the old ones hold dead connections and back off before reconnecting."""
+    with _lock:
+        old = list(_pools.values())
+        _pools.clear()
+    threading.Thread(target=lambda: [p.close(timeout=1.0) for p in old], name="close-old-pools", daemon=True).start()
+
+
 def close_pools() -> None:
     with _lock:
         for pool in _pools.values():
             pool.close()
         _pools.clear()
+
+
+@contextmanager
+def pooled_connection(conninfo: str) -> Iterator[psycopg.Connection]:
+    """A pooled autocommit connection; any failure to reach the database becomes DatabaseUnavailable."""
+    _before_connecting(conninfo)
+    try:
+        with get_pool(conninfo).connection(timeout=POOL_TIMEOUT_SECONDS) as conn:
+            yield conn
+    except (psycopg.OperationalError, PoolTimeout, PoolClosed) as exc:
+        if isinstance(exc, psycopg.errors.QueryCanceled):
+            raise  # a statement timeout, not an outage
+        raise _after_failure(conninfo, exc) from exc
+
+
+def service_connection() -> Iterator[psycopg.Connection]:
+    """A pooled connection as the service login (sign-in, the session store, health checks)."""
+    return pooled_connection(service_url())
 
 
 # ---------------------------------------------------------------------------
@@ -132,7 +293,7 @@ class VerifiedIdentity(Protocol):
 
 @dataclass(frozen=True)
 class Scope:
-    """Who a transaction runs as.
+    """Who a transaction runs as; built only by its two constructors, which name the choice.
 
     `Scope.for_user` runs as role `authenticated` with the verified JWT claims
     (RLS decides). `Scope.service` runs as `service_role` (bypasses RLS); the
@@ -140,31 +301,61 @@ class Scope:
     """
 
     user_id: uuid.UUID
+    kind: Literal["user", "service"]
     claims: Mapping[str, Any] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("user", "service") or not isinstance(self.user_id, uuid.UUID):
+            raise InvalidInput("A scope is built with Scope.for_user(verified) or Scope.service(user_id).")
+        if (self.kind == "user") != (self.claims is not None):
+            raise InvalidInput("A user scope needs verified claims; a service scope has none.")
 
     @property
     def is_service(self) -> bool:
-        return self.claims is None
+        return self.kind == "service"
 
     @classmethod
     def for_user(cls, identity: VerifiedIdentity) -> Scope:
         claims = dict(identity.claims)
         if str(claims.get("sub")) != str(identity.user_id):
             raise InvalidInput("The identity's claims do not match its user id.")
-        return cls(user_id=identity.user_id, claims=claims)
+        return cls(user_id=parse_user_id(identity.user_id), kind="user", claims=claims)
 
     @classmethod
     def service(cls, user_id: uuid.UUID | str) -> Scope:
-        return cls(user_id=parse_user_id(user_id), claims=None)
+        return cls(user_id=parse_user_id(user_id), kind="service")
 
 
 def parse_user_id(value: uuid.UUID | str | None) -> uuid.UUID:
     if isinstance(value, uuid.UUID):
         return value
+    if not isinstance(value, str) or len(value) > 100:
+        raise InvalidInput(f"Not a valid user id: {_excerpt(value)}.")
     try:
-        return uuid.UUID(str(value).strip())
-    except (ValueError, AttributeError, TypeError):
-        raise InvalidInput(f"Not a valid user id: {value!r}.") from None
+        return uuid.UUID(value.strip())
+    except ValueError:
+        raise InvalidInput(f"Not a valid user id: {_excerpt(value)}.") from None
+
+
+def _excerpt(value: Any, limit: int = 60) -> str:
+    try:
+        text = ascii(value)
+    except (RecursionError, ValueError):
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def signed_claims(claims: Mapping[str, Any], key: bytes | None) -> tuple[str, str]:
+    """The claims text and its HMAC-SHA256 (hex) under `key`: what auth.jwt() checks."""
+    raw = json.dumps(claims, default=str, separators=(",", ":"))
+    mac = hmac.new(key, raw.encode(), hashlib.sha256).hexdigest() if key else ""
+    return raw, mac
+
+
+def claims_key(conninfo: str | None = None) -> bytes | None:
+    """The key the database behind `conninfo` (default: the user scopes') checks claims with;
+    None for a database this process does not run (DATABASE_URL), which takes claims unsigned."""
+    return _claims_keys.get(conninfo or app_url())
 
 
 @contextmanager
@@ -173,41 +364,33 @@ def transaction(scope: Scope, *, conninfo: str | None = None) -> Iterator[psycop
 
     Mirrors what PostgREST does for each request: the role and the claims are
     set with LOCAL, so they end with the transaction and never leak to the
-    next borrower of the pooled connection.
+    next borrower of the pooled connection. User scopes and the service scope
+    use different logins (see core/embedded_pg.py), so a user's connection
+    cannot become service_role.
     """
-    try:
-        with (
-            get_pool(conninfo).connection(timeout=10) as conn,
-            conn.transaction(),
-            conn.cursor(row_factory=dict_row) as cur,
-        ):
-            if scope.is_service:
-                cur.execute("set local role service_role")
-            else:
-                cur.execute("set local role authenticated")
-                cur.execute(
-                    "select set_config('request.jwt.claims', %s, true)",
-                    (json.dumps(scope.claims, default=str),),
-                )
-            yield cur
-    except (psycopg.OperationalError, PoolTimeout) as exc:
-        if get_settings().embedded_database:
-            revive_embedded()  # so the next request can succeed
-        raise DatabaseUnavailable(
-            "The database is not reachable right now. "
-            "If you run the embedded database, `make run` starts it; otherwise check DATABASE_URL. "
-            f"({type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else 'no detail'})"
-        ) from exc
+    conninfo = conninfo or (service_url() if scope.is_service else app_url())
+    with pooled_connection(conninfo) as conn, conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
+        if scope.is_service:
+            cur.execute("set local role service_role")
+        else:
+            raw, mac = signed_claims(scope.claims, _claims_keys.get(conninfo))
+            cur.execute("set local role authenticated")
+            cur.execute(
+                "select set_config('request.jwt.claims', %s, true), set_config('request.jwt.claims_mac', %s, true)",
+                (raw, mac),
+            )
+        yield cur
 
 
 @contextmanager
 def admin_connection(conninfo: str | None = None) -> Iterator[psycopg.Connection]:
-    """A direct connection as the configured login role (migrations, seeding, auth)."""
+    """A direct connection as the owner (migrations, seeding, maintenance; never for a request)."""
     conninfo = conninfo or database_url()
+    _before_connecting(conninfo)
     try:
         conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=10)
     except psycopg.OperationalError as exc:
-        raise DatabaseUnavailable(f"The database is not reachable: {exc}".strip()) from exc
+        raise _after_failure(conninfo, exc) from exc
     try:
         yield conn
     finally:
@@ -220,8 +403,9 @@ def vector_literal(values) -> str:
 
 
 def ping(conninfo: str | None = None) -> dict[str, Any]:
-    """Cheap health check for status panels: server version and migration count."""
-    with admin_connection(conninfo) as conn:
+    """Cheap health check for status panels: server version and migration count. Uses the
+    service pool (what sign-in uses), so it fails and recovers exactly as requests do."""
+    with pooled_connection(conninfo or service_url()) as conn:
         version = conn.execute("show server_version").fetchone()[0]
         applied = _applied_migrations(conn)
     return {"ok": True, "server_version": version, "applied_migrations": len(applied)}
@@ -290,12 +474,18 @@ def migrate(conninfo: str | None = None, *, embedded: bool | None = None, echo=p
     settings = get_settings()
     embedded = settings.embedded_database if embedded is None else embedded
     applied_now: list[str] = []
+    conninfo = conninfo or database_url()
     with admin_connection(conninfo) as conn:
         conn.execute("select pg_advisory_lock(%s)", (_MIGRATION_LOCK_KEY,))
         try:
+            conn.execute(_BOOKKEEPING)
             if embedded:
                 apply_local_shim(conn)
-            conn.execute(_BOOKKEEPING)
+                server = _server_of.get(conninfo)
+                if server is not None:  # passwords and the claims key come from that server's DATA_DIR
+                    from core import embedded_pg
+
+                    embedded_pg.provision_login_roles(conn, server.data_dir)
             applied = _applied_migrations(conn)
             for migration in migration_files():
                 recorded = applied.get(migration.version)
@@ -334,6 +524,7 @@ def reset(conninfo: str | None = None) -> None:
             """
             drop schema if exists public cascade;
             drop schema if exists auth cascade;
+            drop schema if exists memory_playground_private cascade;
             drop schema if exists supabase_migrations cascade;
             drop extension if exists vector cascade;
             -- as PostgreSQL 15+ creates it: owned by pg_database_owner, no CREATE for everyone

@@ -32,6 +32,14 @@ class AuthError(PlaygroundError, PermissionError):
         self.code = code
 
 
+class RateLimited(AuthError):
+    """Too many attempts from one client in a short time; `retry_after` says how many seconds to wait."""
+
+    def __init__(self, message: str = "", *, retry_after: float = 60.0):
+        super().__init__(message, code="over_request_rate_limit")
+        self.retry_after = retry_after
+
+
 class AuthUnavailable(AuthError, ConnectionError):
     """The auth server could not be reached or failed; nothing was decided about
     the visitor's session, so it must be kept and the request retried later."""

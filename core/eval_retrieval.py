@@ -43,7 +43,7 @@ from core import db, embeddings
 from core.errors import InvalidInput, PlaygroundError
 from core.memories import MAX_CONTENT_LENGTH
 from core.retrieval import MAX_QUERY_LENGTH, RrfParams, search_memories
-from core.text import clean_text, normalize_slot
+from core.text import clean_text, describe, normalize_slot
 
 MODES = ("vector", "text", "hybrid")
 MAX_TOP_K = 200  # what match_memories_hybrid returns at most
@@ -92,6 +92,10 @@ def read_jsonl(path: Path, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
                     value = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise EvalInputError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno}).") from None
+                except RecursionError:
+                    raise EvalInputError(f"{where}: the JSON is nested too deeply.") from None
+                except ValueError as exc:  # e.g. an integer with more digits than Python converts
+                    raise EvalInputError(f"{where}: not usable JSON ({exc}).") from None
                 if not isinstance(value, dict):
                     raise EvalInputError(f"{where}: each line must be a JSON object, got {type(value).__name__}.")
                 yield where, value
@@ -107,10 +111,12 @@ def _field(where: str, obj: dict[str, Any], name: str) -> str:
         raise EvalInputError(f"{where}: missing the {name!r} field.")
     value = obj[name]
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise EvalInputError(f"{where}: {name!r} must be a string, got {json.dumps(value)[:60]}.")
+        raise EvalInputError(f"{where}: {name!r} must be a string, got {describe(value)}.")
     value = str(value).strip()
     if not value:
         raise EvalInputError(f"{where}: {name!r} is empty.")
+    if name in ("id", "user"):  # stored (as metadata) and printed: the same rules as any stored text
+        value = _clean(where, value, f"{name!r} field", 200)
     return value
 
 
@@ -190,7 +196,7 @@ def load_qrels(path: Path, queries: Sequence[EvalQuery], memories: Sequence[Eval
             or not all(isinstance(m, (str, int)) and not isinstance(m, bool) for m in relevant)
         ):
             raise EvalInputError(f"{where}: 'relevant' must be a non-empty list of memory ids.")
-        relevant = list(dict.fromkeys(str(m).strip() for m in relevant))
+        relevant = list(dict.fromkeys(_clean(where, str(m), "memory id", 200) for m in relevant))
         for memory_id in relevant:
             if memory_id not in memory_user:
                 raise EvalInputError(
@@ -628,6 +634,12 @@ def main(argv: list[str] | None = None, *, stdout: TextIO | None = None) -> int:
     except psycopg.Error as exc:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         print(f"error: the database refused an operation: {first_line}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # never a traceback: one line that says what failed
+        print(
+            f"error: the evaluation failed unexpectedly ({type(exc).__name__}: {ascii(str(exc))[:200]})",
+            file=sys.stderr,
+        )
         return 1
     finally:
         if created and args.database_url:

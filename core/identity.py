@@ -13,9 +13,11 @@ Nothing here ever trusts a user id that did not come out of `verify`.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import logging
+import math
 import os
 import re
 import secrets
@@ -23,15 +25,15 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import jwt
 from psycopg import errors as pg_errors
 
 from core.config import get_settings
-from core.db import admin_connection
-from core.errors import AuthError, AuthUnavailable, InvalidInput
+from core.db import admin_connection, service_connection
+from core.errors import AuthError, AuthUnavailable, ConfigurationError, InvalidInput, RateLimited
+from core.private_files import secret_file
 
 log = logging.getLogger("memory_playground.identity")
 
@@ -68,7 +70,11 @@ class AuthSession:
 # ---------------------------------------------------------------------------
 
 
-def sign_in_anonymously() -> AuthSession:
+def sign_in_anonymously(*, client: str | None = None) -> AuthSession:
+    """A new anonymous user. `client` (the visitor's address, as the web server saw it) is
+    throttled: a burst of ANON_SIGNIN_BURST, then ANON_SIGNIN_PER_MINUTE (RateLimited beyond)."""
+    if client is not None:
+        _anonymous_signins.take(client, what="new visitors from your address")
     return _issuer().sign_in_anonymously()
 
 
@@ -76,46 +82,79 @@ def verify(access_token: str | None, *, use_cache: bool = True) -> VerifiedUser:
     """The user the auth server vouches for. The hosted issuer remembers an accepted token
     for a few seconds (Streamlit reruns often); use_cache=False asks the server regardless,
     for moments that must see a revocation at once (a new browser session)."""
-    if not access_token or not isinstance(access_token, str) or len(access_token) > 8192:
+    if not access_token or not isinstance(access_token, str) or len(access_token) > 8192 or not access_token.isascii():
         raise AuthError("No valid access token; sign in again.")
     return _issuer().verify(access_token, use_cache=use_cache)
 
 
 def refresh(refresh_token: str | None) -> AuthSession:
-    if not refresh_token or not isinstance(refresh_token, str) or len(refresh_token) > 1024:
+    if (
+        not refresh_token
+        or not isinstance(refresh_token, str)
+        or len(refresh_token) > 1024
+        or not refresh_token.isascii()
+    ):
         raise AuthError("No valid refresh token; sign in again.")
     return _issuer().refresh(refresh_token)
 
 
 def upgrade_to_email(session: AuthSession, email: str, password: str) -> AuthSession:
+    """Same user id, now with an email and a password. Every token issued before (while the
+    user was anonymous, possibly copied) stops working; the returned session is the new one."""
     email = _validate_email(email)
     _validate_password(password)
     return _issuer().upgrade_to_email(session, email, password)
 
 
-def sign_in_with_password(email: str, password: str) -> AuthSession:
+def sign_in_with_password(email: str, password: str, *, client: str | None = None) -> AuthSession:
     email = _validate_email(email)
-    if not password:
+    if not isinstance(password, str) or not password:
         raise InvalidInput("Enter your password.")
-    return _issuer().sign_in_with_password(email, password)
+    if len(password) > 256 or "\x00" in password or not _encodable(password):
+        raise AuthError("Wrong email or password.")
+    _password_attempts.take(f"{client or '-'}|{email}", what="sign-in attempts for this email", peek=True)
+    try:
+        return _issuer().sign_in_with_password(email, password)
+    except AuthError as exc:
+        if not isinstance(exc, AuthUnavailable):
+            _password_attempts.take(f"{client or '-'}|{email}", what="sign-in attempts for this email")
+        raise
+
+
+def change_password(session: AuthSession, new_password: str) -> AuthSession:
+    """Set a new password for the session's (email) account. Every other session of the
+    user ends; the returned session replaces the one given."""
+    _validate_password(new_password)
+    return _issuer().change_password(session, new_password)
 
 
 def sign_out(session: AuthSession) -> None:
+    """End the session and every other session of its user (all earlier refresh tokens)."""
     _issuer().sign_out(session)
 
 
 def _validate_email(email: str) -> str:
-    email = (email or "").strip().lower()
-    if not _EMAIL_RE.match(email):
+    if not isinstance(email, str) or len(email) > 330:
+        raise InvalidInput("That does not look like an email address.")
+    email = email.strip().lower()
+    if not _EMAIL_RE.match(email) or not email.isprintable() or not email.isascii():
         raise InvalidInput("That does not look like an email address.")
     return email
 
 
 def _validate_password(password: str) -> None:
-    if not password or len(password) < MIN_PASSWORD_LENGTH:
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD_LENGTH:
         raise InvalidInput(f"Choose a password of at least {MIN_PASSWORD_LENGTH} characters.")
-    if len(password) > 256 or "\x00" in password:
-        raise InvalidInput("That password cannot be used (too long or has a NUL character).")
+    if len(password) > 256 or "\x00" in password or not _encodable(password):
+        raise InvalidInput("That password cannot be used (too long, or has a NUL or an unpaired surrogate).")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _issuer():
@@ -126,38 +165,87 @@ def _issuer():
 
 
 # ---------------------------------------------------------------------------
+# Throttling (per process: each app process keeps its own buckets)
+# ---------------------------------------------------------------------------
+
+
+class TokenBucket:
+    """`burst` at once, then `per_minute`; one bucket per key, forgotten once full again."""
+
+    def __init__(self, burst, per_minute, *, max_keys: int = 100_000):
+        self._burst, self._per_minute = burst, per_minute  # numbers, or callables read each time
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._guard = threading.Lock()
+        self._max_keys = max_keys
+
+    def _limits(self) -> tuple[float, float]:
+        burst = self._burst() if callable(self._burst) else self._burst
+        rate = self._per_minute() if callable(self._per_minute) else self._per_minute
+        return float(burst), float(rate) / 60.0
+
+    def take(self, key: str, *, what: str, peek: bool = False) -> None:
+        """Spend one token for `key` (peek: only check one is there); RateLimited if none is."""
+        burst, per_second = self._limits()
+        now = time.monotonic()
+        with self._guard:
+            tokens, last = self._buckets.get(key, (burst, now))
+            tokens = min(burst, tokens + (now - last) * per_second)
+            if tokens < 1.0:
+                wait = max(1, math.ceil((1.0 - tokens) / per_second))
+                self._buckets[key] = (tokens, now)
+                raise RateLimited(
+                    f"Too many {what} right now; slow down and try again in {wait} seconds.", retry_after=wait
+                )
+            if not peek:
+                self._buckets[key] = (tokens - 1.0, now)
+            if len(self._buckets) > self._max_keys:
+                self._prune(now, burst, per_second)
+
+    def _prune(self, now: float, burst: float, per_second: float) -> None:
+        full = [k for k, (t, last) in self._buckets.items() if t + (now - last) * per_second >= burst]
+        for key in full or list(self._buckets)[: len(self._buckets) // 2]:
+            del self._buckets[key]
+
+
+_anonymous_signins = TokenBucket(
+    lambda: get_settings().anon_signin_burst, lambda: get_settings().anon_signin_per_minute
+)
+_password_attempts = TokenBucket(10, 10)  # failed password sign-ins per (client, email)
+
+
+# ---------------------------------------------------------------------------
 # Embedded issuer
 # ---------------------------------------------------------------------------
 
-_secret_lock = threading.Lock()
+MIN_JWT_SECRET_LENGTH = 32
+# A token exchanged less than REFRESH_TOKEN_REUSE_SECONDS ago may be presented again and gets
+# a sibling of the new token (two tabs or two app processes renewing at once), as Supabase
+# Auth's refresh-token reuse interval does; later, it is a replay and ends its family.
+REFRESH_REUSE_INTERVAL_SECONDS: float | None = None  # tests may pin it; None: the setting
 
 
 def jwt_secret() -> str:
     """SUPABASE_JWT_SECRET, or a generated secret in DATA_DIR readable only by its owner."""
     settings = get_settings()
     if settings.supabase_jwt_secret:
+        if len(settings.supabase_jwt_secret) < MIN_JWT_SECRET_LENGTH:
+            raise ConfigurationError(
+                f"SUPABASE_JWT_SECRET is too short ({len(settings.supabase_jwt_secret)} "
+                f"characters); use at least {MIN_JWT_SECRET_LENGTH} random characters."
+            )
         return settings.supabase_jwt_secret
-    path: Path = settings.data_dir / "jwt_secret"
-    with _secret_lock:
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # O_EXCL: two processes racing to create it cannot both win.
-            try:
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            except FileExistsError:
-                pass
-            else:
-                with os.fdopen(fd, "w") as handle:
-                    handle.write(secrets.token_urlsafe(48))
-        secret = path.read_text().strip()
-    if len(secret) < 32:
-        raise AuthError(f"The JWT secret in {path} is too short; delete the file to generate a new one.")
-    return secret
+    try:
+        return secret_file(settings.data_dir / "jwt_secret", what="JWT secret", min_length=MIN_JWT_SECRET_LENGTH)
+    except ConfigurationError as exc:
+        raise AuthError(str(exc)) from None
 
 
 def hash_refresh_token(token: str) -> str:
     """How a refresh token is kept wherever it must be recognised later: never in clear."""
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+_hash_refresh_token = hash_refresh_token  # the name the tests used before
 
 
 def hash_password(password: str) -> str:
@@ -177,17 +265,35 @@ def check_password(password: str, stored: str | None) -> bool:
         return False
 
 
+@functools.cache
+def _decoy_hash() -> str:
+    """Checked against when no account matches, so an unknown email takes as long as a wrong password."""
+    return hash_password(secrets.token_urlsafe(16))
+
+
 class EmbeddedIssuer:
-    """Supabase-Auth-shaped tokens backed by auth.users in the embedded (or any) Postgres."""
+    """Supabase-Auth-shaped tokens backed by auth.users in the embedded (or any) Postgres.
+
+    Refresh tokens are stored hashed, in families (one sign-in and every token rotated from
+    it). A family ends after REFRESH_TOKEN_LIFETIME_DAYS, a token after
+    REFRESH_TOKEN_INACTIVITY_DAYS unused; a replayed token ends its own family only."""
 
     def __init__(self, conninfo: str | None = None):
         self.conninfo = conninfo
 
     def _connection(self):
-        return admin_connection(self.conninfo)
+        return admin_connection(self.conninfo) if self.conninfo else service_connection()
 
     def _issue(
-        self, conn, user_id: uuid.UUID, *, is_anonymous: bool, email: str | None, parent_hash: str | None = None
+        self,
+        conn,
+        user_id: uuid.UUID,
+        *,
+        is_anonymous: bool,
+        email: str | None,
+        parent_hash: str | None = None,
+        family_id: uuid.UUID | None = None,
+        session_started_at=None,
     ) -> AuthSession:
         settings = get_settings()
         now = int(time.time())
@@ -206,8 +312,9 @@ class EmbeddedIssuer:
         access_token = jwt.encode(claims, jwt_secret(), algorithm="HS256")
         refresh_token = secrets.token_urlsafe(32)
         conn.execute(
-            "insert into auth.refresh_tokens (token_hash, user_id, parent_hash) values (%s, %s, %s)",
-            (hash_refresh_token(refresh_token), user_id, parent_hash),
+            "insert into auth.refresh_tokens (token_hash, user_id, parent_hash, family_id, session_started_at) "
+            "values (%s, %s, %s, coalesce(%s, gen_random_uuid()), coalesce(%s, now()))",
+            (hash_refresh_token(refresh_token), user_id, parent_hash, family_id, session_started_at),
         )
         conn.execute("update auth.users set last_sign_in_at = now() where id = %s", (user_id,))
         return AuthSession(access_token, refresh_token, expires_at, user_id, is_anonymous, email)
@@ -236,38 +343,118 @@ class EmbeddedIssuer:
             raise AuthError("The access token is not for a signed-in user.")
         try:
             user_id = uuid.UUID(claims["sub"])
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, AttributeError):
             raise AuthError("The access token names no valid user.") from None
         with self._connection() as conn:
             row = conn.execute("select is_anonymous, email from auth.users where id = %s", (user_id,)).fetchone()
         if row is None:
-            raise AuthError("This identity no longer exists (the database was reset?); sign in again.")
+            raise AuthError(
+                "This identity no longer exists (the database was reset?); sign in again.", code="user_not_found"
+            )
         return VerifiedUser(user_id=user_id, claims=claims, is_anonymous=row[0], email=row[1])
 
     def refresh(self, refresh_token: str) -> AuthSession:
+        settings = get_settings()
         token_hash = hash_refresh_token(refresh_token)
         with self._connection() as conn:
             with conn.transaction():
                 row = conn.execute(
-                    "select t.user_id, t.revoked, u.is_anonymous, u.email from auth.refresh_tokens t "
-                    "join auth.users u on u.id = t.user_id where t.token_hash = %s for update of t",
-                    (token_hash,),
+                    "select t.user_id, t.revoked, t.revoked_reason, t.family_id, t.session_started_at, "
+                    "  now() - t.session_started_at > make_interval(secs => %s) as too_old, "
+                    "  now() - t.created_at > make_interval(secs => %s) as idle, "
+                    "  coalesce(now() - t.rotated_at <= make_interval(secs => %s), false) as just_rotated, "
+                    "  exists (select 1 from auth.refresh_tokens f where f.family_id = t.family_id "
+                    "          and not f.revoked) as family_alive, "
+                    "  u.is_anonymous, u.email "
+                    "from auth.refresh_tokens t join auth.users u on u.id = t.user_id "
+                    "where t.token_hash = %s for update of t",
+                    (
+                        settings.refresh_token_lifetime_days * 86400,
+                        settings.refresh_token_inactivity_days * 86400,
+                        settings.refresh_token_reuse_seconds
+                        if REFRESH_REUSE_INTERVAL_SECONDS is None
+                        else REFRESH_REUSE_INTERVAL_SECONDS,
+                        token_hash,
+                    ),
                 ).fetchone()
                 if row is None:
-                    raise AuthError("The refresh token is not valid; sign in again.")
-                user_id, revoked, is_anonymous, email = row
+                    raise AuthError("The refresh token is not valid; sign in again.", code="refresh_token_not_found")
+                (
+                    user_id,
+                    revoked,
+                    reason,
+                    family_id,
+                    started,
+                    too_old,
+                    idle,
+                    just_rotated,
+                    family_alive,
+                    is_anonymous,
+                    email,
+                ) = row
+                if too_old:
+                    raise AuthError(
+                        "The session is older than the longest a sign-in lasts; sign in again.", code="session_expired"
+                    )
+                if not revoked and idle:
+                    raise AuthError("The session was unused for too long; sign in again.", code="session_expired")
                 if not revoked:
                     conn.execute(
-                        "update auth.refresh_tokens set revoked = true, updated_at = now() where token_hash = %s",
+                        "update auth.refresh_tokens set revoked = true, revoked_reason = 'rotated', "
+                        "rotated_at = now(), updated_at = now() where token_hash = %s",
                         (token_hash,),
                     )
-                    return self._issue(conn, user_id, is_anonymous=is_anonymous, email=email, parent_hash=token_hash)
-                # A used token presented again: someone may have copied it. Revoke the family,
+                    return self._issue(
+                        conn,
+                        user_id,
+                        is_anonymous=is_anonymous,
+                        email=email,
+                        parent_hash=token_hash,
+                        family_id=family_id,
+                        session_started_at=started,
+                    )
+                if reason == "rotated" and just_rotated and family_alive:
+                    # Presented again right after its exchange: another tab or process of the same
+                    # browser renewing at the same moment. Give it a sibling in the same family.
+                    return self._issue(
+                        conn,
+                        user_id,
+                        is_anonymous=is_anonymous,
+                        email=email,
+                        parent_hash=token_hash,
+                        family_id=family_id,
+                        session_started_at=started,
+                    )
+                if reason == "reused" or (reason == "rotated" and not family_alive):
+                    raise AuthError(
+                        "The refresh token was already used; sign in again.", code="refresh_token_already_used"
+                    )
+                if reason != "rotated":
+                    raise AuthError("The session was signed out; sign in again.", code="session_not_found")
+                # A used token presented again: someone may have copied it. End its family (only),
                 # and commit that before refusing (raising inside the transaction would roll it back).
                 conn.execute(
-                    "update auth.refresh_tokens set revoked = true, updated_at = now() where user_id = %s", (user_id,)
+                    "update auth.refresh_tokens set revoked = true, revoked_reason = coalesce("
+                    "case when revoked then revoked_reason end, 'reused'), updated_at = now() "
+                    "where family_id = %s",
+                    (family_id,),
                 )
-            raise AuthError("The refresh token was already used; sign in again.")
+            raise AuthError("The refresh token was already used; sign in again.", code="refresh_token_already_used")
+
+    @staticmethod
+    def _revoke_all(conn, user_id: uuid.UUID, reason: str) -> None:
+        conn.execute(
+            "update auth.refresh_tokens set revoked = true, revoked_reason = %s, updated_at = now() "
+            "where user_id = %s and not revoked",
+            (reason, user_id),
+        )
+
+    @staticmethod
+    def _set_profile_email(conn, user_id: uuid.UUID, email: str) -> None:
+        """profiles is RLS-protected; the service login updates it as service_role, then steps back."""
+        conn.execute("set local role service_role")
+        conn.execute("update public.profiles set email = %s where id = %s", (email, user_id))
+        conn.execute("reset role")
 
     def upgrade_to_email(self, session: AuthSession, email: str, password: str) -> AuthSession:
         verified = self.verify(session.access_token)
@@ -282,22 +469,66 @@ class EmbeddedIssuer:
                 "email_confirmed_at = now(), updated_at = now() where id = %s",
                 (email, hash_password(password), verified.user_id),
             )
-            conn.execute("update public.profiles set email = %s where id = %s", (email, verified.user_id))
+            self._set_profile_email(conn, verified.user_id, email)
+            self._revoke_all(conn, verified.user_id, "upgraded")  # tokens of the anonymous days end here
             return self._issue(conn, verified.user_id, is_anonymous=False, email=email)
 
     def sign_in_with_password(self, email: str, password: str) -> AuthSession:
-        with self._connection() as conn, conn.transaction():
+        with self._connection() as conn:
             row = conn.execute("select id, encrypted_password from auth.users where email = %s", (email,)).fetchone()
-            if row is None or not check_password(password, row[1]):
-                raise AuthError("Wrong email or password.")
+        stored = row[1] if row is not None and row[1] else None
+        matches = check_password(password, stored or _decoy_hash())  # same work whether or not the email exists
+        if stored is None or not matches:
+            raise AuthError("Wrong email or password.")
+        with self._connection() as conn, conn.transaction():
             return self._issue(conn, row[0], is_anonymous=False, email=email)
+
+    def change_password(self, session: AuthSession, new_password: str) -> AuthSession:
+        verified = self.verify(session.access_token)
+        if verified.is_anonymous or not verified.email:
+            raise InvalidInput("An anonymous identity has no password; save it with an email first.")
+        with self._connection() as conn, conn.transaction():
+            conn.execute(
+                "update auth.users set encrypted_password = %s, updated_at = now() where id = %s",
+                (hash_password(new_password), verified.user_id),
+            )
+            self._revoke_all(conn, verified.user_id, "password_changed")
+            return self._issue(conn, verified.user_id, is_anonymous=False, email=verified.email)
 
     def sign_out(self, session: AuthSession) -> None:
         with self._connection() as conn:
-            conn.execute(
-                "update auth.refresh_tokens set revoked = true, updated_at = now() where token_hash = %s",
+            row = conn.execute(
+                "select user_id from auth.refresh_tokens where token_hash = %s",
                 (hash_refresh_token(session.refresh_token),),
-            )
+            ).fetchone()
+            if row is not None and row[0] == session.user_id:
+                self._revoke_all(conn, session.user_id, "signed_out")
+
+
+def delete_idle_anonymous_users(
+    older_than_days: float | None = None, *, conninfo: str | None = None, batch_size: int = 500
+) -> int:
+    """Delete anonymous users unseen for `older_than_days` (ANON_USER_RETENTION_DAYS), with
+    everything they own (their rows cascade). Runs as the owner; returns how many went.
+    "Seen" is the latest of: created, signed in or refreshed, a conversation started."""
+    days = get_settings().anon_user_retention_days if older_than_days is None else float(older_than_days)
+    if not math.isfinite(days) or days < 0:
+        raise InvalidInput("The retention must be a number of days, 0 or more.")
+    removed = 0
+    with admin_connection(conninfo) as conn:
+        while True:
+            with conn.transaction():
+                deleted = conn.execute(
+                    "delete from auth.users where id in ("
+                    "  select u.id from auth.users u left join public.profiles p on p.id = u.id "
+                    "  where u.is_anonymous and greatest(u.created_at, u.last_sign_in_at, p.last_seen_at) "
+                    "        < now() - make_interval(secs => %s) "
+                    "  limit %s for update of u skip locked)",
+                    (days * 86400, batch_size),
+                ).rowcount
+            removed += deleted
+            if deleted < batch_size:
+                return removed
 
 
 # ---------------------------------------------------------------------------
@@ -352,7 +583,7 @@ def _mirror_into_local_auth_users(user_id: uuid.UUID, *, is_anonymous: bool, ema
         "where auth.users.is_anonymous is distinct from excluded.is_anonymous "
         "or auth.users.email is distinct from excluded.email"
     )
-    with admin_connection() as conn, conn.transaction():
+    with service_connection() as conn, conn.transaction():
         if email:
             # Supabase keeps emails unique, so another mirrored row with this email is stale
             # (a user of a previously configured project, or one who changed address).
@@ -371,6 +602,7 @@ def _mirror_into_local_auth_users(user_id: uuid.UUID, *, is_anonymous: bool, ema
             email = None
             conn.execute(upsert, (user_id, is_anonymous, None, None, source))
         if email:
+            conn.execute("set local role service_role")  # profiles is RLS-protected
             conn.execute(
                 "update public.profiles set email = %s where id = %s and email is distinct from %s",
                 (email, user_id, email),
@@ -506,7 +738,24 @@ class SupabaseAuthIssuer:
                 f"Supabase Auth accepted the change but the account does not show {email}; "
                 "reload the page to see its current state."
             )
+        self._end_other_sessions(upgraded)  # sessions from the anonymous days (possibly copied) end
         return upgraded
+
+    def _end_other_sessions(self, session: AuthSession) -> None:
+        client = self._client()
+        try:
+            self._call(client.set_session, session.access_token, session.refresh_token)
+            self._call(client.sign_out, {"scope": "others"})
+        except AuthError as exc:  # the change itself succeeded; say what could not be done
+            log.warning("could not end the user's other sessions after a credential change: %s", exc)
+
+    def change_password(self, session: AuthSession, new_password: str) -> AuthSession:
+        client = self._client()
+        self._call(client.set_session, session.access_token, session.refresh_token)
+        self._call(client.update_user, {"password": new_password})
+        renewed = self._session(self._call(client.refresh_session))
+        self._end_other_sessions(renewed)
+        return renewed
 
     def sign_in_with_password(self, email: str, password: str) -> AuthSession:
         client = self._client()
@@ -520,7 +769,7 @@ class SupabaseAuthIssuer:
         client = self._client()
         try:
             client.set_session(session.access_token, session.refresh_token)
-            client.sign_out({"scope": "local"})
+            client.sign_out({"scope": "global"})  # every session of the user, as the embedded issuer does
         except (SupabaseError, httpx.HTTPError) as exc:
             # an already-dead session (or a server that is down) is not an error for the visitor: it is dropped here
             log.info("Supabase Auth did not sign out session of %s: %s", session.user_id, exc)

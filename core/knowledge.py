@@ -10,7 +10,7 @@ from core import embeddings
 from core.db import Scope, admin_connection, transaction, vector_literal
 from core.errors import InvalidInput
 from core.retrieval import KnowledgeSearch, search_knowledge
-from core.text import clean_text
+from core.text import clean_int, clean_text
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,14 @@ def ingest(
 
 
 def list_documents(scope: Scope, *, category: str | None = None, limit: int = 200) -> list[Document]:
+    if category is not None:
+        category = clean_text(category, what="category", max_length=64)
+    limit = clean_int(limit, what="number of documents", minimum=1, maximum=1000)
     with transaction(scope) as cur:
         cur.execute(
             "select id, title, content, category from public.knowledge "
             "where (%s::text is null or category = %s) order by category, title limit %s",
-            (category, category, max(1, min(int(limit), 1000))),
+            (category, category, limit),
         )
         return [Document(**row) for row in cur.fetchall()]
 

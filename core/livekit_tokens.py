@@ -83,9 +83,9 @@ def mint_user_token(
             "(env vars or .streamlit/secrets.toml) and restart the app."
         )
     room_name = room_name or new_room_name(verified)
-    if not _ROOM_NAME_RE.match(room_name):
+    if not isinstance(room_name, str) or not _ROOM_NAME_RE.fullmatch(room_name):  # match() allowed "name\n"
         raise InvalidInput("A room name may only use letters, digits, '-' and '_' (at most 128 characters).")
-    if not timedelta(minutes=1) <= ttl <= MAX_TTL:
+    if not isinstance(ttl, timedelta) or not timedelta(minutes=1) <= ttl <= MAX_TTL:
         raise InvalidInput("A LiveKit token must live between 1 minute and 24 hours.")
 
     from livekit import api  # the server SDK; lazy so core imports no LiveKit code by default

@@ -12,10 +12,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from psycopg import errors as pg_errors
+
 from core import embeddings
+from core.config import get_settings
 from core.db import Scope, transaction, vector_literal
 from core.errors import InvalidInput, NotFound
-from core.text import clean_text, normalize_slot
+from core.text import clean_text, describe, normalize_slot
 
 MAX_CONTENT_LENGTH = 2000
 MAX_SESSION_ID_LENGTH = 200
@@ -59,32 +62,50 @@ def remember(
     scope: Scope, memory_type: str, content: str, *, session_id: str | None = None, embed=embeddings.embed_one
 ) -> Remembered:
     """Upsert the slot. The embedding is computed before the transaction, so a
-    failure there leaves nothing written."""
+    failure there leaves nothing written.
+
+    Concurrent calls for one user are serialised (a transaction-scoped advisory lock on
+    the user), so `created` and `previous_content` describe exactly what this call did,
+    and the per-user limit (MAX_MEMORIES_PER_USER) cannot be overshot by a race."""
     slot = normalize_slot(memory_type)
     content = clean_text(content, what="memory", max_length=MAX_CONTENT_LENGTH)
     session_id = _clean_session_id(session_id)
     vector = vector_literal(embed(embeddings.memory_text(slot, content)))
-    with transaction(scope) as cur:
-        cur.execute(
-            "select content from public.memories where user_id = %s and memory_type = %s for update",
-            (scope.user_id, slot),
-        )
-        previous = cur.fetchone()
-        cur.execute(
-            f"""
-            insert into public.memories (user_id, memory_type, content, embedding, session_id)
-            values (%s, %s, %s, %s::extensions.vector, %s)
-            on conflict (user_id, memory_type) do update
-              set content = excluded.content,
-                  embedding = excluded.embedding,
-                  session_id = coalesce(excluded.session_id, public.memories.session_id)
-            returning {_COLUMNS}
-            """,
-            (scope.user_id, slot, content, vector, session_id),
-        )
-        memory = Memory(**cur.fetchone())
+    limit = get_settings().max_memories_per_user
+    try:
+        with transaction(scope) as cur:
+            cur.execute("select pg_advisory_xact_lock(hashtextextended(%s::text, 727431003))", (scope.user_id,))
+            cur.execute(
+                "select content from public.memories where user_id = %s and memory_type = %s", (scope.user_id, slot)
+            )
+            previous = cur.fetchone()
+            if previous is None:
+                cur.execute("select count(*) as n from public.memories where user_id = %s", (scope.user_id,))
+                if cur.fetchone()["n"] >= limit:
+                    raise InvalidInput(
+                        f"You have reached the limit of {limit:,} remembered facts; "
+                        "forget some (or update an existing one) first."
+                    )
+            cur.execute(
+                f"""
+                insert into public.memories (user_id, memory_type, content, embedding, session_id)
+                values (%s, %s, %s, %s::extensions.vector, %s)
+                on conflict (user_id, memory_type) do update
+                  set content = excluded.content,
+                      embedding = excluded.embedding,
+                      session_id = coalesce(excluded.session_id, public.memories.session_id)
+                returning {_COLUMNS}, (xmax = 0) as inserted
+                """,
+                (scope.user_id, slot, content, vector, session_id),
+            )
+            row = cur.fetchone()
+    except pg_errors.ForeignKeyViolation:
+        raise NotFound("There is no such user to remember this for.") from None
+    created = row.pop("inserted")
     return Remembered(
-        memory=memory, created=previous is None, previous_content=previous["content"] if previous else None
+        memory=Memory(**row),
+        created=created,
+        previous_content=None if created or previous is None else previous["content"],
     )
 
 
@@ -122,11 +143,30 @@ def list_memories(scope: Scope) -> list[Memory]:
         return [Memory(**row) for row in cur.fetchall()]
 
 
+def most_recent(scope: Scope, limit: int) -> tuple[list[Memory], int]:
+    """The `limit` most recently updated memories, and how many the user has in all."""
+    with transaction(scope) as cur:
+        cur.execute(
+            f"select {_COLUMNS}, count(*) over () as total from public.memories where user_id = %s "
+            "order by updated_at desc, memory_type limit %s",
+            (scope.user_id, max(1, limit)),
+        )
+        rows = cur.fetchall()
+    total = rows[0].pop("total") if rows else 0
+    for row in rows[1:]:
+        row.pop("total")
+    return [Memory(**row) for row in rows][:limit], total
+
+
 def _parse_memory_id(memory_id) -> uuid.UUID:
+    if isinstance(memory_id, uuid.UUID):
+        return memory_id
     try:
-        return memory_id if isinstance(memory_id, uuid.UUID) else uuid.UUID(str(memory_id))
+        if not isinstance(memory_id, str) or len(memory_id) > 100:
+            raise ValueError
+        return uuid.UUID(memory_id.strip())
     except ValueError:
-        raise InvalidInput(f"Not a memory id: {memory_id!r}.") from None
+        raise InvalidInput(f"Not a memory id: {describe(memory_id)}.") from None
 
 
 def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.embed_one) -> Memory:

@@ -10,7 +10,7 @@ from typing import Any
 
 from core.db import Scope, transaction
 from core.errors import InvalidInput, NotFound
-from core.text import clean_text
+from core.text import clean_text, describe
 
 _ORDER_ID = re.compile(r"^[A-Za-z0-9-]{1,32}$")
 
@@ -54,10 +54,12 @@ class Order:
 
 def normalize_order_id(order_id) -> str:
     """'#1001', 'order 1001', ' 1001 ' -> '1001'."""
-    text = clean_text(str(order_id) if order_id is not None else "", what="order number", max_length=64)
+    if isinstance(order_id, int) and not isinstance(order_id, bool):
+        order_id = str(order_id) if abs(order_id) < 10**40 else "x"
+    text = clean_text(order_id, what="order number", max_length=64)
     text = re.sub(r"^(order\s*(number|no\.?|#)?\s*)", "", text, flags=re.IGNORECASE).lstrip("#").strip()
     if not _ORDER_ID.match(text):
-        raise InvalidInput(f"{order_id!r} is not an order number; order numbers look like 1001.")
+        raise InvalidInput(f"{describe(order_id)} is not an order number; order numbers look like 1001.")
     return text
 
 

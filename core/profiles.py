@@ -10,15 +10,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from core import memories
+from core.config import get_settings
 from core.db import Scope, transaction
 from core.errors import InvalidInput, NotFound
-from core.memories import Memory, list_memories
-from core.text import clean_text
+from core.memories import Memory
+from core.text import clean_json, clean_text, parse_json_text
 
 # The only fields the agent's update_profile tool (and the pages) may change.
 ALLOWED_FIELDS = ("name", "email", "preferred_language", "timezone", "preferences")
 _LIMITS = {"name": 200, "email": 320, "preferred_language": 64, "timezone": 64}
-MAX_PREFERENCES_BYTES = 8_000
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,7 @@ class Preload:
     profile: Profile
     memories: list[Memory] = field(default_factory=list)
     returning: bool = False  # seen before this session
+    omitted: int = 0  # remembered facts left out of the preload (limits); search finds them
 
     def as_context(self) -> str:
         lines = []
@@ -66,6 +68,12 @@ class Preload:
         if self.memories:
             lines.append("Remembered facts about the user:")
             lines.extend(f"- {m.memory_type}: {m.content}" for m in self.memories)
+            if self.omitted:
+                lines.append(
+                    f"({self.omitted} older remembered facts are not listed; search the memories to find them.)"
+                )
+        elif self.omitted:
+            lines.append(f"{self.omitted} remembered facts are not listed here; search the memories to find them.")
         else:
             lines.append("Nothing is remembered about this user yet.")
         return "\n".join(lines)
@@ -86,18 +94,17 @@ def get_profile(scope: Scope) -> Profile:
 def _clean_value(field_name: str, value):
     if field_name == "preferences":
         if isinstance(value, str):
+            if len(value) > get_settings().max_preferences_bytes:
+                raise InvalidInput(
+                    f"Preferences are too large (the limit is {get_settings().max_preferences_bytes:,} bytes)."
+                )
             try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                raise InvalidInput('Preferences must be a JSON object, e.g. {"units": "metric"}.') from None
+                value = parse_json_text(value, what="preferences")
+            except InvalidInput as exc:
+                raise InvalidInput(f'Preferences must be a JSON object, e.g. {{"units": "metric"}}; {exc}') from None
         if not isinstance(value, dict):
-            raise InvalidInput("Preferences must be a JSON object.")
-        encoded = json.dumps(value, ensure_ascii=False)
-        if "\\u0000" in encoded:
-            raise InvalidInput("Preferences contain a NUL character, which cannot be stored.")
-        if len(encoded.encode()) > MAX_PREFERENCES_BYTES:
-            raise InvalidInput("Preferences are too large.")
-        return json.dumps(value)
+            raise InvalidInput('Preferences must be a JSON object, e.g. {"units": "metric"}.')
+        return clean_json(value, what="preferences", max_bytes=get_settings().max_preferences_bytes)
     text = clean_text(value, what=field_name.replace("_", " "), max_length=_LIMITS[field_name])
     if field_name == "timezone":
         try:
@@ -110,18 +117,38 @@ def _clean_value(field_name: str, value):
 
 
 def update_profile(scope: Scope, field_name: str, value) -> Profile:
-    """Set one allow-listed field. Preferences given as an object are merged in."""
-    field_name = (field_name or "").strip().lower().replace(" ", "_")
+    """Set one allow-listed field. Preferences given as an object are merged in; the merged
+    preferences must stay within MAX_PREFERENCES_BYTES."""
+    if not isinstance(field_name, str) or len(field_name) > 100:
+        raise InvalidInput(f"That profile field cannot be changed; allowed: {', '.join(ALLOWED_FIELDS)}.")
+    field_name = field_name.strip().lower().replace(" ", "_")
     if field_name not in ALLOWED_FIELDS:
         raise InvalidInput(f"The profile field {field_name!r} cannot be changed; allowed: {', '.join(ALLOWED_FIELDS)}.")
     cleaned = _clean_value(field_name, value)
-    # field_name is from the allow-list above
-    assignment = "preferences = preferences || %s::jsonb" if field_name == "preferences" else f"{field_name} = %s"
-    with transaction(scope) as cur:
-        cur.execute(
-            f"update public.profiles set {assignment} where id = %s returning {_COLUMNS}", (cleaned, scope.user_id)
-        )
-        row = cur.fetchone()
+    if field_name == "preferences":
+        limit = get_settings().max_preferences_bytes
+        with transaction(scope) as cur:
+            cur.execute(
+                f"update public.profiles set preferences = preferences || %s::jsonb "
+                f"where id = %s and octet_length((preferences || %s::jsonb)::text) <= %s "
+                f"returning {_COLUMNS}",
+                (cleaned, scope.user_id, cleaned, limit),
+            )
+            row = cur.fetchone()
+            if row is None:
+                cur.execute("select 1 from public.profiles where id = %s", (scope.user_id,))
+                if cur.fetchone() is not None:
+                    raise InvalidInput(
+                        f"Your preferences would be too large with this change (the limit is "
+                        f"{limit:,} bytes); remove some first."
+                    )
+    else:
+        with transaction(scope) as cur:  # field_name is from the allow-list above
+            cur.execute(
+                f"update public.profiles set {field_name} = %s where id = %s returning {_COLUMNS}",
+                (cleaned, scope.user_id),
+            )
+            row = cur.fetchone()
     if row is None:
         raise NotFound("No profile exists for this user.")
     return Profile(**row)
@@ -143,5 +170,18 @@ def touch_last_seen(scope: Scope) -> datetime | None:
 
 
 def preload(scope: Scope) -> Preload:
+    """The profile and the most recently updated memories, at most PRELOAD_MAX_MEMORIES and
+    within PRELOAD_TOKEN_BUDGET (about 4 characters a token); the rest stays searchable."""
+    settings = get_settings()
     previous_visit = touch_last_seen(scope)
-    return Preload(profile=get_profile(scope), memories=list_memories(scope), returning=previous_visit is not None)
+    profile = get_profile(scope)
+    recent, total = memories.most_recent(scope, settings.preload_max_memories)
+    budget = settings.preload_token_budget * 4
+    chosen: list[Memory] = []
+    for memory in recent:
+        cost = len(memory.memory_type) + len(memory.content) + 4
+        if cost > budget:
+            break
+        budget -= cost
+        chosen.append(memory)
+    return Preload(profile=profile, memories=chosen, returning=previous_visit is not None, omitted=total - len(chosen))

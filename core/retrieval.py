@@ -17,7 +17,7 @@ from core import embeddings
 from core.config import get_settings
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput
-from core.text import clean_text
+from core.text import clean_choice, clean_float, clean_int, clean_text
 
 MAX_QUERY_LENGTH = 1000
 SearchMode = Literal["hybrid", "vector", "text"]
@@ -35,13 +35,12 @@ class RrfParams:
         return cls(s.rrf_vector_weight, s.rrf_text_weight, s.rrf_k)
 
     def validated(self) -> RrfParams:
-        if not (0 <= self.vector_weight <= 10 and 0 <= self.text_weight <= 10):
-            raise InvalidInput("RRF weights must be between 0 and 10.")
-        if self.vector_weight == 0 and self.text_weight == 0:
+        vector_weight = clean_float(self.vector_weight, what="RRF vector weight", minimum=0, maximum=10)
+        text_weight = clean_float(self.text_weight, what="RRF text weight", minimum=0, maximum=10)
+        if vector_weight == 0 and text_weight == 0:
             raise InvalidInput("At least one RRF weight must be above 0.")
-        if not (1 <= int(self.k) <= 10_000):
-            raise InvalidInput("RRF k must be between 1 and 10000.")
-        return RrfParams(float(self.vector_weight), float(self.text_weight), int(self.k))
+        k = clean_int(self.k, what="RRF k", minimum=1, maximum=10_000)
+        return RrfParams(vector_weight, text_weight, k)
 
 
 @dataclass(frozen=True)
@@ -123,13 +122,7 @@ class KnowledgeSearch:
 
 
 def _clean_limit(limit: int, maximum: int) -> int:
-    try:
-        limit = int(limit)
-    except (TypeError, ValueError):
-        raise InvalidInput("The number of results must be a whole number.") from None
-    if not 1 <= limit <= maximum:
-        raise InvalidInput(f"The number of results must be between 1 and {maximum}.")
-    return limit
+    return clean_int(limit, what="number of results", minimum=1, maximum=maximum)
 
 
 def search_memories(
@@ -150,9 +143,11 @@ def search_memories(
     """
     query = clean_text(query, what="search query", max_length=MAX_QUERY_LENGTH)
     limit = _clean_limit(limit, 200)
+    if params is not None and not isinstance(params, RrfParams):
+        raise InvalidInput("The RRF parameters must be an RrfParams.")
     params = (params or RrfParams.from_settings()).validated()
-    if mode not in ("hybrid", "vector", "text"):
-        raise InvalidInput(f"Unknown search mode {mode!r}.")
+    mode = clean_choice(mode, what="search mode", choices=("hybrid", "vector", "text"))
+    text_match = clean_choice(text_match, what="text match", choices=("any", "all"))
     started = time.perf_counter()
     degraded_reason = None
     vector = None

@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import psycopg
+from psycopg import errors as pg_errors
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from core.db import Scope, transaction
 from core.errors import DatabaseUnavailable, InvalidInput, NotFound
-from core.text import clean_text
+from core.text import clean_int, clean_text, sanitize_json
 
 log = logging.getLogger(__name__)
 MAX_REPORT_BYTES = 5_000_000
@@ -64,11 +66,32 @@ def save_report(
     if not scope.is_service:
         raise InvalidInput("Session reports are written by the service, not as the user.")
     session_id = clean_text(session_id, what="session id", max_length=200)
-    encoded = json.dumps(report, default=str, ensure_ascii=False)
-    if "\\u0000" in encoded:
-        encoded = encoded.replace("\\u0000", "")  # Postgres jsonb cannot hold NUL; drop them, keep the rest
+    if room_name is not None:
+        room_name = clean_text(room_name, what="room name", max_length=200, allow_empty=True) or None
+    for name, value in (("start", started_at), ("end", ended_at)):
+        if value is not None and not isinstance(value, datetime):
+            raise InvalidInput(f"The session's {name} time must be a date and time.")
+    if not isinstance(report, dict):
+        raise InvalidInput("A session report must be a JSON object.")
+    # What jsonb cannot hold (NaN, NUL, broken Unicode) is replaced, not refused: a report is never lost for it.
+    encoded = json.dumps(sanitize_json(report), ensure_ascii=False, allow_nan=False)
     if len(encoded.encode()) > MAX_REPORT_BYTES:
-        raise InvalidInput("The session report is too large to store.")
+        raise InvalidInput(
+            f"The session report is too large to store ({len(encoded.encode()):,} bytes; "
+            f"the limit is {MAX_REPORT_BYTES:,})."
+        )
+    try:
+        row = _upsert_report(scope, session_id, encoded, room_name, started_at, ended_at)
+    except pg_errors.ForeignKeyViolation:
+        raise NotFound("There is no such user to save a session report for.") from None
+    except psycopg.DataError as exc:  # anything else Postgres cannot store
+        raise InvalidInput(f"The database refused the session report ({str(exc).strip().splitlines()[0]}).") from None
+    if row is None:
+        raise InvalidInput(f"Session {session_id} belongs to another user.")
+    return SessionRecord(**row)
+
+
+def _upsert_report(scope: Scope, session_id: str, encoded: str, room_name, started_at, ended_at):
     with transaction(scope) as cur:
         cur.execute(
             f"""
@@ -82,17 +105,14 @@ def save_report(
             """,
             (session_id, scope.user_id, room_name, encoded, started_at, ended_at),
         )
-        row = cur.fetchone()
-    if row is None:
-        raise InvalidInput(f"Session {session_id} belongs to another user.")
-    return SessionRecord(**row)
+        return cur.fetchone()
 
 
 def list_sessions(scope: Scope, *, limit: int = 100) -> list[SessionRecord]:
     with transaction(scope) as cur:
         cur.execute(
             f"select {_COLUMNS} from public.sessions where user_id = %s order by created_at desc limit %s",
-            (scope.user_id, max(1, min(int(limit), 1000))),
+            (scope.user_id, clean_int(limit, what="number of sessions", minimum=1, maximum=1000)),
         )
         return [SessionRecord(**row) for row in cur.fetchall()]
 

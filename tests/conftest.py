@@ -41,6 +41,10 @@ for _name in (
 ):
     os.environ[_name] = ""
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Every AppTest and browser session signs in from one address ("local"); the throttle's own
+# tests set their limits explicitly.
+os.environ["ANON_SIGNIN_BURST"] = "100000"
+os.environ["ANON_SIGNIN_PER_MINUTE"] = "1000000"
 
 # pytest's process registers the livekit plugins at start, as every entry point does
 # (agent/plugins.py); the subprocess tests prove the entry points themselves.

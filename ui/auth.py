@@ -16,18 +16,16 @@ Design (see docs/APP.md):
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import streamlit as st
 
-from core import identity
+from core import identity, session_store
 from core.db import Scope
 from core.errors import AuthError, AuthUnavailable
 from core.identity import AuthSession, VerifiedUser
@@ -85,86 +83,43 @@ class Visitor:
         return Scope.for_user(self.verified)
 
 
-# Refresh tokens rotate, and presenting a rotated-away token again revokes its whole
-# family (reuse detection). The tabs of one browser are separate Streamlit sessions
-# that share one cookie, so they share one family: a quick double reload, or two tabs
-# renewing an hour later, would otherwise trip the detection. The registry below (server
-# memory only) remembers, per family, the newest session this process issued, so
-#   * a tab about to renew adopts a newer session another tab already obtained, and
-#   * a restore that presents a token rotated away less than REUSE_INTERVAL_SECONDS ago
+# Refresh tokens rotate, and presenting a rotated-away token again ends its family
+# (reuse detection). The tabs of one browser are separate Streamlit sessions that share
+# one cookie, possibly served by different app processes, so they share one family: a
+# quick double reload, or two tabs renewing an hour later, would otherwise trip the
+# detection. core.session_store keeps, in Postgres, every token handed out with its
+# family and, sealed under each exchanged token, the session that replaced it, so
+#   * a tab about to renew follows its own token's hand-offs to the newest session
+#     another tab (in any process) already obtained, and
+#   * a restore that presents a token exchanged less than REUSE_INTERVAL_SECONDS ago
 #     (a parallel tab or a reload racing the cookie write) gets that newer session once
 #     the auth server has confirmed it (a reload must see a sign-out from elsewhere),
 # like Supabase Auth's refresh-token reuse interval. Older replays still go through
 # refresh() and its reuse detection.
 REUSE_INTERVAL_SECONDS = 30.0
 
-
-class _Families:
-    def __init__(self, max_tokens: int = 50_000) -> None:
-        self._guard = threading.Lock()
-        self._tokens: OrderedDict[str, list] = OrderedDict()  # token hash -> [family, superseded_at]
-        self._latest: dict[str, AuthSession] = {}
-        self._locks: dict[str, threading.Lock] = {}
-        self._max_tokens = max_tokens
-
-    def start(self, auth: AuthSession) -> str:
-        family = uuid.uuid4().hex
-        self.record(family, auth)
-        return family
-
-    def family_of(self, token: str) -> tuple[str | None, float | None]:
-        with self._guard:
-            entry = self._tokens.get(identity.hash_refresh_token(token))
-            return (entry[0], entry[1]) if entry else (None, None)
-
-    def record(self, family: str, auth: AuthSession, *, replaces: str | None = None) -> AuthSession:
-        with self._guard:
-            if replaces is not None:
-                old = self._tokens.setdefault(identity.hash_refresh_token(replaces), [family, None])
-                old[1] = old[1] or time.time()
-            self._tokens[identity.hash_refresh_token(auth.refresh_token)] = [family, None]
-            while len(self._tokens) > self._max_tokens:
-                self._tokens.popitem(last=False)
-            current = self._latest.get(family)
-            if current is None or auth.expires_at >= current.expires_at:
-                self._latest[family] = auth
-        return auth
-
-    def latest(self, family: str) -> AuthSession | None:
-        with self._guard:
-            return self._latest.get(family)
-
-    def lock(self, family: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(family, threading.Lock())
-
-    def forget(self, family: str | None) -> None:
-        with self._guard:
-            self._latest.pop(family, None)
+_family_locks: dict[str, threading.Lock] = {}
+_family_locks_guard = threading.Lock()
 
 
-_families = _Families()
+def _lock_for(family: str) -> threading.Lock:
+    """One renewal at a time per family in this process (across processes, the auth server's
+    reuse interval covers two renewals of the same token at once)."""
+    with _family_locks_guard:
+        if len(_family_locks) > 10_000:
+            _family_locks.clear()
+        return _family_locks.setdefault(family, threading.Lock())
 
 
 def renew(auth: AuthSession, family: str, *, margin: float = REFRESH_MARGIN_SECONDS) -> AuthSession:
     """A session for the same user valid for at least `margin` seconds: a newer one
     another tab of this family already obtained, else a refresh of the family's
     newest refresh token. Raises AuthError if refreshing fails."""
-    with _families.lock(family):
-        latest = _families.latest(family)
-        if (
-            latest is not None
-            and latest.user_id == auth.user_id
-            and latest.refresh_token != auth.refresh_token
-            and latest.expires_at - time.time() >= margin
-        ):
-            return latest
-        newest = (
-            latest
-            if latest is not None and latest.user_id == auth.user_id and latest.expires_at >= auth.expires_at
-            else auth
-        )
-        return _families.record(family, identity.refresh(newest.refresh_token), replaces=newest.refresh_token)
+    with _lock_for(family):
+        newest = session_store.newest(auth.refresh_token, user_id=auth.user_id) or auth
+        if newest.refresh_token != auth.refresh_token and newest.expires_at - time.time() >= margin:
+            return newest
+        return session_store.record(family, newest.refresh_token, identity.refresh(newest.refresh_token))
 
 
 # Why an auth server ends a session, in the visitor's words (Supabase Auth's error codes).
@@ -195,32 +150,45 @@ def _still_standing(latest: AuthSession, family: str) -> AuthSession:
         raise
     except AuthError as exc:
         log.info("newest session of a restored family refused (%s); refreshing it once", exc)
-    return _families.record(family, identity.refresh(latest.refresh_token), replaces=latest.refresh_token)
+    return session_store.record(family, latest.refresh_token, identity.refresh(latest.refresh_token))
 
 
-def restore_or_sign_in(stored_refresh_token: str | None) -> tuple[AuthSession, str | None, str]:
+def client_address() -> str:
+    """Whom to throttle: the address the visitor connects from, as Streamlit reports it
+    (None for localhost, which is one client)."""
+    try:
+        return st.context.ip_address or "local"
+    except Exception:  # outside a server run (AppTest)
+        return "local"
+
+
+def restore_or_sign_in(
+    stored_refresh_token: str | None, *, client: str | None = None
+) -> tuple[AuthSession, str | None, str]:
     """(session, notice, family) for a new browser session: restored from the
     cookie's refresh token when it is still good, otherwise a new anonymous user
     (with a notice saying why). DatabaseUnavailable and AuthUnavailable propagate:
-    an outage must not hand the visitor a new identity (the cookie keeps the old one)."""
+    an outage must not hand the visitor a new identity (the cookie keeps the old one).
+    RateLimited propagates too: too many new visitors from `client`."""
     notice = None
     if stored_refresh_token:
-        family, _ = _families.family_of(stored_refresh_token)
         try:
-            with _families.lock(family) if family else contextlib.nullcontext():
-                _, superseded_at = _families.family_of(stored_refresh_token)
-                latest = _families.latest(family) if family else None
-                if (
-                    superseded_at is not None
-                    and latest is not None
-                    and time.time() - superseded_at <= REUSE_INTERVAL_SECONDS
-                    and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS
-                ):
+            known = session_store.lookup(stored_refresh_token)
+            family = known[0] if known else uuid.uuid4().hex
+            with _lock_for(family):
+                if known is not None and known[1] is not None and known[1] <= REUSE_INTERVAL_SECONDS:
                     # A parallel tab or a reload that raced the cookie write.
-                    return _still_standing(latest, family), None, family
+                    latest = session_store.newest(stored_refresh_token)
+                    if latest is not None and latest.expires_at - time.time() >= REFRESH_MARGIN_SECONDS:
+                        return _still_standing(latest, family), None, family
+                    if latest is not None:  # about to expire: renew the newest, never the stale token
+                        return (
+                            session_store.record(family, latest.refresh_token, identity.refresh(latest.refresh_token)),
+                            None,
+                            family,
+                        )
                 restored = identity.refresh(stored_refresh_token)
-            family = family or uuid.uuid4().hex
-            return _families.record(family, restored, replaces=stored_refresh_token), None, family
+                return session_store.record(family, stored_refresh_token, restored), None, family
         except AuthUnavailable:
             raise
         except AuthError as exc:
@@ -230,8 +198,8 @@ def restore_or_sign_in(stored_refresh_token: str | None) -> tuple[AuthSession, s
                 "If you saved it with an email, sign in again with it (Sign in with email, in this "
                 "sidebar); until then you are a new anonymous visitor."
             )
-    fresh = identity.sign_in_anonymously()
-    return fresh, notice, _families.start(fresh)
+    fresh = identity.sign_in_anonymously(client=client)
+    return fresh, notice, session_store.start(fresh)
 
 
 def _read_cookie() -> str | None:
@@ -283,8 +251,8 @@ def _session_ended(ended: AuthSession, exc: AuthError) -> AuthSession:
             "so you are now a new anonymous visitor."
         )
     log.info("session of %s ended: %s", ended.user_id, exc)
-    fresh = identity.sign_in_anonymously()
-    _replace(fresh, family=_families.start(fresh), notice=notice)
+    fresh = identity.sign_in_anonymously(client=client_address())
+    _replace(fresh, family=session_store.start(fresh), notice=notice)
     if email:
         st.session_state[_RESIGN_KEY] = email
     return fresh
@@ -296,11 +264,11 @@ def require_visitor() -> Visitor:
     down, nothing changed) for the caller to show."""
     auth: AuthSession | None = st.session_state.get(_AUTH_KEY)
     if auth is None:
-        auth, notice, family = restore_or_sign_in(_read_cookie())
+        auth, notice, family = restore_or_sign_in(_read_cookie(), client=client_address())
         _store(auth, notice, family=family)
         st.session_state[_GENERATION_KEY] = st.session_state.get(_GENERATION_KEY, 0) + 1
     elif auth.expires_at - time.time() < REFRESH_MARGIN_SECONDS:
-        family = st.session_state.get(_FAMILY_KEY) or _families.start(auth)
+        family = st.session_state.get(_FAMILY_KEY) or session_store.start(auth)
         try:
             auth = renew(auth, family)
             _store(auth, family=family)
@@ -316,7 +284,7 @@ def require_visitor() -> Visitor:
     except AuthError as exc:
         # The server refused a token we thought good (revoked, expired early, clocks apart, the
         # user row gone after a database reset): one refresh decides whether the session lives on.
-        family = st.session_state.get(_FAMILY_KEY) or _families.start(auth)
+        family = st.session_state.get(_FAMILY_KEY) or session_store.start(auth)
         try:
             auth = renew(auth, family, margin=float("inf"))
             _store(auth, family=family)
@@ -369,11 +337,11 @@ def _replace(auth: AuthSession, *, family: str, notice: str | None = None) -> No
 
 def start_new_identity() -> None:
     old: AuthSession | None = st.session_state.get(_AUTH_KEY)
-    fresh = identity.sign_in_anonymously()
+    fresh = identity.sign_in_anonymously(client=client_address())
     if old is not None:
-        identity.sign_out(old)  # the old refresh token stops working
-        _families.forget(st.session_state.get(_FAMILY_KEY))
-    _replace(fresh, family=_families.start(fresh))
+        identity.sign_out(old)  # every refresh token of the old identity stops working
+        session_store.forget(st.session_state.get(_FAMILY_KEY))
+    _replace(fresh, family=session_store.start(fresh))
 
 
 def upgrade_to_email(email: str, password: str) -> AuthSession:
@@ -383,13 +351,13 @@ def upgrade_to_email(email: str, password: str) -> AuthSession:
     if upgraded.user_id != auth.user_id:  # the contract; never silently switch users
         raise AuthError("The upgrade returned a different user; nothing was changed. Please report this.")
     family = st.session_state.get(_FAMILY_KEY) or uuid.uuid4().hex  # same browser, same family
-    _store(_families.record(family, upgraded, replaces=auth.refresh_token), family=family)
+    _store(session_store.record(family, auth.refresh_token, upgraded), family=family)
     return upgraded
 
 
 def sign_in_with_email(email: str, password: str) -> AuthSession:
-    signed_in = identity.sign_in_with_password(email, password)
-    family = _families.start(signed_in)  # a sign-in starts its own token family
+    signed_in = identity.sign_in_with_password(email, password, client=client_address())
+    family = session_store.start(signed_in)  # a sign-in starts its own token family
     old: AuthSession | None = st.session_state.get(_AUTH_KEY)
     if old is not None and old.user_id == signed_in.user_id:
         _store(signed_in, family=family)

@@ -15,7 +15,7 @@ from core import db
 from core.errors import AuthError, DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound, PlaygroundError
 
 log = logging.getLogger("memory_playground.ui")
-DB_RETRY_SECONDS = 5
+DB_RETRY_SECONDS = 2  # the page is back within a few seconds of the database (see docs/SECURITY.md)
 
 
 def show_error(exc: BaseException) -> None:

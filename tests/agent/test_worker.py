@@ -35,34 +35,47 @@ from tests.support.llm_requests import (
 # --- dispatch metadata -------------------------------------------------------------
 
 
-def test_valid_metadata_gives_that_user(demo_user_id, caplog):
-    user_id = uuid.uuid4()
+def test_valid_metadata_gives_that_user(new_user, caplog):
+    user_id = new_user().user_id
     with caplog.at_level(logging.WARNING, logger="agent.worker"):
         assert worker.resolve_user_id(json.dumps({"user_id": str(user_id)})) == (user_id, "metadata")
     assert caplog.records == []
 
 
-@pytest.mark.parametrize(
-    "metadata",
-    [
-        "not json",
-        "[]",
-        json.dumps({"user": "x"}),
-        json.dumps({"user_id": "not-a-uuid"}),
-        json.dumps({"user_id": 42}),
-    ],
-)
-def test_invalid_metadata_falls_back_to_the_demo_user_with_a_warning(metadata, demo_user_id, caplog):
-    with caplog.at_level(logging.WARNING, logger="agent.worker"):
-        assert worker.resolve_user_id(metadata) == (demo_user_id, "demo")
-    assert "unusable" in caplog.text
+_REFUSED = [
+    None,
+    "",
+    "   ",
+    "not json",
+    "null",
+    "[]",
+    json.dumps([{"user_id": "x"}]),
+    json.dumps({"user": "x"}),
+    json.dumps({"user_id": "not-a-uuid"}),
+    json.dumps({"user_id": 42}),
+    json.dumps({"user_id": None}),
+    json.dumps({"user_id": str(uuid.uuid4())}),  # well formed, but no such user
+    "[" * 100_000,  # nested past the recursion limit
+    json.dumps({"user_id": "x", "pad": "a" * 1_000_000}),  # 1 MB
+    "line one\nFAKE LOG LINE: user=admin",  # newlines must not forge log lines
+]
 
 
-@pytest.mark.parametrize("metadata", [None, "", "   "])
-def test_missing_metadata_falls_back_to_the_demo_user(metadata, demo_user_id, caplog):
+@pytest.mark.parametrize("metadata", _REFUSED, ids=range(len(_REFUSED)))
+def test_metadata_without_a_valid_existing_user_refuses_the_job(metadata, database_uri, caplog):
+    with caplog.at_level(logging.WARNING, logger="agent.worker"), pytest.raises(worker.JobRefused):
+        worker.resolve_user_id(metadata)
+    [record] = caplog.records
+    assert record.levelname == "ERROR" and record.getMessage().startswith("refusing the job: ")
+    assert len(record.getMessage()) < 400  # an excerpt, never the whole value
+    assert "\n" not in record.getMessage()
+
+
+@pytest.mark.parametrize("metadata", [None, "not json", json.dumps({"user_id": str(uuid.uuid4())})])
+def test_console_mode_acts_for_the_demo_user_instead(metadata, demo_user_id, caplog):
     with caplog.at_level(logging.WARNING, logger="agent.worker"):
-        assert worker.resolve_user_id(metadata) == (demo_user_id, "demo")
-    assert "no dispatch metadata" in caplog.text
+        assert worker.resolve_user_id(metadata, allow_demo=True) == (demo_user_id, "demo")
+    assert "console mode: acting for the demo user" in caplog.text
 
 
 def test_demo_user_id_setting_wins(monkeypatch, demo_user_id):
@@ -70,7 +83,7 @@ def test_demo_user_id_setting_wins(monkeypatch, demo_user_id):
     monkeypatch.setenv("DEMO_USER_ID", str(chosen))
     config.reload_settings()
     try:
-        assert worker.resolve_user_id(None) == (chosen, "demo")
+        assert worker.resolve_user_id(None, allow_demo=True) == (chosen, "demo")
     finally:
         monkeypatch.delenv("DEMO_USER_ID")
         config.reload_settings()
@@ -86,12 +99,27 @@ async def test_job_start_preloads_the_dispatched_user(new_user):
     assert [m.memory_type for m in preload.memories] == ["favorite_color"]
 
 
-async def test_job_start_without_metadata_acts_for_the_demo_user(demo_user_id):
+async def test_job_start_without_metadata_acts_for_the_demo_user_only_in_console_mode(demo_user_id, monkeypatch):
+    monkeypatch.setenv(worker.DEMO_MODE_ENV, "1")
     with fake_job_context(job_metadata="") as ctx:
         start = await worker.begin_job(ctx)
         preload = await start.preload
     assert (start.user_id, start.source) == (demo_user_id, "demo")
     assert preload.profile.id == demo_user_id
+
+
+async def test_entrypoint_refuses_a_job_without_a_user_and_never_connects(database_uri, monkeypatch):
+    monkeypatch.delenv(worker.DEMO_MODE_ENV, raising=False)
+    with fake_job_context(job_metadata=json.dumps({"user_id": str(uuid.uuid4())})) as ctx:
+        connected = []
+        monkeypatch.setattr(ctx, "connect", lambda *a, **k: connected.append(1))
+        shutdowns = []
+        monkeypatch.setattr(ctx, "shutdown", lambda reason="": shutdowns.append(reason))
+        await worker.entrypoint(ctx)
+    assert connected == []
+    with pytest.raises(RuntimeError, match="No AgentSession"):
+        ctx.primary_session  # noqa: B018 - no session was ever started for anyone
+    assert len(shutdowns) == 1 and shutdowns[0].startswith("refused: no user ")
 
 
 # --- model selection ----------------------------------------------------------------

@@ -68,6 +68,7 @@ def test_restoring_from_the_cookie_refresh_token(database_uri, monkeypatch):
     assert (again, notice, same_family) == (restored, None, family)
     # an old rotated-away token presented later is a replay: refused, and a new visitor starts
     monkeypatch.setattr(ui_auth, "REUSE_INTERVAL_SECONDS", 0.0)
+    monkeypatch.setattr(identity, "REFRESH_REUSE_INTERVAL_SECONDS", 0.0)  # the issuer's own interval, too
     replay, notice, _ = ui_auth.restore_or_sign_in(original.refresh_token)
     assert replay.user_id != original.user_id
     assert notice and "could not be restored" in notice

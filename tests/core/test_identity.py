@@ -217,6 +217,11 @@ def test_refresh_rotates_and_reuse_revokes_the_family(database_uri):
     assert second.user_id == first.user_id and second.is_anonymous is True
     assert second.refresh_token != first.refresh_token
     assert identity.verify(second.access_token).user_id == first.user_id
+    with db.admin_connection() as conn:  # past the reuse interval (a replay, not a parallel renewal)
+        conn.execute(
+            "update auth.refresh_tokens set rotated_at = now() - interval '1 minute' where token_hash = %s",
+            (identity._hash_refresh_token(first.refresh_token),),
+        )
 
     with pytest.raises(AuthError, match="already used"):
         identity.refresh(first.refresh_token)  # replayed: someone may have copied it

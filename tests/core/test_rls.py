@@ -74,8 +74,12 @@ def as_role(role: str, claims: dict | None = None):
     """A transaction as a bare role (e.g. `anon`), which core.db never offers."""
     with db.get_pool().connection() as conn, conn.transaction(), conn.cursor(row_factory=dict_row) as cur:
         cur.execute(f"set local role {role}")
-        if claims is not None:
-            cur.execute("select set_config('request.jwt.claims', %s, true)", (json.dumps(claims),))
+        if claims is not None:  # signed as core.db does, or auth.jwt() refuses them
+            raw, mac = db.signed_claims(claims, db.claims_key())
+            cur.execute(
+                "select set_config('request.jwt.claims', %s, true), set_config('request.jwt.claims_mac', %s, true)",
+                (raw, mac),
+            )
         yield cur
 
 

@@ -271,7 +271,7 @@ def test_delete_all_and_export(fresh, new_user):
         ("10\x0001", InvalidInput, "NUL character"),
         ("9999", NotFound, "^Order 9999 not found.$"),
         ("#9999", NotFound, "^Order 9999 not found.$"),
-        (12.5, InvalidInput, "is not an order number"),
+        (12.5, InvalidInput, "must be text"),
     ],
 )
 def test_bad_order_ids(user, order_id, error, match):
@@ -356,7 +356,7 @@ def test_good_timezone_is_stored(fresh):
         ("preferences", "[1, 2]", "must be a JSON object"),
         ("preferences", ["units"], "must be a JSON object"),
         ("preferences", {"note": "a\x00b"}, "NUL"),
-        ("preferences", {"blob": "x" * 9000}, "too large"),
+        ("preferences", {"blob": "x" * 17_000}, "too large"),  # MAX_PREFERENCES_BYTES, 16 kB by default
     ],
 )
 def test_bad_profile_values(user, field_name, value, match):

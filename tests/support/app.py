@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -32,9 +33,14 @@ def free_port() -> int:
 
 
 def start_streamlit(
-    extra_env: dict[str, str] | None = None, *, log_path: Path | None = None, timeout: float = 90
+    extra_env: dict[str, str] | None = None,
+    *,
+    log_path: Path | None = None,
+    timeout: float = 90,
+    tls: tuple[Path, Path] | None = None,
 ) -> tuple[subprocess.Popen, str]:
-    """`streamlit run streamlit_app.py` on a free port with this test run's DATA_DIR; returns (process, url)."""
+    """`streamlit run streamlit_app.py` on a free port with this test run's DATA_DIR; returns (process, url).
+    `tls` = (certificate, key) serves it over https."""
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", **(extra_env or {})}
     log = open(log_path or Path(tempfile.mkstemp(prefix="mp-streamlit-", suffix=".log")[1]), "w")  # noqa: SIM115 - the server writes to it until it stops
@@ -53,6 +59,7 @@ def start_streamlit(
             "true",
             "--browser.gatherUsageStats",
             "false",
+            *(["--server.sslCertFile", str(tls[0]), "--server.sslKeyFile", str(tls[1])] if tls else []),
         ],
         cwd=PROJECT_ROOT,
         env=env,
@@ -60,13 +67,15 @@ def start_streamlit(
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    url = f"http://127.0.0.1:{port}"
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    # a test's self-signed certificate: the health check only asks whether the server is up
+    unverified = ssl._create_unverified_context() if tls else None
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"streamlit exited with {process.returncode}; see {log.name}")
         try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2, context=unverified) as response:
                 if response.status == 200:
                     return process, url
         except OSError:

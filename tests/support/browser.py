@@ -177,6 +177,13 @@ def send(page, text: str) -> str:
         arg=before,
         timeout=TURN_TIMEOUT_MS,
     )
+    # The turn's container can be in the DOM a frame before its text; read the answer once it is drawn.
+    page.wait_for_function(
+        "() => { const turns = document.querySelectorAll('[class*=st-key-chat_turn_]');"
+        " const body = turns[turns.length - 1].querySelector('[data-testid=stChatMessageContent]');"
+        " return body !== null && body.innerText.trim().length > 0; }",
+        timeout=TURN_TIMEOUT_MS,
+    )
     return answered_turns(page).last.inner_text()
 
 

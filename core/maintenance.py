@@ -1,0 +1,17 @@
+"""The maintenance job behind `python -m core cleanup` (run by `make run` before the app starts)."""
+
+from __future__ import annotations
+
+from core import identity, session_store
+from core.config import get_settings
+from core.db import admin_connection
+
+
+def cleanup(older_than_days: float | None = None, *, conninfo: str | None = None) -> dict[str, int]:
+    """Delete anonymous users idle longer than ANON_USER_RETENTION_DAYS (with everything they own)
+    and session hand-offs older than the longest a session lasts. Runs as the owner."""
+    removed = {"anonymous_users": identity.delete_idle_anonymous_users(older_than_days, conninfo=conninfo)}
+    with admin_connection(conninfo) as conn:
+        lifetime = get_settings().refresh_token_lifetime_days * 86400
+        removed["session_handoffs"] = session_store.prune(conn, lifetime + 86400)
+    return removed
