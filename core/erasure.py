@@ -53,12 +53,12 @@ def pending_reports_dir() -> Path:
 
 
 def delete_pending_reports(user_id: uuid.UUID) -> int:
-    """Delete the user's session reports still waiting on disk; returns how many."""
+    """Delete the user's session reports still waiting on disk, or set aside (``rejected/``); returns how many."""
     directory = pending_reports_dir()
     if not directory.is_dir():
         return 0
     deleted = 0
-    for path in [*directory.glob("*.json"), *directory.glob("*.bad")]:
+    for path in [*directory.rglob("*.json"), *directory.rglob("*.bad")]:
         try:
             owner = json.loads(path.read_text(encoding="utf-8")).get("user_id")
         except (OSError, ValueError, AttributeError) as exc:
@@ -66,6 +66,7 @@ def delete_pending_reports(user_id: uuid.UUID) -> int:
             continue
         if owner == str(user_id):
             path.unlink(missing_ok=True)
+            path.with_suffix(".reason.txt").unlink(missing_ok=True)  # a rejected report's note beside it
             deleted += 1
     return deleted
 

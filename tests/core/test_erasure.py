@@ -53,8 +53,8 @@ def _fill(user) -> None:
         )
 
 
-def _pending(user_id: uuid.UUID) -> object:
-    directory = erasure.pending_reports_dir()
+def _pending(user_id: uuid.UUID, sub: str = "") -> object:
+    directory = erasure.pending_reports_dir() / sub
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{uuid.uuid4().hex}.json"
     path.write_text(json.dumps({"user_id": str(user_id), "session_id": "s", "report": {"said": "call me Jo"}}))
@@ -65,7 +65,7 @@ def test_delete_everything_leaves_no_row_about_the_user(database_uri):
     user, other = sign_in(), sign_in()
     _fill(user)
     _fill(other)
-    mine, theirs = _pending(user.user_id), _pending(other.user_id)
+    mine, theirs, set_aside = _pending(user.user_id), _pending(other.user_id), _pending(user.user_id, "rejected")
     columns = _user_columns()
     assert ("memories", "user_id") in columns and ("sessions", "user_id") in columns
     assert ("profiles", "id") in columns
@@ -75,7 +75,7 @@ def test_delete_everything_leaves_no_row_about_the_user(database_uri):
     erased = erasure.delete_everything(user.scope)  # as the user: RLS decides
 
     assert erased.rows == {"memories": 2, "sessions": 2}
-    assert erased.profile_cleared and erased.pending_reports == 1
+    assert erased.profile_cleared and erased.pending_reports == 2
     for table, column in columns:
         if (table, column) == ("profiles", "id"):
             continue  # the account's own row stays; its fields are checked below
@@ -85,7 +85,7 @@ def test_delete_everything_leaves_no_row_about_the_user(database_uri):
     assert profile.preferences == {}
     loaded = preload(db.Scope.service(user.user_id))
     assert loaded.profile.name is None and not loaded.memories
-    assert not mine.exists() and theirs.exists()
+    assert not mine.exists() and not set_aside.exists() and theirs.exists()
     # the other user's data is untouched
     assert {tc: _rows_for(*tc, other.user_id) for tc in columns} == before | {("profiles", "id"): 1}
     assert profiles.get_profile(other.scope).name == "Jo"
