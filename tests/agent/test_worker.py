@@ -404,7 +404,8 @@ async def test_entrypoint_runs_a_job_with_the_openai_plugin_against_an_llm_endpo
     section = sessions.get_session(user.scope, "lk-job-llm-1").report["playground"]
     assert section["mode"] == "worker" and section["models"]["llm_backend"] == "openai"
     assert section["errors"] == []
-    assert [t["text"] for t in section["transcript"] if t["role"] == "assistant"][-1] == "You told me your favorite color is teal."
+    answers = [t["text"] for t in section["transcript"] if t["role"] == "assistant"]
+    assert answers[-1] == "You told me your favorite color is teal."
     assert memories.recall(user.scope, "favorite_color").content == "teal"
     requests = llm_server.chat_requests()
     assert_agent_requests(requests)
