@@ -9,7 +9,7 @@ PIP_STAMP := $(VENV)/.requirements-installed
 APT_STAMP := $(VENV)/.system-packages-installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint format screenshots bench security doctor db install system-packages clean-data
+.PHONY: run test lint format screenshots bench bench-full security doctor db install system-packages clean-data
 
 install: $(PIP_STAMP)
 
@@ -21,10 +21,10 @@ $(PIP_STAMP): requirements.txt
 	@touch $@
 
 # Debian's chromium for the browser tests (Playwright drives it; it never downloads a browser),
-# and a font so screenshots have readable text.
-APT_PACKAGES := chromium fonts-dejavu-core
+# a font so screenshots have readable text, and espeak-ng + sox for the benchmark's recorded speech set.
+APT_PACKAGES := chromium fonts-dejavu-core espeak-ng sox
 system-packages: $(APT_STAMP)
-$(APT_STAMP): | $(PIP_STAMP)
+$(APT_STAMP): Makefile | $(PIP_STAMP)
 	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $(APT_PACKAGES); }
 	@touch $@
@@ -53,10 +53,15 @@ format: $(PIP_STAMP)
 screenshots: db system-packages
 	MP_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -m browser
 
-# The hostile-input suite with thousands of cases (make test runs a few hundred), then the benchmarks.
-bench: db
+# The hostile-input suite with thousands of cases (make test runs a few hundred), then the benchmarks
+# (the first-visit benchmark drives Debian's chromium).
+bench: db system-packages
 	HOSTILE_INPUT_EXAMPLES=300 $(PY) -m pytest tests/core/test_hostile_input.py -q -p no:cacheprovider
 	$(PY) -m bench
+
+# The conversation-memory scale run at full size: 1,000,000 turns over 1,000 users (an hour or more on 2 cores).
+bench-full: db
+	$(PY) -m bench --conversation-full
 
 # The 13 probes of the hardening review, run again on a throwaway database (docs/SECURITY.md).
 # As root it also creates a throwaway local account to try connecting as someone else.

@@ -1,28 +1,12 @@
-"""Memory Playground: the entry point.
+"""Memory Playground: the server entry point (`make run`, `streamlit run streamlit_app.py`).
 
-Every run: verify (or restore, or create) the visitor's identity, draw the
-sidebar, keep the identity cookie current, then run the selected page. Pages
-are thin views over core/ (and agent/ for the in-process agent).
+An ``st.App`` runs the page script ``app_script.py`` on every visit; its lifespan
+(``ui/server.py``) registers the livekit plugins on the main thread and warms the
+database, the models and the agent up in the background as the server starts.
 """
 
 import streamlit as st
 
-st.set_page_config(
-    page_title="Memory Playground", page_icon=":material/neurology:", layout="wide", initial_sidebar_state="expanded"
-)
+from ui.server import lifespan, routes
 
-from ui import shell  # noqa: E402 - st.set_page_config must run before anything else Streamlit does
-
-shell.render_shell()
-
-pages = [
-    st.Page("pages/chat.py", title="Chat", icon=":material/chat:", default=True),
-    st.Page("pages/voice.py", title="Voice", icon=":material/mic:"),
-    st.Page("pages/memories.py", title="Memories", icon=":material/neurology:"),
-    st.Page("pages/sessions.py", title="Sessions", icon=":material/history:"),
-    st.Page("pages/knowledge.py", title="Knowledge", icon=":material/menu_book:"),
-    st.Page("pages/livekit.py", title="LiveKit", icon=":material/podcasts:"),
-]
-navigation = st.navigation(pages, position="top")
-shell.page_follows()
-navigation.run()
+app = st.App("app_script.py", lifespan=lifespan, routes=routes)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     # the in-process runtime and one conversation on it
     "get_runtime": "agent.runtime",
+    "shutdown_runtime": "agent.runtime",
     "AgentRuntime": "agent.runtime",
     "Conversation": "agent.conversation",
     "TurnResult": "agent.conversation",
@@ -58,7 +59,13 @@ _EXPORTS = {
     "get_call": "agent.voice.calls",
     "end_call": "agent.voice.calls",
     "prewarm_voice": "agent.voice.local_call",
+    # loading what the first visitor needs when the app's server starts
+    "warmup": "agent.warmup",
     "per_turn_latency": "agent.voice.latency",
+    "LocalWhisperSTT": "agent.voice.local_stt",
+    "WHISPER_SAMPLE_RATE": "agent.voice.local_stt",
+    "SPECULATE_AFTER_SECONDS": "agent.voice.local_stt",
+    "VAD_MIN_SILENCE": "agent.voice.local_call",
     "WEBRTC_SAMPLE_RATE": "agent.voice.audio",
     "WEBRTC_FRAME_SAMPLES": "agent.voice.audio",
     # session reports and the worker's check of a job's user (bench/security.py probes them)
@@ -72,14 +79,18 @@ _RENAMED = {"prewarm_voice": "prewarm", "save_report": "save", "flush_pending_re
 
 __all__ = [
     "MAX_MESSAGE_LENGTH",
+    "SPECULATE_AFTER_SECONDS",
+    "VAD_MIN_SILENCE",
     "WEBRTC_FRAME_SAMPLES",
     "WEBRTC_SAMPLE_RATE",
+    "WHISPER_SAMPLE_RATE",
     "AgentRuntime",
     "Conversation",
     "ErrorEvent",
     "Event",
     "EventBus",
     "JobRefused",
+    "LocalWhisperSTT",
     "MetricEvent",
     "ModelDescription",
     "PlaygroundAgent",
@@ -105,6 +116,8 @@ __all__ = [
     "recall_block",
     "resolve_user_id",
     "save_report",
+    "shutdown_runtime",
+    "warmup",
 ]  # the keys of _EXPORTS (tests/agent/test_layout.py checks)
 
 
@@ -123,7 +136,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from agent import events, plugins
+    from agent import events, plugins, warmup
     from agent.chat_format import recall_block
     from agent.conversation import MAX_MESSAGE_LENGTH, Conversation, TurnResult
     from agent.event_bus import EventBus, QueueSink
@@ -140,10 +153,12 @@ if TYPE_CHECKING:
     from agent.playground_agent import PlaygroundAgent
     from agent.reports import flush_pending as flush_pending_reports
     from agent.reports import save as save_report
-    from agent.runtime import AgentRuntime, get_runtime
+    from agent.runtime import AgentRuntime, get_runtime, shutdown_runtime
     from agent.session import PlaygroundSession
     from agent.voice.audio import WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
     from agent.voice.calls import VoiceCall, end_call, get_call, open_call
     from agent.voice.latency import per_turn_latency
+    from agent.voice.local_call import VAD_MIN_SILENCE
     from agent.voice.local_call import prewarm as prewarm_voice
+    from agent.voice.local_stt import SPECULATE_AFTER_SECONDS, WHISPER_SAMPLE_RATE, LocalWhisperSTT
     from agent.worker import JobRefused, resolve_user_id

@@ -62,12 +62,14 @@ def format_turn(turn: TurnResult) -> list[str]:
         )
         injected = set(event.get("injected") or [])
         for index, hit in enumerate(event["hits"][:5], start=1):
-            if event["source"] == "memories":
+            if event["source"] in ("memories", "conversations"):
                 vr = f"#{hit['vector_rank']}" if hit["vector_rank"] is not None else "-"
                 tr = f"#{hit['text_rank']}" if hit["text_rank"] is not None else "-"
-                mark = " *" if hit["id"] in injected else ""
+                mark = " *" if str(hit["id"]) in injected else ""
+                # a slot by its name; a past turn by when it was said and who said it
+                name = hit.get("memory_type") or f"{str(hit.get('created_at'))[:10]} {hit.get('speaker')}"
                 lines.append(
-                    f"     {index}. {hit['memory_type']}: {_short(hit['content'], 50)}  rrf={hit['rrf_score']:.4f} "
+                    f"     {index}. {name}: {_short(hit['content'], 50)}  rrf={hit['rrf_score']:.4f} "
                     f"(vector {vr} {hit['vector_rrf']:.4f} + text {tr} {hit['text_rrf']:.4f}){mark}"
                 )
             else:

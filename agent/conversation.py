@@ -70,6 +70,14 @@ class TurnResult:
 
 
 @dataclass
+class _Sent:
+    """A typed message sent and not answered yet; `cursor` is the event cursor when its turn started."""
+
+    text: str
+    cursor: int | None = None
+
+
+@dataclass
 class _Closing:
     future: concurrent.futures.Future | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -99,6 +107,8 @@ class Conversation:
         self._ps: PlaygroundSession | None = None
         self._turn_lock: asyncio.Lock | None = None
         self._closing = _Closing()
+        self._unanswered: list[_Sent] = []  # in the order sent; guarded by _unanswered_lock
+        self._unanswered_lock = threading.Lock()
         self.ready: concurrent.futures.Future[str | None] = runtime.submit(self._start())
 
     # ---- read side (any thread) ---------------------------------------------
@@ -124,6 +134,30 @@ class Conversation:
         return self.sink.since(cursor)
 
     @property
+    def busy(self) -> bool:
+        """A message was sent and its turn has not finished yet."""
+        with self._unanswered_lock:
+            return bool(self._unanswered)
+
+    def waiting_messages(self, upto: int | None = None) -> list[str]:
+        """Messages sent whose user turn is not among the events up to cursor `upto` (default: all so far).
+
+        They wait for the start or for the turn before them. A page draws them after the events it
+        read with that cursor, so every message shows exactly once, from the moment it was sent.
+        """
+        upto = self.sink.cursor if upto is None else upto
+        with self._unanswered_lock:
+            unanswered = [(sent.text, sent.cursor) for sent in self._unanswered]
+        waiting = []
+        for text, cursor in unanswered:
+            if cursor is not None and cursor < upto:
+                seen = self.sink.since(cursor)[0][: upto - cursor]
+                if any(e["type"] == "transcript" and e["role"] == "user" and e["final"] for e in seen):
+                    continue  # its turn started and its user message is among the events
+            waiting.append(text)
+        return waiting
+
+    @property
     def history(self) -> list[dict[str, Any]]:
         """The conversation so far: final user and assistant transcripts, in order."""
         events = self._ps.bus.events if self._ps else self.sink.since(0)[0]
@@ -143,7 +177,10 @@ class Conversation:
         return self._rrf
 
     def send(self, text: str) -> concurrent.futures.Future[TurnResult]:
-        """Run one typed turn. Bad input fails the future with InvalidInput (a user-safe message)."""
+        """Run one typed turn. Bad input fails the future with InvalidInput (a user-safe message).
+
+        May be called before the conversation is ready and while another turn runs: turns run
+        one after another, in the order sent, once the start is done (:meth:`waiting_messages`)."""
         self.last_active = time.monotonic()
         try:
             text = clean_text(text, what="message", max_length=MAX_MESSAGE_LENGTH)
@@ -153,7 +190,10 @@ class Conversation:
             failed: concurrent.futures.Future[TurnResult] = concurrent.futures.Future()
             failed.set_exception(exc)
             return failed
-        return self.runtime.submit(self._send(text))
+        sent = _Sent(text)
+        with self._unanswered_lock:
+            self._unanswered.append(sent)
+        return self.runtime.submit(self._send(sent))
 
     def close(self) -> concurrent.futures.Future[dict[str, Any] | None]:
         """End the conversation and save its report (idempotent: later calls get the same future)."""
@@ -184,12 +224,20 @@ class Conversation:
         self.greeting = await ps.start()
         return self.greeting
 
-    async def _send(self, text: str) -> TurnResult:
+    async def _send(self, sent: _Sent) -> TurnResult:
+        try:
+            return await self._run_turn(sent)
+        finally:
+            with self._unanswered_lock:
+                self._unanswered.remove(sent)
+
+    async def _run_turn(self, sent: _Sent) -> TurnResult:
+        text = sent.text
         await asyncio.wrap_future(self.ready)
         assert self._ps is not None and self._turn_lock is not None
         async with self._turn_lock:
             ps = self._ps
-            cursor = self.sink.cursor
+            cursor = sent.cursor = self.sink.cursor
             started = time.perf_counter()
             error = None
             messages: list[str] = []

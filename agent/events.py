@@ -22,13 +22,19 @@ Kinds (the keys each adds):
     ``name``, ``arguments`` (dict), ``output`` (str | None), ``error``
     (str | None; the message the model read back), ``duration_ms``.
 ``retrieval``
-    ``source`` ("memories" | "knowledge"), ``trigger`` ("per_turn_recall",
-    "tool:search_memories", "tool:search_knowledge"), ``query``, ``mode``
-    ("hybrid" | "vector" | "text" for memories, "vector" for knowledge),
+    ``source`` ("memories" | "conversations" | "knowledge"), ``tier`` (the
+    memory tier searched: "slots" for memories, "conversations" for past
+    conversation turns, "knowledge" for the shared knowledge base),
+    ``trigger`` ("per_turn_recall", "tool:search_memories",
+    "tool:search_past_conversations", "tool:search_knowledge"), ``query``,
+    ``mode`` ("hybrid" | "vector" | "text" for memories and conversations,
+    "hybrid" for knowledge),
     ``params`` ({"vector_weight", "text_weight", "k"} or None), ``latency_ms``,
     ``degraded_reason``, ``skipped``, ``skip_reason``, ``hits`` (each a
-    ``MemoryHit.as_dict()`` or ``KnowledgeHit.as_dict()``), and for the
-    per-turn recall ``injected`` (ids of the hits put into the model's context);
+    ``MemoryHit.as_dict()``, ``ConversationHit.as_dict()`` or
+    ``KnowledgeHit.as_dict()``), and for the per-turn recall ``injected``
+    (ids of the hits put into the model's context; the per-turn recall
+    publishes one event per tier, slots first);
     ``embed_ms`` and ``search_ms`` when a search ran.
 ``state``
     ``who`` ("agent" | "user"), ``state`` (agent: initializing, idle,
@@ -56,7 +62,7 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, get_args
 # No `from __future__ import annotations` here: TypedDict reads NotRequired[...] from evaluated annotations.
 
 if TYPE_CHECKING:
-    from core.retrieval import KnowledgeSearch, MemoryHit, MemorySearch, RrfParams
+    from core.retrieval import ConversationHit, ConversationSearch, KnowledgeSearch, MemoryHit, MemorySearch, RrfParams
 
 EVENTS_TOPIC = "memory-playground.events"
 EventType = Literal["transcript", "tool_call", "retrieval", "state", "metric", "turn_done", "error"]
@@ -112,8 +118,13 @@ class RetrievalParams(TypedDict):
     k: int
 
 
+RetrievalTier = Literal["slots", "conversations", "knowledge"]
+TIER_OF_SOURCE: dict[str, str] = {"memories": "slots", "conversations": "conversations", "knowledge": "knowledge"}
+
+
 class RetrievalEvent(_Common):
-    source: Literal["memories", "knowledge"]
+    source: Literal["memories", "conversations", "knowledge"]
+    tier: RetrievalTier
     trigger: str
     query: str
     mode: str
@@ -204,14 +215,15 @@ def retrieval(
     hits: Iterable[Any] = (),
     degraded_reason: str | None = None,
     skip_reason: str | None = None,
-    injected: "Iterable[MemoryHit] | None" = None,
+    injected: "Iterable[MemoryHit | ConversationHit] | None" = None,
     embed_ms: float | None = None,
     search_ms: float | None = None,
 ) -> EventFields:
-    """A search and what it found; `hits` are MemoryHit / KnowledgeHit (or their dicts)."""
+    """A search and what it found; `hits` are MemoryHit / ConversationHit / KnowledgeHit (or their dicts)."""
     fields: EventFields = {
         "type": "retrieval",
         "source": source,
+        "tier": TIER_OF_SOURCE[source],
         "trigger": trigger,
         "query": query,
         "mode": mode,
@@ -234,18 +246,19 @@ def retrieval(
 
 
 def memory_search_retrieval(
-    search: "MemorySearch",
+    search: "MemorySearch | ConversationSearch",
     *,
     trigger: str,
     query: str | None = None,
     latency_ms: float | None = None,
-    injected: "Iterable[MemoryHit] | None" = None,
+    injected: "Iterable[MemoryHit | ConversationHit] | None" = None,
 ) -> EventFields:
-    """A memory search that ran. `query` is what the user said when it differs from the search's cleaned query;
-    `latency_ms` is the caller's wall time when it differs from the search's own (the per-turn recall waits on a
-    thread), the search's own time is then `search_ms`."""
+    """A search of either memory tier that ran (slots, or past turns for a ConversationSearch). `query` is what
+    the user said when it differs from the search's cleaned query; `latency_ms` is the caller's wall time when
+    it differs from the search's own (the per-turn recall waits on a thread), which is then `search_ms`."""
     return retrieval(
-        source="memories",
+        # by name, not isinstance: this module imports nothing from core at run time
+        source="conversations" if type(search).__name__ == "ConversationSearch" else "memories",
         trigger=trigger,
         query=search.query if query is None else query,
         mode=search.mode,
@@ -259,12 +272,15 @@ def memory_search_retrieval(
     )
 
 
+conversation_search_retrieval = memory_search_retrieval  # the same event, for a search of past turns
+
+
 def knowledge_search_retrieval(search: "KnowledgeSearch", *, trigger: str) -> EventFields:
     return retrieval(
         source="knowledge",
         trigger=trigger,
         query=search.query,
-        mode="vector",
+        mode="hybrid",
         params=None,
         latency_ms=search.latency_ms,
         hits=search.hits,
@@ -272,10 +288,12 @@ def knowledge_search_retrieval(search: "KnowledgeSearch", *, trigger: str) -> Ev
     )
 
 
-def skipped_recall(query: str, params: "RrfParams", *, reason: str, latency_ms: float) -> EventFields:
-    """The per-turn recall that did not run or did not finish in time."""
+def skipped_recall(
+    query: str, params: "RrfParams", *, reason: str, latency_ms: float, tier: str = "slots"
+) -> EventFields:
+    """One tier's per-turn recall search that did not run or did not finish in time."""
     return retrieval(
-        source="memories",
+        source="memories" if tier == "slots" else "conversations",
         trigger=RECALL_TRIGGER,
         query=query,
         mode="hybrid",

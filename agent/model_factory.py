@@ -178,7 +178,8 @@ def build_llm(settings: Settings | None = None):
     return OfflineBrain()
 
 
-def build_stt(settings: Settings | None = None):
+def build_stt(settings: Settings | None = None, *, vad=None):
+    """The configured STT. The local one streams (speculative and interim decodes) when given `vad`."""
     settings = settings or get_settings()
     backend = speech_backend(settings, "stt")
     if backend == "livekit":
@@ -189,7 +190,7 @@ def build_stt(settings: Settings | None = None):
         )
     if backend == "openai":
         return plugin("openai").STT(model=settings.stt_model or DEFAULT_OPENAI_STT, api_key=settings.openai_api_key)
-    return LocalWhisperSTT()
+    return LocalWhisperSTT(vad=vad)
 
 
 def build_tts(settings: Settings | None = None):

@@ -11,10 +11,12 @@ Context the model gets:
 * **Preload** (before the first word): profile and every remembered fact, in
   the initial chat context (see :func:`load_preload`); each model call sends
   it inside the one leading system message, after the instructions.
-* **Per-turn recall**: before each reply, a hybrid search with the user's
-  words; the top hits go in front of the user's message, in ``<recall>``
-  tags. It has a time budget: when the search is slower, the turn goes on
-  without it and a ``retrieval`` event records the skip.
+* **Per-turn recall**: before each reply, a hybrid search of both memory
+  tiers (remembered slots, and the turns of the user's earlier sessions) with
+  the user's words; the top hits, within a token budget, go in front of the
+  user's message, in ``<recall>`` tags (agent/recall.py). It has a time
+  budget: when a search is slower, the turn goes on without it and its
+  ``retrieval`` event records the skip.
 
 Every model call goes through :func:`agent.chat_format.shape`, which gives
 the request the form every common chat template accepts (one leading system
@@ -72,6 +74,8 @@ class PlaygroundAgent(Agent):
         recall_budget_ms: float | None = None,
         recall_limit: int = 5,
         recall_inject: int = 3,
+        recall_inject_turns: int = 3,
+        recall_token_budget: int | None = None,
         filler_delay: float = 0.5,
         instructions: str = INSTRUCTIONS,
         recall_placement: RecallPlacement = DEFAULT_RECALL_PLACEMENT,
@@ -85,6 +89,10 @@ class PlaygroundAgent(Agent):
         self.recall_budget_ms = recall_budget_ms if recall_budget_ms is not None else get_settings().recall_budget_ms
         self.recall_limit = recall_limit
         self.recall_inject = recall_inject
+        self.recall_inject_turns = recall_inject_turns
+        self.recall_token_budget = (
+            recall_token_budget if recall_token_budget is not None else get_settings().recall_token_budget
+        )
         self.filler_delay = filler_delay
         self.preload = preload
         self.memories_written: list[dict[str, Any]] = []
@@ -155,7 +163,7 @@ class PlaygroundAgent(Agent):
                 self._recalls.popitem(last=False)
 
     async def recall(self, text: str) -> str | None:
-        """Hybrid-search memories with the user's words; the recall text with the top hits, or None."""
+        """Hybrid-search both memory tiers with the user's words; the recall text with the top hits, or None."""
         return await recall(
             self.scope,
             text,
@@ -164,6 +172,9 @@ class PlaygroundAgent(Agent):
             budget_ms=self.recall_budget_ms,
             limit=self.recall_limit,
             inject=self.recall_inject,
+            session_id=self.session_id,
+            inject_turns=self.recall_inject_turns,
+            token_budget=self.recall_token_budget,
         )
 
     # ------------------------------------------------------------------ tool plumbing
@@ -302,6 +313,27 @@ class PlaygroundAgent(Agent):
             tool_outputs.memories_found,
         )
         self.bus.emit(events.memory_search_retrieval(result, trigger="tool:search_memories"))
+        return output
+
+    @function_tool
+    async def search_past_conversations(self, ctx: RunContext, query: str) -> str:
+        """Search what the user and the agent said in the user's earlier conversations (hybrid vector + keyword
+        search, best first; each hit has the date it was said). Use it when the user refers to something
+        mentioned before, e.g. "that trail I told you about last week".
+
+        Args:
+            query: what to look for, in the user's words
+        """
+        params = self.rrf
+        result, output = await self._call(
+            "search_past_conversations",
+            {"query": query},
+            lambda: retrieval.search_conversations(
+                self.scope, query, limit=5, params=params, exclude_session_id=self.session_id
+            ),
+            tool_outputs.conversations_found,
+        )
+        self.bus.emit(events.conversation_search_retrieval(result, trigger="tool:search_past_conversations"))
         return output
 
     @function_tool

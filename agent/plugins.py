@@ -14,9 +14,9 @@ process                                where
 worker job processes                   livekit's forkserver preloads the registered plugins;
                                        ``agent.worker.prewarm`` registers again (a no-op then)
 ``python -m bench``                    ``bench/__main__.py``
-the Streamlit app                      ``streamlit_app.py`` via :func:`register_on`: Streamlit runs
-                                       the script on a script thread while its server's asyncio
-                                       loop owns the main thread, so the imports run on that loop
+the Streamlit app                      the lifespan of the ``st.App`` in ``streamlit_app.py``
+                                       (``ui/server.py``), which Streamlit runs on the main thread
+                                       before its server accepts a visitor
 pytest                                 ``tests/conftest.py`` (subprocess tests prove the others)
 =====================================  ===========================================================
 
@@ -27,9 +27,6 @@ which never imports: a process that skipped registration gets a clear
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
 import importlib
 import sys
 import threading
@@ -38,10 +35,6 @@ from types import ModuleType
 from core.errors import ConfigurationError
 
 PLUGIN_MODULES = {"openai": "livekit.plugins.openai", "silero": "livekit.plugins.silero"}
-# What the plugins import, and which any thread may import: loaded on the calling thread first,
-# so the main thread only runs the plugins' own (short) registration imports.
-_HEAVY_DEPENDENCIES = ("livekit.agents", "openai", "httpx2", "onnxruntime", "numpy")
-_lock = threading.Lock()
 
 
 def registered() -> bool:
@@ -61,41 +54,6 @@ def register() -> None:
         importlib.import_module(module)
 
 
-def register_on(loop: asyncio.AbstractEventLoop | None, *, timeout: float = 120.0) -> None:
-    """Register from any thread, by running :func:`register` on `loop`, which must run on the main thread.
-
-    For hosts that own the main thread with an event loop and run our code elsewhere (Streamlit).
-    """
-    if registered():
-        return
-    if threading.current_thread() is threading.main_thread():
-        register()
-        return
-    with _lock:
-        if registered():
-            return
-        for module in _HEAVY_DEPENDENCIES:
-            with contextlib.suppress(ImportError):
-                importlib.import_module(module)
-        if loop is None or loop.is_closed():
-            raise ConfigurationError(
-                "The livekit plugins could not be loaded: this process has no main-thread "
-                "event loop to load them on. Start the app with `make run` "
-                "(or `streamlit run streamlit_app.py`)."
-            )
-        done: concurrent.futures.Future[None] = concurrent.futures.Future()
-
-        def on_main_thread() -> None:
-            try:
-                register()
-                done.set_result(None)
-            except BaseException as exc:  # handed back to the waiting thread, which re-raises it
-                done.set_exception(exc)
-
-        loop.call_soon_threadsafe(on_main_thread)
-        done.result(timeout=timeout)
-
-
 def plugin(name: str) -> ModuleType:
     """The registered plugin package `name` ("openai", "silero"); never imports it."""
     module = sys.modules.get(PLUGIN_MODULES[name])
@@ -103,6 +61,7 @@ def plugin(name: str) -> ModuleType:
         raise ConfigurationError(
             f"The livekit {name} plugin was not loaded when this process started "
             "(agent.plugins.register() runs at the start of the app, the CLI, the worker "
-            "and the benchmark); start it through one of those."
+            "and the benchmark); start it through one of those (the app: `make run`, or "
+            "`streamlit run streamlit_app.py`)."
         )
     return module

@@ -19,6 +19,8 @@ allergies. One fact per slot; saving a slot again replaces it.
 list_user_memories when they ask what you know about them. Never invent facts about the user.
 - Use forget_detail when they ask you to forget something, and update_profile for their name ("call me \
 Sam"), email, preferred_language, timezone or preferences.
+- When the user refers to something said in an earlier conversation ("that trail I mentioned last week"), \
+use search_past_conversations; its hits carry the date each thing was said.
 - Use lookup_order for order status and search_knowledge for questions about Kestrel Coffee products, \
 shipping, returns, warranty and subscriptions; answer only from what the tools return.
 - The tools already act for the signed-in user: never ask for a user id.
@@ -30,6 +32,8 @@ PRELOAD_HEADER = "What you already know about this user (loaded before the conve
 # The per-turn recall block starts with this line.
 RECALL_HEADER = "Possibly relevant memories for the user's next message"
 RECALL_LEAD = f"{RECALL_HEADER} (hybrid search, best first; use them only if they help):"
+# Past turns follow the remembered facts in the same block, under this line.
+PAST_TURNS_LEAD = "From earlier conversations (date, who said it: what was said):"
 
 FILLER_TEXT = "One moment, let me look that up."
 

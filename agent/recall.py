@@ -1,32 +1,46 @@
-"""Per-turn recall: before each reply, a hybrid search of the user's memories with their words.
+"""Per-turn recall: before each reply, a hybrid search of both memory tiers with the user's words.
 
-The top relevant hits go in front of the user's message (agent/chat_format.py
-puts them there, in ``<recall>`` tags). The search has a time budget: when it
-is slower, the turn goes on without it and the ``retrieval`` event says so.
+* **slots** (``memories``): what the agent decided to keep about the user;
+* **conversations** (``conversation_turns``): what was said in the user's
+  earlier sessions (this session is left out: it is in the context already).
+
+Both searches run at once, sharing one query embedding, within one time
+budget: a search that is slower is skipped for this turn (its ``retrieval``
+event says so) and the turn goes on with what the other found. The best
+relevant hits of each tier go in front of the user's message (agent/chat_format.py
+puts them there, in ``<recall>`` tags): slots first, then past turns with
+their date, as many as fit in the token budget.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
+from dataclasses import dataclass
+
+import numpy as np
 
 from agent import events
 from agent.event_bus import EventBus
-from agent.prompts import RECALL_LEAD
-from core import retrieval
+from agent.prompts import PAST_TURNS_LEAD, RECALL_LEAD
+from core import embeddings, retrieval
 from core.db import Scope
 from core.errors import PlaygroundError
-from core.retrieval import RrfParams
+from core.retrieval import ConversationHit, MemoryHit, RrfParams
 
 log = logging.getLogger(__name__)
 
 # Cosine distance above which a hit found only by the vector branch is noise for all-MiniLM-L6-v2.
 RELEVANT_MAX_DISTANCE = 0.75
+# A past turn is quoted up to this many characters in the recall block.
+TURN_QUOTE_CHARS = 280
 
 
 def is_relevant(text_rank: int | None, vector_distance: float | None, rrf_score: float | None = None) -> bool:
-    """Whether a memory hit is worth showing the model (or, for the offline brain, mentioning): the one rule.
+    """Whether a hit (a memory or a past turn) is worth showing the model (or, for the offline brain, mentioning):
+    the one rule.
     It matched on text, or it is close in vector space; and the fusion gave it a score (a branch weighted 0
     contributes nothing, so a hit only that branch found scores 0 and is not put into context)."""
     if rrf_score is not None and rrf_score <= 0:
@@ -34,15 +48,94 @@ def is_relevant(text_rank: int | None, vector_distance: float | None, rrf_score:
     return text_rank is not None or (vector_distance is not None and vector_distance <= RELEVANT_MAX_DISTANCE)
 
 
-def recall_text(hits: list[retrieval.MemoryHit]) -> str:
-    return "\n".join([RECALL_LEAD, *(f"- {hit.memory_type}: {hit.content}" for hit in hits)])
+def estimate_tokens(text: str) -> int:
+    """Roughly how many tokens `text` costs a model (about four characters per token in English)."""
+    return len(text) // 4 + 1
+
+
+def slot_line(hit: MemoryHit) -> str:
+    return f"- {hit.memory_type}: {hit.content}"
+
+
+def turn_line(hit: ConversationHit) -> str:
+    said = hit.content if len(hit.content) <= TURN_QUOTE_CHARS else hit.content[: TURN_QUOTE_CHARS - 1] + "…"
+    return f"- {hit.created_at.date().isoformat()}, {hit.speaker}: {said}"
+
+
+@dataclass(frozen=True)
+class Injection:
+    """What one recall puts in front of the user's message: the hits of each tier that fit the budget."""
+
+    slots: list[MemoryHit]
+    turns: list[ConversationHit]
+
+    @property
+    def text(self) -> str | None:
+        if not self.slots and not self.turns:
+            return None
+        lines = [RECALL_LEAD, *(slot_line(hit) for hit in self.slots)]
+        if self.turns:
+            lines += [PAST_TURNS_LEAD, *(turn_line(hit) for hit in self.turns)]
+        return "\n".join(lines)
+
+
+def choose(
+    slots: list[MemoryHit],
+    turns: list[ConversationHit],
+    *,
+    inject: int,
+    inject_turns: int,
+    token_budget: int,
+) -> Injection:
+    """The relevant hits, best first, slots before past turns, within `token_budget` tokens (the headers
+    included); a hit that does not fit is left out and smaller ones after it may still go in."""
+    used = estimate_tokens(RECALL_LEAD)
+    chosen_slots: list[MemoryHit] = []
+    for hit in [h for h in slots if is_relevant(h.text_rank, h.vector_distance, h.rrf_score)][:inject]:
+        cost = estimate_tokens(slot_line(hit))
+        if used + cost <= token_budget:
+            chosen_slots.append(hit)
+            used += cost
+    chosen_turns: list[ConversationHit] = []
+    used += estimate_tokens(PAST_TURNS_LEAD)
+    for hit in [h for h in turns if is_relevant(h.text_rank, h.vector_distance, h.rrf_score)][:inject_turns]:
+        cost = estimate_tokens(turn_line(hit))
+        if used + cost <= token_budget:
+            chosen_turns.append(hit)
+            used += cost
+    return Injection(chosen_slots, chosen_turns)
+
+
+class _SharedEmbedding:
+    """Embeds the query once for both searches (the second caller waits for the first)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._vector: np.ndarray | None = None
+
+    def __call__(self, text: str) -> np.ndarray:
+        with self._lock:
+            if self._vector is None:
+                self._vector = embeddings.embed_one(text)
+            return self._vector
 
 
 async def recall(
-    scope: Scope, text: str, *, params: RrfParams, bus: EventBus, budget_ms: float, limit: int, inject: int
+    scope: Scope,
+    text: str,
+    *,
+    params: RrfParams,
+    bus: EventBus,
+    budget_ms: float,
+    limit: int,
+    inject: int,
+    session_id: str | None = None,
+    inject_turns: int = 3,
+    token_budget: int = 400,
 ) -> str | None:
-    """Search the memories of `scope`'s user with `text` within `budget_ms`; publish the ``retrieval`` event
-    (and ``recall_ms``); return the recall text with the top `inject` relevant hits, or None."""
+    """Search both tiers of `scope`'s user with `text` within `budget_ms`; publish one ``retrieval`` event per
+    tier (slots first) and ``recall_ms``; return the recall text, or None when nothing relevant fits.
+    `session_id` is the current session, left out of the conversation search."""
     started = time.perf_counter()
 
     def elapsed_ms() -> float:
@@ -50,28 +143,66 @@ async def recall(
 
     query = text[: retrieval.MAX_QUERY_LENGTH]
     if not query.strip():
-        bus.emit(events.skipped_recall(text, params, reason="nothing to search for", latency_ms=0.0))
+        for tier in ("slots", "conversations"):
+            bus.emit(events.skipped_recall(text, params, reason="nothing to search for", latency_ms=0.0, tier=tier))
         return None
-    work = asyncio.ensure_future(asyncio.to_thread(retrieval.search_memories, scope, query, limit=limit, params=params))
-    try:
-        result = await asyncio.wait_for(asyncio.shield(work), timeout=budget_ms / 1000)
-    except TimeoutError:
-        work.add_done_callback(lambda f: f.cancelled() or f.exception())  # finish quietly in the background
-        bus.emit(
-            events.skipped_recall(text, params, reason=f"over the {budget_ms:.0f} ms budget", latency_ms=elapsed_ms())
-        )
-        bus.metric("recall_ms", elapsed_ms())
-        return None
-    except PlaygroundError as exc:
-        log.warning("per-turn recall failed: %s", exc)
-        bus.emit(events.skipped_recall(text, params, reason=str(exc), latency_ms=elapsed_ms()))
-        return None
-    took = elapsed_ms()
-    injected = [hit for hit in result.hits if is_relevant(hit.text_rank, hit.vector_distance, hit.rrf_score)][:inject]
-    bus.emit(
-        events.memory_search_retrieval(
-            result, trigger=events.RECALL_TRIGGER, query=text, latency_ms=took, injected=injected
+    embed = _SharedEmbedding()
+    slot_work = asyncio.ensure_future(
+        asyncio.to_thread(retrieval.search_memories, scope, query, limit=limit, params=params, embed=embed)
+    )
+    turn_work = asyncio.ensure_future(
+        asyncio.to_thread(
+            retrieval.search_conversations,
+            scope,
+            query,
+            limit=limit,
+            params=params,
+            exclude_session_id=session_id,
+            embed=embed,
         )
     )
+    await asyncio.wait({slot_work, turn_work}, timeout=budget_ms / 1000)
+    took = elapsed_ms()
+    found: dict[str, object] = {}
+    for tier, work in (("slots", slot_work), ("conversations", turn_work)):
+        if not work.done():
+            work.add_done_callback(lambda f: f.cancelled() or f.exception())  # finish quietly in the background
+            reason = f"over the {budget_ms:.0f} ms budget"
+        elif isinstance(work.exception(), PlaygroundError):
+            reason = str(work.exception())
+            log.warning("per-turn recall of %s failed: %s", tier, reason)
+        elif work.exception() is not None:
+            raise work.exception()  # a bug, not an outage: let the turn's error handling report it
+        else:
+            found[tier] = work.result()
+            continue
+        found[tier] = reason
+    slot_search = found["slots"] if not isinstance(found["slots"], str) else None
+    turn_search = found["conversations"] if not isinstance(found["conversations"], str) else None
+    injection = choose(
+        slot_search.hits if slot_search else [],
+        turn_search.hits if turn_search else [],
+        inject=inject,
+        inject_turns=inject_turns,
+        token_budget=token_budget,
+    )
+    if slot_search is None:
+        bus.emit(events.skipped_recall(text, params, reason=found["slots"], latency_ms=took, tier="slots"))
+    else:
+        bus.emit(
+            events.memory_search_retrieval(
+                slot_search, trigger=events.RECALL_TRIGGER, query=text, latency_ms=took, injected=injection.slots
+            )
+        )
+    if turn_search is None:
+        bus.emit(
+            events.skipped_recall(text, params, reason=found["conversations"], latency_ms=took, tier="conversations")
+        )
+    else:
+        bus.emit(
+            events.conversation_search_retrieval(
+                turn_search, trigger=events.RECALL_TRIGGER, query=text, latency_ms=took, injected=injection.turns
+            )
+        )
     bus.metric("recall_ms", took)
-    return recall_text(injected) if injected else None
+    return injection.text

@@ -202,12 +202,15 @@ def get_runtime() -> AgentRuntime:
     with _runtime_lock:
         if _runtime is None or _runtime.stopped:
             if _runtime is None:
-                atexit.register(_shutdown_at_exit)
+                atexit.register(shutdown_runtime)
             _runtime = AgentRuntime()
         return _runtime
 
 
-def _shutdown_at_exit() -> None:
+def shutdown_runtime() -> None:
+    """Close the process's conversations (their reports are saved) and stop its loop, if it has one.
+
+    Runs at exit; a host that ends the process without running atexit handlers calls it itself."""
     runtime = _runtime
     if runtime is not None:
         try:

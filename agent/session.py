@@ -34,17 +34,22 @@ from agent.extraction import extract_facts
 from agent.model_factory import build_llm, describe_models, session_connect_options
 from agent.playground_agent import PlaygroundAgent, load_preload
 from agent.session_events import publish_session_events
+from agent.turn_log import TurnLogSink
 from core import memories
 from core.db import parse_user_id
 from core.errors import PlaygroundError
 from core.profiles import Preload
 from core.retrieval import RrfParams
+from core.turn_indexer import get_indexer
 
 log = logging.getLogger(__name__)
 
 
 class TurnFailed(PlaygroundError):
     """A turn the model (or a tool around it) failed; ``str()`` is the sentence to show."""
+
+
+TURNS_FLUSH_SECONDS = 10.0
 
 
 def new_session_id(mode: str) -> str:
@@ -69,12 +74,16 @@ class PlaygroundSession:
         session_options: dict[str, Any] | None = None,
         agent_options: dict[str, Any] | None = None,
         agent_class: type[PlaygroundAgent] = PlaygroundAgent,
+        log_turns: bool = True,
     ) -> None:
         self.user_id = parse_user_id(user_id)
         self.mode = mode
         self.session_id = session_id or new_session_id(mode)
         self.room_name = room_name
-        self.bus = EventBus(self.session_id, sinks)
+        # every final user and agent transcript also goes to the conversation tier (stored off the loop)
+        self.bus = EventBus(
+            self.session_id, [*sinks, *([TurnLogSink(self.user_id, self.session_id)] if log_turns else [])]
+        )
         self.llm = llm if llm is not None else build_llm()
         self.rrf = rrf
         self.greet = greet
@@ -194,6 +203,10 @@ class PlaygroundSession:
         if extract and agent is not None:
             extraction = await self._extract(agent)
         base = self._livekit_part(base_report)
+        # the session's turns are in the conversation tier before its report is (the Sessions page shows
+        # both); a database outage only delays this, the indexer keeps the turns and retries
+        if not await asyncio.to_thread(get_indexer().flush, TURNS_FLUSH_SECONDS, embed_pending=False):
+            log.warning("session %s: some conversation turns are still queued; they are stored later", self.session_id)
         section = reports.playground_section(
             session_id=self.session_id,
             user_id=self.user_id,

@@ -11,7 +11,7 @@ from typing import Any
 from core.memories import Memory, Remembered
 from core.orders import Order
 from core.profiles import Profile
-from core.retrieval import KnowledgeSearch, MemorySearch
+from core.retrieval import ConversationSearch, KnowledgeSearch, MemorySearch
 
 
 def knowledge_found(search: KnowledgeSearch) -> dict[str, Any]:
@@ -49,6 +49,26 @@ def memories_found(search: MemorySearch) -> dict[str, Any]:
         "hits": [
             {
                 "memory_type": h.memory_type,
+                "content": h.content,
+                "rrf_score": round(h.rrf_score, 6),
+                "vector_rank": h.vector_rank,
+                "text_rank": h.text_rank,
+                "vector_distance": None if h.vector_distance is None else round(h.vector_distance, 4),
+            }
+            for h in search.hits
+        ],
+    }
+
+
+def conversations_found(search: ConversationSearch) -> dict[str, Any]:
+    return {
+        "query": search.query,
+        "mode": search.mode,
+        "degraded_reason": search.degraded_reason,
+        "hits": [
+            {
+                "date": h.created_at.date().isoformat(),
+                "speaker": h.speaker,
                 "content": h.content,
                 "rrf_score": round(h.rrf_score, 6),
                 "vector_rank": h.vector_rank,

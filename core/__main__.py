@@ -39,7 +39,8 @@ def _cleanup(days: float | None) -> None:
     removed = cleanup(older_than_days=days)
     print(
         f"cleanup: {removed['anonymous_users']} idle anonymous user(s) deleted with their data, "
-        f"{removed['session_handoffs']} expired session hand-off(s)"
+        f"{removed['session_handoffs']} expired session hand-off(s), "
+        f"{removed['turns_embedded']} conversation turn(s) embedded that were stored without an embedding"
     )
 
 

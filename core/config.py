@@ -94,12 +94,21 @@ class Settings(BaseSettings):
 
     # --- retrieval ---------------------------------------------------------
     embedding_model: str | None = Field(None, description="Name or path of a 384-d sentence-transformers model.")
-    rrf_vector_weight: float = Field(0.7, ge=0.0, le=10.0)
-    rrf_text_weight: float = Field(0.3, ge=0.0, le=10.0)
-    rrf_k: int = Field(60, ge=1, le=10_000)
+    # Fusion of the vector and text branches (memories and conversation turns): weight / (k + rank).
+    # Chosen on the conversational dev set (docs/RETRIEVAL.md).
+    rrf_vector_weight: float = Field(0.5, ge=0.0, le=10.0)
+    rrf_text_weight: float = Field(0.5, ge=0.0, le=10.0)
+    rrf_k: int = Field(5, ge=1, le=10_000)
+    # Knowledge search fuses with its own weights: in a small shared corpus the text branch is
+    # noisier, so it mostly decides between close vector matches (codes, model names).
+    knowledge_rrf_vector_weight: float = Field(0.7, ge=0.0, le=10.0)
+    knowledge_rrf_text_weight: float = Field(0.3, ge=0.0, le=10.0)
     # Per-turn recall waits this long for its search; a slower search is skipped for that turn
     # (and the retrieval event says so) so the reply is never held up by it.
     recall_budget_ms: float = Field(250.0, gt=0, le=60_000)
+    # How much the per-turn recall may add in front of the user's message (slots first, then past
+    # conversation turns), in tokens estimated at four characters each.
+    recall_token_budget: int = Field(400, ge=50, le=20_000)
 
     demo_user_id: str | None = Field(None, description="Default user for the worker console and `agent chat`.")
 

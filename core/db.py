@@ -85,6 +85,22 @@ def _embedded_uri(role: str) -> str:
     return _start_server(get_settings().data_dir / "pg", "stop").uri(role)
 
 
+def stop_embedded() -> None:
+    """Let go of the embedded servers this process started or joined: the last process to let go stops one.
+
+    pgserver does this at exit (atexit); a host that ends the process without running atexit handlers
+    (uvicorn re-raises the signal it caught, after its shutdown) calls this in its own shutdown first.
+    """
+    close_pools()
+    with _lock:
+        servers = list(_embedded_servers.values())
+        _embedded_servers.clear()
+        _server_of.clear()
+        _claims_keys.clear()
+    for server in servers:
+        server.cleanup()
+
+
 def database_url() -> str:
     """The owner's connection: ADMIN_DATABASE_URL, else DATABASE_URL, else the embedded
     server's owner (migrations, seeding, maintenance, `python -m core uri`)."""

@@ -3,9 +3,9 @@
 One function, so a new kind of user data is erased by adding it here: a table with a `user_id` column
 gets a line in USER_TABLES (tests/core/test_erasure.py finds every such table from the catalog and fails
 until it is erased); a table whose rows hang off another one by a foreign key with ON DELETE CASCADE
-(conversation turns under sessions) goes with its parent. The profile row stays (it belongs to the
-account, created by a trigger) with every field the user or the agent filled cleared; pending session
-reports on disk (kept after a failed save) are deleted too.
+(conversation turns under sessions; their word statistics through a trigger) goes with its parent. The
+profile row stays (it belongs to the account, created by a trigger) with every field the user or the agent
+filled cleared; pending session reports on disk (kept after a failed save) are deleted too.
 """
 
 from __future__ import annotations
@@ -32,18 +32,20 @@ PROFILE_RESET = {"name": None, "email": None, "preferred_language": None, "timez
 @dataclass(frozen=True)
 class Erased:
     rows: dict[str, int] = field(default_factory=dict)  # table -> rows deleted
+    turns: int = 0  # conversation turns that went with the sessions
     profile_cleared: bool = False
     pending_reports: int = 0
 
     @property
     def total(self) -> int:
-        return sum(self.rows.values()) + self.pending_reports
+        return sum(self.rows.values()) + self.turns + self.pending_reports
 
     def summary(self) -> str:
         memories, sessions = self.rows.get("memories", 0), self.rows.get("sessions", 0)
         return (
             f"Deleted {memories} memor{'y' if memories == 1 else 'ies'}, {sessions} session report"
-            f"{'' if sessions == 1 else 's'} and your profile details."
+            f"{'' if sessions == 1 else 's'} with {self.turns} conversation turn{'' if self.turns == 1 else 's'}"
+            " and your profile details."
         )
 
 
@@ -75,6 +77,8 @@ def delete_everything(scope: Scope) -> Erased:
     """Erase every row and file about `scope`'s user in one transaction (files after it commits)."""
     rows: dict[str, int] = {}
     with transaction(scope) as cur:
+        cur.execute("select count(*) as n from public.conversation_turns where user_id = %s", (scope.user_id,))
+        turns = cur.fetchone()["n"]
         for table in USER_TABLES:
             cur.execute(
                 sql.SQL("delete from public.{} where user_id = %s").format(sql.Identifier(table)), (scope.user_id,)
@@ -86,4 +90,6 @@ def delete_everything(scope: Scope) -> Erased:
             (*PROFILE_RESET.values(), scope.user_id),
         )
         profile_cleared = cur.rowcount == 1
-    return Erased(rows=rows, profile_cleared=profile_cleared, pending_reports=delete_pending_reports(scope.user_id))
+    return Erased(
+        rows=rows, turns=turns, profile_cleared=profile_cleared, pending_reports=delete_pending_reports(scope.user_id)
+    )

@@ -1,13 +1,16 @@
 """Measure memory retrieval on your own labelled data.
 
     python -m core.eval_retrieval --memories M.jsonl --queries Q.jsonl [--qrels R.jsonl]
-        [--top-k 10] [--mode hybrid|vector|text] [--weights 0.7,0.3] [--rrf-k 60]
-        [--text-match any|all] [--database-url URL]
+        [--as-turns] [--top-k 10] [--mode hybrid|vector|text] [--weights V,T] [--rrf-k K]
+        [--candidates N] [--text-match any|all] [--database-url URL]
 
 The memories are loaded into a throwaway database (a fresh embedded server in a
 temporary directory, deleted at exit) with one auth user per distinct `user`,
 and every query runs through public.match_memories_hybrid, the SQL function the
-app and the agent call, as that user's service scope.
+app and the agent call, as that user's service scope. With --as-turns each line
+is a conversation turn instead ({"user", "id", "session", "turn", "speaker",
+"date", "content"}), stored the way the agent stores turns and searched through
+public.match_conversation_turns_hybrid.
 
 stdout: one JSON line per query, {"id", "hits": [{"id", "rrf_score",
 "vector_rank", "text_rank"}, ...], "latency_ms"}; with --qrels, one last line
@@ -33,16 +36,18 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
 import psycopg
 
-from core import db, embeddings
+from core import conversations, db, embeddings
+from core.config import get_settings
 from core.errors import InvalidInput, PlaygroundError
 from core.memories import MAX_CONTENT_LENGTH
-from core.retrieval import MAX_QUERY_LENGTH, RrfParams, search_memories
+from core.retrieval import MAX_QUERY_LENGTH, RrfParams, search_conversations, search_memories
 from core.text import clean_text, describe, normalize_slot
 
 MODES = ("vector", "text", "hybrid")
@@ -68,6 +73,17 @@ class EvalMemory:
     user: str
     memory_type: str  # normalized exactly as core.memories.remember would store it
     content: str
+
+
+@dataclass(frozen=True)
+class EvalTurn:
+    id: str
+    user: str
+    session: str
+    turn: int
+    speaker: str
+    content: str
+    date: datetime | None
 
 
 @dataclass(frozen=True)
@@ -157,6 +173,69 @@ def load_memories(path: Path) -> list[EvalMemory]:
     return found
 
 
+def _parse_date(where: str, value: Any) -> datetime | None:
+    """ISO 8601 (a date or a date and time), or a looser human form ("1:56 pm on 8 May, 2023").
+    A time without a zone is taken as UTC."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if not isinstance(value, str):
+        raise EvalInputError(
+            f"{where}: 'date' must be a string such as 2024-03-05T14:30:00, got {json.dumps(value)[:60]}."
+        )
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        import dateutil.parser  # only for non-ISO dates
+
+        try:
+            parsed = dateutil.parser.parse(value)
+        except (ValueError, OverflowError):
+            raise EvalInputError(
+                f"{where}: 'date' {value[:60]!r} is not a date; use ISO 8601, e.g. 2024-03-05T14:30:00."
+            ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def load_turns(path: Path) -> list[EvalTurn]:
+    """Conversation turns: {"user", "id", "session", "turn", "speaker", "date", "content"}."""
+    found: list[EvalTurn] = []
+    seen_ids: dict[str, str] = {}
+    seen_turns: dict[tuple[str, str, int], tuple[str, str]] = {}
+    for where, obj in read_jsonl(path, "memories"):
+        turn_id = _field(where, obj, "id")
+        user = _field(where, obj, "user")
+        session = _clean(where, _field(where, obj, "session"), "session", conversations.MAX_SESSION_ID_LENGTH - 60)
+        raw_turn = obj.get("turn")
+        if isinstance(raw_turn, str) and raw_turn.strip().isdigit():
+            raw_turn = int(raw_turn.strip())
+        if isinstance(raw_turn, bool) or not isinstance(raw_turn, int) or raw_turn < 0:
+            raise EvalInputError(
+                f"{where}: 'turn' must be the turn's position in its session, a whole number "
+                f"of 0 or more (got {json.dumps(raw_turn)[:60]})."
+            )
+        speaker = _clean(where, _field(where, obj, "speaker"), "speaker", conversations.MAX_SPEAKER_LENGTH)
+        content_field = "content" if "content" in obj else "text"
+        content = _clean(where, _field(where, obj, content_field), "turn text", conversations.MAX_TURN_LENGTH)
+        date = _parse_date(where, obj.get("date"))
+        if turn_id in seen_ids:
+            raise EvalInputError(f"{where}: turn id {turn_id!r} was already used at {seen_ids[turn_id]}.")
+        key = (user, session, raw_turn)
+        if key in seen_turns:
+            other_id, other_where = seen_turns[key]
+            raise EvalInputError(
+                f"{where}: user {user!r} already has turn {raw_turn} in session {session!r} "
+                f"({other_id!r} at {other_where})."
+            )
+        seen_ids[turn_id] = where
+        seen_turns[key] = (turn_id, where)
+        found.append(
+            EvalTurn(id=turn_id, user=user, session=session, turn=raw_turn, speaker=speaker, content=content, date=date)
+        )
+    if not found:
+        raise EvalInputError(f"The memories file {path} has no turns.")
+    return found
+
+
 def load_queries(path: Path, users: set[str]) -> list[EvalQuery]:
     found: list[EvalQuery] = []
     seen: dict[str, str] = {}
@@ -178,7 +257,9 @@ def load_queries(path: Path, users: set[str]) -> list[EvalQuery]:
     return found
 
 
-def load_qrels(path: Path, queries: Sequence[EvalQuery], memories: Sequence[EvalMemory]) -> dict[str, list[str]]:
+def load_qrels(
+    path: Path, queries: Sequence[EvalQuery], memories: Sequence[EvalMemory | EvalTurn]
+) -> dict[str, list[str]]:
     query_user = {q.id: q.user for q in queries}
     memory_user = {m.id: m.user for m in memories}
     qrels: dict[str, list[str]] = {}
@@ -213,7 +294,12 @@ def load_qrels(path: Path, queries: Sequence[EvalQuery], memories: Sequence[Eval
     return qrels
 
 
-def parse_params(weights: str, rrf_k: int) -> RrfParams:
+def parse_params(weights: str | None, rrf_k: int | None) -> RrfParams:
+    defaults = RrfParams.from_settings()
+    if weights is None:
+        weights = f"{defaults.vector_weight:g},{defaults.text_weight:g}"
+    if rrf_k is None:
+        rrf_k = defaults.k
     parts = [p.strip() for p in weights.split(",")]
     if len(parts) != 2:
         raise EvalInputError(f"--weights must be two numbers, vector then text, like 0.7,0.3 (got {weights!r}).")
@@ -320,6 +406,57 @@ def insert_memories(
     return row_ids
 
 
+def embed_turns(turns: Sequence[EvalTurn]) -> np.ndarray:
+    """The same text the app embeds for a turn (core.conversations.embedding_text)."""
+    texts = [conversations.embedding_text(t.speaker, t.content) for t in turns]
+    chunks = []
+    for start in range(0, len(texts), EMBED_BATCH * 4):
+        chunks.append(embeddings.embed(texts[start : start + EMBED_BATCH * 4]))
+        _progress(f"  embedded {min(start + EMBED_BATCH * 4, len(texts))}/{len(texts)} turns")
+    return np.concatenate(chunks)
+
+
+def eval_session_id(user_id: uuid.UUID, session: str) -> str:
+    """Session ids are unique across users in the app; an eval session label is unique per eval user."""
+    return f"{EVAL_MARKER}:{user_id}:{session}"
+
+
+def insert_turns(
+    conninfo: str, turns: Sequence[EvalTurn], vectors: np.ndarray, user_ids: dict[str, uuid.UUID]
+) -> dict[int, str]:
+    """Insert all turns (and their sessions) in one transaction; return {database row id: eval turn id}."""
+    by_key = {(user_ids[t.user], eval_session_id(user_ids[t.user], t.session), t.turn): t.id for t in turns}
+    with db.admin_connection(conninfo) as conn, conn.transaction(), conn.cursor() as cur:
+        sessions = sorted({(eval_session_id(user_ids[t.user], t.session), user_ids[t.user]) for t in turns})
+        cur.executemany(
+            "insert into public.sessions (session_id, user_id, room_name) values (%s, %s, %s)",
+            [(s, u, EVAL_MARKER) for s, u in sessions],
+        )
+        # One COPY: the lexicon statistics are updated once for the whole load.
+        with cur.copy(
+            "copy public.conversation_turns (user_id, session_id, turn_index, speaker, content, "
+            "created_at, embedding) from stdin"
+        ) as copy:
+            for t, v in zip(turns, vectors, strict=True):
+                user_id = user_ids[t.user]
+                copy.write_row(
+                    (
+                        user_id,
+                        eval_session_id(user_id, t.session),
+                        t.turn,
+                        t.speaker,
+                        t.content,
+                        t.date or datetime.now(UTC),
+                        db.vector_literal(v),
+                    )
+                )
+        cur.execute(
+            "select id, user_id, session_id, turn_index from public.conversation_turns where user_id = any(%s)",
+            (sorted(set(user_ids.values())),),
+        )
+        return {row[0]: by_key[(row[1], row[2], row[3])] for row in cur.fetchall()}
+
+
 # ---------------------------------------------------------------------------
 # Running the queries and scoring them
 # ---------------------------------------------------------------------------
@@ -352,27 +489,43 @@ def run_queries(
     conninfo: str,
     queries: Sequence[EvalQuery],
     user_ids: dict[str, uuid.UUID],
-    row_ids: dict[uuid.UUID, str],
+    row_ids: dict[Any, str],
     *,
     mode: str,
     params: RrfParams,
     top_k: int,
     text_match: str,
     embed: Callable[[str], np.ndarray],
+    as_turns: bool = False,
+    candidates: int | None = None,
     on_result: Callable[[QueryResult], None] | None = None,
 ) -> list[QueryResult]:
     results = []
     for number, query in enumerate(queries, start=1):
-        search = search_memories(
-            db.Scope.service(user_ids[query.user]),
-            query.query,
-            limit=top_k,
-            params=params,
-            mode=mode,
-            text_match=text_match,
-            embed=embed,
-            conninfo=conninfo,
-        )
+        scope = db.Scope.service(user_ids[query.user])
+        if as_turns:
+            search = search_conversations(
+                scope,
+                query.query,
+                limit=top_k,
+                params=params,
+                mode=mode,
+                text_match=text_match,
+                candidates=candidates,
+                embed=embed,
+                conninfo=conninfo,
+            )
+        else:
+            search = search_memories(
+                scope,
+                query.query,
+                limit=top_k,
+                params=params,
+                mode=mode,
+                text_match=text_match,
+                embed=embed,
+                conninfo=conninfo,
+            )
         if search.degraded_reason:
             raise PlaygroundError(search.degraded_reason)  # a measurement must not silently change mode
         hits = [
@@ -450,7 +603,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure memory retrieval (vector, full-text and hybrid RRF) on your own labelled data, "
         "through the same SQL function the app uses.",
         epilog=(
-            'Files are JSON Lines. memories: {"user", "id", "memory_type", "content"}; '
+            'Files are JSON Lines. memories: {"user", "id", "memory_type", "content"}, or with '
+            '--as-turns {"user", "id", "session", "turn", "speaker", "date", "content"}; '
             'queries: {"user", "id", "query"}; qrels: {"id": query id, "relevant": [memory ids]}. '
             "Without --database-url the memories go into a fresh embedded Postgres in a temporary directory "
             "that is deleted at exit. With --database-url, this project's migrations are applied there if they "
@@ -461,6 +615,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--memories", required=True, type=Path, metavar="M.jsonl", help="the memories to search")
+    parser.add_argument(
+        "--as-turns",
+        action="store_true",
+        help="read the memories file as conversation turns (user, id, session, turn, speaker, "
+        "date, content) and search them through the conversation tier",
+    )
     parser.add_argument("--queries", required=True, type=Path, metavar="Q.jsonl", help="the questions to ask")
     parser.add_argument(
         "--qrels",
@@ -475,13 +635,24 @@ def build_parser() -> argparse.ArgumentParser:
         default="hybrid",
         help="which ranking the per-query lines show (default hybrid)",
     )
+    settings = get_settings()
     parser.add_argument(
         "--weights",
-        default="0.7,0.3",
+        default=None,
         metavar="V,T",
-        help="RRF weights of the vector and text branches (default 0.7,0.3)",
+        help="RRF weights of the vector and text branches (default: the app's, "
+        f"{settings.rrf_vector_weight:g},{settings.rrf_text_weight:g})",
     )
-    parser.add_argument("--rrf-k", type=int, default=60, metavar="K", help="RRF k constant (default 60)")
+    parser.add_argument(
+        "--rrf-k", type=int, default=None, metavar="K", help=f"RRF k constant (default: the app's, {settings.rrf_k})"
+    )
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --as-turns: turns each branch ranks before fusion (default 4 * --top-k)",
+    )
     parser.add_argument(
         "--text-match",
         choices=("any", "all"),
@@ -505,7 +676,7 @@ def _raise_on_sigterm(signum, frame):
 @dataclass(frozen=True)
 class _Inputs:
     params: RrfParams
-    memories: list[EvalMemory]
+    memories: list[EvalMemory] | list[EvalTurn]
     users: list[str]
     queries: list[EvalQuery]
     qrels: dict[str, list[str]] | None
@@ -516,7 +687,11 @@ def _read_inputs(args: argparse.Namespace) -> _Inputs:
     if not 1 <= args.top_k <= MAX_TOP_K:
         raise EvalInputError(f"--top-k must be between 1 and {MAX_TOP_K} (got {args.top_k}).")
     params = parse_params(args.weights, args.rrf_k)
-    memories = load_memories(args.memories)
+    if args.candidates is not None and not args.as_turns:
+        raise EvalInputError("--candidates applies to conversation turns; add --as-turns.")
+    if args.candidates is not None and not 1 <= args.candidates <= 1000:
+        raise EvalInputError(f"--candidates must be between 1 and 1000 (got {args.candidates}).")
+    memories = load_turns(args.memories) if args.as_turns else load_memories(args.memories)
     users = list(dict.fromkeys(m.user for m in memories))
     queries = load_queries(args.queries, set(users))
     qrels = load_qrels(args.qrels, queries, memories) if args.qrels else None
@@ -528,24 +703,40 @@ def _evaluate(
 ) -> None:
     """Load the memories for temporary users (recorded in `created` as they are made), print one line per
     query, and with qrels the summary of every mode."""
-    _progress(f"{len(inputs.memories)} memories of {len(inputs.users)} users, {len(inputs.queries)} queries")
-    vectors = embed_memories(inputs.memories)
+    what = "turns" if args.as_turns else "memories"
+    _progress(f"{len(inputs.memories)} {what} of {len(inputs.users)} users, {len(inputs.queries)} queries")
+    vectors = embed_turns(inputs.memories) if args.as_turns else embed_memories(inputs.memories)
     created.update(create_users(conninfo, inputs.users))
-    row_ids = insert_memories(conninfo, inputs.memories, vectors, created)
+    if args.as_turns:
+        row_ids = insert_turns(conninfo, inputs.memories, vectors, created)
+    else:
+        row_ids = insert_memories(conninfo, inputs.memories, vectors, created)
 
     def emit(result: QueryResult) -> None:
         out.write(json.dumps(result.as_dict()) + "\n")
         out.flush()
 
     # One unmeasured search first, so the first query's latency is not the pool's and the planner's warm-up.
-    search_memories(
-        db.Scope.service(created[inputs.queries[0].user]),
-        "warm up",
-        limit=args.top_k,
-        params=inputs.params,
-        text_match=args.text_match,
-        conninfo=conninfo,
-    )
+    warm_scope = db.Scope.service(created[inputs.queries[0].user])
+    if args.as_turns:
+        search_conversations(
+            warm_scope,
+            "warm up",
+            limit=args.top_k,
+            params=inputs.params,
+            text_match=args.text_match,
+            candidates=args.candidates,
+            conninfo=conninfo,
+        )
+    else:
+        search_memories(
+            warm_scope,
+            "warm up",
+            limit=args.top_k,
+            params=inputs.params,
+            text_match=args.text_match,
+            conninfo=conninfo,
+        )
     run = {
         "conninfo": conninfo,
         "queries": inputs.queries,
@@ -555,6 +746,8 @@ def _evaluate(
         "top_k": args.top_k,
         "text_match": args.text_match,
         "embed": QueryEmbeddings(),
+        "as_turns": args.as_turns,
+        "candidates": args.candidates,
     }
     printed = run_queries(mode=args.mode, on_result=emit, **run)
     if inputs.qrels is not None:
@@ -574,11 +767,13 @@ def _print_summary(
         "queries": len(inputs.queries),
         "judged": sum(1 for q in inputs.queries if q.id in inputs.qrels),
         "memories": len(inputs.memories),
+        "tier": "conversation turns" if args.as_turns else "memories",
         "users": len(inputs.users),
         "top_k": args.top_k,
         "text_match": args.text_match,
         "weights": [inputs.params.vector_weight, inputs.params.text_weight],
         "rrf_k": inputs.params.k,
+        **({"candidates": args.candidates or 4 * args.top_k} if args.as_turns else {}),
         "modes": modes,
         "latency_ms": {"mode": args.mode, **latency_summary(printed)},
     }
@@ -595,7 +790,7 @@ def _print_summary(
 def _remove_eval_users(conninfo: str, created: dict[str, uuid.UUID]) -> None:
     try:
         removed = remove_users(conninfo, list(created.values()))
-        _progress(f"removed the {removed} evaluation user(s) and their memories")
+        _progress(f"removed the {removed} evaluation user(s) and their memories and turns")
     except (PlaygroundError, psycopg.Error) as exc:
         print(
             f"warning: could not remove the evaluation users ({exc}); they are marked "

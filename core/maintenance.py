@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
-from core import identity, session_store
+import logging
+
+from core import conversations, identity, session_store
 from core.config import get_settings
 from core.db import admin_connection
+from core.errors import EmbeddingUnavailable
+
+log = logging.getLogger(__name__)
 
 
 def cleanup(older_than_days: float | None = None, *, conninfo: str | None = None) -> dict[str, int]:
     """Delete anonymous users idle longer than ANON_USER_RETENTION_DAYS (with everything they own)
-    and session hand-offs older than the longest a session lasts. Runs as the owner."""
+    and session hand-offs older than the longest a session lasts. Runs as the owner. Also embeds the
+    conversation turns an earlier process stored without an embedding (core.conversations.embed_all_pending)."""
     removed = {"anonymous_users": identity.delete_idle_anonymous_users(older_than_days, conninfo=conninfo)}
     with admin_connection(conninfo) as conn:
         lifetime = get_settings().refresh_token_lifetime_days * 86400
         removed["session_handoffs"] = session_store.prune(conn, lifetime + 86400)
+    try:
+        removed["turns_embedded"] = conversations.embed_all_pending(conninfo=conninfo)
+    except EmbeddingUnavailable as exc:  # the turns stay searchable by text; the next run tries again
+        log.warning("conversation turns stored without an embedding are still waiting: %s", exc)
+        removed["turns_embedded"] = 0
     return removed

@@ -1,8 +1,8 @@
-"""Hybrid memory search and knowledge search, with the numbers behind each hit.
+"""Hybrid memory, conversation and knowledge search, with the numbers behind each hit.
 
-Both call the SQL functions in supabase/migrations (match_memories_hybrid,
-match_knowledge) so the app, the agent, the benchmark and the eval CLI rank
-exactly the same way.
+All call the SQL functions in supabase/migrations (match_memories_hybrid,
+match_conversation_turns_hybrid, match_knowledge) so the app, the agent, the
+benchmark and the eval CLI rank exactly the same way.
 """
 
 from __future__ import annotations
@@ -25,14 +25,19 @@ SearchMode = Literal["hybrid", "vector", "text"]
 
 @dataclass(frozen=True)
 class RrfParams:
-    vector_weight: float = 0.7
-    text_weight: float = 0.3
-    k: int = 60
+    vector_weight: float = 0.5
+    text_weight: float = 0.5
+    k: int = 5
 
     @classmethod
     def from_settings(cls) -> RrfParams:
         s = get_settings()
         return cls(s.rrf_vector_weight, s.rrf_text_weight, s.rrf_k)
+
+    @classmethod
+    def knowledge_from_settings(cls) -> RrfParams:
+        s = get_settings()
+        return cls(s.knowledge_rrf_vector_weight, s.knowledge_rrf_text_weight, s.rrf_k)
 
     def validated(self) -> RrfParams:
         vector_weight = clean_float(self.vector_weight, what="RRF vector weight", minimum=0, maximum=10)
@@ -99,7 +104,13 @@ class KnowledgeHit:
     category: str
     distance: float
     similarity: float
-    rank: int
+    rank: int  # position in the fused order
+    vector_rank: int | None = None
+    text_rank: int | None = None
+    text_score: float | None = None
+    vector_rrf: float = 0.0
+    text_rrf: float = 0.0
+    rrf_score: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,25 +198,161 @@ def search_memories(
     )
 
 
+@dataclass(frozen=True)
+class ConversationHit:
+    id: int
+    session_id: str
+    turn_index: int
+    speaker: str
+    content: str
+    created_at: datetime
+    vector_rank: int | None
+    vector_distance: float | None
+    text_rank: int | None
+    text_score: float | None
+    vector_rrf: float
+    text_rrf: float
+    rrf_score: float
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["created_at"] = self.created_at.isoformat()
+        return data
+
+
+@dataclass(frozen=True)
+class ConversationSearch:
+    query: str
+    hits: list[ConversationHit]
+    mode: SearchMode
+    params: RrfParams
+    latency_ms: float
+    embed_ms: float
+    degraded_reason: str | None = None
+
+    @property
+    def degraded(self) -> bool:
+        return self.degraded_reason is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "params": asdict(self.params),
+            "latency_ms": round(self.latency_ms, 2),
+            "embed_ms": round(self.embed_ms, 2),
+            "degraded_reason": self.degraded_reason,
+            "hits": [hit.as_dict() for hit in self.hits],
+        }
+
+
+def _branches(mode: SearchMode, query: str, params: RrfParams, embed):
+    """Embed the query for the modes that need it; return (vector, effective mode, weights, text, reason).
+
+    A branch left out of the mode gets weight 0 and no input, so it cannot contribute.
+    """
+    if mode not in ("hybrid", "vector", "text"):
+        raise InvalidInput(f"Unknown search mode {mode!r}.")
+    degraded_reason = None
+    vector = None
+    if mode in ("hybrid", "vector"):
+        try:
+            vector = vector_literal(embed(query))
+        except EmbeddingUnavailable as exc:
+            degraded_reason = f"Vector search is unavailable ({exc}); showing text matches only."
+    effective_mode: SearchMode = "text" if vector is None else mode
+    vector_weight = params.vector_weight if effective_mode in ("hybrid", "vector") else 0.0
+    text_weight = params.text_weight if effective_mode in ("hybrid", "text") else 0.0
+    if effective_mode == "text" and text_weight == 0:
+        text_weight = 1.0  # text-only fallback must still rank something
+    query_text = query if effective_mode in ("hybrid", "text") else None
+    return vector, effective_mode, vector_weight, text_weight, query_text, degraded_reason
+
+
+def search_conversations(
+    scope: Scope,
+    query: str,
+    *,
+    limit: int = 10,
+    params: RrfParams | None = None,
+    mode: SearchMode = "hybrid",
+    text_match: Literal["any", "all"] = "any",
+    candidates: int | None = None,
+    exclude_session_id: str | None = None,
+    embed=embeddings.embed_one,
+    conninfo: str | None = None,
+) -> ConversationSearch:
+    """Hybrid search over the scope's past conversation turns.
+
+    `candidates` is how deep each branch ranks before fusion (default 4 * limit).
+    If the query cannot be embedded, the search still runs on the text branch
+    and says why.
+    """
+    query = clean_text(query, what="search query", max_length=MAX_QUERY_LENGTH)
+    limit = _clean_limit(limit, 200)
+    params = (params or RrfParams.from_settings()).validated()
+    if candidates is not None:
+        candidates = max(_clean_limit(candidates, 1000), limit)
+    if exclude_session_id is not None:
+        exclude_session_id = clean_text(exclude_session_id, what="session id", max_length=200)
+    started = time.perf_counter()
+    vector, effective_mode, vector_weight, text_weight, query_text, degraded_reason = _branches(
+        mode, query, params, embed
+    )
+    embed_ms = (time.perf_counter() - started) * 1000
+    with transaction(scope, conninfo=conninfo) as cur:
+        cur.execute(
+            "select * from public.match_conversation_turns_hybrid("
+            "%s::extensions.vector, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                vector,
+                query_text,
+                scope.user_id,
+                limit,
+                vector_weight,
+                text_weight,
+                params.k,
+                text_match,
+                candidates,
+                exclude_session_id,
+            ),
+        )
+        hits = [ConversationHit(**row) for row in cur.fetchall()]
+    return ConversationSearch(
+        query=query,
+        hits=hits,
+        mode=effective_mode,
+        params=params,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        embed_ms=embed_ms,
+        degraded_reason=degraded_reason,
+    )
+
+
 def search_knowledge(
     scope: Scope,
     query: str,
     *,
     limit: int = 5,
     category: str | None = None,
+    params: RrfParams | None = None,
     embed=embeddings.embed_one,
 ) -> KnowledgeSearch:
+    """Hybrid search of the shared knowledge base (public.match_knowledge_hybrid): the
+    embedding finds what a question means, the text branch finds the codes, names and
+    numbers in it ("E03", "Kestrel Grinder")."""
     query = clean_text(query, what="search query", max_length=MAX_QUERY_LENGTH)
     limit = _clean_limit(limit, 100)
     if category is not None:
         category = clean_text(category, what="category", max_length=64)
+    params = (params or RrfParams.knowledge_from_settings()).validated()
     started = time.perf_counter()
     vector = vector_literal(embed(query))
     embed_ms = (time.perf_counter() - started) * 1000
     with transaction(scope) as cur:
         cur.execute(
-            "select * from public.match_knowledge(%s::extensions.vector, %s, %s)",
-            (vector, limit, category),
+            "select * from public.match_knowledge_hybrid(%s::extensions.vector, %s, %s, %s, %s, %s, %s)",
+            (vector, query, limit, category, params.vector_weight, params.text_weight, params.k),
         )
         hits = [KnowledgeHit(**row) for row in cur.fetchall()]
     return KnowledgeSearch(query=query, hits=hits, latency_ms=(time.perf_counter() - started) * 1000, embed_ms=embed_ms)

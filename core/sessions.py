@@ -131,9 +131,17 @@ def get_session(scope: Scope, session_id: str) -> SessionRecord:
 
 
 def delete_session(scope: Scope, session_id: str) -> None:
-    """Delete one of the user's session reports (as the user: RLS lets them delete only their own)."""
+    """Delete one of the scope's sessions: its report and every turn of its conversation."""
     session_id = clean_text(session_id, what="session id", max_length=200)
     with transaction(scope) as cur:
         cur.execute("delete from public.sessions where session_id = %s and user_id = %s", (session_id, scope.user_id))
-        if cur.rowcount == 0:
-            raise NotFound(f"Session {session_id} not found.")
+        deleted = cur.rowcount
+    if not deleted:
+        raise NotFound(f"Session {session_id} not found.")
+
+
+def delete_all_sessions(scope: Scope) -> int:
+    """Delete all of the scope's sessions, their reports and conversation turns; returns how many sessions."""
+    with transaction(scope) as cur:
+        cur.execute("delete from public.sessions where user_id = %s", (scope.user_id,))
+        return cur.rowcount

@@ -5,11 +5,13 @@ the fusion sliders that change the agent's searches live."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
+from typing import NamedTuple
 
 import streamlit as st
 
-from agent import MAX_MESSAGE_LENGTH, Conversation, llm_wait_seconds
+from agent import MAX_MESSAGE_LENGTH, Conversation, llm_wait_seconds, warmup
 from core.errors import InvalidInput
 from ui import auth, chat_state, rrf
 from ui.errors import reported, show_error
@@ -26,10 +28,16 @@ TURN_TIMEOUT_SECONDS = 120
 # every rerun): a growing panel never pushes the newest reply out of view.
 CONVERSATION_HEIGHT = 470
 PANEL_HEIGHT = 560
-_PENDING = "u_chat_pending_prompt"  # a suggestion clicked: send it on this run
+POLL_SECONDS = 0.25  # while the agent starts or answers, the page checks this often whether it is done
+# A message just handed over is drawn with its answer when the answer comes this quickly (one page run
+# instead of two); otherwise its bubble is drawn after this long and the answer when it comes.
+QUICK_ANSWER_SECONDS = 0.8
+_OUTBOX = "u_chat_outbox"  # messages typed or clicked and not yet handed to the agent (see _queue)
+_WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy), when the page started waiting in that state)
 _DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until it is sent or discarded
 _ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
 _INSPECT = "u_chat_inspect_turn"
+_ANSWERED = "u_chat_answered_turns"  # how many turns were answered when the page was last drawn
 
 SUGGESTIONS = [
     "My favorite color is teal",
@@ -40,10 +48,29 @@ SUGGESTIONS = [
 ]
 
 
+def _queue(text: str | None) -> None:
+    """Keep a message until the agent has taken it.
+
+    Called from the input's callbacks, which Streamlit runs at the start of the next run, before the
+    script: a message is kept even when that run is cut short (a cookie write, the agent still starting,
+    a page change), and the page hands it to the agent once the agent is ready."""
+    if text and text.strip():
+        st.session_state.setdefault(_OUTBOX, []).append(text)
+
+
+def _typed() -> None:
+    """The message box's submit: a message over the limit goes to the draft, whole, not to the agent."""
+    text = st.session_state.get("u_chat_input")
+    if text and len(text) > MAX_MESSAGE_LENGTH:
+        st.session_state[_DRAFT] = text
+    else:
+        _queue(text)
+
+
 def _send_draft() -> None:
     draft = st.session_state.get(_DRAFT) or ""
     if 0 < len(draft.strip()) <= MAX_MESSAGE_LENGTH:
-        st.session_state[_PENDING] = draft
+        _queue(draft)
         st.session_state.pop(_DRAFT, None)
 
 
@@ -52,7 +79,7 @@ def _send_first_part() -> None:
     draft = st.session_state.get(_DRAFT) or ""
     cut = draft.rfind(" ", 0, MAX_MESSAGE_LENGTH + 1)
     cut = cut if cut > MAX_MESSAGE_LENGTH // 2 else MAX_MESSAGE_LENGTH
-    st.session_state[_PENDING] = draft[:cut]
+    _queue(draft[:cut])
     rest = draft[cut:].strip()
     if rest:
         st.session_state[_DRAFT] = rest
@@ -95,22 +122,36 @@ def _draft_panel() -> None:
         buttons.button("Discard", key="u_chat_draft_discard", type="tertiary", on_click=_discard_draft)
 
 
-def _message_input() -> str | None:
-    """The message box (its limit in the placeholder); a longer message goes to the draft, not to the agent."""
-    prompt = st.chat_input(
-        f"Message the agent… (up to {MAX_MESSAGE_LENGTH:,} characters)", key="u_chat_input", width="stretch"
+def _message_input() -> None:
+    """The message box (its limit in the placeholder) and, under it, a message that was over the limit."""
+    st.chat_input(
+        f"Message the agent… (up to {MAX_MESSAGE_LENGTH:,} characters)",
+        key="u_chat_input",
+        width="stretch",
+        on_submit=_typed,
     )
-    if prompt and len(prompt) > MAX_MESSAGE_LENGTH:
-        st.session_state[_DRAFT] = prompt
-        return None
-    return prompt or st.session_state.pop(_PENDING, None)
+    _draft_panel()
 
 
 def _suggestion_clicked() -> None:
-    choice = st.session_state.get("u_chat_suggestion")
-    if choice:
-        st.session_state[_PENDING] = choice
+    _queue(st.session_state.get("u_chat_suggestion"))
     st.session_state["u_chat_suggestion"] = None
+
+
+def _outbox() -> list[str]:
+    return st.session_state.setdefault(_OUTBOX, [])
+
+
+def _hand_over(chat: Conversation) -> None:
+    """Give the agent every kept message, in order (it answers them one after another)."""
+    outbox = _outbox()
+    futures = []
+    while outbox:
+        futures.append(chat.send(outbox.pop(0)))  # no Streamlit call in between: a rerun cannot cut them apart
+    concurrent.futures.wait(futures, timeout=QUICK_ANSWER_SECONDS if futures else 0)
+    for future in futures:
+        if future.done() and isinstance(future.exception(), InvalidInput):
+            st.warning(str(future.exception()), icon=":material/warning:")
 
 
 def _llm_label() -> tuple[str, bool]:
@@ -141,43 +182,54 @@ def _render_message(turn: Turn) -> None:
                         )
 
 
-def _wait_for_turn(chat, future, cursor: int) -> None:
-    """Show the agent's steps live while the turn runs (tool calls appear as they happen)."""
-    with st.chat_message("assistant"), st.status("Thinking…", expanded=True) as status:
-        deadline = time.monotonic() + max(TURN_TIMEOUT_SECONDS, llm_wait_seconds())
-        while not future.done() and time.monotonic() < deadline:
-            events, cursor = chat.events_since(cursor)
-            for event in events:
-                if event["type"] == "tool_call":
-                    status.write(f":material/build: `{event['name']}` · {ms(event.get('duration_ms'))}")
-                elif event["type"] == "retrieval":
-                    status.write(
-                        f":material/manage_search: searched {event.get('source')} ({len(event.get('hits') or [])} hits)"
-                    )
-            time.sleep(0.05)
-        if not future.done():
-            status.update(label="The agent is still working", state="error")
-            st.warning(
-                "The agent has not answered yet. Its answer will appear here when it "
-                "is ready; you can also end the session and start again."
-            )
-            st.stop()
-        try:
-            result = future.result()
-        except InvalidInput as exc:
-            status.update(label="Not sent", state="error")
-            st.warning(str(exc))
-            st.stop()
-        except Exception as exc:
-            status.update(label="The turn failed", state="error")
-            show_error(exc)
-            st.stop()
-        if result.error:
-            status.update(label="The turn failed", state="error", expanded=False)
-        else:
-            status.update(label=f"Answered in {ms(result.timings.get('total_ms'))}", state="complete", expanded=False)
-    st.session_state[_INSPECT] = None  # follow the newest turn
-    st.rerun()
+class _Drawn(NamedTuple):
+    """What the page was drawn from; when any of it changes, the whole page is drawn again."""
+
+    ready: bool  # the start is over (successfully or not)
+    busy: bool  # a sent message is not answered yet
+    done_turns: int
+    waiting: tuple[str, ...]  # sent, and not among the events yet
+    kept: int  # messages in the outbox
+
+    @property
+    def settled(self) -> bool:
+        return self.ready and not self.busy and not self.waiting and not self.kept
+
+
+def _snapshot(chat: Conversation) -> _Drawn:
+    events, cursor = chat.events_since(0)
+    done_turns = sum(1 for event in events if event["type"] == "turn_done")
+    return _Drawn(chat.ready.done(), chat.busy, done_turns, tuple(chat.waiting_messages(cursor)), len(_outbox()))
+
+
+def _warming_up() -> str:
+    pending = warmup.current().pending() if warmup.current() else []
+    return f" (still loading {', '.join(part.label for part in pending)})" if pending else ""
+
+
+def _live_status(chat: Conversation, shown: _Drawn, since: float) -> None:
+    """While the agent starts or answers: its steps as they happen; the page redraws when it is done.
+
+    A fragment polling every POLL_SECONDS, so the page run itself never waits: a message sent
+    meanwhile starts a new run at once and shows as the visitor's bubble."""
+    if _snapshot(chat) != shown:
+        st.rerun(scope="app")
+    waited = time.monotonic() - since
+    if not chat.ready.done():
+        st.status(f"Starting the agent{_warming_up()}… {waited:.0f} s", state="running")
+        return
+    if waited > max(TURN_TIMEOUT_SECONDS, llm_wait_seconds()):
+        st.warning(
+            "The agent has not answered yet. Its answer will appear here when it "
+            "is ready; you can also end the session and start again."
+        )
+    with st.status(f"Thinking… {waited:.0f} s", state="running", expanded=True):
+        turns = group_turns(chat.events_since(0)[0])
+        live = turns[-1] if turns and turns[-1].number > 0 and not turns[-1].done else None
+        for call in live.tool_calls if live else []:
+            st.write(f":material/build: `{call['name']}` · {ms(call.get('duration_ms'))}")
+        for search in live.retrievals if live else []:
+            st.write(f":material/manage_search: searched {search.get('source')} ({len(search.get('hits') or [])} hits)")
 
 
 def _end_session(chat) -> None:
@@ -237,27 +289,23 @@ def _ended(session_id: str, saved: bool) -> None:
         st.rerun()
 
 
-def _started_conversation(visitor) -> Conversation | None:
-    """This browser session's conversation, started, with the sliders' fusion; None (and why) if it failed."""
+def _conversation_of(visitor) -> Conversation:
+    """This browser session's conversation (started in the background), with the sliders' fusion."""
     params = rrf.current_params()
     chat = chat_state.get_chat_session(visitor, rrf=params)
     if chat.rrf != params:
         chat.set_rrf(params)  # the sliders changed: the agent's next search uses the new fusion
-    if not chat.ready.done():
-        with st.spinner("Starting the agent (the first start loads the embedding model)…"):
-            try:
-                chat.ready.result(timeout=chat_state.START_TIMEOUT_SECONDS)
-            except TimeoutError:
-                st.warning("The agent is still starting; this page will continue when it is ready.")
-                time.sleep(2)
-                st.rerun()
-    if chat.ready.exception() is not None:
-        show_error(chat.ready.exception())
-        if st.button("Try again", icon=":material/refresh:"):
-            chat_state.close_chat_session(reason="failed start")
-            st.rerun()
-        return None
     return chat
+
+
+def _start_failed(chat: Conversation) -> None:
+    """The agent could not start: why, and a new start (the messages typed meanwhile are kept)."""
+    if not chat.ready.done() or chat.ready.exception() is None:
+        return
+    show_error(chat.ready.exception())
+    if st.button("Try again", icon=":material/refresh:"):
+        chat_state.close_chat_session(reason="failed start")
+        st.rerun()
 
 
 def _header(chat: Conversation, visitor) -> bool:
@@ -265,9 +313,10 @@ def _header(chat: Conversation, visitor) -> bool:
     label, demo_brain = _llm_label()
     header_left, header_right = st.columns([4, 1], vertical_alignment="center")
     with header_left:
+        session = f"session `{chat.session_id}`" if chat.session_id else "the session is starting"
         st.caption(
             f":material/smart_toy: **{label}**{' — not an LLM; see the sidebar' if demo_brain else ''}"
-            f" · session `{chat.session_id}` · user `{visitor.short_id}`"
+            f" · {session} · user `{visitor.short_id}`"
         )
     with header_right:
         return st.button(
@@ -279,7 +328,7 @@ def _header(chat: Conversation, visitor) -> bool:
         )
 
 
-# Brings the conversation's newest message into view when a turn is added. The container's own autoscroll
+# Brings the conversation's newest message into view when one is added. The container's own autoscroll
 # follows content added while it is on screen, but a rerun redraws the conversation in one go.
 _FOLLOW_NEWEST = """<script>
 (() => {
@@ -299,16 +348,22 @@ _FOLLOW_NEWEST = """<script>
 </script>"""
 
 
-def _conversation(box, chat: Conversation, turns: list[Turn], cursor: int, prompt: str | None) -> None:
+def _conversation(box, chat: Conversation, shown: _Drawn, turns: list[Turn], waiting: list[str]) -> None:
+    """The turns so far, then every message not answered yet (shown from the moment it was sent)."""
     with box:
         for turn in turns:
-            _render_message(turn)
-        if not turns:
+            if shown.busy and turn is turns[-1] and turn.number > 0 and not turn.done:
+                with st.chat_message("user"):  # the turn in progress: its steps are in the status below
+                    st.markdown(turn.user_text or "")
+            else:
+                _render_message(turn)
+        for text in waiting:
+            with st.chat_message("user"):
+                st.markdown(text)
+        if not turns and not waiting:
             st.caption("Connecting…")
-    st.html(_FOLLOW_NEWEST % {"turns": len(turns)}, unsafe_allow_javascript=True)
-    if not any(t.number > 0 for t in turns) and not prompt:
-        with box:  # under the greeting, wrapping onto as many rows as the column needs
-            st.pills(
+        if not any(t.number > 0 for t in turns) and not waiting:
+            st.pills(  # under the greeting, wrapping onto as many rows as the column needs
                 "Try",
                 SUGGESTIONS,
                 key="u_chat_suggestion",
@@ -317,13 +372,18 @@ def _conversation(box, chat: Conversation, turns: list[Turn], cursor: int, promp
                 width="stretch",
                 wrap=True,
             )
-    if prompt:
-        with box:
-            with st.chat_message("user"):
-                st.markdown(prompt)
-            with reported():
-                future = chat.send(prompt)
-                _wait_for_turn(chat, future, cursor)
+    st.html(_FOLLOW_NEWEST % {"turns": f"{len(turns)}-{len(waiting)}"}, unsafe_allow_javascript=True)
+    if shown.settled:
+        return
+    with box:
+        if shown.ready and chat.ready.exception() is not None:
+            st.caption(":material/schedule_send: Kept until the agent starts; nothing you typed is lost.")
+            return
+        state = (shown.ready, shown.busy)
+        since = st.session_state.get(_WAITING_SINCE)
+        if since is None or since[0] != state:
+            since = st.session_state[_WAITING_SINCE] = (state, time.monotonic())
+        st.fragment(run_every=POLL_SECONDS)(_live_status)(chat, shown, since[1])
 
 
 def main() -> None:
@@ -335,32 +395,30 @@ def main() -> None:
         icon=":material/chat:",
     )
     ended = st.session_state.get(_ENDED)
-    if ended and chat_state.current_chat_session() is None and _PENDING not in st.session_state:
-        top = st.container()
-        prompt = _message_input()
-        _draft_panel()
-        if prompt:  # typing after the end starts a new conversation with that message
-            st.session_state[_PENDING] = prompt
-            st.session_state.pop(_ENDED, None)
-            st.rerun()
-        with top:
-            _ended(*ended)
+    if ended and not _outbox() and chat_state.current_chat_session() is None:
+        _ended(*ended)
+        _message_input()  # typing after the end starts a new conversation with that message
         return
     st.session_state.pop(_ENDED, None)
-    chat = _started_conversation(visitor)
-    if chat is None:
-        return
+    chat = _conversation_of(visitor)
+    if chat.ready.done() and chat.ready.exception() is None:
+        _hand_over(chat)
+    shown = _snapshot(chat)  # before what it draws: a change after this draws the page again
+    if st.session_state.get(_ANSWERED) != shown.done_turns:
+        st.session_state[_ANSWERED] = shown.done_turns
+        st.session_state[_INSPECT] = None  # a turn was answered: the panel follows the newest turn
     end = _header(chat, visitor)
     events, cursor = chat.events_since(0)
+    waiting = chat.waiting_messages(cursor) + list(_outbox())
     turns = group_turns(events)
     conversation, inspector = st.columns([1, 1], gap="medium")
     with conversation:
+        _start_failed(chat)
         box = st.container(height=CONVERSATION_HEIGHT, border=True, autoscroll=True, key="u_chat_box")
-        prompt = _message_input()
-        _draft_panel()
-        _conversation(box, chat, turns, cursor, prompt)
+        _message_input()
+        _conversation(box, chat, shown, turns, waiting)
     with inspector, st.container(height=PANEL_HEIGHT, border=False, key="u_chat_panel"):
-        _inspector(turns, visitor)
+        _inspector([t for t in turns if t.done or not shown.busy], visitor)
         with st.expander(
             "Tune the fusion (weights and k): re-ranks the turn shown and the agent's next searches",
             icon=":material/tune:",

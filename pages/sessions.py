@@ -1,6 +1,9 @@
 """Sessions: the signed-in user's past conversations (reports written when a
-session ends) with transcript, tool calls, retrieval events with scores,
-latency charts and the memories written during the session."""
+session ends, turns stored as they happen) with transcript, tool calls,
+retrieval events with scores, latency charts and the memories written during
+the session; a search across all of the user's transcripts that jumps to the
+matching turn; deleting one session, all of them, or everything.
+Every call runs as the user (RLS decides)."""
 
 from __future__ import annotations
 
@@ -10,8 +13,9 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
-from core import sessions
-from ui import auth
+from core import conversations, sessions
+from core.retrieval import search_conversations
+from ui import auth, erase
 from ui.errors import reported
 from ui.format import ago, clip, duration, ms, when
 from ui.report_view import ReportView, read_report
@@ -21,7 +25,17 @@ from ui.style import empty_state, page_header
 
 REQUEST = "u_sessions_request"  # another page sets a session id here before switching to this page
 PICK = "u_sessions_pick"
-DELETED = "u_sessions_deleted"  # what was just deleted, said once on the next run
+SEARCH = "u_sessions_search"
+JUMP = "u_sessions_jump"  # (session id, turn index) of the search hit to show
+FLASH = "u_sessions_flash"
+MATCH_KEY = "u_session_turn_match"
+# Brings the matched turn into view inside the transcript's scrolling box (st.html runs it in the page).
+_SCROLL_TO_MATCH = f"""<script>
+setTimeout(() => {{
+  const el = document.querySelector('.st-key-{MATCH_KEY}');
+  if (el) el.scrollIntoView({{block: "center"}});
+}}, 300);
+</script>"""
 
 METRIC_LABELS = {
     "e2e_ms": "end of speech → first audio",
@@ -175,15 +189,34 @@ def _voice_latency(view: ReportView) -> None:
         )
 
 
-def _transcript(view: ReportView) -> None:
-    if not view.transcript:
-        st.caption("No transcript was stored for this session.")
+def _transcript(scope, record, view: ReportView) -> None:
+    """The session's turns as stored in the conversation tier (the report's transcript for sessions from
+    before the tier); the turn a search jumped to is marked and scrolled into view."""
+    turns = conversations.list_turns(scope, record.session_id)  # as the user: RLS
+    if not turns:
+        if not view.transcript:
+            st.caption("No transcript was stored for this session.")
+            return
+        with st.container(height=440, border=True):
+            for line in view.transcript:
+                with st.chat_message("user" if line.get("role") == "user" else "assistant"):
+                    st.markdown(line.get("text") or "")
         return
-    with st.container(height=440, border=True):
-        for line in view.transcript:
-            role = "user" if line.get("role") == "user" else "assistant"
-            with st.chat_message(role):
-                st.markdown(line.get("text") or "")
+    jump = st.session_state.get(JUMP)
+    target = jump[1] if jump and jump[0] == record.session_id else None
+    with st.container(height=440, border=True, key="u_session_transcript"):
+        for turn in turns:
+            role = "user" if turn.speaker == "user" else "assistant"
+            if turn.turn_index == target:
+                with st.container(key=MATCH_KEY, border=True):
+                    st.caption(f":material/my_location: The turn you searched for · {when(turn.created_at)}")
+                    with st.chat_message(role):
+                        st.markdown(turn.content)
+            else:
+                with st.chat_message(role):
+                    st.markdown(turn.content)
+    if target is not None:
+        st.html(_SCROLL_TO_MATCH, unsafe_allow_javascript=True)
 
 
 def _tool_calls(view: ReportView) -> None:
@@ -217,8 +250,17 @@ def _tool_calls(view: ReportView) -> None:
     )
 
 
-def _detail(record, view: ReportView) -> None:
-    st.subheader(f"Session {record.session_id}", anchor=False)
+def _detail(scope, record, view: ReportView) -> None:
+    head, action = st.columns([5, 1], vertical_alignment="bottom")
+    head.subheader(f"Session {record.session_id}", anchor=False)
+    with action.popover("Delete…", icon=":material/delete:"):
+        st.markdown("Delete this session: its report and every turn of its transcript. It cannot be undone.")
+        if st.button("Delete this session", key="u_session_delete", type="primary"):
+            with reported():
+                sessions.delete_session(scope, record.session_id)
+                st.session_state[FLASH] = f"Deleted session {record.session_id} and its transcript."
+                st.session_state.pop(PICK, None)
+                st.rerun()
     st.caption(
         f"Started {when(record.started_at or record.created_at)} ({ago(record.started_at or record.created_at)})"
         + (f" · room `{record.room_name}`" if record.room_name else "")
@@ -233,7 +275,7 @@ def _detail(record, view: ReportView) -> None:
     left, right = st.columns([1, 1], gap="large")
     with left:
         st.markdown("##### :material/forum: Transcript")
-        _transcript(view)
+        _transcript(scope, record, view)
     with right:
         st.markdown("##### :material/timer: Latency per turn")
         chart = _latency_chart(view)
@@ -290,6 +332,48 @@ def _detail(record, view: ReportView) -> None:
                 st.error(f"{error.get('where') or 'agent'}: {error.get('message')}")
 
 
+def _search_panel(scope) -> None:
+    """Search every turn of every one of my sessions (hybrid, as the user); Open jumps to the turn."""
+    with st.form("u_sessions_search_form", border=False):
+        query_col, go_col = st.columns([4, 1], vertical_alignment="bottom")
+        query = query_col.text_input(
+            "Search all my transcripts", key=SEARCH, placeholder="e.g. the trail I hiked with Nora"
+        )
+        go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
+    if not query.strip():
+        return
+    with reported():
+        found = search_conversations(scope, query, limit=8)
+        if found.degraded_reason:
+            st.warning(found.degraded_reason, icon=":material/warning:")
+        if not found.hits:
+            st.caption("No turn of your transcripts matches that.")
+            return
+        for index, hit in enumerate(found.hits):
+            with st.container(border=True, key=f"u_sessions_hit_{index}"):
+                text_col, open_col = st.columns([6, 1], vertical_alignment="center")
+                text_col.markdown(
+                    f"**{when(hit.created_at)}** · {hit.speaker} · turn {hit.turn_index}  \n{clip(hit.content, 220)}"
+                )
+                ranks = f"vector #{hit.vector_rank or '—'} · text #{hit.text_rank or '—'}"
+                text_col.caption(f"{ranks} · RRF {hit.rrf_score:.4f} · session {hit.session_id}")
+                if open_col.button("Open", key=f"u_sessions_open_{index}", icon=":material/arrow_forward:"):
+                    st.session_state[REQUEST] = hit.session_id
+                    st.session_state[JUMP] = (hit.session_id, hit.turn_index)
+                    st.rerun()
+        with st.expander("How these were ranked"):
+            render_retrieval(found, key="u_sessions_search_scores", compact="medium")
+
+
+def _delete_everything(visitor, count: int) -> None:
+    # keyed, so it stays open while the confirmation is typed (a rerun)
+    with st.popover(
+        "Delete everything…", icon=":material/delete_sweep:", key="u_sessions_erase_popover", on_change="rerun"
+    ):
+        st.caption(f"{count} session{'s' if count != 1 else ''} with their transcripts, and everything else.")
+        erase.render_delete_everything(visitor, key="u_sessions_erase")
+
+
 def main() -> None:
     visitor = auth.current_visitor()
     page_header(
@@ -298,10 +382,13 @@ def main() -> None:
         "button on the Chat page, a finished call, or when you leave.",
         icon=":material/history:",
     )
-    deleted = st.session_state.pop(DELETED, None)
-    if deleted:
-        st.success(deleted, icon=":material/check_circle:")
+    flash = st.session_state.pop(FLASH, None)
+    if flash:
+        st.success(flash, icon=":material/check_circle:")
     records = sessions.list_sessions(visitor.scope)
+    if records:
+        _search_panel(visitor.scope)
+        _delete_everything(visitor, len(records))
     if not records:
         empty_state(
             ":material/history_toggle_off:",
@@ -329,19 +416,7 @@ def main() -> None:
         "Show session", ids, key=PICK, format_func=lambda sid: _label(records[ids.index(sid)], views[ids.index(sid)])
     )
     record = sessions.get_session(visitor.scope, chosen)  # read again as the user: RLS decides
-    _detail(record, read_report(record.report))
-    _delete_session(visitor, record)
-
-
-def _delete_session(visitor, record) -> None:
-    with st.popover("Delete this session…", icon=":material/delete:", key="u_session_delete_popover"):
-        st.markdown(f"Delete the report and transcript of session `{record.session_id}`? It cannot be undone.")
-        if st.button("Delete this session", key="u_session_delete", type="primary", icon=":material/delete:"):
-            with reported():
-                sessions.delete_session(visitor.scope, record.session_id)  # as the user: RLS decides
-                st.session_state.pop(PICK, None)
-                st.session_state[DELETED] = f"Deleted session {record.session_id}."
-                st.rerun()
+    _detail(visitor.scope, record, read_report(record.report))
 
 
 run_page(main)

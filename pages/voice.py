@@ -33,12 +33,12 @@ from ui.shell import run_page
 from ui.sidebar import model_rows
 from ui.style import page_header
 from ui.turn_panel import render_turn_details
-from ui.turns import group_turns
-from ui.voice import ice_servers, level_fraction, live_transcript
+from ui.voice import ice_servers, latest_answered_turn, level_fraction, live_transcript
 
 _ENDED = "u_voice_ended"  # (session_id, saved, pipeline) of the call that just ended
 _CALL_KEY = "u_voice_call_key"
 _LAST_CALL = "u_voice_last_call"  # the call this browser session started, until its end is shown
+_OUTBOX = "u_voice_outbox"  # typed during the call and not yet handed to it (see _typed)
 # The cookie writer (extra-streamlit-components) hides every element container whose
 # iframe has height 0, and a component's iframe starts at 0 until it reports its size:
 # keep the WebRTC widget's container shown so it can.
@@ -115,6 +115,24 @@ def _ended_by_browser(key: str):
     return on_ended
 
 
+def _typed() -> None:
+    """Keep a message typed during the call until the call has taken it. Streamlit runs this callback at the
+    start of the next run, before the script, so a run cut short (a rerun, the call still connecting)
+    cannot drop it."""
+    text = st.session_state.get("u_voice_text")
+    if text and text.strip():
+        st.session_state.setdefault(_OUTBOX, []).append(text)
+
+
+def _hand_over(call: VoiceCall) -> None:
+    """Give the call the messages typed so far, once it is connected (the agent answers them in order)."""
+    outbox = st.session_state.get(_OUTBOX)
+    if not outbox or call.ready is None or not call.ready.done() or call.ready.exception() is not None:
+        return
+    while outbox:
+        call.submit_text(outbox.pop(0))  # no Streamlit call in between: a rerun cannot cut the two apart
+
+
 @st.cache_resource(show_spinner=False)
 def _prewarm_once():
     """Load Silero, Whisper and Piper in the background the first time anyone opens this page,
@@ -148,6 +166,7 @@ def _live_status(key: str, who: str) -> None:
     call = get_call(key)
     if call is None:
         return
+    _hand_over(call)
     session = f"call `{short_id(call.session_id, 16)}` · " if call.session_id else ""
     st.caption(f"{session}{call.pipeline} pipeline · you are `{who}`")
     state_col, mic_col, out_col = st.columns([1, 2, 2], vertical_alignment="center")
@@ -169,15 +188,17 @@ def _live_status(key: str, who: str) -> None:
         st.caption(":material/hourglass_top: Connecting the agent (the first call loads the speech models)…")
 
 
-@st.fragment(run_every=1.0)
+# twice a second: an interim transcript of the user's words lives about a second before the next replaces it
+@st.fragment(run_every=0.5)
 def _live_transcript(key: str) -> None:
     call = get_call(key)
     if call is None:
         return
-    events, _ = call.events_since(0)
+    events, cursor = call.events_since(0)
     lines = live_transcript(events)
+    typed = call.waiting_messages(cursor) + list(st.session_state.get(_OUTBOX) or [])
     with st.container(height=420, border=True, autoscroll=True):
-        if not lines:
+        if not lines and not typed:
             st.caption(
                 "Say something — for example “My favorite color is teal”, then “What is my favorite "
                 "color?”. Speaking while the agent talks interrupts it."
@@ -188,6 +209,9 @@ def _live_transcript(key: str) -> None:
                 continue
             with st.chat_message(line["role"]):
                 st.markdown(line["text"] if line["final"] else f"*{line['text']} …*")
+        for text in typed:  # typed, not answered yet: shown from the moment it was sent
+            with st.chat_message("user"):
+                st.markdown(text)
 
 
 @st.fragment(run_every=2.0)
@@ -196,16 +220,15 @@ def _live_turns(key: str) -> None:
     if call is None:
         return
     events, _ = call.events_since(0)
-    turns = [t for t in group_turns(events) if t.number > 0]
+    turn = latest_answered_turn(events)
     st.markdown("#### :material/insights: What the agent did")
-    if not turns:
+    if turn is None:
         st.caption(
             "Per turn: the tool calls, the memories and knowledge retrieved (vector rank, text rank, each "
             "branch's RRF contribution, fused score) and the timings, including end of speech → first "
             "audio."
         )
         return
-    turn = turns[-1]
     st.caption(f"Turn {turn.number}: “{clip(turn.user_text or '', 90)}” · {turn.summary}")
     render_turn_details(turn, key=f"u_voice_turn{turn.number}")
 
@@ -305,15 +328,13 @@ def _before_a_call(settings: Settings, playing: bool, ice: list[dict]) -> None:
 
 
 def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
+    _hand_over(call)
     _live_status(key, visitor.short_id)
     left, right = st.columns([1, 1], gap="large")
     with left:
         _live_transcript(key)
-        typed = st.chat_input("Type during the call…", key="u_voice_text", max_chars=2000)
-        if typed:
-            with reported():
-                call.submit_text(typed)  # answered aloud too; it shows up in the transcript
-                st.toast(f"Sent: {clip(typed, 60)}", icon=":material/send:")
+        # answered aloud too; shown in the transcript at once
+        st.chat_input("Type during the call…", key="u_voice_text", max_chars=2000, on_submit=_typed)
     with right:
         _live_turns(key)
         with st.expander("Latency of this call so far", icon=":material/timer:"):

@@ -1,11 +1,14 @@
 """The retrieval panel: what a search found and *why*.
 
 `render_retrieval(found)` takes a search the page ran itself
-(core.retrieval.MemorySearch / KnowledgeSearch) or an agent ``retrieval``
-event (agent/events.py), and shows, per hit, the vector rank, text rank, each
-branch's RRF contribution and the fused score, as a table and a stacked bar
-chart (teal = vector, amber = text). Knowledge hits show their rank and cosine
-similarity. The chat, voice, Memories, Knowledge and Sessions pages use it.
+(core.retrieval.MemorySearch / ConversationSearch / KnowledgeSearch) or an
+agent ``retrieval`` event (agent/events.py), and shows, per hit, the vector
+rank, text rank, each branch's RRF contribution and the fused score, as a
+table and a stacked bar chart (teal = vector, amber = text). Both memory
+tiers look alike: slots (``memories``) name the slot, past conversation turns
+(``conversations``) say when and who. Knowledge hits show their rank and
+cosine similarity. `render_recall_tiers` puts a per-turn recall's two tiers
+side by side. The chat, voice, Memories, Knowledge and Sessions pages use it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from agent import RetrievalEvent
-from core.retrieval import KnowledgeSearch, MemorySearch
+from core.retrieval import ConversationSearch, KnowledgeSearch, MemorySearch
 from ui.format import clip, ms
 
 VECTOR_COLOR = "#0f766e"
@@ -28,12 +31,14 @@ _TRIGGERS = {
     "per_turn_recall": "per-turn recall",
     "tool:search_memories": "tool search_memories",
     "tool:search_knowledge": "tool search_knowledge",
+    "tool:search_past_conversations": "tool search_past_conversations",
 }
+TIER_TITLES = {"slots": "Slots", "conversations": "Past conversations", "knowledge": "Knowledge"}
 
 
 @dataclass
 class RetrievalView:
-    kind: str  # "memories" | "knowledge"
+    kind: str  # "memories" | "conversations" | "knowledge"
     query: str
     hits: list[dict[str, Any]]
     mode: str | None = None
@@ -63,8 +68,8 @@ def view_of_event(event: RetrievalEvent) -> RetrievalView:
     )
 
 
-def view_of_search(search: MemorySearch | KnowledgeSearch) -> RetrievalView:
-    """A search the page ran itself (Memories and Knowledge pages)."""
+def view_of_search(search: MemorySearch | ConversationSearch | KnowledgeSearch) -> RetrievalView:
+    """A search the page ran itself (Memories, Sessions and Knowledge pages)."""
     data = search.as_dict()
     if isinstance(search, KnowledgeSearch):
         return RetrievalView(
@@ -75,7 +80,7 @@ def view_of_search(search: MemorySearch | KnowledgeSearch) -> RetrievalView:
             embed_ms=data["embed_ms"],
         )
     return RetrievalView(
-        kind="memories",
+        kind="conversations" if isinstance(search, ConversationSearch) else "memories",
         query=search.query,
         hits=data["hits"],
         mode=search.mode,
@@ -103,13 +108,18 @@ def _branch(rank: Any, contribution: Any) -> str:
     return f"#{int(rank)} · {float(contribution or 0.0):.5f}"
 
 
-def compact_memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
-    """For side panels (chat, voice): every number of the full table in four columns that fit half a laptop
-    screen: the memory with its slot, each branch's rank and RRF contribution, the fused score."""
+def compact_memory_table(
+    hits: list[dict[str, Any]], injected: set[str] | None = None, *, turns: bool = False
+) -> pd.DataFrame:
+    """For side panels (chat, voice) and the recall tiers beside each other: every number of the full table
+    in four columns that fit half a laptop screen: the memory with its slot (`turns`: what was said, with
+    when and who said it), each branch's rank and RRF contribution, the fused score."""
+    text_column = "Said" if turns else "Memory"
     rows = [
         {
-            "Memory": ("★ " if starred(hit, injected) else "")
-            + f"{hit.get('memory_type')}: "
+            text_column: ("★ " if starred(hit, injected) else "")
+            + (turn_label(hit) if turns else str(hit.get("memory_type")))
+            + ": "
             + clip(hit.get("content"), 60),
             "Vector": _branch(hit.get("vector_rank"), hit.get("vector_rrf")),
             "Text": _branch(hit.get("text_rank"), hit.get("text_rrf")),
@@ -117,7 +127,7 @@ def compact_memory_table(hits: list[dict[str, Any]], injected: set[str] | None =
         }
         for hit in hits
     ]
-    return pd.DataFrame(rows, columns=["Memory", "Vector", "Text", "Fused score"])
+    return pd.DataFrame(rows, columns=[text_column, "Vector", "Text", "Fused score"])
 
 
 def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
@@ -153,6 +163,32 @@ def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -
     return frame
 
 
+def turn_label(hit: dict[str, Any]) -> str:
+    """When a past turn was said and by whom: "2026-11-16 user"."""
+    return f"{str(hit.get('created_at') or '')[:10]} {hit.get('speaker') or ''}".strip()
+
+
+def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
+    columns = ["When", "Said", "Vector rank", "Text rank", "Vector RRF", "Text RRF", "Fused score", "Cosine distance"]
+    rows = [
+        {
+            "When": ("★ " if starred(hit, injected) else "") + turn_label(hit),
+            "Said": clip(hit.get("content"), 120),
+            "Vector rank": hit.get("vector_rank"),
+            "Text rank": hit.get("text_rank"),
+            "Vector RRF": float(hit.get("vector_rrf") or 0.0),
+            "Text RRF": float(hit.get("text_rrf") or 0.0),
+            "Fused score": float(hit.get("rrf_score") or 0.0),
+            "Cosine distance": hit.get("vector_distance"),
+        }
+        for hit in hits
+    ]
+    frame = pd.DataFrame(rows, columns=columns)
+    for column in ("Vector rank", "Text rank"):
+        frame[column] = frame[column].map(lambda rank: "—" if rank is None or rank != rank else str(int(rank)))
+    return frame
+
+
 def knowledge_table(hits: list[dict[str, Any]]) -> pd.DataFrame:
     rows = [
         {
@@ -173,7 +209,10 @@ def contribution_rows(hits: list[dict[str, Any]]) -> pd.DataFrame:
     (vector from 0, text after it), so a bar ends exactly at the hit's fused score in the table."""
     rows = []
     for order, hit in enumerate(hits):
-        label = f"{order + 1}. {hit.get('memory_type') or hit.get('title') or 'hit'}"  # unique, in table order
+        if hit.get("speaker") is not None:  # a past conversation turn
+            label = f"{order + 1}. {turn_label(hit)}: {clip(hit.get('content'), 28)}"
+        else:  # unique, in table order
+            label = f"{order + 1}. {hit.get('memory_type') or hit.get('title') or 'hit'}"
         vector, text = float(hit.get("vector_rrf") or 0.0), float(hit.get("text_rrf") or 0.0)
         for branch, rank_key, start, end in (
             ("vector", "vector_rank", 0.0, vector),
@@ -255,7 +294,7 @@ def knowledge_chart(hits: list[dict[str, Any]]) -> alt.Chart:
 
 
 def _summary(view: RetrievalView) -> str:
-    what = "Memories" if view.kind == "memories" else "Knowledge"
+    what = {"memories": "Memories", "conversations": "Past conversations"}.get(view.kind, "Knowledge")
     parts = [f"**{what}**"]
     if view.trigger:
         parts.append(f"({_TRIGGERS.get(view.trigger, view.trigger)})")
@@ -264,7 +303,7 @@ def _summary(view: RetrievalView) -> str:
     details = []
     if view.mode:
         details.append(view.mode)
-    if view.kind == "memories" and view.params:
+    if view.kind in ("memories", "conversations") and view.params:
         vw, tw, k = view.params.get("vector_weight"), view.params.get("text_weight"), view.params.get("k")
         if vw is not None and tw is not None and k is not None:
             details.append(f"w_vector {float(vw):g} · w_text {float(tw):g} · k {int(k)}")
@@ -280,7 +319,7 @@ def _summary(view: RetrievalView) -> str:
 
 
 def render_retrieval(
-    found: RetrievalEvent | MemorySearch | KnowledgeSearch,
+    found: RetrievalEvent | MemorySearch | ConversationSearch | KnowledgeSearch,
     *,
     key: str | None = None,
     chart: bool = True,
@@ -290,8 +329,10 @@ def render_retrieval(
     """Draw one retrieval (table + chart) in the current container; returns what was drawn.
 
     compact: False = every column; "medium" = no cosine distance, short memory text;
-    True = only the slot and the numbers (for narrow side panels)."""
-    view = view_of_search(found) if isinstance(found, MemorySearch | KnowledgeSearch) else view_of_event(found)
+    True or "tier" = four columns whose text wraps (the memory or what was said, each branch's rank and
+    contribution, the fused score), for narrow side panels and half a panel (two tiers side by side)."""
+    searched = isinstance(found, MemorySearch | ConversationSearch | KnowledgeSearch)
+    view = view_of_search(found) if searched else view_of_event(found)
     if show_summary:
         st.markdown(_summary(view))
     if view.degraded_reason:
@@ -301,8 +342,12 @@ def render_retrieval(
     if view.injected:
         st.caption("★ = put into the model's context for this turn.")
     if not view.hits:
-        st.caption("No matches." if view.kind == "knowledge" else "No memories matched.")
-    elif view.kind == "memories":
+        st.caption(
+            {"knowledge": "No matches.", "conversations": "No earlier turns matched."}.get(
+                view.kind, "No memories matched."
+            )
+        )
+    elif view.kind in ("memories", "conversations"):
         _render_memory_hits(view, key=key, chart=chart, compact=compact)
     else:
         _render_knowledge_hits(view, key=key, chart=chart, compact=compact)
@@ -310,8 +355,10 @@ def render_retrieval(
 
 
 def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
-    if compact is True:  # side panels: the same numbers in four columns, an HTML table whose text wraps
-        table = compact_memory_table(view.hits, view.injected)
+    """Slots and past turns: the same numbers; a turn names when it was said and by whom instead of a slot."""
+    turns = view.kind == "conversations"
+    if compact is True or compact == "tier":  # side panels and half-panel tiers: four columns, text that wraps
+        table = compact_memory_table(view.hits, view.injected, turns=turns)
         table["Fused score"] = table["Fused score"].map(lambda score: f"{score:.5f}")
         st.table(table, hide_index=True, border="horizontal")
         st.caption(
@@ -321,24 +368,32 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
         if chart:
             st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
         return
-    table = memory_table(view.hits, view.injected)
-    if compact:  # "medium": no cosine distance, short memory text
+    table = conversation_table(view.hits, view.injected) if turns else memory_table(view.hits, view.injected)
+    text_column = "Said" if turns else "Memory"
+    if compact:  # "medium": no cosine distance, short text
         table = table.drop(columns=["Cosine distance"])
-        table["Memory"] = table["Memory"].map(lambda text: clip(text, 40))
+        table[text_column] = table[text_column].map(lambda text: clip(text, 40))
     top = max(float(table["Fused score"].max()), 1e-9)
+    narrow = "small" if compact else None
+    label_width = "small" if compact else "medium"
     st.dataframe(
         table,
         hide_index=True,
         key=f"{key}_table" if key else None,
         column_config={
-            "Slot": st.column_config.TextColumn(width="medium"),
-            "Memory": st.column_config.TextColumn(width="small" if compact else "medium"),
-            "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest)."),
-            "Text rank": st.column_config.TextColumn(help="Rank by full-text match; — = no keyword match."),
-            "Vector RRF": st.column_config.NumberColumn(format="%.5f", help="w_vector / (k + vector rank)"),
-            "Text RRF": st.column_config.NumberColumn(format="%.5f", help="w_text / (k + text rank)"),
+            "Slot": st.column_config.TextColumn(width=label_width),
+            "When": st.column_config.TextColumn(width=label_width, help="When it was said, and who said it."),
+            text_column: st.column_config.TextColumn(width="small" if compact else "medium"),
+            "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest).", width=narrow),
+            "Text rank": st.column_config.TextColumn(
+                help="Rank by full-text match; — = no keyword match.", width=narrow
+            ),
+            "Vector RRF": st.column_config.NumberColumn(
+                format="%.4f", help="w_vector / (k + vector rank)", width=narrow
+            ),
+            "Text RRF": st.column_config.NumberColumn(format="%.4f", help="w_text / (k + text rank)", width=narrow),
             "Fused score": st.column_config.ProgressColumn(
-                format="%.5f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF"
+                format="%.4f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF", width=narrow
             ),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
         },
@@ -364,3 +419,36 @@ def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool,
     )
     if chart:
         st.altair_chart(knowledge_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
+
+
+def recall_pair(retrievals: list[RetrievalEvent]) -> tuple[list[tuple[RetrievalEvent, RetrievalEvent]], list]:
+    """The per-turn recalls as (slots, past conversations) pairs, in order, and every other retrieval."""
+    pairs, others, waiting = [], [], None
+    for event in retrievals:
+        if event.get("trigger") != "per_turn_recall":
+            others.append(event)
+        elif event.get("tier") == "slots":
+            waiting = event
+        elif event.get("tier") == "conversations" and waiting is not None:
+            pairs.append((waiting, event))
+            waiting = None
+        else:
+            others.append(event)
+    if waiting is not None:
+        others.insert(0, waiting)
+    return pairs, others
+
+
+def render_recall_tiers(
+    slots: RetrievalEvent, turns: RetrievalEvent, *, key: str, compact: bool | str = "tier"
+) -> None:
+    """One per-turn recall: the slots and the past conversation turns it found, side by side, each with its
+    per-branch ranks and RRF scores."""
+    st.markdown(f"**Per-turn recall** for “{clip(slots['query'], 80)}”  ·  {ms(slots['latency_ms'])}")
+    # side by side where the panel has room for both tables, one under the other where it has not
+    # (ui/style.py gives each tier its minimum width)
+    row = st.container(horizontal=True, gap="small", key=f"{key}_tiers")
+    for event, tier in ((slots, "slots"), (turns, "conversations")):
+        with row, st.container(border=True, key=f"{key}_{tier}_tier"):
+            st.markdown(f"###### {TIER_TITLES[tier]}")
+            render_retrieval(event, key=f"{key}_{tier}", show_summary=False, chart=False, compact=compact)

@@ -12,14 +12,11 @@ so the entry script runs and a page never runs without the verified visitor.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 import streamlit as st
-from streamlit.runtime import Runtime
 from streamlit.runtime.pages_manager import PagesManager
 
-from agent import plugins
 from core.errors import AuthError, AuthUnavailable
 from ui import auth, sidebar, style
 from ui.errors import run_guarded, show_error
@@ -28,40 +25,9 @@ from ui.errors import run_guarded, show_error
 _NO_NEW_VISITORS = {"anonymous_provider_disabled", "signup_disabled", "over_request_rate_limit"}
 
 _RENDERED_THIS_RUN = "mp_shell_rendered"
-log = logging.getLogger("memory_playground.ui.shell")
-
-
-def _server_loop():
-    """The Streamlit server's asyncio loop, which runs on the process's main thread (None outside a server).
-
-    Streamlit has no public accessor for it; this reads Runtime's (pinned version) and the
-    subprocess tests of `streamlit run` with a real LLM configured prove it still works.
-    """
-    if not Runtime.exists():
-        return None
-    try:
-        return Runtime.instance()._get_async_objs().eventloop
-    except (AttributeError, RuntimeError):
-        return None
-
-
-def load_agent_plugins() -> None:
-    """Register the livekit plugins on the main thread once per process (see agent/plugins.py).
-
-    Page scripts run on script threads, where livekit refuses to register a plugin,
-    so the registration runs on the server's loop. A failure is logged; building a model
-    that needs the plugin then says clearly what is missing.
-    """
-    if plugins.registered():
-        return
-    try:
-        plugins.register_on(_server_loop())
-    except Exception:  # the pages that need no model keep working
-        log.exception("the livekit plugins could not be registered")
 
 
 def render_shell() -> auth.Visitor:
-    load_agent_plugins()
     style.apply()
     try:
         visitor = auth.require_visitor()

@@ -10,7 +10,7 @@ from typing import Any
 
 import streamlit as st
 
-from agent import describe_models
+from agent import describe_models, warmup
 from core import doctor
 from core.config import get_settings
 from ui import auth, erase
@@ -19,6 +19,7 @@ from ui.errors import reported
 log = logging.getLogger("memory_playground.ui.sidebar")
 
 CHECKS_POLL_SECONDS = 2.0
+WARMUP_POLL_SECONDS = 1.0
 CHECKS_STALE_SECONDS = 600  # older than this: re-check quietly in the background on the next page load
 _STATUS_ICONS = {
     doctor.OK: ":green[:material/check_circle:]",
@@ -26,6 +27,7 @@ _STATUS_ICONS = {
     doctor.SKIPPED: ":gray[:material/do_not_disturb_on:]",
 }
 _PENDING_ICON = ":gray[:material/hourglass_empty:]"
+_WARMED_ICONS = {warmup.READY: ":green[:material/check_circle:]", warmup.FAILED: ":orange[:material/error:]"}
 # The identity popovers track their open state (keyed, on_change="rerun"), so one opens only when clicked:
 # after a success every one of them is closed explicitly and the result is said in the card.
 POPOVER_KEYS = ("pop_upgrade", "pop_sign_in", "pop_new_identity", "pop_delete_everything")
@@ -184,6 +186,9 @@ def _status() -> None:
         checks.start(doctor.QUICK)
     # Poll only while a run is in progress; the page itself never waits for a check.
     st.fragment(run_every=CHECKS_POLL_SECONDS if checks.running else None)(_check_rows)()
+    warming = warmup.current()
+    if warming is not None and not warming.done:
+        st.fragment(run_every=WARMUP_POLL_SECONDS)(_warmup_rows)()
     llm = next(row for row in model_rows() if row["role"] == "LLM")
     if llm["demo_brain"]:
         st.info(
@@ -229,6 +234,22 @@ def _plain(text: str | None) -> str:
     for char in "\\`*_<>#:|~$":
         text = text.replace(char, "\\" + char)
     return text
+
+
+def _warmup_rows() -> None:
+    """What the server is still loading since it started (agent/warmup.py), until it is all loaded."""
+    warming = warmup.current()
+    if warming is None or warming.done:
+        st.caption(":material/bolt: Warmed up: the models, the database and the agent are loaded.")
+        return  # polls on (cheaply) until the next page run, which no longer draws this
+    lines = [
+        f"{_PENDING_ICON if part.pending else _WARMED_ICONS[part.state]} {part.label}" for part in warming.status()
+    ]
+    with st.container(key="warmup_status"):
+        st.caption(
+            f":material/progress_activity: **Warming up** ({time.time() - warming.started_at:.0f} s)  \n"
+            + "  \n".join(lines)
+        )
 
 
 def _check_rows() -> None:

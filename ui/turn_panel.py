@@ -13,7 +13,7 @@ import streamlit as st
 from core.retrieval import RrfParams, search_memories
 from ui.errors import reported
 from ui.format import clip, ms
-from ui.retrieval import render_retrieval
+from ui.retrieval import recall_pair, render_recall_tiers, render_retrieval
 from ui.turns import Turn
 
 METRIC_LABELS = {
@@ -119,7 +119,12 @@ def render_turn_details(turn: Turn, *, key: str, scope=None, params: RrfParams |
     st.markdown("##### :material/manage_search: Retrieved")
     if not turn.retrievals:
         st.caption("Nothing was searched in this turn.")
-    for index, retrieval in enumerate(turn.retrievals):
+    pairs, others = recall_pair(turn.retrievals)
+    for index, (slots, turns) in enumerate(pairs):
+        render_recall_tiers(slots, turns, key=f"{key}_recall{index}")
+        if scope is not None and params is not None:
+            _what_if(slots, scope=scope, params=params, key=f"{key}_recall{index}")
+    for index, retrieval in enumerate(others):
         with st.container(border=True):
             render_retrieval(retrieval, key=f"{key}_r{index}", compact=True)
             if scope is not None and params is not None:

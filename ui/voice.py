@@ -9,6 +9,7 @@ from typing import Any
 
 from agent import Event, events
 from core.config import Settings, get_settings
+from ui.turns import Turn, group_turns
 
 log = logging.getLogger("memory_playground.ui.voice")
 
@@ -79,6 +80,14 @@ def live_transcript(call_events: list[Event]) -> list[dict[str, Any]]:
         else:
             open_line[role] = line
     return lines
+
+
+def latest_answered_turn(call_events: list[Event]) -> Turn | None:
+    """The turn the retrieval panel shows: the latest one whose user words are committed. The next turn's
+    first events (interim transcripts, its speech-to-text time) arrive while the user is still speaking,
+    and showing that empty turn would blank the panel mid-sentence."""
+    turns = [t for t in group_turns(call_events) if t.number > 0 and t.user_text]
+    return turns[-1] if turns else None
 
 
 def level_fraction(level_dbfs: float, floor: float = -60.0) -> float:

@@ -18,8 +18,8 @@ from agent.brain.replies import ASK_ORDER_NUMBER, IDENTITY_REPLY, SECRET_REPLY, 
 from agent.brain.text import clean, content_words, strip_end
 from agent.sensitive import secret_reason
 
-INTENTS = ("remember", "recall", "forget", "list_memories", "search_memories", "update_profile",
-           "lookup_order", "knowledge", "smalltalk", "identity")  # fmt: skip
+INTENTS = ("remember", "recall", "forget", "list_memories", "search_memories", "past_conversations",
+           "update_profile", "lookup_order", "knowledge", "smalltalk", "identity")  # fmt: skip
 ToolCall = tuple[str, dict[str, Any]]
 
 
@@ -88,6 +88,15 @@ def _list(said: _Utterance) -> Intent | None:
     if _first(p.LIST, said.body):
         return Intent("list_memories", calls=[("list_user_memories", {})])
     return None
+
+
+def _past_conversation(said: _Utterance) -> Intent | None:
+    """'what was that trail I mentioned last week?': search what was said in earlier conversations."""
+    match = _first(p.PAST_CONVERSATION, said.body)
+    if not match:
+        return None
+    query = strip_end(match.groupdict().get("q") or "") or said.body
+    return Intent("past_conversations", calls=[("search_past_conversations", {"query": query})])
 
 
 def _search(said: _Utterance) -> Intent | None:
@@ -233,8 +242,8 @@ def _knowledge(said: _Utterance) -> Intent | None:
     return None
 
 
-_RULES = (_identity, _order_with_number, _forget, _list, _search, _profile, _recall, _remember_asked, _statement,
-          _order_without_number, _smalltalk, _personal_question, _knowledge)  # fmt: skip
+_RULES = (_identity, _order_with_number, _forget, _list, _past_conversation, _search, _profile, _recall,
+          _remember_asked, _statement, _order_without_number, _smalltalk, _personal_question, _knowledge)  # fmt: skip
 
 
 # --- helpers ---------------------------------------------------------------------------------------

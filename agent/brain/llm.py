@@ -22,13 +22,14 @@ from agent.brain.facts import search_query
 from agent.brain.intents import Intent, classify
 from agent.brain.replies import ToolResult, compose_reply, follow_up, greeting_from_context, load_output
 from agent.chat_format import instruction_of, user_words
+from agent.prompts import PAST_TURNS_LEAD
 
 
 def recalled_memories(message_text: str) -> list[tuple[str, str]]:
     """The (slot, content) pairs in a user message's recall block: what the per-turn recall put into context."""
     if "</recall>" not in message_text:
         return []
-    block = message_text.rsplit("</recall>", 1)[0].rsplit("<recall>", 1)[-1]
+    block = message_text.rsplit("</recall>", 1)[0].rsplit("<recall>", 1)[-1].split(PAST_TURNS_LEAD, 1)[0]
     return [(match.group(1), match.group(2)) for match in re.finditer(r"^- ([\w-]+): (.+)$", block, re.M)]
 
 

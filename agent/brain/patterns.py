@@ -120,6 +120,23 @@ NOT_ABOUT_ME = re.compile(r"^(?:i|i'm|i am|i've|i have|i'd|my|we|we're)\b.*?\b(?
                           r"tired|bored|back|here|sorry|done|confused|lost|curious|interested|happy|sad|glad|excited|"
                           r"hungry|busy|ready|going|gonna|about|testing|new)\b|"
                           r"^i(?:'ll| will| would| could| should| must| can(?!'t))\b", re.I)
+# A reference to something said in an earlier conversation: search the conversation tier.
+_EARLIER = (r"(?:last (?:week|time|month|night|weekend|year)|yesterday|earlier|before|the other day|"
+            r"a while (?:ago|back)|\w+ (?:days|weeks|months) ago|previously|once|"
+            r"in (?:an?|our|my|the) (?:earlier|previous|last|past|other) "
+            r"(?:conversation|chat|session|call)s?)")
+PAST_CONVERSATION = [
+    re.compile(r"\bsearch (?:our |my )?(?:past |previous |earlier |old )?(?:conversations|chats|transcripts|sessions)"
+               r"(?: for| about)? (?P<q>.+)$", re.I),
+    re.compile(r"\b(?:that|the|those) [\w' -]+? (?:i|we) (?:mentioned|told you about|talked about|brought up|"
+               r"discussed|spoke about|was telling you about)\b", re.I),
+    re.compile(r"\b(?:i|we) (?:mentioned|mention|told you|tell you|said|say|talked about|talk about|brought up|"
+               r"discussed|spoke about)\b.*\b" + _EARLIER
+               + r"\b", re.I),
+    re.compile(r"\b(?:did|have) (?:i|we) (?:ever )?(?:mention|mentioned|bring up|brought up|discuss|discussed)\b|"
+               r"\b(?:did|have) (?:i|we) ever (?:talk|talked|tell|told)\b", re.I),
+    re.compile(r"\bwhat (?:did|have) we (?:talk|talked|chat|chatted|speak|spoken) about\b", re.I),
+]
 PROCEDURAL = re.compile(r"^(?:how (?:do|can|should|would) i|can i|could i|should i|do i need|will i|may i|"
                          r"am i able|is it possible|what happens if i|what if i|what should i|how long|how much|"
                          r"how many|how often|why does|why is|why do)\b", re.I)

@@ -5,6 +5,7 @@ It never invents facts: what it says about the user comes from the tools.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from typing import Any
@@ -71,10 +72,13 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
     results_before = results
     parts: list[str] = []
     if _asked_memory(results) and not _memory_answer(results):
-        results = [r for r in results if r[0] not in ("recall_detail", "search_memories")]
+        past = _past_conversations(results)
+        results = [r for r in results if r[0] not in ("recall_detail", "search_memories", "search_past_conversations")]
         if recalled:
             parts.append(f"You told me {describe_fact(*recalled[0])}.")
-        elif not results:
+        if past and _relevant(past):  # not a slot, but said in an earlier conversation
+            parts.append(_conversations_found(past, after_memories=not recalled))
+        elif not recalled and not results:
             return _nothing_found(results_before)
     elif _memory_answer(results):
         # the search after a missed slot found it: answer, without first saying it was missing
@@ -105,8 +109,21 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
 def _nothing_found(results: list[ToolResult]) -> str:
     slot = next((args.get("memory_type") for name, args, *_ in results if name == "recall_detail"), None)
     if slot and slot_words(slot) not in ("note",):
-        return f"I don't remember your {slot_words(slot)} yet. Tell me and I'll remember it."
-    return NOTHING_FOUND_REPLY
+        reply = f"I don't remember your {slot_words(slot)} yet. Tell me and I'll remember it."
+    else:
+        reply = NOTHING_FOUND_REPLY
+    if _past_conversations(results) is not None:
+        reply += " I searched your memories and our earlier conversations too and found nothing close."
+    return reply
+
+
+def _past_conversations(results: list[ToolResult]) -> dict[str, Any] | None:
+    """This turn's search of earlier conversations (a follow-up of a memory search that found nothing), or None."""
+    for name, _args, output, is_error in results:
+        data = load_output(output)
+        if name == "search_past_conversations" and not is_error and isinstance(data, dict):
+            return data
+    return None
 
 
 def _asked_memory(results: list[ToolResult]) -> bool:
@@ -138,11 +155,17 @@ def _memory_answer(results: list[ToolResult]) -> str | None:
 
 
 def follow_up(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict]]:
-    """A second tool step when the first one came back empty: recall -> hybrid search."""
+    """A next tool step when the last one came back empty: recall -> hybrid search of the slots -> a search of
+    earlier conversations (what was said may never have become a slot)."""
     names = {name for name, *_ in results}
-    for name, _args, _output, is_error in results:
+    query = strip_end(clean(user_text)) or user_text
+    for name, _args, output, is_error in results:
         if name == "recall_detail" and is_error and "search_memories" not in names:
-            return [("search_memories", {"query": search_query(strip_end(clean(user_text)) or user_text)})]
+            return [("search_memories", {"query": search_query(query)})]
+        if name == "search_memories" and not is_error and "search_past_conversations" not in names:
+            data = load_output(output)
+            if not _relevant(data if isinstance(data, dict) else {}):
+                return [("search_past_conversations", {"query": query})]
     return []
 
 
@@ -189,6 +212,8 @@ def _success_reply(name: str, data: Any, user_text: str, recalled: list[tuple[st
         return str(data)
     if name == "search_knowledge":
         return _knowledge_found(data, user_text, recalled)
+    if name == "search_past_conversations":
+        return _conversations_found(data)
     reply = _REPLIES.get(name)
     return reply(data) if reply else "Done."
 
@@ -213,6 +238,41 @@ def _listed(data: dict[str, Any]) -> str:
     facts = "; ".join(describe_fact(m["memory_type"], m["content"]) for m in memories[:MAX_LISTED])
     more = f" (and {len(memories) - MAX_LISTED} more on the Memories page)" if len(memories) > MAX_LISTED else ""
     return f"Here's what I remember about you: {facts}{more}."
+
+
+def _said_on(hit: dict[str, Any]) -> str:
+    try:
+        day = dt.date.fromisoformat(str(hit.get("date")))
+        when = f"{day:%A}, {day:%B} {day.day}"
+    except ValueError:
+        when = "an earlier conversation"
+    who = "you said" if hit.get("speaker") == "user" else "I said"
+    return f"On {when} {who}: “{_quote(str(hit.get('content') or ''))}”"
+
+
+def _quote(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _relevant(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        hit
+        for hit in data.get("hits", [])
+        if is_relevant(hit.get("text_rank"), hit.get("vector_distance"), hit.get("rrf_score"))
+    ]
+
+
+def _conversations_found(data: dict[str, Any], *, after_memories: bool = False) -> str:
+    hits = _relevant(data)
+    if not hits:
+        return "I couldn't find anything about that in our earlier conversations."
+    # what the user said answers "that thing I mentioned" better than the agent's reply to it
+    top = next((hit for hit in hits[:3] if hit.get("speaker") == "user"), hits[0])
+    lead = (
+        "I don't have that saved as a memory, but I found it in our earlier conversations. " if after_memories else ""
+    )
+    return f"{lead}{_said_on(top)} (RRF score {top['rrf_score']:.4f})."
 
 
 def _profile_updated(data: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ from livekit import rtc
 
 WEBRTC_SAMPLE_RATE = 48_000
 SESSION_INPUT_RATE = 16_000
+WHISPER_INPUT_RATE = 16_000
 WEBRTC_FRAME_SAMPLES = 960  # 20 ms at 48 kHz
 SILENCE_DBFS = -90.0
 
@@ -83,3 +84,16 @@ class MonoResampler:
 
 def pcm_bytes(frames: list[rtc.AudioFrame]) -> bytes:
     return b"".join(bytes(frame.data) for frame in frames)
+
+
+def to_whisper_input(buffer: rtc.AudioFrame | list[rtc.AudioFrame]) -> np.ndarray:
+    """Any livekit audio (list of frames or one frame, any rate, mono or
+    interleaved multi-channel s16) -> 16 kHz mono float32 in [-1, 1]."""
+    frame = rtc.combine_audio_frames(buffer) if isinstance(buffer, list) else buffer
+    if frame.samples_per_channel == 0:
+        return np.zeros(0, dtype=np.float32)
+    if frame.sample_rate == WHISPER_INPUT_RATE and frame.num_channels == 1:
+        return np.frombuffer(frame.data, dtype=np.int16).astype(np.float32) / 32768.0
+    resampler = MonoResampler(WHISPER_INPUT_RATE, quality=rtc.AudioResamplerQuality.HIGH)
+    pcm = pcm_bytes(resampler.push(frame) + resampler.flush())
+    return np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0

@@ -75,6 +75,9 @@ class VoiceCall(Protocol):
     def submit_text(self, text: str) -> concurrent.futures.Future:
         """A typed message during the call (answered aloud too)."""
 
+    def waiting_messages(self, upto: int | None = None) -> list[str]:
+        """Typed messages submitted whose user turn is not among the events up to cursor `upto` yet."""
+
     def stop(self) -> concurrent.futures.Future:
         """End the call (idempotent); the future is done once its report is saved (or handed to the worker)."""
 

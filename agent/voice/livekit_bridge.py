@@ -152,6 +152,7 @@ class LiveKitVoiceBridge:
         self._tasks: set[asyncio.Task] = set()
         self._turn = 0
         self._seq = 0
+        self._typed: list[tuple[str, int]] = []  # (text, event cursor when sent) until the worker's transcript of it
         self._closed = False
         self.ready: concurrent.futures.Future | None = None  # set by whoever schedules start()
 
@@ -301,7 +302,25 @@ class LiveKitVoiceBridge:
 
     def submit_text(self, text: str) -> concurrent.futures.Future:
         """A typed message: sent on lk.chat, which the worker's session takes as user input."""
-        return asyncio.run_coroutine_threadsafe(self.send_text(text), self.loop)
+        sent = (text, self.sink.cursor)
+        self._typed.append(sent)
+        future = asyncio.run_coroutine_threadsafe(self.send_text(text), self.loop)
+        future.add_done_callback(lambda done: self._forget_unsent(sent, done))
+        return future
+
+    def _forget_unsent(self, sent: tuple[str, int], future: concurrent.futures.Future) -> None:
+        if future.cancelled() or future.exception() is not None:
+            self._typed.remove(sent)  # not sent: the page shows the error, not a message that never arrives
+
+    def waiting_messages(self, upto: int | None = None) -> list[str]:
+        """Typed messages sent whose user transcript has not come back from the worker by cursor `upto`."""
+        upto = self.sink.cursor if upto is None else upto
+        waiting = []
+        for text, cursor in list(self._typed):
+            seen = self.sink.since(cursor)[0][: max(upto - cursor, 0)]
+            if not any(e["type"] == "transcript" and e["role"] == "user" and e["final"] for e in seen):
+                waiting.append(text)
+        return waiting
 
     def events_since(self, cursor: int = 0) -> tuple[list[Event], int]:
         return self.sink.since(cursor)

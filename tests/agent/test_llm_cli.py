@@ -13,11 +13,14 @@ import os
 import re
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from agent.prompts import EXTRACTION_PROMPT, PRELOAD_HEADER
-from core import memories, sessions
+from core import conversations, memories, sessions
+from core.conversations import TurnInput
+from core.db import Scope
 from core.errors import NotFound
 from tests.support.app import PROJECT_ROOT
 from tests.support.llm_requests import (
@@ -87,6 +90,42 @@ def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user
     assert "tools" not in extraction.body
     assert [m["role"] for m in extraction.messages] == ["user"]
     assert extraction.messages[0]["content"].startswith(EXTRACTION_PROMPT)
+
+
+def test_past_conversations_through_an_llm(new_user, llm_server):
+    """The model is offered search_past_conversations, calls it for "that trail I mentioned last week" and
+    answers with what was said and when; the CLI stores its own session's turns as it goes."""
+    user = new_user()
+    last_week = datetime.now(UTC).replace(microsecond=0) - timedelta(days=7)
+    trail = "We hiked the Cedar Creek Loop on Saturday with Nora, nine miles and my legs are dead."
+    conversations.store_turns(
+        Scope.service(user.user_id),
+        [
+            TurnInput("earlier-chat", 0, "assistant", "Hi! What can I do for you today?", last_week),
+            TurnInput("earlier-chat", 1, "user", trail, last_week + timedelta(seconds=20)),
+        ],
+    )
+    question = "what was the name of that trail I mentioned last week?"
+    result = run_chat_cli(llm_server.env(), [question], user_id=user.user_id)
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr + result.stdout
+    day = last_week.date()
+    assert f"agent> On {day:%A}, {day:%B} {day.day} you said: “{trail}”" in result.stdout
+
+    requests = llm_server.chat_requests()
+    assert_agent_requests(requests)
+    offered = {tool["function"]["name"] for tool in requests[0].body["tools"]}
+    assert {"search_past_conversations", "search_memories", "remember_detail"} <= offered
+    asked = first_request_for(requests, question)
+    assert [call["function"]["name"] for call in asked.answer_tool_calls] == ["search_past_conversations"]
+    # the recall in front of the question already carried the turn, with its date
+    assert_recall_carries(asked, f"- {day.isoformat()}, user: {trail}")
+    answered = next(r for r in requests if r.messages and r.messages[-1]["role"] == "tool")
+    assert "Cedar Creek Loop" in answered.messages[-1]["content"]
+    # the CLI's own session: every turn stored (greeting, question, answer), read back as the user
+    stored = conversations.list_turns(user.scope, saved_session_id(result.stdout))
+    assert [t.speaker for t in stored] == ["assistant", "user", "assistant"]
+    assert stored[1].content == question and "Cedar Creek Loop" in stored[2].content
 
 
 def test_every_failure_of_one_turn_is_one_sentence_and_the_session_goes_on(new_user, llm_server):
@@ -201,8 +240,12 @@ def test_the_benchmark_runs_its_voice_turns_through_an_llm_endpoint(database_uri
             "1",
             "--utterances",
             "1",
+            "--paused",
+            "0",
+            "--barge-ins",
+            "0",
             "--skip",
-            "recall,scale",
+            "recall,wer,capacity,scale,quality,conversation-scale",
             "--output",
             str(output),
         ],

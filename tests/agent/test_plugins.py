@@ -68,43 +68,6 @@ def test_building_a_model_without_registration_says_what_to_do():
     )
 
 
-def test_register_on_runs_the_imports_on_the_main_threads_loop():
-    """What the Streamlit app does: a script thread asks the main thread's loop to register."""
-    done = _python(
-        """
-        import asyncio, threading
-        from agent import model_factory as models, plugins
-        from livekit.agents.plugin import Plugin
-        from core.config import reload_settings
-
-        async def main():
-            loop = asyncio.get_running_loop()
-            result = {}
-            def script_thread():
-                try:
-                    plugins.register_on(loop)
-                    result["llm"] = type(models.build_llm(reload_settings())).__module__
-                except Exception as exc:
-                    result["error"] = repr(exc)
-            thread = threading.Thread(target=script_thread)
-            thread.start()
-            while thread.is_alive():
-                await asyncio.sleep(0.01)  # the loop keeps running: it is where the imports happen
-            return result
-
-        result = asyncio.run(main())
-        assert "error" not in result, result
-        print(result["llm"])
-        print(sorted(p.package for p in Plugin.registered_plugins))
-    """,
-        env={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-x", "LLM_MODEL": "m"},
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = done.stdout.splitlines()
-    assert lines[0] == "livekit.plugins.openai.llm"
-    assert lines[1] == "['livekit.plugins.openai', 'livekit.plugins.silero']"
-
-
 def test_the_worker_cli_has_every_plugin_registered():
     """`python -m agent download-files` goes through livekit's CLI, which lists the registered plugins."""
     done = subprocess.run(

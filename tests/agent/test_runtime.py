@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import threading
 import uuid
@@ -54,7 +55,7 @@ def test_send_returns_reply_events_with_scores_and_timings(runtime, new_user):
     hit = recall["hits"][0]
     assert recall["trigger"] == "per_turn_recall" and hit["memory_type"] == "favorite_color"
     assert hit["vector_rank"] == 1 and hit["text_rank"] == 1
-    assert hit["rrf_score"] == pytest.approx(0.7 / 61 + 0.3 / 61)
+    assert hit["rrf_score"] == pytest.approx(0.5 / 6 + 0.5 / 6)  # defaults 0.5 / 0.5, k = 5
     assert turn.timings["total_ms"] > 0 and "recall_ms" in turn.timings and "llm_ttft_ms" in turn.timings
     assert turn.events[-1]["type"] == "turn_done" or any(e["type"] == "turn_done" for e in turn.events)
     # every event is JSON and decodes as one (what the pages and the voice bridge read)
@@ -174,3 +175,34 @@ def test_unknown_user_fails_ready_with_a_clear_error(runtime):
         chat.ready.result(timeout=60)
     with pytest.raises(Exception, match="No profile exists"):
         chat.send("hello").result(timeout=60)
+
+
+def test_messages_sent_before_the_start_wait_in_order_and_are_answered_once_it_is_done(runtime, new_user):
+    """What the chat page relies on for the first visit: nothing sent while the agent starts is lost."""
+    user = new_user()
+    runtime.warm = concurrent.futures.Future()  # the warm-up is still loading: the start waits for it
+    chat = runtime.open_conversation("first-visit", user.user_id)
+    first = chat.send("my favorite color is vermilion")
+    second = chat.send("what is my favorite color?")
+    assert not chat.ready.done() and chat.busy
+    assert chat.waiting_messages() == ["my favorite color is vermilion", "what is my favorite color?"]
+
+    runtime.warm.set_result(None)
+    assert "vermilion" in first.result(timeout=60).reply
+    assert "vermilion" in second.result(timeout=60).reply
+    assert not chat.busy and chat.waiting_messages() == []
+    events = chat.events_since(0)[0]
+    said = [(e["turn"], e["text"]) for e in events if e["type"] == "transcript" and e["role"] == "user" and e["final"]]
+    assert said == [(1, "my favorite color is vermilion"), (2, "what is my favorite color?")]
+    assert memories.recall(user.scope, "favorite_color").content == "vermilion"
+
+
+def test_a_message_in_its_turn_is_waiting_only_until_its_user_message_is_among_the_events(runtime, new_user):
+    user = new_user()
+    chat = runtime.open_conversation("in-turn", user.user_id)
+    chat.ready.result(timeout=60)
+    before = chat.events_since(0)[1]
+    turn = chat.send("my favorite color is teal")
+    assert chat.waiting_messages(upto=before) == ["my favorite color is teal"]  # a page drawn before it started
+    turn.result(timeout=60)
+    assert chat.waiting_messages() == []

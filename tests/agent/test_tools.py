@@ -61,14 +61,18 @@ async def test_recall_reads_back_and_forget_deletes(new_user):
         with pytest.raises(NotFound):
             memories.recall(user.scope, "favorite_color")
 
-        # asked again: recall fails (ToolError read back), the brain falls back to a hybrid search
+        # asked again: recall fails (ToolError read back), the brain falls back to a hybrid search of the
+        # slots, then of earlier conversations (this session is not one of them)
         result = await run.session.run(user_input="what's my favorite color?")
         result.expect.next_event().is_function_call(name="recall_detail")
         result.expect.next_event().is_function_call_output(is_error=True)
         result.expect.next_event().is_function_call(name="search_memories")
         result.expect.next_event().is_function_call_output(is_error=False)
+        result.expect.next_event().is_function_call(name="search_past_conversations")
+        result.expect.next_event().is_function_call_output(is_error=False)
         answer = result.expect.next_event().is_message(role="assistant").event().item.text_content
     assert "teal" not in answer and "don't remember" in answer
+    assert answer.endswith("I searched your memories and our earlier conversations too and found nothing close.")
 
 
 async def test_tools_only_see_the_sessions_user(new_user):
@@ -238,7 +242,7 @@ async def test_per_turn_recall_goes_in_before_the_users_message(new_user):
     assert top["memory_type"] == "car" and top["vector_rank"] == 1
     assert top["rrf_score"] == pytest.approx(top["vector_rrf"] + top["text_rrf"])
     assert event["injected"][0] == top["id"]
-    assert event["params"] == {"vector_weight": 0.7, "text_weight": 0.3, "k": 60}
+    assert event["params"] == {"vector_weight": 0.5, "text_weight": 0.5, "k": 5}
 
 
 async def test_per_turn_recall_in_the_voice_hook(new_user):
@@ -280,7 +284,7 @@ async def test_rrf_params_change_at_run_time(new_user):
         searches = [e for e in run.events("retrieval") if e["trigger"] == "tool:search_memories"]
     before, after = searches[0]["hits"][0], searches[1]["hits"][0]
     assert searches[1]["params"] == {"vector_weight": 0.2, "text_weight": 0.8, "k": 10}
-    assert before["rrf_score"] == pytest.approx(0.7 / 61 + 0.3 / 61)
+    assert before["rrf_score"] == pytest.approx(0.5 / 6 + 0.5 / 6)
     assert after["rrf_score"] == pytest.approx(0.2 / 11 + 0.8 / 11)
 
 

@@ -21,7 +21,7 @@ from agent.event_bus import EventBus, RoomTextStreamSink
 from agent.events import EVENTS_TOPIC, decode_event
 from agent.session import PlaygroundSession
 from agent.voice import local_stt, local_tts
-from core import config, memories, sessions
+from core import config, conversations, memories, sessions
 from tests.support.app import PROJECT_ROOT
 from tests.support.llm_requests import (
     NO_RECALL_SKIPS,
@@ -259,7 +259,8 @@ def test_terminal_chat_remembers_recalls_forgets_and_looks_up_orders(new_user):
     assert "[tool] remember_detail(memory_type='favorite_color', content='teal')" in out
     assert "[tool] lookup_order(order_id='4321') -> ERROR Order 4321 not found." in out
     # retrieval scores per hit: ranks and each branch's RRF share
-    assert "favorite_color: teal  rrf=0.0164 (vector #1 0.0115 + text #1 0.0049) *" in out
+    # (the default fusion: 0.5 / 0.5, k = 5, so each branch's rank 1 is worth 0.5 / 6)
+    assert "favorite_color: teal  rrf=0.1667 (vector #1 0.0833 + text #1 0.0833) *" in out
     assert "session " in out and " saved" in out
 
 
@@ -412,3 +413,9 @@ async def test_entrypoint_runs_a_job_with_the_openai_plugin_against_an_llm_endpo
     assert "- home_city: Lisbon" in system_message(requests[0])  # the preload, before the first word
     assert last_user_text(requests[0]).startswith("<instructions>\nGreet the user")
     assert_recall_carries(first_request_for(requests, "what is my favorite color?"), "- favorite_color: teal")
+    # the worker stored every turn of the job in the conversation tier as it happened (read as the user)
+    stored = conversations.list_turns(user.scope, "lk-job-llm-1")
+    said = [(t.speaker, t.content) for t in stored]
+    assert ("user", "my favorite color is teal") in said and ("user", "what is my favorite color?") in said
+    assert said[-1] == ("assistant", "You told me your favorite color is teal.")
+    assert [t.turn_index for t in stored] == list(range(len(stored)))

@@ -1,8 +1,9 @@
-"""Fixtures for the app's AppTest runs of the real entry point (streamlit_app.py). The browser tests
+"""Fixtures for the app's AppTest runs of the real page script (app_script.py). The browser tests
 here use `streamlit_server`, `new_browser_page` and `new_mic_page` (tests/support/)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
@@ -28,18 +29,43 @@ def v2_navigation(monkeypatch):
     monkeypatch.setattr(PagesManager, "__init__", init)
 
 
+def _state(at: AppTest, key: str):
+    try:
+        return at.session_state[key]
+    except KeyError:
+        return None
+
+
+def _shows_waiting(at: AppTest) -> bool:
+    return any(status.label.startswith(("Starting the agent", "Thinking")) for status in at.get("status"))
+
+
+def settle(at: AppTest, timeout: float = APP_TIMEOUT) -> AppTest:
+    """Run the page again while it shows the agent starting or thinking, until it shows the conversation
+    with everything sent answered. The chat page never waits in a run; in the browser a polling fragment
+    draws it again when the agent is done."""
+    deadline = time.monotonic() + timeout
+    while _shows_waiting(at):
+        assert time.monotonic() < deadline, "the chat did not settle"
+        chat = _state(at, "u_chat_session")
+        if chat is not None and not (chat.ready.done() and not chat.busy):
+            time.sleep(0.1)
+        at.run()
+    return at
+
+
 @pytest.fixture
 def app(database_uri, v2_navigation) -> Callable[..., AppTest]:
-    """Factory: a fresh AppTest of streamlit_app.py (a new browser session), already run once."""
+    """Factory: a fresh AppTest of app_script.py (a new browser session), already run once."""
     created: list[AppTest] = []
 
-    def make(page: str | None = None) -> AppTest:
+    def make(page: str | None = None, *, settled: bool = True) -> AppTest:
         at = AppTest.from_file(str(APP_SCRIPT), default_timeout=APP_TIMEOUT)
         if page:  # land on that page directly (our url paths are the file names)
             at.switch_page(page)
         at.run()
         created.append(at)
-        return at
+        return settle(at) if settled else at
 
     yield make
     # End the conversations these browser sessions opened (their reports are saved).

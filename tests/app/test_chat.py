@@ -7,6 +7,7 @@ import pytest
 
 from agent import get_runtime
 from core import memories, sessions
+from tests.app.conftest import settle
 from tests.support.panels import expand
 from ui import chat_state
 
@@ -14,6 +15,7 @@ from ui import chat_state
 def _say(at, text):
     at.chat_input(key="u_chat_input").set_value(text)
     at.run()
+    settle(at)
     assert not at.exception, at.exception
 
 
@@ -22,8 +24,8 @@ def _assistant_texts(at):
 
 
 def _memory_panels(at):
-    """The side panel's compact retrieval tables, read back into the full table's columns."""
-    return [expand(t.value) for t in at.table if {"Vector", "Text", "Fused score"} <= set(t.value.columns)]
+    """The side panel's compact retrieval tables of slot memories, read back into the full table's columns."""
+    return [expand(t.value) for t in at.table if {"Memory", "Vector", "Text", "Fused score"} <= set(t.value.columns)]
 
 
 def test_a_chat_turn_shows_the_retrieval_panel_with_scores(app):
@@ -44,12 +46,12 @@ def test_a_chat_turn_shows_the_retrieval_panel_with_scores(app):
     table = panels[0]
     assert any("favorite_color: teal" in memory for memory in table["Memory"])  # the remembered text is shown
     row = table[table["Slot"].str.contains("favorite_color")].iloc[0]
-    # the numbers are the RRF formula's, with the default weights 0.7 / 0.3 and k = 60
-    assert row["Vector RRF"] == pytest.approx(0.7 / (60 + int(row["Vector rank"])), rel=1e-3)
+    # the numbers are the RRF formula's, with the default weights 0.5 / 0.5 and k = 5 (shown to 5 decimals)
+    assert row["Vector RRF"] == pytest.approx(0.5 / (5 + int(row["Vector rank"])), rel=1e-3)
     if row["Text rank"] == "—":  # not a keyword match: the text branch adds nothing
         assert row["Text RRF"] == 0
     else:
-        assert row["Text RRF"] == pytest.approx(0.3 / (60 + int(row["Text rank"])), rel=1e-3)
+        assert row["Text RRF"] == pytest.approx(0.5 / (5 + int(row["Text rank"])), rel=1e-3)
     assert row["Fused score"] == pytest.approx(row["Vector RRF"] + row["Text RRF"], abs=2e-5)
     assert at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")  # the stacked bar chart
 
@@ -61,11 +63,11 @@ def test_the_sliders_change_the_agents_searches_live(app):
     at.slider(key="rrf_k").set_value(10)
     at.run()
     chat = at.session_state["u_chat_session"]
-    assert (chat.rrf.vector_weight, chat.rrf.text_weight, chat.rrf.k) == (1.5, 0.3, 10)
+    assert (chat.rrf.vector_weight, chat.rrf.text_weight, chat.rrf.k) == (1.5, 0.5, 10)
     _say(at, "what is my favorite color?")
     events, _ = chat.events_since(0)
     last_search = [e for e in events if e["type"] == "retrieval" and e["source"] == "memories"][-1]
-    assert last_search["params"] == {"vector_weight": 1.5, "text_weight": 0.3, "k": 10}
+    assert last_search["params"] == {"vector_weight": 1.5, "text_weight": 0.5, "k": 10}
     row = _memory_panels(at)[0].iloc[0]
     assert row["Vector RRF"] == pytest.approx(1.5 / (10 + int(row["Vector rank"])), rel=1e-3)
     # both weights at zero is refused with a message; the previous weights stay in force
@@ -73,7 +75,7 @@ def test_the_sliders_change_the_agents_searches_live(app):
     at.slider(key="rrf_text_weight").set_value(0.0)
     at.run()
     assert any("At least one weight" in w.value for w in at.warning)
-    assert chat.rrf.vector_weight == 1.5 or chat.rrf.text_weight == 0.3
+    assert chat.rrf.vector_weight == 1.5 or chat.rrf.text_weight == 0.5
 
 
 def test_end_session_saves_the_report_and_the_sessions_page_shows_it(app):
@@ -182,7 +184,7 @@ def test_the_sliders_rerank_the_turn_on_screen_and_a_score_of_0_is_never_starred
     what_if = _memory_panels(at)[1]
     assert (what_if["Vector RRF"] == 0).all()
     color = what_if[what_if["Slot"] == "favorite_color"].iloc[0]
-    assert color["Text RRF"] == pytest.approx(1.0 / (60 + int(color["Text rank"])), rel=1e-3)
+    assert color["Text RRF"] == pytest.approx(1.0 / (5 + int(color["Text rank"])), rel=1e-3)
     # a turn searched with those weights: a memory found only by the vector branch scores 0, never starred
     _say(at, "what is my favorite color?")
     recall = _memory_panels(at)[0]

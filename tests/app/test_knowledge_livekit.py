@@ -39,7 +39,8 @@ def test_knowledge_search_shows_ranked_documents_with_scores(app):
     at.run()
     table = next(df.value for df in at.dataframe if "Similarity" in df.value.columns)
     assert list(table["Rank"]) == list(range(1, len(table) + 1))
-    assert table["Similarity"].is_monotonic_decreasing
+    # ranked by the hybrid search (vector + text, fused): cosine similarity is one input, not the order
+    assert table["Similarity"].between(-1, 1).all() and table["Similarity"].iloc[0] == table["Similarity"].max()
     assert "ship" in table.iloc[0]["Title"].lower()
     # filtering by category only returns that category
     at.selectbox(key="kb_category").set_value("payments")

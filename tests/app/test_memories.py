@@ -147,6 +147,7 @@ def test_an_empty_edit_is_refused_with_a_message_and_loses_nothing(app):
 
 
 def test_delete_everything_about_me_erases_memories_profile_and_sessions_and_the_agent_meets_a_stranger(app):
+    from tests.app.conftest import settle
     from tests.app.test_chat import _assistant_texts, _say
 
     at = app()  # the chat page
@@ -158,7 +159,7 @@ def test_delete_everything_about_me_erases_memories_profile_and_sessions_and_the
     at.run()
     assert len(sessions.list_sessions(visitor.scope)) == 1
     next(b for b in at.button if b.label == "Start a new conversation").click()
-    at.run()
+    settle(at.run())
     assert any("Welcome back, Jo" in text for text in _assistant_texts(at))  # a new conversation (unsaved yet)
 
     at.switch_page("pages/memories.py")
@@ -178,6 +179,6 @@ def test_delete_everything_about_me_erases_memories_profile_and_sessions_and_the
     assert any("Deleted 2 memories, 2 session reports" in s.value for s in at.success)
 
     at.switch_page("pages/chat.py")
-    at.run()
+    settle(at.run())
     greeting = " ".join(_assistant_texts(at))
     assert "Welcome back" not in greeting and "Jo" not in greeting

@@ -168,7 +168,8 @@ def test_the_chart_bars_end_at_the_tables_fused_scores_in_vector_mode(new_user):
     bars = contribution_rows(hits)
     ends = bars.groupby("order")["end"].max()
     assert list(ends.round(8)) == list(table["Fused score"].round(8))
-    assert ends.is_monotonic_decreasing and ends.iloc[0] == pytest.approx(0.7 / 61)
+    defaults = RrfParams()  # vector mode: only the vector branch, w_vector / (k + rank)
+    assert ends.is_monotonic_decreasing and ends.iloc[0] == pytest.approx(defaults.vector_weight / (defaults.k + 1))
     spec = memory_chart(hits).to_dict()
     assert spec["encoding"]["x"]["field"] == "start" and spec["encoding"]["x2"]["field"] == "end"
     assert spec["encoding"]["y"]["sort"] == [f"{n + 1}. {hit['memory_type']}" for n, hit in enumerate(hits)]

@@ -1,5 +1,6 @@
 """Delete everything about me (core.erasure), run as the user under RLS: every table with a user column,
-found from the catalog (so a table added later cannot be forgotten), holds 0 rows for the user; the
+found from the catalog (so a table added later cannot be forgotten; the conversation tier's turns and word
+statistics among them), holds 0 rows for the user; the
 profile keeps its row with every field cleared; the user's pending report files are gone; another user's
 data is untouched. Per-session delete on the Sessions page: only one's own."""
 
@@ -10,7 +11,7 @@ import uuid
 
 import pytest
 
-from core import db, erasure, memories, profiles, sessions
+from core import conversations, db, erasure, memories, profiles, sessions
 from core.errors import NotFound
 from core.profiles import preload
 from tests.support.users import sign_in
@@ -48,9 +49,10 @@ def _fill(user) -> None:
     profiles.update_profile(user.scope, "timezone", "Europe/Lisbon")
     profiles.update_profile(user.scope, "preferences", json.dumps({"units": "metric"}))
     for n in range(2):
-        sessions.save_report(
-            db.Scope.service(user.user_id), f"erase-{user.user_id}-{n}", {"transcript": ["call me Jo"]}
-        )
+        session_id = f"erase-{user.user_id}-{n}"
+        conversations.store_turn(db.Scope.service(user.user_id), session_id, 0, "user", "call me Jo, my dog is Pixel")
+        conversations.store_turn(db.Scope.service(user.user_id), session_id, 1, "assistant", "Nice to meet you, Jo!")
+        sessions.save_report(db.Scope.service(user.user_id), session_id, {"transcript": ["call me Jo"]})
 
 
 def _pending(user_id: uuid.UUID, sub: str = "") -> object:
@@ -71,10 +73,11 @@ def test_delete_everything_leaves_no_row_about_the_user(database_uri):
     assert ("profiles", "id") in columns
     before = {tc: _rows_for(*tc, user.user_id) for tc in columns}
     assert before[("memories", "user_id")] == 2 and before[("sessions", "user_id")] == 2
+    assert before[("conversation_turns", "user_id")] == 4 and before[("conversation_lexicon_totals", "user_id")] == 1
 
     erased = erasure.delete_everything(user.scope)  # as the user: RLS decides
 
-    assert erased.rows == {"memories": 2, "sessions": 2}
+    assert erased.rows == {"memories": 2, "sessions": 2} and erased.turns == 4
     assert erased.profile_cleared and erased.pending_reports == 2
     for table, column in columns:
         if (table, column) == ("profiles", "id"):

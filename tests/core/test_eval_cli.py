@@ -18,7 +18,7 @@ from tests.support.app import PROJECT_ROOT, TEST_DATA
 DATA = TEST_DATA / "eval_small"
 MEMORIES, QUERIES, QRELS = DATA / "memories.jsonl", DATA / "queries.jsonl", DATA / "qrels.jsonl"
 TOP_K = 5
-WEIGHTS, RRF_K = (0.7, 0.3), 60
+WEIGHTS, RRF_K = (0.5, 0.5), 5  # the app's defaults, which the CLI uses
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -266,3 +266,165 @@ def test_bad_input_process_exit_status(tmp_path):
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == f"error: {queries}:2: not valid JSON (Expecting value at column 1).\n"
+
+
+# ---------------------------------------------------------------------------
+# --as-turns: the memories file holds conversation turns, searched through the conversation tier
+# ---------------------------------------------------------------------------
+
+TURNS_DATA = TEST_DATA / "eval_turns_small"
+TURNS, TURN_QUERIES, TURN_QRELS = (TURNS_DATA / "turns.jsonl", TURNS_DATA / "queries.jsonl", TURNS_DATA / "qrels.jsonl")
+TURN_ROWS = _jsonl(TURNS)
+TURN_USER = {t["id"]: t["user"] for t in TURN_ROWS}
+TURN_QUERY_ROWS = _jsonl(TURN_QUERIES)
+
+
+@pytest.fixture(scope="module")
+def turns_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("eval-turns-tmp")
+    result = run_cli(
+        "--as-turns",
+        "--memories",
+        str(TURNS),
+        "--queries",
+        str(TURN_QUERIES),
+        "--qrels",
+        str(TURN_QRELS),
+        "--top-k",
+        "4",
+        env={"TMPDIR": str(tmp)},
+    )
+    assert result.returncode == 0, result.stderr
+    lines, summary = split_output(result.stdout)
+    return lines, summary, result.stderr
+
+
+@pytest.mark.slow  # runs the CLI: model load, database
+def test_turns_one_line_per_query_with_the_contract_keys(turns_run):
+    lines, summary, stderr = turns_run
+    assert [line["id"] for line in lines] == [q["id"] for q in TURN_QUERY_ROWS]
+    for line in lines:
+        assert set(line) == {"id", "hits", "latency_ms"} and len(line["hits"]) == 4
+        for hit in line["hits"]:
+            assert set(hit) == {"id", "rrf_score", "vector_rank", "text_rank"}
+            assert hit["id"] in TURN_USER  # eval turn ids, not database ids
+        scores = [hit["rrf_score"] for hit in line["hits"]]
+        assert scores == sorted(scores, reverse=True)
+        # the app's defaults (what --weights / --rrf-k default to)
+        for hit in line["hits"]:
+            expected = sum(
+                w / (RRF_K + r) for w, r in zip(WEIGHTS, (hit["vector_rank"], hit["text_rank"]), strict=True) if r
+            )
+            assert hit["rrf_score"] == pytest.approx(expected, rel=1e-9)
+    assert "embedded 16/16 turns" in stderr
+    assert summary["tier"] == "conversation turns" and summary["candidates"] == 16
+    assert set(summary["modes"]) == {"vector", "text", "hybrid"}
+
+
+@pytest.mark.slow  # runs the CLI: model load, database
+def test_turns_are_searched_per_user_and_literal_values_come_first(turns_run):
+    lines, summary, _ = turns_run
+    by_id = {line["id"]: line for line in lines}
+    for line in lines:
+        asker = next(q["user"] for q in TURN_QUERY_ROWS if q["id"] == line["id"])
+        assert {TURN_USER[hit["id"]] for hit in line["hits"]} == {asker}
+    # The same question from both users finds each one's own hike.
+    assert by_id["a1"]["hits"][0]["id"] == "ana-s1-2"
+    assert by_id["b1"]["hits"][0]["id"] == "ben-s1-2"
+    for query_id, turn_id in (("a2", "ana-s2-0"), ("b2", "ben-s1-4")):
+        top = by_id[query_id]["hits"][0]
+        assert top["id"] == turn_id and top["text_rank"] == 1  # the flight number matched as text
+    assert summary["modes"]["hybrid"]["recall@1"] >= 0.8
+
+
+@pytest.mark.slow  # runs the CLI: model load, database
+def test_turns_with_database_url_are_removed_with_their_users(database_uri):
+    def counts():
+        with psycopg.connect(database_uri, autocommit=True) as conn:
+            return conn.execute(
+                "select (select count(*) from auth.users), (select count(*) from public.sessions), "
+                "(select count(*) from public.conversation_turns), "
+                "(select count(*) from public.conversation_lexemes)"
+            ).fetchone()
+
+    before = counts()
+    result = run_cli(
+        "--as-turns",
+        "--memories",
+        str(TURNS),
+        "--queries",
+        str(TURN_QUERIES),
+        "--mode",
+        "text",
+        "--database-url",
+        database_uri,
+    )
+    assert result.returncode == 0, result.stderr
+    lines, summary = split_output(result.stdout)
+    assert summary is None and len(lines) == len(TURN_QUERY_ROWS)
+    assert all(hit["vector_rank"] is None for line in lines for hit in line["hits"])
+    assert "removed the 2 evaluation user(s)" in result.stderr
+    assert counts() == before
+
+
+def test_turn_dates_are_parsed_as_given():
+    turns = eval_retrieval.load_turns(TURNS)
+    dated = {t.id: t.date for t in turns if t.date is not None}
+    assert dated["ana-s1-0"].isoformat() == "2024-03-02T10:00:00+00:00"
+    assert dated["ana-s2-0"].isoformat() == "2024-03-20T18:30:00+00:00"
+    assert dated["ben-s1-0"].isoformat() == "2023-05-08T13:56:00+00:00"  # "1:56 pm on 8 May, 2023"
+    assert sum(t.date is None for t in turns) == len(turns) - 3
+
+
+@pytest.mark.parametrize(
+    "rows, extra, expected",
+    [
+        (
+            [{"user": "ana", "id": "x", "session": "s", "speaker": "user", "content": "hi"}],
+            [],
+            "'turn' must be the turn's position",
+        ),
+        (
+            [{"user": "ana", "id": "x", "session": "s", "turn": -1, "speaker": "user", "content": "hi"}],
+            [],
+            "'turn' must be the turn's position",
+        ),
+        (
+            [
+                {
+                    "user": "ana",
+                    "id": "x",
+                    "session": "s",
+                    "turn": 0,
+                    "speaker": "user",
+                    "content": "hi",
+                    "date": "next tuesday-ish",
+                }
+            ],
+            [],
+            "'date' 'next tuesday-ish' is not a date",
+        ),
+        ([{"user": "ana", "id": "x", "session": "s", "turn": 0, "content": "hi"}], [], "missing the 'speaker' field"),
+        (
+            [
+                {"user": "ana", "id": "x", "session": "s", "turn": 0, "speaker": "user", "content": "hi"},
+                {"user": "ana", "id": "y", "session": "s", "turn": 0, "speaker": "assistant", "content": "hello"},
+            ],
+            [],
+            "already has turn 0 in session 's'",
+        ),
+        (None, ["--candidates", "0"], "--candidates must be between 1 and 1000"),
+    ],
+)
+def test_bad_turn_input_exits_2_with_a_clear_message(tmp_path, capsys, rows, extra, expected):
+    turns = _write(tmp_path / "turns.jsonl", rows) if rows else TURNS
+    queries = _write(tmp_path / "queries.jsonl", [{"user": "ana", "id": "q", "query": "hi"}])
+    status = eval_retrieval.main(["--as-turns", "--memories", str(turns), "--queries", str(queries), *extra])
+    out, err = capsys.readouterr()
+    assert status == 2 and out == ""
+    assert err.startswith("error: ") and expected in err, err
+
+
+def test_candidates_need_as_turns(capsys):
+    status = eval_retrieval.main(["--memories", str(MEMORIES), "--queries", str(QUERIES), "--candidates", "50"])
+    assert status == 2 and "--candidates applies to conversation turns; add --as-turns." in capsys.readouterr().err

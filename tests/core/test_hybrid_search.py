@@ -1,8 +1,9 @@
 """match_memories_hybrid against an independent computation on the same rows.
 
 The vector branch is recomputed in numpy from the stored embeddings (read back
-as pgvector text); the text branch's per-row ts_rank_cd scores come from a
-separate query and are ranked here; RRF is recomputed here from the ranks.
+as pgvector text); the text branch's IDF-weighted scores are recomputed here
+from each row's lexemes (ts_rank_cd from a separate query for 'all') and
+ranked here; RRF is recomputed here from the ranks.
 Candidates per branch = match_count * 4 (match_count clamped to 1..200); a
 branch contributes weight / (k + rank) or nothing; the fused order is
 (score desc, vector rank nulls last, id).
@@ -123,27 +124,36 @@ def stored_embeddings(user_id) -> dict[uuid.UUID, np.ndarray]:
 
 
 def text_scores(user_id, query_text: str | None, text_match: str) -> dict[uuid.UUID, float]:
-    """ts_rank_cd of each of the user's rows that matches the query, from a separate query.
+    """The text branch's score of each of the user's rows that matches the query, computed here.
 
-    'any': OR of the query's lexemes (built here from to_tsvector's lexemes);
-    'all': websearch_to_tsquery (AND of the terms)."""
+    'any': the query's lexemes (to_tsvector's), weighted by IDF over the user's memories,
+    ln(1 + (N - df + 0.5) / (df + 0.5)), the 8 rarest kept; a row scores the sum of the IDFs of
+    the lexemes it contains. 'all': websearch_to_tsquery's AND ranked by ts_rank_cd."""
     if not query_text or not query_text.strip():
         return {}
     with db.admin_connection() as conn:
         if text_match == "all":
-            tsquery_sql, tsquery_arg = "websearch_to_tsquery('english', %s)", query_text
-        else:
-            lexemes = conn.execute("select tsvector_to_array(to_tsvector('english', %s))", (query_text,)).fetchone()[0]
-            if not lexemes:
-                return {}
-            tsquery_sql = "%s::tsquery"
-            tsquery_arg = " | ".join("'" + lexeme.replace("'", "''") + "'" for lexeme in lexemes)
+            rows = conn.execute(
+                "select id, ts_rank_cd(fts, q)::float8 from public.memories, "
+                "(select websearch_to_tsquery('english', %s) as q) as tq where user_id = %s and fts @@ q",
+                (query_text, user_id),
+            ).fetchall()
+            return dict(rows)
+        lexemes = set(conn.execute("select tsvector_to_array(to_tsvector('english', %s))", (query_text,)).fetchone()[0])
         rows = conn.execute(
-            f"select id, ts_rank_cd(fts, q)::float8 from public.memories, (select {tsquery_sql} as q) as tq "
-            "where user_id = %s and fts @@ q",
-            (tsquery_arg, user_id),
+            "select id, tsvector_to_array(fts) from public.memories where user_id = %s", (user_id,)
         ).fetchall()
-    return dict(rows)
+    documents = {row_id: set(words) for row_id, words in rows}
+    n = len(documents)
+    df = {x: sum(1 for words in documents.values() if x in words) for x in lexemes}
+    idf = {x: math.log(1 + (n - c + 0.5) / (c + 0.5)) for x, c in df.items() if c > 0}
+    kept = sorted(idf, key=lambda x: (-idf[x], x))[:8]
+    scores = {}
+    for row_id, words in documents.items():
+        matched = [idf[x] for x in kept if x in words]
+        if matched:
+            scores[row_id] = sum(matched)
+    return scores
 
 
 def cosine_distance(a: np.ndarray, b: np.ndarray) -> float:
@@ -359,7 +369,7 @@ def test_vector_and_text_modes_use_one_branch_each(corpus):
     assert text.mode == "text" and text.degraded_reason is None
     assert text.hits[0].memory_type == "tea"
     assert all(h.vector_rank is None and h.vector_rrf == 0 for h in text.hits)
-    assert_matches(text.hits, expected_hybrid(owner.user_id, None, "green tea", 5, 0.0, 0.3, 60))
+    assert_matches(text.hits, expected_hybrid(owner.user_id, None, "green tea", 5, 0.0, 0.5, 5))
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])
@@ -475,7 +485,7 @@ def test_other_users_rows_never_push_a_users_rows_out(database_uri):
         )
         conn.execute("analyze public.memories")
     try:
-        expected = expected_hybrid(target.user_id, query_vector, query, 3, 0.7, 0.3, 60)
+        expected = expected_hybrid(target.user_id, query_vector, query, 3, 0.5, 0.5, 5)  # the defaults
         for scope in (target.scope, target.service):
             result = search_memories(scope, query, limit=3)
             assert {h.memory_type for h in result.hits} == {"dog", "tea", "car"}

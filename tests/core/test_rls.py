@@ -275,6 +275,7 @@ def test_sessions_select_sees_only_own_reports(users):
 
 
 def test_sessions_cannot_be_written_by_users_even_their_own_but_they_can_delete_their_own(users):
+    """Only the service writes reports; a user can delete their own and nobody else's."""
     a, b = users.a, users.b
     own_id = stored_rows(a.user_id)["sessions"][0]["session_id"]
     before_a, before_b = stored_rows(a.user_id), stored_rows(b.user_id)
@@ -296,8 +297,10 @@ def test_sessions_cannot_be_written_by_users_even_their_own_but_they_can_delete_
     assert_refused(
         a.scope, "update public.sessions set report = '{}' where user_id = %s", (b.user_id,), match="permission denied"
     )
-    # deleting ("delete everything about me", the Sessions page) reaches one's own reports only
+    # Owners may delete their own sessions (tests/core/test_conversations.py); another user's are invisible.
+    b_session = stored_rows(b.user_id)["sessions"][0]["session_id"]
     assert run_as(a.scope, "delete from public.sessions where user_id = %s", (b.user_id,))[0] == 0
+    assert run_as(a.scope, "delete from public.sessions where session_id = %s", (b_session,))[0] == 0
     assert stored_rows(a.user_id) == before_a and stored_rows(b.user_id) == before_b
     with pytest.raises(InvalidInput, match="written by the service"):
         sessions.save_report(a.scope, f"as-user-{uuid.uuid4().hex}", {"x": 1})

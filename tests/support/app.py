@@ -19,9 +19,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pgserver.utils import PostmasterInfo
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-APP_SCRIPT = PROJECT_ROOT / "streamlit_app.py"
+SERVER_SCRIPT = PROJECT_ROOT / "streamlit_app.py"  # the st.App: what `make run` starts
+APP_SCRIPT = PROJECT_ROOT / "app_script.py"  # the page script it runs (AppTest runs it directly)
 APP_TIMEOUT = 180  # first run loads the embedding model and starts the agent
 TEST_DATA = PROJECT_ROOT / "tests" / "data"
 
@@ -50,7 +52,7 @@ def start_streamlit(
             "-m",
             "streamlit",
             "run",
-            str(APP_SCRIPT),
+            str(SERVER_SCRIPT),
             "--server.port",
             str(port),
             "--server.address",
@@ -92,6 +94,36 @@ def stop_streamlit(process: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
+
+
+def postmaster(pgdata: Path) -> PostmasterInfo | None:
+    """The embedded database server running on `pgdata`, or None when it is stopped."""
+    info = PostmasterInfo.read_from_pgdata(pgdata)
+    return info if info is not None and info.is_running() else None
+
+
+def wait_until_stopped(pgdata: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while postmaster(pgdata) is not None:
+        assert time.monotonic() < deadline, f"the embedded database in {pgdata} did not stop"
+        time.sleep(0.2)
+
+
+def prepare_stopped_database(data_dir: Path) -> Path:
+    """Migrate and seed the embedded database under `data_dir` with the command line (`python -m core`, as
+    `make run` does); it stops when that command exits, so the next app start finds it cold."""
+    env = {**os.environ, "DATA_DIR": str(data_dir), "HF_HUB_OFFLINE": "1"}
+    for command in ("migrate", "seed"):
+        command_line = [sys.executable, "-m", "core", command]
+        subprocess.run(command_line, cwd=PROJECT_ROOT, env=env, check=True, timeout=180, stdout=subprocess.DEVNULL)
+    wait_until_stopped(data_dir / "pg")
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def cold_data_dir(database_uri, tmp_path_factory) -> Path:
+    """A DATA_DIR of its own whose embedded database is migrated, seeded and stopped."""
+    return prepare_stopped_database(tmp_path_factory.mktemp("cold-start"))
 
 
 @pytest.fixture(scope="session")

@@ -100,6 +100,7 @@ class FakeBrowser:
         self.queue_lock = threading.Lock()
         self.sound_at: list[float] = []  # monotonic time of each non-silent 20 ms read
         self.speech_ended_at: list[float] = []  # monotonic time the last speech frame of each utterance was sent
+        self.speech_started_at: list[float] = []  # monotonic time the first speech frame of each utterance was sent
         self.sent_frames = 0
         self._threads = [
             threading.Thread(target=self._mic, daemon=True, name="fake-browser-mic"),
@@ -119,9 +120,11 @@ class FakeBrowser:
     def say(self, pcm: np.ndarray, rate: int, *, lead_silence: float = 0.3, tail_silence: float = 1.5) -> None:
         frames = webrtc_frames(pcm, rate, lead_silence=lead_silence, tail_silence=tail_silence)
         speech_frames = len(frames) - int(tail_silence / 0.02)
+        first_speech = int(lead_silence / 0.02)
         with self.queue_lock:
             for index, frame in enumerate(frames):
-                self.queue.append((frame[0], 1 if index == speech_frames - 1 else 0))
+                marker = 1 if index == speech_frames - 1 else (2 if index == first_speech else 0)
+                self.queue.append((frame[0], marker))
 
     def wait_until_said(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
@@ -140,8 +143,10 @@ class FakeBrowser:
                 data, marker = self.queue.pop(0) if self.queue else (silence, 0)
             self.call.mic.push_frame(data, sample_rate=WEBRTC_RATE, num_channels=2)
             self.sent_frames += 1
-            if marker:
+            if marker == 1:
                 self.speech_ended_at.append(time.monotonic())
+            elif marker == 2:
+                self.speech_started_at.append(time.monotonic())
             next_at += self.period
             time.sleep(max(0.0, next_at - time.monotonic()))
 
@@ -156,3 +161,24 @@ class FakeBrowser:
 
     def first_sound_after(self, moment: float) -> float | None:
         return next((t for t in self.sound_at if t > moment), None)
+
+    def sound_stopped_after(self, moment: float, *, gap: float = 0.2) -> float | None:
+        """The last agent sound read after `moment` before a silence of `gap` seconds (None: still talking)."""
+        last = None
+        for t in self.sound_at:
+            if t <= moment:
+                last = t
+                continue
+            if last is not None and t - last >= gap:
+                return last
+            last = t
+        return last if last is not None and time.monotonic() - last >= gap else None
+
+
+def trim_silence(pcm: np.ndarray, rate: int, *, threshold: int = 300, margin: float = 0.02) -> np.ndarray:
+    """`pcm` without the near-silence the synthesizer puts before and after the words (keeps `margin` s)."""
+    loud = np.flatnonzero(np.abs(pcm.astype(np.int32)) > threshold)
+    if loud.size == 0:
+        return pcm[:0]
+    keep = int(margin * rate)
+    return pcm[max(0, loud[0] - keep) : loud[-1] + keep]

@@ -4,7 +4,7 @@ Loaded as a pytest plugin by tests/conftest.py. One Playwright for the whole ses
 browser test: its sync API keeps an asyncio loop marked as running on the main thread while it is open,
 and a second one cannot start inside it. tests/conftest.py runs the browser tests after every other test,
 so no async test ever runs while it is open. Two browsers come from it: a plain one (`new_browser_page`)
-and one whose microphone is a WAV file saying "My favorite color is teal." (`new_mic_page`).
+and one whose microphone is a WAV file saying `MIC_SENTENCE` (`new_mic_page`).
 
 Screenshots go to docs/screenshots/ only when MP_UPDATE_SCREENSHOTS=1 (`make screenshots`); otherwise to a
 temporary folder, so a test run leaves the working tree as it found it.
@@ -46,6 +46,9 @@ SCREENSHOTS = (
     PROJECT_ROOT / "docs" / "screenshots" if UPDATE_SCREENSHOTS else Path(tempfile.gettempdir()) / "mp-screenshots"
 )
 TURN_TIMEOUT_MS = 90_000
+# What the fake microphone says: long enough (4.3 s) for interim transcripts to show while it is said,
+# with three short pauses at the commas that must not end the turn.
+MIC_SENTENCE = "Hello, it is me again, back from my trip, and my favorite color is teal."
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 WEBRTC_FRAME = 'iframe[title="streamlit_webrtc.component.webrtc_streamer"]'
 
@@ -75,7 +78,7 @@ def fake_microphone() -> Iterator[Path]:
     """A WAV the fake capture device loops: silence while the call connects, the sentence, then
     silence long enough for the agent to answer before the loop comes round again."""
     directory = Path(tempfile.mkdtemp(prefix="mp-fake-microphone-"))
-    pcm = resample(piper_utterance("My favorite color is teal."), 22_050, 48_000)
+    pcm = resample(piper_utterance(MIC_SENTENCE), 22_050, 48_000)
     yield write_wav(directory / "teal.wav", pcm, 48_000, lead_silence=6.0, tail_silence=18.0)
     shutil.rmtree(directory, ignore_errors=True)
 
@@ -113,7 +116,7 @@ def new_browser_page(browser):
 
 @pytest.fixture
 def new_mic_page(mic_browser):
-    """Factory: like new_browser_page, in the browser whose microphone says "My favorite color is teal."."""
+    """Factory: like new_browser_page, in the browser whose microphone says `MIC_SENTENCE`."""
     yield from _page_factory(mic_browser, microphone=True)
 
 

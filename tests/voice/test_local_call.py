@@ -58,6 +58,11 @@ def test_spoken_fact_is_transcribed_remembered_and_answered_by_voice(local_call)
 
         stored = memories.recall(user.service, "favorite_color")
         assert stored.content == "teal" and stored.session_id == call.session_id
+        # Whisper is now prompted with what this user told the agent (refreshed after the tool call)
+        deadline = time.monotonic() + 10
+        while "teal" not in call.stt.prompt and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert call.stt.prompt.endswith("teal.") and "Kestrel Grinder" in call.stt.prompt
 
         # the answer came back as audio, after the user stopped talking
         speech_end = browser.speech_ended_at[-1]
@@ -94,6 +99,8 @@ def test_spoken_fact_is_transcribed_remembered_and_answered_by_voice(local_call)
     for metric in ("eou_delay_ms", "transcription_delay_ms", "stt_ms", "llm_ttft_ms", "tts_ttfb_ms", "e2e_ms"):
         assert spoken[metric] > 0, metric
     assert spoken["e2e_ms"] > spoken["eou_delay_ms"]  # the reply starts after the turn ended
+    # the turn's transcript was the decode started at the pause before the end of the turn
+    assert voice["speech_recognition"]["committed"] >= 1
     written = record.report["playground"]["memories_written"]
     assert any(w["memory_type"] == "favorite_color" and w["content"] == "teal" for w in written)
 

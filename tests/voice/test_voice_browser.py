@@ -1,8 +1,9 @@
 """The Voice page in a real browser: headless Chromium with a fake microphone
-that plays a Piper-recorded "My favorite color is teal." into a running app
-(`streamlit run`, the test database). The WebRTC call starts, the transcript
-shows the sentence, the memory is stored for the signed-in visitor, and the
-agent's audio comes back to the browser (WebRTC getStats)."""
+that plays a Piper-recorded "Hello, it is me again, back from my trip, and my
+favorite color is teal." into a running app (`streamlit run`, the test database). The WebRTC call starts,
+the transcript shows the words while they are said (an interim line) and then the
+whole sentence, the memory is stored for the signed-in visitor, and the agent's
+audio comes back to the browser (WebRTC getStats)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from core import memories, sessions
 from core.db import Scope
-from tests.support.browser import WEBRTC_FRAME, screenshot, wait_for_app
+from tests.support.browser import WEBRTC_FRAME, open_page, screenshot, wait_for_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -36,6 +38,28 @@ RECORD_PEER_CONNECTIONS = """
   window.RTCPeerConnection.prototype = Original.prototype;
   Object.setPrototypeOf(window.RTCPeerConnection, Original);
 })();
+"""
+
+# Notes every text the user's transcript line shows, with when it was shown: an interim line
+# (italic, ending in " …") lives for about a second, between two polls of a test.
+WATCH_USER_TRANSCRIPT = """
+() => {
+  window.__userLines = [];
+  const seen = new Set();
+  const note = () => {
+    for (const message of document.querySelectorAll('[data-testid="stChatMessage"]')) {
+      if (!message.querySelector('[data-testid="stChatMessageAvatarUser"]')) continue;
+      const interim = message.querySelector('[data-testid="stMarkdownContainer"] em');
+      const body = message.querySelector('[data-testid="stMarkdownContainer"]');
+      const text = (interim || body || message).innerText.trim();
+      const key = (interim ? 'i:' : 'f:') + text;
+      if (!text || seen.has(key)) continue;
+      seen.add(key);
+      window.__userLines.push({text, interim: !!interim, at: Date.now()});
+    }
+  };
+  new MutationObserver(note).observe(document.body, {subtree: true, childList: true, characterData: true});
+}
 """
 
 INBOUND_AUDIO_STATS = """
@@ -73,6 +97,7 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
             if attempt == 2:
                 raise
 
+    page.evaluate(WATCH_USER_TRANSCRIPT)
     webrtc = page.frame_locator(WEBRTC_FRAME)
     webrtc.get_by_role("button", name="Start call").click(timeout=60_000)
     webrtc.get_by_role("button", name="End call").wait_for(timeout=60_000)  # the connection is up
@@ -87,6 +112,14 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
             f"transcript so far: {messages.all_inner_texts()}; "
             f"status: {page.locator('[data-testid=stCaptionContainer]').all_inner_texts()}"
         ) from exc
+
+    # the words showed while they were being said, before the final transcript replaced them
+    lines = page.evaluate("window.__userLines")
+    final_at = min(line["at"] for line in lines if not line["interim"] and re.search(r"teal", line["text"], re.I))
+    interims = [line for line in lines if line["interim"] and line["at"] < final_at]
+    assert interims, lines
+    assert all(line["text"].endswith("…") for line in interims)
+    assert any(re.search(r"\b(hello|again|back|trip|favou?rite)\b", line["text"], re.I) for line in interims), interims
 
     stored = memories.recall(Scope.service(user_id), "favorite_color")  # as the page's verified visitor
     assert stored.content == "teal"
@@ -106,4 +139,31 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
     reports = sessions.list_sessions(Scope.service(user_id))
     voice = [r for r in reports if r.session_id.startswith("voice-")]
     assert voice and voice[0].report["voice"]["pipeline"] == "local"
+    assert voice[0].report["voice"]["speech_recognition"]["interims"] >= 1
     assert voice[0].report["voice"]["turn_latency_ms"][0]["e2e_ms"] > 0
+
+
+def test_a_message_typed_while_the_call_connects_is_shown_at_once_and_answered(streamlit_server, new_mic_page):
+    """The Voice page's text box during a call: typed the moment it appears (the call's agent still
+    connecting), the message shows in the transcript at once, once, and the agent answers it."""
+    page = new_mic_page((1600, 1000))
+    page.goto(streamlit_server)
+    wait_for_app(page)
+    open_page(page, "Voice")
+    webrtc = page.frame_locator(WEBRTC_FRAME)
+    webrtc.get_by_role("button", name="Start call").click(timeout=60_000)
+
+    box = page.locator('[data-testid="stChatInputTextArea"]')  # shown with the call
+    box.wait_for(state="visible", timeout=60_000)
+    message = "Where is order 1003?"
+    box.fill(message)
+    box.press("Enter")
+
+    messages = page.locator('[data-testid="stChatMessage"]')
+    mine = messages.filter(has_text=message)
+    expect(mine.first).to_be_visible(timeout=15_000)
+    answer = messages.filter(has_text="1003").filter(has_not_text=message)
+    expect(answer.first).to_be_visible(timeout=CALL_TIMEOUT_MS)
+    expect(mine).to_have_count(1)
+    webrtc.get_by_role("button", name="End call").click()
+    page.get_by_text("its report (transcript, tool calls, per-turn latencies) was saved").wait_for(timeout=90_000)

@@ -10,7 +10,7 @@ import pytest
 from agent.voice.latency import latency_summary, per_turn_latency
 from core import config
 from core.config import Settings
-from ui.voice import ice_servers, level_fraction, live_transcript
+from ui.voice import ice_servers, latest_answered_turn, level_fraction, live_transcript
 
 
 def metric(name, value, turn, ts):
@@ -106,3 +106,21 @@ def test_ice_servers_come_from_the_setting(monkeypatch, caplog):
 @pytest.mark.parametrize("level, expected", [(-90.0, 0.0), (-60.0, 0.0), (-30.0, 0.5), (0.0, 1.0), (3.0, 1.0)])
 def test_level_fraction(level, expected):
     assert level_fraction(level) == pytest.approx(expected)
+
+
+def test_the_panel_keeps_the_answered_turn_while_the_user_starts_the_next_one():
+    events = [
+        said("assistant", "Hi! How can I help?", 0, 1.0),
+        said("user", "My favorite color is teal.", 1, 2.0),
+        {"type": "tool_call", "name": "remember_detail", "turn": 1, "ts": 2.1},
+        said("assistant", "Got it, I'll remember that.", 1, 2.5),
+        # the user speaks again: interim words and the speech-to-text time belong to turn 2 already
+        said("user", "What is my", 2, 5.0, final=False),
+        metric("stt_ms", 400.0, 2, 5.5),
+    ]
+    assert latest_answered_turn(events[:1]) is None  # the greeting is not a turn of the panel
+    turn = latest_answered_turn(events)
+    assert turn.number == 1 and turn.user_text == "My favorite color is teal."
+    assert [c["name"] for c in turn.tool_calls] == ["remember_detail"]
+    committed = [*events, said("user", "What is my favorite color?", 2, 6.0)]
+    assert latest_answered_turn(committed).number == 2

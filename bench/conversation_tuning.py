@@ -1,0 +1,349 @@
+"""Exploring retrieval choices on the conversational dev split (docs/eval/conversations/dev).
+
+    .venv/bin/python -m bench.conversation_tuning [--split dev] [--cache DIR]
+
+Loads the split's turns into a throwaway embedded Postgres once (for the
+full-text lexemes, exactly as the SQL function sees them), embeds the turns
+in several ways, and then ranks every question offline:
+
+  * vector branch: exact cosine in numpy (what the SQL function computes);
+  * text branch: several formulations computed from the turns' tsvector
+    lexemes (OR + ts_rank_cd from SQL, BM25 with per-user or global IDF,
+    extra stop words, prefix matching);
+  * fusion: weighted RRF swept over weights, k and per-branch depth.
+
+The chosen defaults are then measured through the real CLI (bench.quality).
+This script only explores; it never tunes on the test split unless told to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+SPLITS = ROOT / "docs" / "eval" / "conversations"
+DEFAULT_CACHE = Path(tempfile.gettempdir()) / "mp-conversation-tuning"
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@dataclass
+class Split:
+    turns: list[dict]
+    queries: list[dict]
+    qrels: dict[str, set[str]]
+
+
+def load_split(name: str) -> Split:
+    folder = SPLITS / name
+    return Split(
+        read_jsonl(folder / "turns.jsonl"),
+        read_jsonl(folder / "queries.jsonl"),
+        {r["id"]: set(r["relevant"]) for r in read_jsonl(folder / "qrels.jsonl")},
+    )
+
+
+# ---------------------------------------------------------------------------
+# Embeddings (cached on disk by text hash: embedding 5,000 turns takes minutes)
+# ---------------------------------------------------------------------------
+
+
+def embed_cached(texts: list[str], cache: Path) -> np.ndarray:
+    from core import embeddings
+
+    cache.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256("\x1e".join(texts).encode()).hexdigest()[:20]
+    path = cache / f"{key}.npy"
+    if path.exists():
+        return np.load(path)
+    vectors = embeddings.embed(texts)
+    np.save(path, vectors)
+    return vectors
+
+
+def turn_texts(turns: list[dict], how: str) -> list[str]:
+    by_pos = {(t["user"], t["session"], t["turn"]): t for t in turns}
+    out = []
+    for t in turns:
+        prev = by_pos.get((t["user"], t["session"], t["turn"] - 1))
+        nxt = by_pos.get((t["user"], t["session"], t["turn"] + 1))
+        line = f"{t['speaker']}: {t['content']}"
+        if how == "content":
+            out.append(t["content"])
+        elif how == "speaker":
+            out.append(line)
+        elif how == "date":
+            out.append(f"{t['date'][:10]} {line}")
+        elif how == "previous":
+            out.append((f"{prev['speaker']}: {prev['content']}\n" if prev else "") + line)
+        elif how == "next":
+            out.append(line + (f"\n{nxt['speaker']}: {nxt['content']}" if nxt else ""))
+        else:
+            raise ValueError(how)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Lexemes from Postgres (english configuration, as the generated column)
+# ---------------------------------------------------------------------------
+
+
+def lexemes_from_postgres(texts: list[str], queries: list[str]) -> tuple[list[list[str]], list[list[str]]]:
+    from core import db
+
+    tmp = Path(tempfile.mkdtemp(prefix="mp-tune-"))
+    uri = db.start_embedded(tmp / "pg", cleanup_mode="delete")
+    with db.admin_connection(uri) as conn:
+
+        def lex(values):
+            rows = conn.execute(
+                "select x.ord, tsvector_to_array(to_tsvector('english', x.t)) "
+                "from unnest(%s::text[]) with ordinality as x(t, ord) order by x.ord",
+                (values,),
+            ).fetchall()
+            return [list(r[1]) for r in rows]
+
+        return lex(texts), lex(queries)
+
+
+# ---------------------------------------------------------------------------
+# Rankings
+# ---------------------------------------------------------------------------
+
+
+def vector_rankings(split: Split, turn_vectors: np.ndarray, query_vectors: np.ndarray, depth: int = 1000):
+    """Per query: turn ids of the asking user, by exact cosine distance (ties by position)."""
+    user_rows = defaultdict(list)
+    for i, t in enumerate(split.turns):
+        user_rows[t["user"]].append(i)
+    result = {}
+    for qi, q in enumerate(split.queries):
+        rows = np.array(user_rows[q["user"]])
+        sims = turn_vectors[rows] @ query_vectors[qi]
+        order = np.lexsort((rows, -sims))[:depth]
+        result[q["id"]] = [split.turns[rows[o]]["id"] for o in order]
+    return result
+
+
+# Words people use to ask an assistant about the past, not about the thing itself (stemmed).
+META_STOP = {"remind", "rememb", "forgot", "forget", "recal", "tell", "told", "say", "said", "mention"}
+
+
+def bm25_rankings(
+    split: Split,
+    turn_lex: list[list[str]],
+    query_lex: list[list[str]],
+    *,
+    idf_scope="user",
+    max_terms=8,
+    k1=1.2,
+    b=0.75,
+    stop: set[str] = frozenset(),
+    max_df_fraction=1.0,
+    min_coverage=0.0,
+    missing_terms_count=False,
+    common_fraction=1.0,
+    depth: int = 1000,
+):
+    """BM25 with term frequency counted once (as match_conversation_turns_hybrid computes it)."""
+    user_rows = defaultdict(list)
+    for i, t in enumerate(split.turns):
+        user_rows[t["user"]].append(i)
+    sets = [set(lex) for lex in turn_lex]
+    global_df: dict[str, int] = defaultdict(int)
+    for s in sets:
+        for lexeme in s:
+            global_df[lexeme] += 1
+    result = {}
+    user_stats = {}
+    for user, rows in user_rows.items():
+        df: dict[str, int] = defaultdict(int)
+        for r in rows:
+            for lexeme in sets[r]:
+                df[lexeme] += 1
+        avg = max(sum(len(sets[r]) for r in rows) / max(len(rows), 1), 1.0)
+        user_stats[user] = (df, len(rows), avg)
+    for qi, q in enumerate(split.queries):
+        rows = user_rows[q["user"]]
+        df, n, avg = user_stats[q["user"]]
+        if idf_scope == "global":
+            df, n = global_df, len(split.turns)
+        terms = []
+        for lexeme in dict.fromkeys(query_lex[qi]):
+            if lexeme in stop or df.get(lexeme, 0) == 0:
+                continue
+            if df[lexeme] / n > max_df_fraction:
+                continue
+            if idf_scope == "user" and user_stats[q["user"]][0].get(lexeme, 0) == 0:
+                continue
+            terms.append((math.log(1 + (n - df[lexeme] + 0.5) / (df[lexeme] + 0.5)), lexeme))
+        terms.sort(key=lambda x: (-x[0], x[1]))
+        terms = terms[:max_terms]
+        # words in more than common_fraction of the user's turns are dropped unless it is the rarest one
+        terms = [t for pos, t in enumerate(terms) if pos == 0 or df[t[1]] <= common_fraction * n]
+        total = sum(idf for idf, _ in terms)
+        if missing_terms_count:  # a query word this user never used still counts in the total
+            total += sum(
+                math.log(1 + (n + 0.5) / 0.5)
+                for lexeme in dict.fromkeys(query_lex[qi])
+                if lexeme not in stop and df.get(lexeme, 0) == 0
+            )
+        scored = []
+        for r in rows:
+            matched = [idf for idf, lexeme in terms if lexeme in sets[r]]
+            if matched and sum(matched) >= min_coverage * total:
+                norm = (k1 + 1) / (1 + k1 * (1 - b + b * len(sets[r]) / avg))
+                scored.append((-(sum(matched) * norm), r))
+        scored.sort()
+        result[q["id"]] = [split.turns[r]["id"] for _, r in scored[:depth]]
+    return result
+
+
+def rrf(vector: list[str], text: list[str], wv: float, wt: float, k: int, depth: int, top: int = 10) -> list[str]:
+    scores: dict[str, float] = defaultdict(float)
+    vrank = {}
+    for rank, tid in enumerate(vector[:depth], start=1):
+        scores[tid] += wv / (k + rank)
+        vrank[tid] = rank
+    for rank, tid in enumerate(text[:depth], start=1):
+        scores[tid] += wt / (k + rank)
+    return sorted(scores, key=lambda t: (-scores[t], vrank.get(t, math.inf), t))[:top]
+
+
+def metrics(ranked: dict[str, list[str]], qrels: dict[str, set[str]], ids=None) -> dict[str, float]:
+    ids = ids or list(qrels)
+    r5, r10, rr = [], [], []
+    for qid in ids:
+        rel, got = qrels[qid], ranked.get(qid, [])
+        r5.append(len(rel & set(got[:5])) / len(rel))
+        r10.append(len(rel & set(got[:10])) / len(rel))
+        first = next((i for i, t in enumerate(got[:10], start=1) if t in rel), None)
+        rr.append(1 / first if first else 0.0)
+    return {"R@5": float(np.mean(r5)), "R@10": float(np.mean(r10)), "MRR": float(np.mean(rr))}
+
+
+def fmt(m: dict[str, float]) -> str:
+    return " ".join(f"{k} {v:.3f}" for k, v in m.items())
+
+
+def markdown_table(headers, rows) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "| " + " | ".join(["---"] + ["---:"] * (len(headers) - 1)) + " |"]
+    return "\n".join(lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", default="dev")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument(
+        "--vectors",
+        default="content,speaker,date,previous,next",
+        help="comma-separated: what each turn's embedding is computed from",
+    )
+    args = parser.parse_args(argv)
+    split = load_split(args.split)
+    print(f"{args.split}: {len(split.turns)} turns, {len(split.queries)} queries\n")
+    qtexts = [q["query"] for q in split.queries]
+    qvec = embed_cached(qtexts, args.cache)
+    contents = [f"{t['speaker']} {t['content']}" for t in split.turns]
+    turn_lex, query_lex = lexemes_from_postgres(contents, qtexts)
+
+    def row(name, ranking):
+        m = metrics(ranking, split.qrels)
+        return [name, f"{m['R@5']:.3f}", f"{m['R@10']:.3f}", f"{m['MRR']:.3f}"]
+
+    print("### What is embedded (vector branch alone)\n")
+    vec = {}
+    described = {
+        "content": "the turn's text",
+        "speaker": '"speaker: text" (the app\'s)',
+        "date": '"date speaker: text"',
+        "previous": 'the turn before it, then "speaker: text"',
+        "next": '"speaker: text", then the turn after it',
+    }
+    turn_vectors = {}
+    for how in args.vectors.split(","):
+        turn_vectors[how] = embed_cached(turn_texts(split.turns, how), args.cache)
+        vec[how] = vector_rankings(split, turn_vectors[how], qvec)
+    if "speaker" in turn_vectors and "previous" in turn_vectors:
+        # the neighbour as a smaller share of the vector instead of more text
+        own = turn_vectors["speaker"]
+        by_pos = {(t["user"], t["session"], t["turn"]): i for i, t in enumerate(split.turns)}
+        prev = np.array([by_pos.get((t["user"], t["session"], t["turn"] - 1), i) for i, t in enumerate(split.turns)])
+        mixed = own + 0.3 * own[prev]
+        mixed /= np.linalg.norm(mixed, axis=1, keepdims=True)
+        vec["mix"] = vector_rankings(split, mixed, qvec)
+        described["mix"] = '"speaker: text" vector + 0.3 x the previous turn\'s vector'
+    print(markdown_table(["embedded text", "R@5", "R@10", "MRR"], [row(described[h], r) for h, r in vec.items()]))
+
+    print("\n### Text branch alone (lexemes of 'speaker content', english configuration)\n")
+    text = {}
+    for scope in ("user", "global"):
+        for b in (0.75, 0.5, 0.25, 0.0):
+            text[f"BM25, {scope} IDF, k1 1.2, b {b}, tf once"] = bm25_rankings(
+                split, turn_lex, query_lex, idf_scope=scope, b=b
+            )
+    text["IDF sum (b 0), user IDF, recall words dropped (remind, remember, ...)"] = bm25_rankings(
+        split, turn_lex, query_lex, b=0.0, stop=META_STOP
+    )
+    for cov in (0.2, 0.3, 0.5):
+        text[f"IDF sum, only turns with >= {cov:.0%} of the query's IDF"] = bm25_rankings(
+            split, turn_lex, query_lex, b=0.0, min_coverage=cov
+        )
+    text["IDF sum, 4 rarest query words (instead of 8)"] = bm25_rankings(split, turn_lex, query_lex, b=0.0, max_terms=4)
+    for fraction in (0.2, 0.1, 0.05):
+        text[f"IDF sum, words in > {fraction:.0%} of the user's turns dropped (unless the rarest)"] = bm25_rankings(
+            split, turn_lex, query_lex, b=0.0, common_fraction=fraction
+        )
+    chosen_text = "IDF sum, words in > 10% of the user's turns dropped (unless the rarest)"
+    print(markdown_table(["text branch", "R@5", "R@10", "MRR"], [row(n, r) for n, r in text.items()]))
+
+    print('\n### Fusion (vector "speaker: text", text IDF sum), weighted RRF, top 10\n')
+    vchosen = vec.get("speaker") or next(iter(vec.values()))
+    rows = []
+    for wv, wt in ((0.7, 0.3), (0.6, 0.4), (0.5, 0.5), (0.4, 0.6)):
+        for k in (1, 5, 10, 20, 60):
+            cells = [f"{wv:g} / {wt:g}", str(k)]
+            for depth in (20, 40, 100):
+                fused = {q: rrf(vchosen[q], text[chosen_text][q], wv, wt, k, depth) for q in split.qrels}
+                m = metrics(fused, split.qrels)
+                cells.append(f"{m['R@5']:.3f}" + (f" / {m['MRR']:.3f}" if depth == 40 else ""))
+            rows.append(cells)
+    print(markdown_table(["weights v / t", "k", "R@5, depth 20", "R@5 / MRR, depth 40", "R@5, depth 100"], rows))
+
+    types = defaultdict(list)
+    for q in split.queries:
+        types[q["type"]].append(q["id"])
+    fused = {q: rrf(vchosen[q], text[chosen_text][q], 0.5, 0.5, 5, 40) for q in split.qrels}
+    print("\n### By question type, R@5 (defaults: 0.5 / 0.5, k 5, depth 40)\n")
+    print(
+        markdown_table(
+            ["type", "questions", "vector", "text", "hybrid"],
+            [
+                [
+                    t,
+                    len(ids),
+                    f"{metrics(vchosen, split.qrels, ids)['R@5']:.3f}",
+                    f"{metrics(text[chosen_text], split.qrels, ids)['R@5']:.3f}",
+                    f"{metrics(fused, split.qrels, ids)['R@5']:.3f}",
+                ]
+                for t, ids in sorted(types.items())
+            ],
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

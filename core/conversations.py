@@ -1,0 +1,274 @@
+"""Conversation memory: every turn of every session, stored as it happens and
+searchable later (hybrid vector + full-text search, like memories).
+
+Only the service writes turns (Scope.service, scoped by the verified user id);
+users read their own turns through RLS. A turn is written even when its
+embedding cannot be computed: it is stored with no embedding, found by the
+text branch meanwhile, and embedded later by `embed_pending`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import numpy as np
+
+from core import db, embeddings
+from core.db import Scope, transaction, vector_literal
+from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
+from core.retrieval import ConversationSearch, RrfParams, SearchMode, search_conversations
+from core.text import clean_text
+
+log = logging.getLogger(__name__)
+
+MAX_TURN_LENGTH = 8000
+MAX_SPEAKER_LENGTH = 64
+MAX_SESSION_ID_LENGTH = 200
+MAX_BATCH = 5000
+_COLUMNS = "id, session_id, turn_index, speaker, content, created_at, embedding is not null as embedded"
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """One turn to store: which session, its position in it, who spoke, what was said, when."""
+
+    session_id: str
+    turn_index: int
+    speaker: str
+    content: str
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ConversationTurn:
+    id: int
+    session_id: str
+    turn_index: int
+    speaker: str
+    content: str
+    created_at: datetime
+    embedded: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "session_id": self.session_id,
+            "turn_index": self.turn_index,
+            "speaker": self.speaker,
+            "content": self.content,
+            "created_at": self.created_at.isoformat(),
+            "embedded": self.embedded,
+        }
+
+
+def embedding_text(speaker: str, content: str) -> str:
+    """What a turn's embedding is computed from: "speaker: content". Adding the turn
+    before it (as context) made the vector branch worse on the conversational dev set:
+    every reply then looked like the turn it answered (docs/RETRIEVAL.md)."""
+    return f"{speaker}: {content}"
+
+
+def _clean(turn: TurnInput) -> TurnInput:
+    session_id = clean_text(turn.session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)
+    if isinstance(turn.turn_index, bool) or not isinstance(turn.turn_index, int) or turn.turn_index < 0:
+        raise InvalidInput(f"The turn index must be a whole number of 0 or more (got {turn.turn_index!r}).")
+    speaker = clean_text(turn.speaker, what="speaker", max_length=MAX_SPEAKER_LENGTH)
+    content = clean_text(turn.content, what="turn text", max_length=MAX_TURN_LENGTH)
+    if turn.created_at is not None and (not isinstance(turn.created_at, datetime) or turn.created_at.tzinfo is None):
+        raise InvalidInput("A turn's time must be a timezone-aware datetime.")
+    return TurnInput(session_id, turn.turn_index, speaker, content, turn.created_at)
+
+
+def _require_service(scope: Scope) -> None:
+    if not scope.is_service:
+        raise InvalidInput("Conversation turns are written by the service, not as the user.")
+
+
+def _try_embed(texts: list[str], embed: Callable[[Sequence[str]], np.ndarray]) -> list[str | None]:
+    """Embeddings as pgvector literals, or None for all of them if the model failed:
+    the turns are stored anyway and embedded later."""
+    if not texts:
+        return []
+    try:
+        vectors = embed(texts)
+    except EmbeddingUnavailable as exc:
+        log.warning("storing %d turn(s) without embeddings for now: %s", len(texts), exc)
+        return [None] * len(texts)
+    return [vector_literal(v) for v in vectors]
+
+
+def store_turns(
+    scope: Scope, turns: Sequence[TurnInput], *, embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed
+) -> list[ConversationTurn]:
+    """Store turns (service scope), creating their sessions if needed; returns them in input order.
+
+    Idempotent per (session, turn index): storing the same turn again returns the
+    stored one; different text for a stored turn is refused. A session id that
+    belongs to another user is refused and nothing is written.
+    """
+    _require_service(scope)
+    if not turns:
+        return []
+    if len(turns) > MAX_BATCH:
+        raise InvalidInput(f"Store at most {MAX_BATCH} turns at a time (got {len(turns)}).")
+    cleaned = [_clean(t) for t in turns]
+    keys = [(t.session_id, t.turn_index) for t in cleaned]
+    if len(set(keys)) != len(keys):
+        raise InvalidInput("The same session and turn index appear twice in one batch.")
+    vectors = _try_embed([embedding_text(t.speaker, t.content) for t in cleaned], embed)
+
+    with transaction(scope) as cur:
+        session_ids = sorted({t.session_id for t in cleaned})
+        cur.executemany(
+            "insert into public.sessions (session_id, user_id) values (%s, %s) on conflict (session_id) do nothing",
+            [(s, scope.user_id) for s in session_ids],
+        )
+        cur.execute(
+            "select session_id from public.sessions where session_id = any(%s) and user_id <> %s",
+            (session_ids, scope.user_id),
+        )
+        foreign = [row["session_id"] for row in cur.fetchall()]
+        if foreign:
+            raise InvalidInput(f"Session {foreign[0]} belongs to another user; no turns were stored.")
+        cur.executemany(
+            "insert into public.conversation_turns "
+            "(user_id, session_id, turn_index, speaker, content, created_at, embedding) "
+            "values (%s, %s, %s, %s, %s, coalesce(%s, now()), %s::extensions.halfvec) "
+            "on conflict (user_id, session_id, turn_index) do nothing",
+            [
+                (scope.user_id, t.session_id, t.turn_index, t.speaker, t.content, t.created_at, v)
+                for t, v in zip(cleaned, vectors, strict=True)
+            ],
+        )
+        cur.execute(
+            f"select {_COLUMNS} from public.conversation_turns "
+            "where user_id = %s and (session_id, turn_index) in (select * from unnest(%s::text[], %s::int[]))",
+            (scope.user_id, [k[0] for k in keys], [k[1] for k in keys]),
+        )
+        stored = {(row["session_id"], row["turn_index"]): ConversationTurn(**row) for row in cur.fetchall()}
+        for t in cleaned:
+            turn = stored[(t.session_id, t.turn_index)]
+            if (turn.speaker, turn.content) != (t.speaker, t.content):
+                raise InvalidInput(
+                    f"Turn {t.turn_index} of session {t.session_id} is already stored with "
+                    "different text; turns cannot be changed."
+                )
+    return [stored[key] for key in keys]
+
+
+def store_turn(
+    scope: Scope,
+    session_id: str,
+    turn_index: int,
+    speaker: str,
+    content: str,
+    *,
+    created_at: datetime | None = None,
+    embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed,
+) -> ConversationTurn:
+    """Store one turn as it happens (service scope). See store_turns."""
+    return store_turns(scope, [TurnInput(session_id, turn_index, speaker, content, created_at)], embed=embed)[0]
+
+
+def embed_pending(
+    scope: Scope,
+    *,
+    limit: int = 200,
+    embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed,
+    conninfo: str | None = None,
+) -> int:
+    """Embed the scope's turns that were stored without an embedding; returns how many.
+
+    Raises EmbeddingUnavailable if the model still fails (the turns stay pending)."""
+    _require_service(scope)
+    with transaction(scope, conninfo=conninfo) as cur:
+        cur.execute(
+            "select id, speaker, content from public.conversation_turns "
+            "where user_id = %s and embedding is null order by id limit %s",
+            (scope.user_id, max(1, min(int(limit), MAX_BATCH))),
+        )
+        rows = cur.fetchall()
+    if not rows:
+        return 0
+    vectors = embed([embedding_text(r["speaker"], r["content"]) for r in rows])
+    with transaction(scope, conninfo=conninfo) as cur:
+        cur.executemany(
+            "update public.conversation_turns set embedding = %s::extensions.halfvec "
+            "where id = %s and user_id = %s and embedding is null",
+            [(vector_literal(v), r["id"], scope.user_id) for r, v in zip(rows, vectors, strict=True)],
+        )
+    return len(rows)
+
+
+def embed_all_pending(
+    *, conninfo: str | None = None, embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed
+) -> int:
+    """Embed every turn stored without an embedding, user by user (each through that user's service scope);
+    returns how many. For turns a process stored while the model failed and could not embed before it
+    exited; `python -m core cleanup` (run by `make run` at start) calls it. The model is loaded only when
+    there is something to embed. Raises EmbeddingUnavailable if it still fails."""
+    with db.admin_connection(conninfo) as conn:
+        users = [
+            row[0]
+            for row in conn.execute(
+                "select distinct user_id from public.conversation_turns where embedding is null limit 10000"
+            ).fetchall()
+        ]
+    done = 0
+    for user_id in users:
+        scope = Scope.service(user_id)
+        while count := embed_pending(scope, embed=embed, conninfo=conninfo):
+            done += count
+    return done
+
+
+def list_turns(scope: Scope, session_id: str) -> list[ConversationTurn]:
+    """A session's turns in order (as the user: RLS decides; as the service: scoped by user)."""
+    session_id = clean_text(session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)
+    with transaction(scope) as cur:
+        cur.execute(
+            f"select {_COLUMNS} from public.conversation_turns where user_id = %s and session_id = %s "
+            "order by turn_index",
+            (scope.user_id, session_id),
+        )
+        return [ConversationTurn(**row) for row in cur.fetchall()]
+
+
+def get_turn(scope: Scope, turn_id: int) -> ConversationTurn:
+    with transaction(scope) as cur:
+        cur.execute(
+            f"select {_COLUMNS} from public.conversation_turns where id = %s and user_id = %s",
+            (int(turn_id), scope.user_id),
+        )
+        row = cur.fetchone()
+    if row is None:
+        raise NotFound("That conversation turn does not exist.")
+    return ConversationTurn(**row)
+
+
+def search(
+    scope: Scope,
+    query: str,
+    *,
+    limit: int = 10,
+    params: RrfParams | None = None,
+    mode: SearchMode = "hybrid",
+    text_match: Literal["any", "all"] = "any",
+    exclude_session_id: str | None = None,
+    embed=embeddings.embed_one,
+) -> ConversationSearch:
+    """Hybrid search over the scope's past turns (see core.retrieval.search_conversations)."""
+    return search_conversations(
+        scope,
+        query,
+        limit=limit,
+        params=params,
+        mode=mode,
+        text_match=text_match,
+        exclude_session_id=exclude_session_id,
+        embed=embed,
+    )

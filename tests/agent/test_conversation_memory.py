@@ -1,0 +1,184 @@
+"""The conversation tier in the agent: every turn of a session stored as it happens, per-turn recall of past
+turns beside the slots, and the search_past_conversations tool (the offline brain uses it too). Real agent,
+real database, real embeddings; `AgentSession.run` as in livekit's agent-starter-python."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from agent.prompts import PAST_TURNS_LEAD, RECALL_HEADER
+from agent.recall import Injection, choose, estimate_tokens, turn_line
+from core import conversations, embeddings, memories, sessions
+from core.conversations import TurnInput
+from core.db import Scope
+from core.errors import EmbeddingUnavailable
+from core.retrieval import search_conversations, search_memories
+from core.turn_indexer import get_indexer
+from tests.support.agent_run import agent_session, reply_text
+
+LAST_WEEK = datetime.now(UTC).replace(microsecond=0) - timedelta(days=7)
+TRAIL = "We hiked the Cedar Creek Loop on Saturday with Nora, nine miles and my legs are dead."
+PAST = [
+    ("assistant", "Hi! What can I do for you today?"),
+    ("user", TRAIL),
+    ("assistant", "That sounds like a great day outside. Were the views worth the climb?"),
+    ("user", "Booked my flights to Lisbon for May! TAP, flight TP 1357."),
+    ("assistant", "How exciting! Do you want help putting together an itinerary?"),
+]
+
+
+def _store_past(user, session_id: str, lines=PAST, start=LAST_WEEK) -> list[conversations.ConversationTurn]:
+    return conversations.store_turns(
+        Scope.service(user.user_id),
+        [
+            TurnInput(session_id, index, speaker, text, start + timedelta(seconds=30 * index))
+            for index, (speaker, text) in enumerate(lines)
+        ],
+    )
+
+
+def _kinds(events: list[dict]) -> list[str]:
+    """Each event's type, with the retrieval events named by tier and trigger."""
+    out = []
+    for event in events:
+        if event["type"] == "state":
+            continue
+        if event["type"] == "retrieval":
+            out.append(f"retrieval:{event['tier']}:{event['trigger']}")
+        elif event["type"] == "tool_call":
+            out.append(f"tool_call:{event['name']}")
+        elif event["type"] == "transcript":
+            out.append(f"transcript:{event['role']}")
+        else:
+            out.append(event["type"])
+    return out
+
+
+async def test_the_trail_mentioned_last_week_is_found_through_the_tool_with_its_date(new_user):
+    user = new_user()
+    past = _store_past(user, f"past-{user.user_id}")
+    trail_turn = next(t for t in past if t.content == TRAIL)
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="what was the name of that trail I mentioned last week?")
+        result.expect.next_event().is_function_call(name="search_past_conversations")
+        result.expect.next_event().is_function_call_output()
+        reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
+        await asyncio.sleep(0.05)
+        turn = run.events(turn=1)
+        request = [i for i in run.brain.last_chat_ctx.items if i.type == "message" and i.role == "user"][-1]
+    day = LAST_WEEK.date()
+    assert reply.startswith(f"On {day:%A}, {day:%B} {day.day} you said: “{TRAIL}”")
+    assert "Cedar Creek Loop" in reply
+    # the events, in order: the user's words, the recall of each tier (slots first), the tool call and what it
+    # found, the answer, the end of the turn
+    kinds = _kinds(turn)
+    order = [
+        "transcript:user",
+        "retrieval:slots:per_turn_recall",
+        "retrieval:conversations:per_turn_recall",
+        "tool_call:search_past_conversations",
+        "retrieval:conversations:tool:search_past_conversations",
+        "transcript:assistant",
+        "turn_done",
+    ]
+    assert [k for k in kinds if k in order] == order
+    recall_turns = next(e for e in turn if e["type"] == "retrieval" and e["tier"] == "conversations")
+    tool_hits = next(e for e in turn if e["type"] == "retrieval" and e["trigger"] == "tool:search_past_conversations")
+    # both carry the branch ranks and RRF contributions of every hit; the trail turn is the best
+    for event in (recall_turns, tool_hits):
+        assert event["source"] == "conversations" and event["mode"] == "hybrid" and not event["skipped"]
+        top = event["hits"][0]
+        assert top["id"] == trail_turn.id and top["session_id"] == trail_turn.session_id
+        assert top["created_at"].startswith(LAST_WEEK.date().isoformat())
+        assert top["rrf_score"] == pytest.approx(top["vector_rrf"] + top["text_rrf"])
+        # the turn never says "trail": the vector branch finds what the question means
+        assert top["vector_rank"] == 1 and top["text_rank"] is None
+    assert str(trail_turn.id) in recall_turns["injected"]
+    # the model saw the past turn, with its date, in the recall block in front of the question
+    text = request.text_content
+    assert text.startswith("<recall>\n" + RECALL_HEADER)
+    assert PAST_TURNS_LEAD in text and f"- {LAST_WEEK.date().isoformat()}, user: {TRAIL}" in text
+
+
+async def test_recall_leaves_out_the_current_session_and_puts_slots_before_past_turns(new_user):
+    user = new_user()
+    memories.remember(Scope.service(user.user_id), "favorite_hike", "Cedar Creek Loop")
+    _store_past(user, f"past-{user.user_id}")
+    async with agent_session(user.user_id) as run:
+        # the session's own turns are in the conversation tier too (as the live agent stores them)
+        _store_past(user, run.agent.session_id, lines=[("user", "the Cedar Creek Loop again, this morning")])
+        await run.session.run(user_input="tell me about the Cedar Creek Loop")
+        slots, turns = [e for e in run.events("retrieval", turn=1) if e["trigger"] == "per_turn_recall"]
+        request = [i for i in run.brain.last_chat_ctx.items if i.type == "message" and i.role == "user"][-1]
+    assert (slots["tier"], turns["tier"]) == ("slots", "conversations")
+    assert slots["hits"][0]["memory_type"] == "favorite_hike"
+    assert all(hit["session_id"] != run.agent.session_id for hit in turns["hits"])
+    block = request.text_content
+    assert block.index("- favorite_hike: Cedar Creek Loop") < block.index(PAST_TURNS_LEAD) < block.index(TRAIL)
+
+
+def test_the_token_budget_keeps_slots_first_and_drops_what_does_not_fit(new_user):
+    user = new_user()
+    memories.remember(Scope.service(user.user_id), "favorite_hike", "Cedar Creek Loop")
+    _store_past(user, f"past-{user.user_id}")
+    slot_hits = search_memories(user.scope, "Cedar Creek Loop hike", limit=5).hits
+    turn_hits = search_conversations(user.scope, "Cedar Creek Loop hike", limit=5).hits
+    roomy = choose(slot_hits, turn_hits, inject=3, inject_turns=3, token_budget=2000)
+    assert roomy.slots and roomy.turns and roomy.turns[0].content == TRAIL
+    # a budget that holds the header, the slot and the turn header, but not the past turn
+    tight_budget = estimate_tokens(roomy.text.split("\n")[0]) + 30
+    tight = choose(slot_hits, turn_hits, inject=3, inject_turns=3, token_budget=tight_budget)
+    assert tight.slots and not tight.turns
+    assert estimate_tokens(turn_line(roomy.turns[0])) > 10
+    assert Injection([], []).text is None
+
+
+def test_every_turn_of_a_chat_is_stored_as_it_happens_even_when_the_embedder_fails_once(runtime, new_user, monkeypatch):
+    user = new_user()
+    indexer = get_indexer()
+    failures = []
+
+    def fails_once(texts):
+        if not failures:
+            failures.append(list(texts))
+            raise EmbeddingUnavailable("the embedding model is not loaded")
+        return embeddings.embed(texts)
+
+    monkeypatch.setattr(indexer, "_embed", fails_once)
+    chat = runtime.open_conversation("turns", user.user_id)
+    greeting = chat.ready.result(timeout=60)
+    first = chat.send("my favorite color is teal").result(timeout=60)
+    second = chat.send("where is order 1001?").result(timeout=60)
+    assert first.error is None and second.error is None
+    session_id = chat.session_id
+    chat.close().result(timeout=60)  # the report waits for the turns to be stored
+    stored = conversations.list_turns(user.scope, session_id)  # read as the user: RLS
+    assert [(t.turn_index, t.speaker, t.content) for t in stored] == [
+        (0, "assistant", greeting),
+        (1, "user", "my favorite color is teal"),
+        (2, "assistant", first.reply),
+        (3, "user", "where is order 1001?"),
+        (4, "assistant", second.reply),
+    ]
+    assert failures  # the model failed for the first batch: those turns were stored without an embedding...
+    assert not all(t.embedded for t in stored)
+    assert indexer.embed_pending() >= 1  # ...and the retry pass embeds them
+    assert all(t.embedded for t in conversations.list_turns(user.scope, session_id))
+    # the session and its report are there as well, and deleting it deletes its turns
+    assert sessions.get_session(user.scope, session_id).report["playground"]["session_id"] == session_id
+    sessions.delete_session(user.scope, session_id)
+    assert conversations.list_turns(user.scope, session_id) == []
+
+
+async def test_a_question_no_slot_answers_falls_back_to_earlier_conversations(new_user):
+    user = new_user()
+    _store_past(user, f"past-{user.user_id}")
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="what is my flight number?")
+        names = [e["name"] for e in run.events("tool_call", turn=1)]
+        reply = reply_text(result)
+    assert names == ["recall_detail", "search_memories", "search_past_conversations"]
+    assert "found it in our earlier conversations" in reply and "TP 1357" in reply

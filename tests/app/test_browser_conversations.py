@@ -1,0 +1,143 @@
+"""The conversation tier in headless Chromium against a real `streamlit run`: a visitor mentions a hike in
+one session and asks about "that trail" in the next; the retrieval panel shows the slots and the past
+conversation turns side by side with their per-branch ranks and RRF scores; the Sessions page searches
+all of the visitor's transcripts (as the visitor, under RLS) and jumps to the matching turn; deleting a
+session and "delete everything" delete the turns too."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import pytest
+from playwright.sync_api import expect
+
+from core.db import admin_connection
+from tests.support.browser import (
+    TURN_TIMEOUT_MS,
+    answered_turns,
+    open_page,
+    send,
+    user_id_of,
+    wait_for_app,
+    wait_for_identity_cookie,
+)
+from tests.support.panels import branch
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+HIKE = "We hiked the Cedar Creek Loop with Nora on Saturday, nine miles"
+
+
+def _turn_count(user_id: str, session_id: str | None = None) -> int:
+    with admin_connection() as conn:
+        return conn.execute(
+            "select count(*) from public.conversation_turns where user_id = %s "
+            "and (%s::text is null or session_id = %s)",
+            (uuid.UUID(user_id), session_id, session_id),
+        ).fetchone()[0]
+
+
+def _table(container) -> list[list[str]]:
+    """The cells of the compact retrieval table (ui.retrieval.compact_memory_table) in `container`."""
+    container.locator('[data-testid="stTable"] td').first.wait_for(state="attached", timeout=30_000)
+    return container.evaluate(
+        "el => [...el.querySelectorAll('[data-testid=stTable] tr')].map(r => "
+        "[...r.querySelectorAll('th,td')].map(c => c.textContent.trim()))"
+    )
+
+
+def _sums_up(row: list[str], header: list[str]) -> None:
+    """The fused score is the two branches' RRF contributions added ('#rank · contribution' cells)."""
+    (_, vector), (_, text) = branch(row[header.index("Vector")]), branch(row[header.index("Text")])
+    assert float(row[header.index("Fused score")]) == pytest.approx(vector + text, abs=2e-5)
+
+
+def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_browser_page):
+    page = new_browser_page((2560, 1300))  # wide enough for both tiers' full tables side by side
+    page.goto(streamlit_server)
+    wait_for_identity_cookie(page)
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    visitor = user_id_of(page)
+
+    send(page, HIKE)
+    send(page, "my favorite trail is the Cedar Creek Loop")
+    page.get_by_role("button", name="End session").click()
+    page.get_by_text("report was saved").wait_for(timeout=TURN_TIMEOUT_MS)
+    first_session_turns = _turn_count(visitor)
+    assert first_session_turns >= 5  # greeting, two questions, two answers: stored as they happened
+
+    page.get_by_role("button", name="Start a new conversation").click()
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    answer = send(page, "what was the name of that trail I mentioned last week?")
+    assert "Cedar Creek Loop" in answer
+
+    # the panel: both tiers of the per-turn recall side by side, each with its ranks and RRF scores
+    slots = page.locator(".st-key-u_chat_turn1_recall0_slots_tier")
+    turns = page.locator(".st-key-u_chat_turn1_recall0_conversations_tier")
+    expect(slots).to_contain_text("Slots")
+    expect(turns).to_contain_text("Past conversations")
+    wait_for_app(page)
+    # side by side: one row, slots on the left (both measured at once: the chat scrolls while it settles)
+    slot_box, turn_box = page.evaluate(
+        "() => ['slots', 'conversations'].map(t => { const r = document.querySelector("
+        "'.st-key-u_chat_turn1_recall0_' + t + '_tier').getBoundingClientRect(); return {x: r.x, y: r.y}; })"
+    )
+    assert abs(slot_box["y"] - turn_box["y"]) < 5 and slot_box["x"] < turn_box["x"], (slot_box, turn_box)
+    for container, label, wanted in ((slots, "Memory", "favorite_trail"), (turns, "Said", " user: ")):
+        if "Skipped: over the" in container.inner_text():
+            continue  # the recall's time budget on a loaded machine (the panel says so); the tool's search below
+        rows = _table(container)
+        header = next(row for row in rows if "Fused score" in row)
+        assert header == [label, "Vector", "Text", "Fused score"], header
+        hit = next(row for row in rows if wanted in row[0])
+        _sums_up(hit, header)
+    # the search_past_conversations tool's hits (no time budget): when and who, what was said, the numbers
+    tables = page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=stTable]')].filter(t => !t.closest('[class*=_tier]'))"
+        ".map(t => [...t.querySelectorAll('tr')]"
+        ".map(r => [...r.querySelectorAll('th,td')].map(c => c.textContent.trim())))"
+    )
+    header, *rows = next(table for table in tables if table and table[0][:1] == ["Said"])
+    assert header == ["Said", "Vector", "Text", "Fused score"], header
+    hike = next(row for row in rows if "Cedar Creek" in row[0])
+    assert re.search(r"\d{4}-\d\d-\d\d user: ", hike[0])
+    _sums_up(hike, header)
+    page.get_by_role("button", name="End session").click()
+    page.get_by_text("report was saved").wait_for(timeout=TURN_TIMEOUT_MS)
+
+    # Sessions: search every transcript, open the hit, land on the turn
+    open_page(page, "Sessions")
+    search = page.get_by_label("Search all my transcripts")
+    search.fill("hike with Nora")
+    search.press("Enter")
+    first_hit = page.locator('[class*="st-key-u_sessions_hit_0"]')
+    expect(first_hit).to_contain_text("Cedar Creek Loop", timeout=TURN_TIMEOUT_MS)
+    first_hit.get_by_role("button", name="Open").click()
+    wait_for_app(page)
+    match = page.locator('[class*="st-key-u_session_turn_match"]')
+    expect(match).to_contain_text("Cedar Creek Loop", timeout=TURN_TIMEOUT_MS)
+    expect(match).to_contain_text("The turn you searched for")
+    expect(match).to_be_in_viewport(timeout=10_000)
+
+    # deleting that session deletes its turns; the other session's stay
+    shown = page.get_by_role("heading", name=re.compile(r"^Session ")).first.inner_text()
+    session_id = shown.split("Session ", 1)[1].strip()
+    in_session = _turn_count(visitor, session_id)
+    before = _turn_count(visitor)
+    assert in_session > 0
+    page.get_by_role("button", name="Delete…").click()
+    page.get_by_role("button", name="Delete this session").click()
+    page.get_by_text(re.compile("Deleted session .* and its transcript")).wait_for(timeout=30_000)
+    assert _turn_count(visitor, session_id) == 0
+    assert 0 < _turn_count(visitor) == before - in_session
+
+    # delete everything: every session and turn of this visitor, and its memories
+    page.get_by_role("button", name="Delete everything…").click()
+    confirm = page.get_by_label("Type DELETE to confirm")
+    confirm.fill("DELETE")
+    confirm.press("Enter")  # the button is enabled once the phrase is in
+    # the Sessions page's own button (the sidebar has a "Delete everything about me" popover too)
+    page.get_by_test_id("stBaseButton-primary").filter(has_text="Delete everything about me").click()
+    page.get_by_text("No sessions yet").wait_for(timeout=30_000)
+    assert _turn_count(visitor) == 0

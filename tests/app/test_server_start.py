@@ -1,0 +1,44 @@
+"""The app's server as `make run` starts it (`streamlit run streamlit_app.py`, a subprocess): before any visitor
+connects, it has registered the livekit plugins on its main thread and loaded the database, the embedding
+model, the agent and the voice models (GET /api/warmup); stopped with SIGTERM, it lets go of the embedded
+database so the last process using it stops it."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+
+import pytest
+
+from tests.support.app import postmaster, start_streamlit, stop_streamlit, wait_until_stopped
+
+pytestmark = [pytest.mark.slow]
+
+
+def _warmup(url: str) -> dict:
+    with urllib.request.urlopen(f"{url}/api/warmup", timeout=10) as response:
+        return json.load(response)
+
+
+def test_the_server_warms_up_before_the_first_visitor_and_lets_go_of_the_database(cold_data_dir, tmp_path):
+    pgdata = cold_data_dir / "pg"
+    assert postmaster(pgdata) is None
+    process, url = start_streamlit({"DATA_DIR": str(cold_data_dir)}, log_path=tmp_path / "streamlit.log")
+    try:
+        status = _warmup(url)
+        assert [part["name"] for part in status["parts"]] == ["database", "embeddings", "agent", "voice"]
+        deadline = time.monotonic() + 180
+        while not status["done"]:
+            assert time.monotonic() < deadline, f"the warm-up did not finish: {status}"
+            time.sleep(0.5)
+            status = _warmup(url)
+        # every part loaded, nobody visited; the voice models need the silero plugin, which livekit only
+        # registers on the main thread: loading them proves the entry point registered it there
+        states = {part["name"]: (part["state"], part["error"]) for part in status["parts"]}
+        assert states == dict.fromkeys(("database", "embeddings", "agent", "voice"), ("ready", None))
+        assert status["seconds"] > 0
+        assert postmaster(pgdata) is not None  # the server started the stopped database itself
+    finally:
+        stop_streamlit(process)
+    wait_until_stopped(pgdata)  # uvicorn skips atexit handlers: the lifespan's shutdown let go of it

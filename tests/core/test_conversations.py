@@ -1,0 +1,560 @@
+"""The conversation tier against the real embedded Postgres: storing turns, RLS,
+deletion, the lexicon statistics, and match_conversation_turns_hybrid against an
+independent computation (numpy for the vector branch, BM25 recomputed here from
+the turns' lexemes for the text branch, RRF recomputed from the ranks)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import numpy as np
+import psycopg
+import pytest
+
+from core import conversations, db, embeddings, erasure, identity, maintenance, memories, sessions
+from core.conversations import TurnInput
+from core.db import Scope, transaction, vector_literal
+from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
+from core.retrieval import RrfParams, search_conversations
+
+T0 = datetime(2024, 3, 1, 18, 0, tzinfo=UTC)
+
+SESSION_A = [  # (speaker, content)
+    ("user", "hey, got a minute?"),
+    ("assistant", "Hi! What can I do for you today?"),
+    ("user", "We hiked the Cedar Creek Loop on Saturday with Nora, nine miles and my legs are dead."),
+    ("assistant", "That sounds like a great day outside. Were the views worth the climb?"),
+    ("user", "Give me a packing list for a weekend hike."),
+    ("assistant", "Layers, rain jacket, two liters of water, snacks, map, headlamp and broken-in boots."),
+    ("user", "Booked my flights to Lisbon for May! TAP, flight TP 1357."),
+    ("assistant", "How exciting! Do you want help putting together an itinerary?"),
+]
+SESSION_B = [
+    ("user", "morning :)"),
+    ("assistant", "Good to hear from you. How's it going?"),
+    ("user", "Big news, we adopted a beagle from the shelter today! Pepper is three and asleep on the couch."),
+    ("assistant", "That's wonderful, congratulations! How are the first hours going?"),
+    ("user", "How do I get a dog to stop pulling on the leash?"),
+    ("assistant", "Stop walking whenever the leash goes tight and reward the dog when it comes back to your side."),
+    ("user", "Someone at work said the Granite Peak Trail is even prettier in the fall."),
+    ("assistant", "Fall colours on a trail are hard to beat."),
+    ("user", "For Lisbon we're staying at Casa Azul, five nights near the old town."),
+    ("assistant", "Nice choice, staying central makes it easy to walk everywhere."),
+]
+QUERIES = [
+    "what was the name of the trail I hiked with Nora?",
+    "what's my flight number to Lisbon?",
+    "what did we call the dog we adopted",
+    "hotel in Lisbon",
+    "trail",
+    "how far did I walk in the mountains",
+]
+
+
+def _sign_in():
+    verified = identity.verify(identity.sign_in_anonymously().access_token)
+    return SimpleNamespace(
+        scope=Scope.for_user(verified), user_id=verified.user_id, service=Scope.service(verified.user_id)
+    )
+
+
+def _turns(session_id, rows, start):
+    return [
+        TurnInput(session_id, i, speaker, content, start + timedelta(minutes=i))
+        for i, (speaker, content) in enumerate(rows)
+    ]
+
+
+@pytest.fixture(scope="module")
+def corpus(database_uri):
+    owner, other = _sign_in(), _sign_in()
+    sa, sb = f"conv-a-{owner.user_id}", f"conv-b-{owner.user_id}"
+    conversations.store_turns(owner.service, _turns(sa, SESSION_A, T0))
+    conversations.store_turns(owner.service, _turns(sb, SESSION_B, T0 + timedelta(days=9)))
+    # Another user with the same words: a search must never see them.
+    so = f"conv-o-{other.user_id}"
+    conversations.store_turns(other.service, _turns(so, SESSION_A + SESSION_B, T0))
+    yield SimpleNamespace(owner=owner, other=other, sa=sa, sb=sb, so=so)
+    with db.admin_connection() as conn:
+        conn.execute("delete from auth.users where id = any(%s)", ([owner.user_id, other.user_id],))
+
+
+# ---------------------------------------------------------------------------
+# The independent computation
+# ---------------------------------------------------------------------------
+
+
+def user_turns(user_id) -> list[dict]:
+    with db.admin_connection() as conn:
+        rows = conn.execute(
+            "select id, session_id, embedding::text, tsvector_to_array(fts) "
+            "from public.conversation_turns where user_id = %s",
+            (user_id,),
+        ).fetchall()
+    return [
+        {
+            "id": r[0],
+            "session_id": r[1],
+            "embedding": None if r[2] is None else np.array(json.loads(r[2])),
+            "lexemes": set(r[3]),
+        }
+        for r in rows
+    ]
+
+
+def query_lexemes(text: str) -> list[str]:
+    with db.admin_connection() as conn:
+        return list(conn.execute("select tsvector_to_array(to_tsvector('english', %s))", (text,)).fetchone()[0])
+
+
+def expected_hybrid(
+    user_id, query_vector, query_text, match_count, wv, wt, k, candidates=None, exclude_session_id=None
+):
+    candidates = candidates or min(max(match_count, 1), 200) * 4
+    turns = user_turns(user_id)
+    visible = [t for t in turns if exclude_session_id is None or t["session_id"] != exclude_session_id]
+
+    vector = {}
+    if query_vector is not None:
+        # turns store half-precision embeddings and the function casts the query the same way
+        q = np.asarray(json.loads(query_vector)).astype(np.float16).astype(np.float64)
+        dist = {
+            t["id"]: float(1 - t["embedding"] @ q / (np.linalg.norm(t["embedding"]) * np.linalg.norm(q)))
+            for t in visible
+            if t["embedding"] is not None
+        }
+        order = sorted(dist, key=lambda i: (dist[i], i))
+        values = [dist[i] for i in order]
+        # float32 sums in pgvector: ranks are only comparable if no two distances are near-ties
+        assert all(right - left == 0 or right - left > 2e-6 for left, right in itertools.pairwise(values)), (
+            "near-tie in the test data; change the query"
+        )
+        vector = {i: (rank, dist[i]) for rank, i in enumerate(order[:candidates], start=1)}
+
+    text = {}
+    if query_text and query_text.strip():
+        # IDF over all of the user's turns (the statistics include every session); a turn scores
+        # the sum of the IDFs of the kept query lexemes it contains.
+        n = len(turns)
+        df = {}
+        for lexeme in set(query_lexemes(query_text)):
+            count = sum(1 for t in turns if lexeme in t["lexemes"])
+            if count:
+                df[lexeme] = count
+        idf = {x: math.log(1 + (n - c + 0.5) / (c + 0.5)) for x, c in df.items()}
+        rarest = sorted(df, key=lambda x: (df[x], x))[:8]
+        # words in more than 10% of the user's turns are left out, unless it is the rarest one
+        kept = [x for pos, x in enumerate(rarest) if pos == 0 or df[x] <= 0.1 * n]
+        scores = {}
+        for t in visible:
+            matched = [idf[x] for x in kept if x in t["lexemes"]]
+            if matched:
+                scores[t["id"]] = sum(matched)
+        order = sorted(scores, key=lambda i: (-scores[i], i))[:candidates]
+        text = {i: (rank, scores[i]) for rank, i in enumerate(order, start=1)}
+
+    fused = []
+    for i in set(vector) | set(text):
+        vr, vd = vector.get(i, (None, None))
+        tr, ts = text.get(i, (None, None))
+        v_rrf = wv / (k + vr) if vr else 0.0
+        t_rrf = wt / (k + tr) if tr else 0.0
+        fused.append(
+            {
+                "id": i,
+                "vector_rank": vr,
+                "vector_distance": vd,
+                "text_rank": tr,
+                "text_score": ts,
+                "vector_rrf": v_rrf,
+                "text_rrf": t_rrf,
+                "rrf_score": v_rrf + t_rrf,
+            }
+        )
+    fused.sort(key=lambda e: (-e["rrf_score"], e["vector_rank"] or math.inf, e["id"]))
+    return fused[: min(max(match_count, 1), 200)]
+
+
+def call_sql(scope, query_vector, query_text, user_id, match_count, wv, wt, k, candidates=None, exclude=None):
+    with transaction(scope) as cur:
+        cur.execute(
+            "select * from public.match_conversation_turns_hybrid("
+            "%s::extensions.vector, %s, %s, %s, %s, %s, %s, 'any', %s, %s)",
+            (query_vector, query_text, user_id, match_count, wv, wt, k, candidates, exclude),
+        )
+        return cur.fetchall()
+
+
+def assert_matches(actual, expected):
+    rows = [row if isinstance(row, dict) else row.__dict__ for row in actual]
+    assert [r["id"] for r in rows] == [e["id"] for e in expected]
+    for row, e in zip(rows, expected, strict=True):
+        assert row["vector_rank"] == e["vector_rank"] and row["text_rank"] == e["text_rank"]
+        for key, tol in (("vector_distance", 1e-6), ("text_score", 1e-9)):
+            if e[key] is None:
+                assert row[key] is None
+            else:
+                assert row[key] == pytest.approx(e[key], abs=tol, rel=1e-9)
+        for key in ("vector_rrf", "text_rrf", "rrf_score"):
+            assert row[key] == pytest.approx(e[key], rel=1e-12, abs=1e-15)
+
+
+# ---------------------------------------------------------------------------
+# Search agrees with the independent computation
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.parametrize(
+    "match_count,wv,wt,k,candidates",
+    [
+        (10, 0.5, 0.5, 60, None),
+        (5, 0.7, 0.3, 60, None),
+        (3, 1.0, 1.0, 1, 4),
+        (18, 0.2, 2.0, 10, 100),
+        (1, 1.0, 0.0, 60, None),
+        (7, 0.0, 1.0, 60, 3),
+    ],
+)
+def test_sql_function_matches_independent_computation(corpus, query, match_count, wv, wt, k, candidates):
+    owner = corpus.owner
+    qv = vector_literal(embeddings.embed_one(query))
+    actual = call_sql(owner.scope, qv, query, owner.user_id, match_count, wv, wt, k, candidates)
+    assert actual
+    assert_matches(actual, expected_hybrid(owner.user_id, qv, query, match_count, wv, wt, k, candidates))
+    assert {r["session_id"] for r in actual} <= {corpus.sa, corpus.sb}
+
+
+def test_text_branch_weights_rare_words_over_common_ones(new_user):
+    user = new_user()
+    filler = [("assistant", f"Happy to help with question number {i}.") for i in range(36)]
+    rows_in = [
+        *filler,
+        ("user", "The Cedar trail was muddy."),
+        ("user", "Another trail run today."),
+        ("user", "Trail shoes are worn out."),
+        ("user", "Pepper slept all day."),
+    ]
+    conversations.store_turns(Scope.service(user.user_id), _turns(f"idf-{user.user_id}", rows_in, T0))
+    # "trail" is in 3 of 40 turns, "pepper" in 1: each matching turn shares one word with the query,
+    # and the one with the rarer word comes first.
+    rows = call_sql(user.scope, None, "trail Pepper", user.user_id, 20, 0.0, 1.0, 60)
+    assert next(r["content"] for r in rows) == "Pepper slept all day." and len(rows) == 4
+    assert rows[0]["text_score"] > rows[1]["text_score"] == rows[2]["text_score"] == rows[3]["text_score"]
+    assert_matches(rows, expected_hybrid(user.user_id, None, "trail Pepper", 20, 0.0, 1.0, 60))
+
+
+def test_common_words_are_left_out_unless_nothing_else_is_left(corpus):
+    owner = corpus.owner
+    # "assistant" is in half of the owner's turns: alone it still ranks its turns ...
+    alone = call_sql(owner.scope, None, "assistant", owner.user_id, 50, 0.0, 1.0, 60)
+    assert len(alone) == sum(1 for speaker, _ in SESSION_A + SESSION_B if speaker == "assistant")
+    # ... next to a rarer word it is dropped: only the rare word's turns match
+    rows = call_sql(owner.scope, None, "assistant Lisbon", owner.user_id, 50, 0.0, 1.0, 60)
+    assert rows and all("Lisbon" in r["content"] for r in rows)
+    assert_matches(rows, expected_hybrid(owner.user_id, None, "assistant Lisbon", 50, 0.0, 1.0, 60))
+
+
+def test_all_terms_mode_needs_every_word(corpus):
+    owner = corpus.owner
+    with transaction(owner.scope) as cur:
+        cur.execute(
+            "select content from public.match_conversation_turns_hybrid(null, %s, %s, 10, 0, 1, 60, 'all')",
+            ("Lisbon flight", owner.user_id),
+        )
+        both = [r["content"] for r in cur.fetchall()]
+        cur.execute(
+            "select count(*) as n from public.match_conversation_turns_hybrid(null, %s, %s, 10, 0, 1, 60, 'all')",
+            ("the of and", owner.user_id),
+        )  # only stop words: no query, no hits
+        nothing = cur.fetchone()["n"]
+    assert both == ["Booked my flights to Lisbon for May! TAP, flight TP 1357."] and nothing == 0
+
+
+def test_exclude_session_leaves_out_the_current_conversation(corpus):
+    owner = corpus.owner
+    query = "Lisbon"
+    qv = vector_literal(embeddings.embed_one(query))
+    rows = call_sql(owner.scope, qv, query, owner.user_id, 50, 0.5, 0.5, 60, None, corpus.sb)
+    assert rows and all(r["session_id"] == corpus.sa for r in rows)
+    assert_matches(rows, expected_hybrid(owner.user_id, qv, query, 50, 0.5, 0.5, 60, exclude_session_id=corpus.sb))
+    hits = search_conversations(owner.scope, query, limit=5, exclude_session_id=corpus.sa).hits
+    assert hits and all(h.session_id == corpus.sb for h in hits)
+
+
+def test_search_through_core_returns_the_functions_numbers_and_dates(corpus):
+    owner = corpus.owner
+    params = RrfParams(0.5, 0.5, 20)
+    result = search_conversations(
+        owner.scope, "what did we call the dog we adopted", limit=5, params=params, candidates=50
+    )
+    assert result.mode == "hybrid" and not result.degraded
+    top = result.hits[0]
+    assert "Pepper" in top.content and top.speaker == "user" and top.session_id == corpus.sb
+    assert top.created_at == T0 + timedelta(days=9, minutes=2)
+    qv = vector_literal(embeddings.embed_one(result.query))
+    assert_matches(result.hits, expected_hybrid(owner.user_id, qv, result.query, 5, 0.5, 0.5, 20, 50))
+    assert result.as_dict()["hits"][0]["created_at"] == top.created_at.isoformat()
+
+
+def test_embedding_failure_falls_back_to_text(corpus):
+    def broken(_text):
+        raise EmbeddingUnavailable("the model could not be loaded")
+
+    result = search_conversations(corpus.owner.scope, "flight number", limit=3, embed=broken)
+    assert result.mode == "text" and "the model could not be loaded" in result.degraded_reason
+    assert "TP 1357" in result.hits[0].content
+    assert all(h.vector_rank is None and h.rrf_score == h.text_rrf > 0 for h in result.hits)
+
+
+# ---------------------------------------------------------------------------
+# Row level security
+# ---------------------------------------------------------------------------
+
+
+def test_owner_reads_own_turns_and_another_user_reads_none(corpus):
+    owner, other = corpus.owner, corpus.other
+    with transaction(owner.scope) as cur:
+        cur.execute("select count(*) as n, count(distinct user_id) as users from public.conversation_turns")
+        mine = cur.fetchone()
+    assert mine == {"n": len(SESSION_A) + len(SESSION_B), "users": 1}
+    with transaction(other.scope) as cur:
+        cur.execute("select count(*) as n from public.conversation_turns where user_id = %s", (owner.user_id,))
+        assert cur.fetchone()["n"] == 0
+        cur.execute("select count(*) as n from public.conversation_lexemes where user_id = %s", (owner.user_id,))
+        assert cur.fetchone()["n"] == 0
+        # the search function runs as the caller: asking for the owner's turns finds nothing
+        cur.execute(
+            "select count(*) as n from public.match_conversation_turns_hybrid(null, 'Lisbon flight', %s)",
+            (owner.user_id,),
+        )
+        assert cur.fetchone()["n"] == 0
+    assert conversations.list_turns(other.scope, corpus.sa) == []
+    assert len(conversations.list_turns(owner.scope, corpus.sa)) == len(SESSION_A)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "insert into public.conversation_turns (user_id, session_id, turn_index, speaker, content) "
+        "values (%(uid)s, %(sid)s, 99, 'user', 'planted by the client')",
+        "update public.conversation_turns set embedding = null where user_id = %(uid)s",
+        "delete from public.conversation_turns where user_id = %(uid)s",
+        "insert into public.conversation_lexemes (user_id, lexeme, turn_count) values (%(uid)s, 'x', 1)",
+    ],
+)
+def test_authenticated_users_cannot_write_turns_even_their_own(corpus, statement):
+    owner = corpus.owner
+    before = len(user_turns(owner.user_id))
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), transaction(owner.scope) as cur:
+        cur.execute(statement, {"uid": owner.user_id, "sid": corpus.sa})
+    assert len(user_turns(owner.user_id)) == before
+
+
+def test_turns_are_written_by_the_service_only(corpus):
+    with pytest.raises(InvalidInput, match="written by the service"):
+        conversations.store_turn(corpus.owner.scope, corpus.sa, 50, "user", "hello")
+
+
+def test_a_session_of_another_user_is_refused_and_nothing_is_written(corpus):
+    before = len(user_turns(corpus.owner.user_id))
+    with pytest.raises(InvalidInput, match="belongs to another user"):
+        conversations.store_turns(
+            corpus.owner.service,
+            [TurnInput(f"fresh-{corpus.owner.user_id}", 0, "user", "hi"), TurnInput(corpus.so, 99, "user", "sneaky")],
+        )
+    assert len(user_turns(corpus.owner.user_id)) == before
+    with pytest.raises(NotFound):
+        sessions.get_session(corpus.owner.service, f"fresh-{corpus.owner.user_id}")
+
+
+def test_turn_text_is_immutable_and_storing_again_is_idempotent(corpus):
+    owner = corpus.owner
+    again = conversations.store_turn(owner.service, corpus.sa, 2, "user", SESSION_A[2][1])
+    assert again.content == SESSION_A[2][1] and len(conversations.list_turns(owner.scope, corpus.sa)) == len(SESSION_A)
+    with pytest.raises(InvalidInput, match="different text"):
+        conversations.store_turn(owner.service, corpus.sa, 2, "user", "We hiked somewhere else")
+    with pytest.raises(psycopg.errors.CheckViolation), transaction(owner.service) as cur:
+        cur.execute("update public.conversation_turns set content = 'rewritten' where id = %s", (again.id,))
+
+
+@pytest.mark.parametrize(
+    "turn, message",
+    [
+        (TurnInput("s", -1, "user", "x"), "turn index"),
+        (TurnInput("s", 0, "", "x"), "speaker"),
+        (TurnInput("s", 0, "user", "   "), "turn text is empty"),
+        (TurnInput("s", 0, "user", "x" * 8001), "too long"),
+        (TurnInput("s", 0, "user", "x", datetime(2024, 1, 1)), "timezone"),
+    ],
+)
+def test_bad_turns_are_refused_with_a_clear_message(corpus, turn, message):
+    with pytest.raises(InvalidInput, match=message):
+        conversations.store_turns(corpus.owner.service, [turn])
+
+
+# ---------------------------------------------------------------------------
+# Embedding later, deletion, statistics
+# ---------------------------------------------------------------------------
+
+
+def lexicon(user_id) -> tuple[dict, tuple]:
+    with db.admin_connection() as conn:
+        stats = dict(
+            conn.execute(
+                "select lexeme, turn_count from public.conversation_lexemes where user_id = %s", (user_id,)
+            ).fetchall()
+        )
+        totals = conn.execute(
+            "select turn_count from public.conversation_lexicon_totals where user_id = %s", (user_id,)
+        ).fetchone()
+    return stats, totals
+
+
+def recount(user_id) -> tuple[dict, tuple]:
+    counts: dict[str, int] = {}
+    turns = user_turns(user_id)
+    for t in turns:
+        for lexeme in t["lexemes"]:
+            counts[lexeme] = counts.get(lexeme, 0) + 1
+    return counts, ((len(turns),) if turns else None)
+
+
+def test_a_turn_whose_embedding_failed_is_kept_found_by_text_and_embedded_later(new_user):
+    user = new_user()
+    service = Scope.service(user.user_id)
+    sid = f"emb-{user.user_id}"
+
+    def broken(_texts):
+        raise EmbeddingUnavailable("model offline")
+
+    turn = conversations.store_turn(service, sid, 0, "user", "My parking spot at work is C117.", embed=broken)
+    assert not turn.embedded
+    found = search_conversations(user.scope, "parking spot", limit=3)
+    assert [h.id for h in found.hits] == [turn.id] and found.hits[0].vector_rank is None
+
+    assert conversations.embed_pending(service) == 1
+    assert conversations.get_turn(service, turn.id).embedded
+    assert conversations.embed_pending(service) == 0
+    found = search_conversations(user.scope, "where do I park", limit=3)
+    assert found.hits[0].id == turn.id and found.hits[0].vector_rank == 1
+
+
+def test_statistics_follow_inserts_and_deletes(new_user):
+    user = new_user()
+    service = Scope.service(user.user_id)
+    first, second = f"stats-1-{user.user_id}", f"stats-2-{user.user_id}"
+    conversations.store_turns(service, _turns(first, SESSION_A, T0))
+    conversations.store_turns(service, _turns(second, SESSION_B, T0))
+    conversations.store_turn(service, second, len(SESSION_B), "user", "Pepper chewed my hiking boots")
+    assert lexicon(user.user_id) == recount(user.user_id)
+    assert lexicon(user.user_id)[0]["pepper"] == 2
+
+    sessions.delete_session(user.scope, second)  # as the owner: RLS allows, the turns cascade
+    assert conversations.list_turns(user.scope, second) == []
+    assert lexicon(user.user_id) == recount(user.user_id)
+    assert "pepper" not in lexicon(user.user_id)[0]
+    assert lexicon(user.user_id)[1] == (len(SESSION_A),)
+
+    with pytest.raises(NotFound):
+        sessions.delete_session(user.scope, second)
+    assert sessions.delete_all_sessions(user.scope) == 1
+    assert user_turns(user.user_id) == []
+    assert lexicon(user.user_id) == ({}, None)  # no turns left: no totals row either
+
+
+def test_another_user_cannot_delete_my_session(corpus, new_user):
+    intruder = new_user()
+    with pytest.raises(NotFound):
+        sessions.delete_session(intruder.scope, corpus.sa)
+    assert sessions.delete_all_sessions(intruder.scope) == 0
+    assert len(conversations.list_turns(corpus.owner.scope, corpus.sa)) == len(SESSION_A)
+
+
+def test_deleting_the_user_deletes_turns_and_statistics(new_user):
+    user = new_user()
+    conversations.store_turns(Scope.service(user.user_id), _turns(f"gone-{user.user_id}", SESSION_A, T0))
+    with db.admin_connection() as conn:
+        conn.execute("delete from auth.users where id = %s", (user.user_id,))
+    assert user_turns(user.user_id) == [] and lexicon(user.user_id) == ({}, None)
+
+
+def test_embedding_text_includes_the_speaker():
+    assert conversations.embedding_text("user", "I adopted a beagle") == "user: I adopted a beagle"
+
+
+def test_turn_embeddings_are_stored_in_half_precision(corpus):
+    turn = conversations.list_turns(corpus.owner.scope, corpus.sa)[2]
+    with db.admin_connection() as conn:
+        stored, kind = conn.execute(
+            "select embedding::text, pg_typeof(embedding)::text from public.conversation_turns where id = %s",
+            (turn.id,),
+        ).fetchone()
+    expected = embeddings.embed([conversations.embedding_text(turn.speaker, turn.content)])[0]
+    assert kind == "extensions.halfvec" or kind == "halfvec"
+    values = np.array(json.loads(stored))
+    # half-precision numbers (printed with 8 significant digits)
+    assert np.allclose(values.astype(np.float16).astype(np.float64), values, rtol=1e-7, atol=0)
+    assert np.allclose(values, expected, atol=1e-3) and not np.array_equal(values, expected)
+
+
+def test_delete_everything_as_the_user_deletes_memories_sessions_and_turns_and_nobody_elses(corpus, new_user):
+    user = new_user()
+    service = Scope.service(user.user_id)
+    memories.remember(service, "favorite_color", "teal")
+    conversations.store_turns(service, _turns(f"all-1-{user.user_id}", SESSION_A, T0))
+    conversations.store_turns(service, _turns(f"all-2-{user.user_id}", SESSION_B, T0))
+    sessions.save_report(service, f"all-2-{user.user_id}", {"playground": {}})
+    others_turns = len(user_turns(corpus.owner.user_id))
+
+    deleted = erasure.delete_everything(user.scope)  # as the user: RLS decides what goes
+    assert deleted.rows == {"memories": 1, "sessions": 2} and deleted.turns == len(SESSION_A) + len(SESSION_B)
+    assert user_turns(user.user_id) == [] and lexicon(user.user_id) == ({}, None)
+    assert sessions.list_sessions(user.scope) == [] and memories.list_memories(user.scope) == []
+    assert len(user_turns(corpus.owner.user_id)) == others_turns  # another user's turns are untouched
+    again = erasure.delete_everything(user.scope)
+    assert again.rows == {"memories": 0, "sessions": 0} and again.turns == 0
+
+
+def test_cleanup_of_abandoned_anonymous_users_removes_their_turns(new_user):
+    abandoned, active = new_user(), new_user()
+    for user in (abandoned, active):
+        conversations.store_turns(Scope.service(user.user_id), _turns(f"kept-{user.user_id}", SESSION_A, T0))
+    with db.admin_connection() as conn:
+        conn.execute(
+            "update auth.users set created_at = now() - interval '90 days', "
+            "last_sign_in_at = now() - interval '90 days' where id = %s",
+            (abandoned.user_id,),
+        )
+    maintenance.cleanup(older_than_days=30)
+    assert user_turns(abandoned.user_id) == [] and lexicon(abandoned.user_id) == ({}, None)
+    with db.admin_connection() as conn:
+        assert (
+            conn.execute("select count(*) from public.sessions where user_id = %s", (abandoned.user_id,)).fetchone()[0]
+            == 0
+        )
+    assert len(user_turns(active.user_id)) == len(SESSION_A)  # a user seen recently keeps everything
+
+
+def test_turns_left_without_an_embedding_are_embedded_by_the_cleanup_run(new_user):
+    user = new_user()
+
+    def broken(_texts):
+        raise EmbeddingUnavailable("model offline")
+
+    turn = conversations.store_turn(
+        Scope.service(user.user_id),
+        f"left-{user.user_id}",
+        0,
+        "user",
+        "The spare key is under the blue pot.",
+        embed=broken,
+    )
+    assert not turn.embedded  # as a process that exited before its retry pass leaves it
+    removed = maintenance.cleanup(older_than_days=3650)
+    assert removed["turns_embedded"] >= 1
+    assert conversations.get_turn(user.scope, turn.id).embedded

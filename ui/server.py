@@ -1,0 +1,66 @@
+"""What the app's server does when it starts, before any visitor: the lifespan of the ``st.App``
+in ``streamlit_app.py`` (Streamlit's public ASGI entry point, run by ``streamlit run`` and ``make run``).
+
+Streamlit runs the lifespan on the process's main thread, inside the server's event loop, before the
+server accepts a connection. There it registers the livekit plugins (livekit registers plugins only
+on the main thread; see agent/plugins.py) and starts the warm-up (agent/warmup.py), which loads the
+database, the embedding model, the agent and the voice models in the background, so the first
+visitor's first reply does not wait for them. When the server stops, it saves the open
+conversations' reports and lets go of the embedded database.
+
+``GET /api/warmup`` says how far the warm-up is (JSON: done, seconds, and each part's state), for a
+readiness probe and for the benchmark of the first visit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from agent import plugins, shutdown_runtime, warmup
+from core import db
+
+log = logging.getLogger("memory_playground.ui.server")
+
+
+@asynccontextmanager
+async def lifespan(app: Any) -> AsyncIterator[None]:
+    plugins.register()
+    warmup.start()
+    log.info("warming up in the background: %s", ", ".join(part.label for part in warmup.current().status()))
+    yield
+    await asyncio.to_thread(_stop)
+
+
+def _stop() -> None:
+    """What the process does at exit, done here: uvicorn ends the process with the signal it caught
+    (SIGTERM, Ctrl+C) right after this shutdown, and atexit handlers never run then."""
+    shutdown_runtime()  # every open conversation is closed and its report saved
+    db.stop_embedded()  # the embedded database stops when no other process uses it
+
+
+async def warmup_status(request: Request) -> JSONResponse:
+    warming = warmup.current()
+    if warming is None:
+        return JSONResponse({"done": False, "seconds": None, "parts": []})
+    finished = warming.finished_at
+    return JSONResponse(
+        {
+            "done": warming.done,
+            "seconds": None if finished is None else round(finished - warming.started_at, 2),
+            "parts": [
+                {"name": p.name, "label": p.label, "state": p.state, "seconds": p.seconds, "error": p.error}
+                for p in warming.status()
+            ],
+        }
+    )
+
+
+routes = [Route("/api/warmup", warmup_status)]
