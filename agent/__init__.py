@@ -32,6 +32,7 @@ _EXPORTS = {
     "AgentRuntime": "agent.runtime",
     "Conversation": "agent.conversation",
     "TurnResult": "agent.conversation",
+    "MAX_MESSAGE_LENGTH": "agent.conversation",
     # the agent itself, for benchmarks that drive it directly
     "PlaygroundAgent": "agent.playground_agent",
     "PlaygroundSession": "agent.session",
@@ -77,6 +78,7 @@ _EXPORTS = {
 _RENAMED = {"prewarm_voice": "prewarm", "save_report": "save", "flush_pending_reports": "flush_pending"}
 
 __all__ = [
+    "MAX_MESSAGE_LENGTH",
     "SPECULATE_AFTER_SECONDS",
     "VAD_MIN_SILENCE",
     "WEBRTC_FRAME_SAMPLES",
@@ -136,7 +138,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from agent import events, plugins, warmup
     from agent.chat_format import recall_block
-    from agent.conversation import Conversation, TurnResult
+    from agent.conversation import MAX_MESSAGE_LENGTH, Conversation, TurnResult
     from agent.event_bus import EventBus, QueueSink
     from agent.events import (
         ErrorEvent,

@@ -38,9 +38,13 @@ RELEVANT_MAX_DISTANCE = 0.75
 TURN_QUOTE_CHARS = 280
 
 
-def is_relevant(text_rank: int | None, vector_distance: float | None) -> bool:
-    """Whether a hit is worth showing the model (or, for the offline brain, mentioning):
-    it matched on text, or it is close in vector space."""
+def is_relevant(text_rank: int | None, vector_distance: float | None, rrf_score: float | None = None) -> bool:
+    """Whether a hit (a memory or a past turn) is worth showing the model (or, for the offline brain, mentioning):
+    the one rule.
+    It matched on text, or it is close in vector space; and the fusion gave it a score (a branch weighted 0
+    contributes nothing, so a hit only that branch found scores 0 and is not put into context)."""
+    if rrf_score is not None and rrf_score <= 0:
+        return False
     return text_rank is not None or (vector_distance is not None and vector_distance <= RELEVANT_MAX_DISTANCE)
 
 
@@ -87,14 +91,14 @@ def choose(
     included); a hit that does not fit is left out and smaller ones after it may still go in."""
     used = estimate_tokens(RECALL_LEAD)
     chosen_slots: list[MemoryHit] = []
-    for hit in [h for h in slots if is_relevant(h.text_rank, h.vector_distance)][:inject]:
+    for hit in [h for h in slots if is_relevant(h.text_rank, h.vector_distance, h.rrf_score)][:inject]:
         cost = estimate_tokens(slot_line(hit))
         if used + cost <= token_budget:
             chosen_slots.append(hit)
             used += cost
     chosen_turns: list[ConversationHit] = []
     used += estimate_tokens(PAST_TURNS_LEAD)
-    for hit in [h for h in turns if is_relevant(h.text_rank, h.vector_distance)][:inject_turns]:
+    for hit in [h for h in turns if is_relevant(h.text_rank, h.vector_distance, h.rrf_score)][:inject_turns]:
         cost = estimate_tokens(turn_line(hit))
         if used + cost <= token_budget:
             chosen_turns.append(hit)

@@ -44,6 +44,7 @@ from agent.events import Event, of_type
 from core import sessions
 from core.config import get_settings
 from core.db import Scope, parse_user_id
+from core.erasure import pending_reports_dir
 from core.errors import DatabaseUnavailable, InvalidInput, PlaygroundError
 from core.private_files import private_dir, write_private
 from core.text import sanitize_json
@@ -136,7 +137,7 @@ def livekit_report(session, *, session_id: str, room_name: str | None = None) ->
 
 
 def _spool_dir() -> Path:
-    return get_settings().data_dir / "pending_reports"
+    return pending_reports_dir()
 
 
 def _rejected_dir() -> Path:

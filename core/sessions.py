@@ -145,22 +145,3 @@ def delete_all_sessions(scope: Scope) -> int:
     with transaction(scope) as cur:
         cur.execute("delete from public.sessions where user_id = %s", (scope.user_id,))
         return cur.rowcount
-
-
-@dataclass(frozen=True)
-class Deleted:
-    memories: int
-    sessions: int
-    turns: int
-
-
-def delete_everything(scope: Scope) -> Deleted:
-    """Delete everything kept about the scope's user, in one transaction: their memories, their session reports
-    and every turn of every conversation (the turns go with their sessions). The account and profile stay."""
-    with transaction(scope) as cur:
-        cur.execute("select count(*) as n from public.conversation_turns where user_id = %s", (scope.user_id,))
-        turns = cur.fetchone()["n"]
-        cur.execute("delete from public.memories where user_id = %s", (scope.user_id,))
-        memories = cur.rowcount
-        cur.execute("delete from public.sessions where user_id = %s", (scope.user_id,))
-        return Deleted(memories=memories, sessions=cur.rowcount, turns=turns)

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import streamlit as st
 
-from agent import Conversation, llm_wait_seconds, warmup
+from agent import MAX_MESSAGE_LENGTH, Conversation, llm_wait_seconds, warmup
 from core.errors import InvalidInput
 from ui import auth, chat_state, rrf
 from ui.errors import reported, show_error
@@ -23,12 +23,18 @@ from ui.turn_panel import render_tool_calls, render_turn_details
 from ui.turns import Turn, group_turns
 
 TURN_TIMEOUT_SECONDS = 120
+# The conversation and the panel beside it scroll inside their own boxes, and the message box sits under
+# the conversation (not pinned to the page's bottom, which makes Streamlit scroll the page to its end on
+# every rerun): a growing panel never pushes the newest reply out of view.
+CONVERSATION_HEIGHT = 470
+PANEL_HEIGHT = 560
 POLL_SECONDS = 0.25  # while the agent starts or answers, the page checks this often whether it is done
 # A message just handed over is drawn with its answer when the answer comes this quickly (one page run
 # instead of two); otherwise its bubble is drawn after this long and the answer when it comes.
 QUICK_ANSWER_SECONDS = 0.8
 _OUTBOX = "u_chat_outbox"  # messages typed or clicked and not yet handed to the agent (see _queue)
 _WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy), when the page started waiting in that state)
+_DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until it is sent or discarded
 _ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
 _INSPECT = "u_chat_inspect_turn"
 _ANSWERED = "u_chat_answered_turns"  # how many turns were answered when the page was last drawn
@@ -53,7 +59,78 @@ def _queue(text: str | None) -> None:
 
 
 def _typed() -> None:
-    _queue(st.session_state.get("u_chat_input"))
+    """The message box's submit: a message over the limit goes to the draft, whole, not to the agent."""
+    text = st.session_state.get("u_chat_input")
+    if text and len(text) > MAX_MESSAGE_LENGTH:
+        st.session_state[_DRAFT] = text
+    else:
+        _queue(text)
+
+
+def _send_draft() -> None:
+    draft = st.session_state.get(_DRAFT) or ""
+    if 0 < len(draft.strip()) <= MAX_MESSAGE_LENGTH:
+        _queue(draft)
+        st.session_state.pop(_DRAFT, None)
+
+
+def _send_first_part() -> None:
+    """Send what fits; the rest stays in the draft for the next message."""
+    draft = st.session_state.get(_DRAFT) or ""
+    cut = draft.rfind(" ", 0, MAX_MESSAGE_LENGTH + 1)
+    cut = cut if cut > MAX_MESSAGE_LENGTH // 2 else MAX_MESSAGE_LENGTH
+    _queue(draft[:cut])
+    rest = draft[cut:].strip()
+    if rest:
+        st.session_state[_DRAFT] = rest
+    else:
+        st.session_state.pop(_DRAFT, None)
+
+
+def _discard_draft() -> None:
+    st.session_state.pop(_DRAFT, None)
+
+
+def _draft_panel() -> None:
+    """A message over the limit, kept whole: shorten it and send, send it in parts, or discard it."""
+    if _DRAFT not in st.session_state:
+        return
+    length = len(st.session_state[_DRAFT])
+    with st.container(border=True, key="u_chat_draft_box"):
+        st.warning(
+            f"Your message is {length:,} characters long; messages can be up to {MAX_MESSAGE_LENGTH:,}. "
+            "It was not sent, and nothing is lost: it is below. Shorten it and send it, or send it in parts.",
+            icon=":material/content_cut:",
+        )
+        st.text_area("Your message (not sent yet)", key=_DRAFT, height=140)
+        buttons = st.container(horizontal=True)
+        buttons.button(
+            "Send",
+            key="u_chat_draft_send",
+            type="primary",
+            on_click=_send_draft,
+            disabled=length > MAX_MESSAGE_LENGTH or not st.session_state[_DRAFT].strip(),
+            icon=":material/send:",
+        )
+        buttons.button(
+            f"Send the first {MAX_MESSAGE_LENGTH:,} characters",
+            key="u_chat_draft_part",
+            on_click=_send_first_part,
+            disabled=length <= MAX_MESSAGE_LENGTH,
+            help="The rest stays here, ready to send next.",
+        )
+        buttons.button("Discard", key="u_chat_draft_discard", type="tertiary", on_click=_discard_draft)
+
+
+def _message_input() -> None:
+    """The message box (its limit in the placeholder) and, under it, a message that was over the limit."""
+    st.chat_input(
+        f"Message the agent… (up to {MAX_MESSAGE_LENGTH:,} characters)",
+        key="u_chat_input",
+        width="stretch",
+        on_submit=_typed,
+    )
+    _draft_panel()
 
 
 def _suggestion_clicked() -> None:
@@ -164,7 +241,7 @@ def _end_session(chat) -> None:
     st.rerun()
 
 
-def _inspector(turns: list[Turn]) -> None:
+def _inspector(turns: list[Turn], visitor) -> None:
     answered = [t for t in turns if t.number > 0]
     st.markdown("#### :material/insights: What the agent did")
     if not answered:
@@ -179,13 +256,21 @@ def _inspector(turns: list[Turn]) -> None:
     if wanted not in numbers:
         st.session_state[_INSPECT] = numbers[-1]
     chosen = (
-        st.segmented_control("Turn", numbers, key=_INSPECT, format_func=lambda n: f"Turn {n}", required=True)
+        st.segmented_control(
+            "Turn",
+            numbers,
+            key=_INSPECT,
+            format_func=lambda n: f"Turn {n}",
+            required=True,
+            width="stretch",
+            wrap=True,  # every turn's button stays reachable, on as many rows as it takes
+        )
         if len(numbers) > 1
         else numbers[0]
     )
     turn = next(t for t in answered if t.number == (chosen or numbers[-1]))
     st.caption(f"“{clip(turn.user_text, 90)}” · {turn.summary}")
-    render_turn_details(turn, key=f"u_chat_turn{turn.number}")
+    render_turn_details(turn, key=f"u_chat_turn{turn.number}", scope=visitor.scope, params=rrf.current_params())
 
 
 def _ended(session_id: str, saved: bool) -> None:
@@ -243,9 +328,28 @@ def _header(chat: Conversation, visitor) -> bool:
         )
 
 
-def _conversation(chat: Conversation, shown: _Drawn, turns: list[Turn], waiting: list[str]) -> None:
+# Brings the conversation's newest message into view when one is added. The container's own autoscroll
+# follows content added while it is on screen, but a rerun redraws the conversation in one go.
+_FOLLOW_NEWEST = """<script>
+(() => {
+  const host = parent.document.querySelector('.st-key-u_chat_box');
+  if (!host) return;
+  const scrollers = () => [host, ...host.querySelectorAll('div')].filter(e => e.scrollHeight > e.clientHeight + 1);
+  const seen = host.getAttribute('data-turns');
+  if (seen === '%(turns)s') return;
+  host.setAttribute('data-turns', '%(turns)s');
+  let tries = 0;
+  const down = () => {
+    scrollers().forEach(e => { e.scrollTop = e.scrollHeight; });
+    if (++tries < 10) setTimeout(down, 100);
+  };
+  down();
+})();
+</script>"""
+
+
+def _conversation(box, chat: Conversation, shown: _Drawn, turns: list[Turn], waiting: list[str]) -> None:
     """The turns so far, then every message not answered yet (shown from the moment it was sent)."""
-    box = st.container(height=560, border=True, autoscroll=True)
     with box:
         for turn in turns:
             if shown.busy and turn is turns[-1] and turn.number > 0 and not turn.done:
@@ -258,8 +362,20 @@ def _conversation(chat: Conversation, shown: _Drawn, turns: list[Turn], waiting:
                 st.markdown(text)
         if not turns and not waiting:
             st.caption("Connecting…")
-        if shown.settled:
-            return
+        if not any(t.number > 0 for t in turns) and not waiting:
+            st.pills(  # under the greeting, wrapping onto as many rows as the column needs
+                "Try",
+                SUGGESTIONS,
+                key="u_chat_suggestion",
+                on_change=_suggestion_clicked,
+                label_visibility="collapsed",
+                width="stretch",
+                wrap=True,
+            )
+    st.html(_FOLLOW_NEWEST % {"turns": f"{len(turns)}-{len(waiting)}"}, unsafe_allow_javascript=True)
+    if shown.settled:
+        return
+    with box:
         if shown.ready and chat.ready.exception() is not None:
             st.caption(":material/schedule_send: Kept until the agent starts; nothing you typed is lost.")
             return
@@ -279,9 +395,9 @@ def main() -> None:
         icon=":material/chat:",
     )
     ended = st.session_state.get(_ENDED)
-    st.chat_input("Message the agent…", key="u_chat_input", max_chars=2000, on_submit=_typed)
     if ended and not _outbox() and chat_state.current_chat_session() is None:
         _ended(*ended)
+        _message_input()  # typing after the end starts a new conversation with that message
         return
     st.session_state.pop(_ENDED, None)
     chat = _conversation_of(visitor)
@@ -295,18 +411,17 @@ def main() -> None:
     events, cursor = chat.events_since(0)
     waiting = chat.waiting_messages(cursor) + list(_outbox())
     turns = group_turns(events)
-    conversation, inspector = st.columns([1, 1], gap="large")
+    conversation, inspector = st.columns([1, 1], gap="medium")
     with conversation:
         _start_failed(chat)
-        _conversation(chat, shown, turns, waiting)
-        if not any(t.number > 0 for t in turns) and not waiting:
-            st.pills(
-                "Try", SUGGESTIONS, key="u_chat_suggestion", on_change=_suggestion_clicked, label_visibility="collapsed"
-            )
-    with inspector:
-        _inspector([t for t in turns if t.done or not shown.busy])
+        box = st.container(height=CONVERSATION_HEIGHT, border=True, autoscroll=True, key="u_chat_box")
+        _message_input()
+        _conversation(box, chat, shown, turns, waiting)
+    with inspector, st.container(height=PANEL_HEIGHT, border=False, key="u_chat_panel"):
+        _inspector([t for t in turns if t.done or not shown.busy], visitor)
         with st.expander(
-            "Tune the fusion (weights and k) — applies to the agent's next search", icon=":material/tune:"
+            "Tune the fusion (weights and k): re-ranks the turn shown and the agent's next searches",
+            icon=":material/tune:",
         ):
             rrf.render_controls()
             st.caption(

@@ -35,12 +35,12 @@ def main() -> None:
     search_col, browse_col = st.columns([11, 9], gap="large")
     with search_col:
         st.subheader("Search", anchor=False)
-        with st.form("knowledge_search_form", border=False):
-            query_col, go_col = st.columns([5, 1], vertical_alignment="bottom")
-            query = query_col.text_input(
+        # the button as wide as its label, beside the box (a narrow column cut it to "S…")
+        with st.form("knowledge_search_form", border=False), st.container(horizontal=True, vertical_alignment="bottom"):
+            query = st.text_input(
                 "Ask the knowledge base", key="kb_query", placeholder="e.g. how long does shipping take?"
             )
-            go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
+            st.form_submit_button("Search", icon=":material/search:")
         filter_col, limit_col = st.columns([3, 2])
         category = filter_col.selectbox("Category", [ALL, *categories], key="kb_category")
         limit = limit_col.slider("Results", 1, 10, 5, key="kb_limit")

@@ -10,7 +10,7 @@ import streamlit as st
 
 from core import memories
 from core.retrieval import search_memories
-from ui import auth, rrf
+from ui import auth, erase, rrf
 from ui.errors import reported
 from ui.format import ago, clip, short_id, when
 from ui.retrieval import render_retrieval
@@ -30,7 +30,8 @@ def _flash(message: str) -> None:
 def _memory_card(scope, memory) -> None:
     mid = str(memory.id)
     with st.container(border=True, key=f"u_memcard_{mid}"):
-        text_col, meta_col, action_col = st.columns([6, 3, 2], vertical_alignment="center")
+        # text and meta side by side; the buttons on their own row, each as wide as its label
+        text_col, meta_col = st.columns([3, 2], vertical_alignment="top")
         with text_col:
             st.markdown(f"**`{memory.memory_type}`**")
             st.markdown(memory.content)
@@ -38,25 +39,24 @@ def _memory_card(scope, memory) -> None:
             st.caption(f":material/update: updated {ago(memory.updated_at)}  \n{when(memory.updated_at)}")
             if memory.session_id:
                 st.caption(f":material/forum: written in session `{clip(memory.session_id, 24)}`")
-                if st.button(
-                    "Open that session",
-                    key=f"u_mem_open_{mid}",
-                    type="tertiary",
-                    icon=":material/open_in_new:",
-                    help="Its report appears on the Sessions page once the session has ended.",
-                ):
-                    st.session_state["u_sessions_request"] = memory.session_id
-                    st.switch_page("pages/sessions.py")
             else:
                 st.caption(":material/edit: written outside a conversation")
-        with action_col:
-            buttons = st.container(horizontal=True, horizontal_alignment="right")
-            if buttons.button("Edit", key=f"u_mem_edit_{mid}", icon=":material/edit:", type="tertiary"):
-                st.session_state[_EDITING] = mid
-                st.session_state.pop(_CONFIRM_DELETE, None)
-            if buttons.button("Delete", key=f"u_mem_delete_{mid}", icon=":material/delete:", type="tertiary"):
-                st.session_state[_CONFIRM_DELETE] = mid
-                st.session_state.pop(_EDITING, None)
+        buttons = st.container(horizontal=True, key=f"u_mem_actions_{mid}")
+        if buttons.button("Edit", key=f"u_mem_edit_{mid}", icon=":material/edit:", type="tertiary"):
+            st.session_state[_EDITING] = mid
+            st.session_state.pop(_CONFIRM_DELETE, None)
+        if buttons.button("Delete", key=f"u_mem_delete_{mid}", icon=":material/delete:", type="tertiary"):
+            st.session_state[_CONFIRM_DELETE] = mid
+            st.session_state.pop(_EDITING, None)
+        if memory.session_id and buttons.button(
+            "Open that session",
+            key=f"u_mem_open_{mid}",
+            type="tertiary",
+            icon=":material/open_in_new:",
+            help="Its report appears on the Sessions page once the session has ended.",
+        ):
+            st.session_state["u_sessions_request"] = memory.session_id
+            st.switch_page("pages/sessions.py")
         if st.session_state.get(_EDITING) == mid:
             _edit_form(scope, memory)
         if st.session_state.get(_CONFIRM_DELETE) == mid:
@@ -72,9 +72,10 @@ def _edit_form(scope, memory) -> None:
             key=f"u_mem_text_{mid}",
             max_chars=memories.MAX_CONTENT_LENGTH,
         )
-        save_col, cancel_col = st.columns([1, 1])
-        save = save_col.form_submit_button("Save", type="primary", icon=":material/check:")
-        cancel = cancel_col.form_submit_button("Cancel")
+        buttons = st.container(horizontal=True)
+        with buttons:
+            save = st.form_submit_button("Save", type="primary", icon=":material/check:")
+            cancel = st.form_submit_button("Cancel")
     if cancel:
         st.session_state.pop(_EDITING, None)
         st.rerun()
@@ -92,14 +93,14 @@ def _confirm_delete(scope, memory) -> None:
         f"Delete `{memory.memory_type}`? The agent will no longer know this. This cannot be undone.",
         icon=":material/delete_forever:",
     )
-    yes_col, no_col, _ = st.columns([1, 1, 3])
-    if yes_col.button("Yes, delete", key=f"u_mem_delete_yes_{mid}", type="primary"):
+    buttons = st.container(horizontal=True)
+    if buttons.button("Yes, delete", key=f"u_mem_delete_yes_{mid}", type="primary"):
         with reported():
             memories.delete_memory(scope, memory.id)
             st.session_state.pop(_CONFIRM_DELETE, None)
             _flash(f"Deleted `{memory.memory_type}`.")
             st.rerun()
-    if no_col.button("Cancel", key=f"u_mem_delete_no_{mid}"):
+    if buttons.button("Cancel", key=f"u_mem_delete_no_{mid}"):
         st.session_state.pop(_CONFIRM_DELETE, None)
         st.rerun()
 
@@ -117,7 +118,13 @@ def _toolbar(scope, visitor, items) -> None:
             on_click="ignore",
             disabled=not items,
         )
-        with st.popover("Delete all…", icon=":material/delete_sweep:", disabled=not items):
+        with st.popover(
+            "Delete all memories…",
+            icon=":material/delete_sweep:",
+            disabled=not items,
+            key="u_mem_delete_all_popover",
+            on_change="rerun",
+        ):
             st.markdown(
                 f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items)} memories'}**"
                 " the agent keeps about you. It cannot be undone."
@@ -134,15 +141,21 @@ def _toolbar(scope, visitor, items) -> None:
                     st.session_state.pop("u_mem_delete_all_phrase", None)
                     _flash(f"Deleted {count} memor{'y' if count == 1 else 'ies'}.")
                     st.rerun()
+        with st.popover(
+            "Delete everything about me…",
+            icon=":material/delete_forever:",
+            key="u_mem_erase_popover",
+            on_change="rerun",
+        ):
+            erase.render_delete_everything(visitor, key="u_mem_erase")
 
 
 def _search_panel(scope) -> None:
     st.subheader("Search", anchor=False)
     st.caption("The same hybrid search the agent runs: a vector ranking and a full-text ranking, fused by RRF.")
-    with st.form("u_mem_search_form", border=False):
-        query_col, go_col = st.columns([3, 1], vertical_alignment="bottom")
-        query = query_col.text_input("Search your memories", key="u_mem_query", placeholder="e.g. what car do I drive?")
-        go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
+    with st.form("u_mem_search_form", border=False), st.container(horizontal=True, vertical_alignment="bottom"):
+        query = st.text_input("Search your memories", key="u_mem_query", placeholder="e.g. what car do I drive?")
+        st.form_submit_button("Search", icon=":material/search:")
     mode = st.segmented_control(
         "Ranking",
         ["hybrid", "vector", "text"],
@@ -176,10 +189,10 @@ def main() -> None:
     list_col, search_col = st.columns([9, 11], gap="large")
     with list_col:
         sessions = {m.session_id for m in items if m.session_id}
-        metrics = st.columns(3)
-        metrics[0].metric("Memories", len(items), border=True)
-        metrics[1].metric("Last updated", ago(items[0].updated_at) if items else "—", border=True)
-        metrics[2].metric("From sessions", len(sessions), border=True)
+        metrics = st.container(horizontal=True)
+        metrics.metric("Memories", len(items), border=True, width="content")
+        metrics.metric("Last updated", ago(items[0].updated_at) if items else "—", border=True, width="content")
+        metrics.metric("From sessions", len(sessions), border=True, width="content")
         _toolbar(scope, visitor, items)
         if not items:
             empty_state(

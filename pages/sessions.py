@@ -15,7 +15,7 @@ import streamlit as st
 
 from core import conversations, sessions
 from core.retrieval import search_conversations
-from ui import auth
+from ui import auth, erase
 from ui.errors import reported
 from ui.format import ago, clip, duration, ms, when
 from ui.report_view import ReportView, read_report
@@ -28,7 +28,6 @@ PICK = "u_sessions_pick"
 SEARCH = "u_sessions_search"
 JUMP = "u_sessions_jump"  # (session id, turn index) of the search hit to show
 FLASH = "u_sessions_flash"
-DELETE_ALL_PHRASE = "DELETE"
 MATCH_KEY = "u_session_turn_match"
 # Brings the matched turn into view inside the transcript's scrolling box (st.html runs it in the page).
 _SCROLL_TO_MATCH = f"""<script>
@@ -366,25 +365,13 @@ def _search_panel(scope) -> None:
             render_retrieval(found, key="u_sessions_search_scores", compact="medium")
 
 
-def _delete_everything(scope, count: int) -> None:
-    with st.popover("Delete everything…", icon=":material/delete_sweep:"):
-        st.markdown(
-            f"This deletes **all {count} session{'s' if count != 1 else ''}** (reports and every turn of their "
-            "transcripts) **and every memory** the agent keeps about you. It cannot be undone."
-        )
-        with st.form("u_sessions_delete_all_form", border=False):
-            typed = st.text_input(f"Type {DELETE_ALL_PHRASE} to confirm", key="u_sessions_delete_all_phrase")
-            confirmed = st.form_submit_button("Delete everything", type="primary")
-        if confirmed and typed.strip() != DELETE_ALL_PHRASE:
-            st.warning(f"Type {DELETE_ALL_PHRASE} in capitals to confirm; nothing was deleted.")
-        elif confirmed:
-            with reported():
-                deleted = sessions.delete_everything(scope)
-                st.session_state[FLASH] = (
-                    f"Deleted {deleted.sessions} session(s) with {deleted.turns} turn(s) and "
-                    f"{deleted.memories} memor{'y' if deleted.memories == 1 else 'ies'}."
-                )
-                st.rerun()
+def _delete_everything(visitor, count: int) -> None:
+    # keyed, so it stays open while the confirmation is typed (a rerun)
+    with st.popover(
+        "Delete everything…", icon=":material/delete_sweep:", key="u_sessions_erase_popover", on_change="rerun"
+    ):
+        st.caption(f"{count} session{'s' if count != 1 else ''} with their transcripts, and everything else.")
+        erase.render_delete_everything(visitor, key="u_sessions_erase")
 
 
 def main() -> None:
@@ -401,7 +388,7 @@ def main() -> None:
     records = sessions.list_sessions(visitor.scope)
     if records:
         _search_panel(visitor.scope)
-        _delete_everything(visitor.scope, len(records))
+        _delete_everything(visitor, len(records))
     if not records:
         empty_state(
             ":material/history_toggle_off:",

@@ -46,6 +46,32 @@ _KEEP_WEBRTC_VISIBLE = """<style>
 .element-container:has(iframe[title="streamlit_webrtc.component.webrtc_streamer"]),
 .st-key-u_voice_webrtc { display: block !important; }
 </style>"""
+# streamlit-webrtc draws a video placeholder (a grey box with a screen icon) above its buttons until the
+# call's output stream arrives, even with video off; it lives inside the component's iframe (same origin),
+# so a style rule is put into that document and the iframe is fitted to what is left.
+_AUDIO_ONLY_WEBRTC = """<script>
+(() => {
+  const rule = '.MuiPaper-root:has([data-testid="VideoLabelIcon"]) { display: none !important; }';
+  const fit = (frame) => {
+    const doc = frame.contentDocument;
+    if (!doc || !doc.body) return;
+    if (!doc.getElementById('mp-audio-only')) {
+      const style = doc.createElement('style');
+      style.id = 'mp-audio-only';
+      style.textContent = rule;
+      doc.head.appendChild(style);
+    }
+    const height = Math.ceil(doc.body.scrollHeight);
+    if (height > 0 && Math.abs(frame.getBoundingClientRect().height - height) > 1) frame.height = String(height);
+  };
+  const sweep = () => parent.document
+    .querySelectorAll('iframe[title="streamlit_webrtc.component.webrtc_streamer"]')
+    .forEach(fit);
+  const host = parent.window;
+  if (!host.mpAudioOnly) host.mpAudioOnly = host.setInterval(sweep, 300);
+  sweep();
+})();
+</script>"""
 STATE_BADGES = {
     "initializing": ("Starting", "gray", ":material/hourglass_top:"),
     "idle": ("Idle", "gray", ":material/pause_circle:"),
@@ -240,6 +266,7 @@ def _webrtc(key: str, ice: list[dict]):
         callback=_speaker_callback(key), key="u_voice_speaker", sample_rate=WEBRTC_SAMPLE_RATE
     )
     st.html(_KEEP_WEBRTC_VISIBLE)
+    st.html(_AUDIO_ONLY_WEBRTC, unsafe_allow_javascript=True)
     return webrtc_streamer(
         key="u_voice_webrtc",
         mode=WebRtcMode.SENDRECV,

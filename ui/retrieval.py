@@ -96,10 +96,44 @@ def view_of_search(search: MemorySearch | ConversationSearch | KnowledgeSearch) 
 # ---------------------------------------------------------------------------
 
 
+def starred(hit: dict[str, Any], injected: set[str] | None) -> bool:
+    """Put into the model's context: in the turn's injected ids, and never with a fused score of 0."""
+    return bool(injected) and str(hit.get("id")) in injected and float(hit.get("rrf_score") or 0.0) > 0
+
+
+def _branch(rank: Any, contribution: Any) -> str:
+    """'#1 · 0.01148', or '—' when the branch did not find the memory."""
+    if rank is None or rank != rank:
+        return "—"
+    return f"#{int(rank)} · {float(contribution or 0.0):.5f}"
+
+
+def compact_memory_table(
+    hits: list[dict[str, Any]], injected: set[str] | None = None, *, turns: bool = False
+) -> pd.DataFrame:
+    """For side panels (chat, voice) and the recall tiers beside each other: every number of the full table
+    in four columns that fit half a laptop screen: the memory with its slot (`turns`: what was said, with
+    when and who said it), each branch's rank and RRF contribution, the fused score."""
+    text_column = "Said" if turns else "Memory"
+    rows = [
+        {
+            text_column: ("★ " if starred(hit, injected) else "")
+            + (turn_label(hit) if turns else str(hit.get("memory_type")))
+            + ": "
+            + clip(hit.get("content"), 60),
+            "Vector": _branch(hit.get("vector_rank"), hit.get("vector_rrf")),
+            "Text": _branch(hit.get("text_rank"), hit.get("text_rrf")),
+            "Fused score": float(hit.get("rrf_score") or 0.0),
+        }
+        for hit in hits
+    ]
+    return pd.DataFrame(rows, columns=[text_column, "Vector", "Text", "Fused score"])
+
+
 def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
     rows = [
         {
-            "Slot": ("★ " if injected and str(hit.get("id")) in injected else "") + str(hit.get("memory_type")),
+            "Slot": ("★ " if starred(hit, injected) else "") + str(hit.get("memory_type")),
             "Memory": clip(hit.get("content"), 120),
             "Vector rank": hit.get("vector_rank"),
             "Text rank": hit.get("text_rank"),
@@ -138,7 +172,7 @@ def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = N
     columns = ["When", "Said", "Vector rank", "Text rank", "Vector RRF", "Text RRF", "Fused score", "Cosine distance"]
     rows = [
         {
-            "When": ("★ " if injected and str(hit.get("id")) in injected else "") + turn_label(hit),
+            "When": ("★ " if starred(hit, injected) else "") + turn_label(hit),
             "Said": clip(hit.get("content"), 120),
             "Vector rank": hit.get("vector_rank"),
             "Text rank": hit.get("text_rank"),
@@ -171,25 +205,32 @@ def knowledge_table(hits: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 def contribution_rows(hits: list[dict[str, Any]]) -> pd.DataFrame:
-    """Long form for the stacked bars: one row per (hit, branch)."""
+    """Long form for the bars: one row per (hit, branch), each segment's start and end drawn as given
+    (vector from 0, text after it), so a bar ends exactly at the hit's fused score in the table."""
     rows = []
     for order, hit in enumerate(hits):
         if hit.get("speaker") is not None:  # a past conversation turn
             label = f"{order + 1}. {turn_label(hit)}: {clip(hit.get('content'), 28)}"
-        else:
-            label = str(hit.get("memory_type") or hit.get("title") or f"hit {order + 1}")
-        for branch, rank_key, rrf_key in (("vector", "vector_rank", "vector_rrf"), ("text", "text_rank", "text_rrf")):
+        else:  # unique, in table order
+            label = f"{order + 1}. {hit.get('memory_type') or hit.get('title') or 'hit'}"
+        vector, text = float(hit.get("vector_rrf") or 0.0), float(hit.get("text_rrf") or 0.0)
+        for branch, rank_key, start, end in (
+            ("vector", "vector_rank", 0.0, vector),
+            ("text", "text_rank", vector, vector + text),
+        ):
             rows.append(
                 {
                     "hit": label,
                     "order": order,
                     "branch": branch,
                     "rank": hit.get(rank_key),
-                    "contribution": float(hit.get(rrf_key) or 0.0),
+                    "contribution": end - start,
+                    "start": start,
+                    "end": end,
                     "fused": float(hit.get("rrf_score") or 0.0),
                 }
             )
-    return pd.DataFrame(rows, columns=["hit", "order", "branch", "rank", "contribution", "fused"])
+    return pd.DataFrame(rows, columns=["hit", "order", "branch", "rank", "contribution", "start", "end", "fused"])
 
 
 # ---------------------------------------------------------------------------
@@ -199,17 +240,20 @@ def contribution_rows(hits: list[dict[str, Any]]) -> pd.DataFrame:
 
 def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
     data = contribution_rows(hits)
-    order = list(dict.fromkeys(data["hit"]))
+    data = data[data["contribution"] > 0]  # an empty segment draws nothing (and no rounded stub)
+    order = list(dict.fromkeys(data.sort_values("order")["hit"]))
     return (
         alt.Chart(data)
-        .mark_bar(cornerRadiusEnd=2)
+        .mark_bar()
         .encode(
             y=alt.Y("hit:N", sort=order, title=None, axis=alt.Axis(labelLimit=160)),
             x=alt.X(
-                "sum(contribution):Q",
-                title="RRF contribution (stacked = fused score)",
+                "start:Q",
+                title="RRF contribution (vector + text = fused score)",
                 axis=alt.Axis(format=".4f", tickCount=4),
+                scale=alt.Scale(zero=True, nice=False),
             ),
+            x2="end:Q",
             color=alt.Color(
                 "branch:N",
                 scale=alt.Scale(domain=["vector", "text"], range=[VECTOR_COLOR, TEXT_COLOR]),
@@ -285,8 +329,8 @@ def render_retrieval(
     """Draw one retrieval (table + chart) in the current container; returns what was drawn.
 
     compact: False = every column; "medium" = no cosine distance, short memory text;
-    True = only the slot and the numbers (for narrow side panels); "tier" = the same in half a panel
-    (two tiers side by side), in narrow fixed widths."""
+    True or "tier" = four columns whose text wraps (the memory or what was said, each branch's rank and
+    contribution, the fused score), for narrow side panels and half a panel (two tiers side by side)."""
     searched = isinstance(found, MemorySearch | ConversationSearch | KnowledgeSearch)
     view = view_of_search(found) if searched else view_of_event(found)
     if show_summary:
@@ -313,23 +357,25 @@ def render_retrieval(
 def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
     """Slots and past turns: the same numbers; a turn names when it was said and by whom instead of a slot."""
     turns = view.kind == "conversations"
+    if compact is True or compact == "tier":  # side panels and half-panel tiers: four columns, text that wraps
+        table = compact_memory_table(view.hits, view.injected, turns=turns)
+        table["Fused score"] = table["Fused score"].map(lambda score: f"{score:.5f}")
+        st.table(table, hide_index=True, border="horizontal")
+        st.caption(
+            "Vector / Text: the branch's rank · its RRF contribution w / (k + rank); — = not found by that "
+            "branch. Fused score = the two added."
+        )
+        if chart:
+            st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
+        return
     table = conversation_table(view.hits, view.injected) if turns else memory_table(view.hits, view.injected)
     text_column = "Said" if turns else "Memory"
-    if compact:  # narrow panels: the numbers that explain the ranking
+    if compact:  # "medium": no cosine distance, short text
         table = table.drop(columns=["Cosine distance"])
-        if compact == "tier" and turns:  # half a panel: what was said goes into the label, clipped
-            label = table.columns[0]
-            table[label] = [f"{when}: {clip(said, 24)}" for when, said in zip(table[label], table["Said"], strict=True)]
-            table = table.drop(columns=[text_column])
-        elif compact == "medium" or turns:  # a past turn's date alone says too little
-            table[text_column] = table[text_column].map(lambda text: clip(text, 40))
-        else:
-            table = table.drop(columns=[text_column])
+        table[text_column] = table[text_column].map(lambda text: clip(text, 40))
     top = max(float(table["Fused score"].max()), 1e-9)
-    # side-by-side tiers share half a panel: pixel widths so every column stays in view
-    tier = compact == "tier"
-    narrow = 44 if tier else ("small" if compact else None)
-    label_width = 84 if tier else ("small" if compact else "medium")
+    narrow = "small" if compact else None
+    label_width = "small" if compact else "medium"
     st.dataframe(
         table,
         hide_index=True,
@@ -343,14 +389,10 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
                 help="Rank by full-text match; — = no keyword match.", width=narrow
             ),
             "Vector RRF": st.column_config.NumberColumn(
-                format="%.4f", help="w_vector / (k + vector rank)", width=52 if tier else narrow
+                format="%.4f", help="w_vector / (k + vector rank)", width=narrow
             ),
-            "Text RRF": st.column_config.NumberColumn(
-                format="%.4f", help="w_text / (k + text rank)", width=52 if tier else narrow
-            ),
-            "Fused score": st.column_config.NumberColumn(format="%.4f", help="Vector RRF + Text RRF", width=56)
-            if tier
-            else st.column_config.ProgressColumn(
+            "Text RRF": st.column_config.NumberColumn(format="%.4f", help="w_text / (k + text rank)", width=narrow),
+            "Fused score": st.column_config.ProgressColumn(
                 format="%.4f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF", width=narrow
             ),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
@@ -403,8 +445,10 @@ def render_recall_tiers(
     """One per-turn recall: the slots and the past conversation turns it found, side by side, each with its
     per-branch ranks and RRF scores."""
     st.markdown(f"**Per-turn recall** for “{clip(slots['query'], 80)}”  ·  {ms(slots['latency_ms'])}")
-    left, right = st.columns(2, gap="small")
-    for column, event, tier in ((left, slots, "slots"), (right, turns, "conversations")):
-        with column, st.container(border=True, key=f"{key}_{tier}_tier"):
+    # side by side where the panel has room for both tables, one under the other where it has not
+    # (ui/style.py gives each tier its minimum width)
+    row = st.container(horizontal=True, gap="small", key=f"{key}_tiers")
+    for event, tier in ((slots, "slots"), (turns, "conversations")):
+        with row, st.container(border=True, key=f"{key}_{tier}_tier"):
             st.markdown(f"###### {TIER_TITLES[tier]}")
             render_retrieval(event, key=f"{key}_{tier}", show_summary=False, chart=False, compact=compact)

@@ -13,7 +13,7 @@ import streamlit as st
 from agent import describe_models, warmup
 from core import doctor
 from core.config import get_settings
-from ui import auth
+from ui import auth, erase
 from ui.errors import reported
 
 log = logging.getLogger("memory_playground.ui.sidebar")
@@ -28,6 +28,22 @@ _STATUS_ICONS = {
 }
 _PENDING_ICON = ":gray[:material/hourglass_empty:]"
 _WARMED_ICONS = {warmup.READY: ":green[:material/check_circle:]", warmup.FAILED: ":orange[:material/error:]"}
+# The identity popovers track their open state (keyed, on_change="rerun"), so one opens only when clicked:
+# after a success every one of them is closed explicitly and the result is said in the card.
+POPOVER_KEYS = ("pop_upgrade", "pop_sign_in", "pop_new_identity", "pop_delete_everything")
+_CLOSE_POPOVERS = "mp_close_popovers"
+_IDENTITY_FLASH = "mp_identity_flash"
+
+
+def _succeeded(message: str) -> None:
+    """End an identity action: close every popover and say what happened, on the next run."""
+    st.session_state[_IDENTITY_FLASH] = message
+    st.session_state[_CLOSE_POPOVERS] = True
+    st.rerun()
+
+
+def _popover(label: str, key: str, icon: str):
+    return st.popover(label, icon=icon, width="stretch", key=key, on_change="rerun")
 
 
 @st.cache_resource(show_spinner=False)
@@ -62,6 +78,13 @@ def render(visitor: auth.Visitor) -> None:
 
 
 def _identity_card(visitor: auth.Visitor) -> None:
+    if st.session_state.pop(_CLOSE_POPOVERS, False) or erase.FLASH_KEY in st.session_state:
+        for key in POPOVER_KEYS:
+            st.session_state[key] = False
+    flash = st.session_state.pop(_IDENTITY_FLASH, None)
+    if flash:
+        st.success(flash, icon=":material/check_circle:")
+    erase.show_flash()
     notice = st.session_state.get("mp_auth_notice")
     if notice:
         st.warning(notice, icon=":material/person_alert:")
@@ -88,12 +111,14 @@ def _identity_card(visitor: auth.Visitor) -> None:
                 icon=":material/mark_email_unread:",
             )
         if visitor.is_anonymous:
-            with st.popover("Save my memories with an email", icon=":material/save:", width="stretch"):
+            with _popover("Save my memories with an email", "pop_upgrade", ":material/save:"):
                 _upgrade_form()
-        with st.popover("Sign in with email", icon=":material/login:", width="stretch"):
+        with _popover("Sign in with email", "pop_sign_in", ":material/login:"):
             sign_in_form()
-        with st.popover("New identity", icon=":material/person_add:", width="stretch"):
+        with _popover("New identity", "pop_new_identity", ":material/person_add:"):
             _new_identity_form(visitor)
+        with _popover("Delete everything about me", "pop_delete_everything", ":material/delete_forever:"):
+            erase.render_delete_everything(visitor, key="sidebar_erase")
 
 
 def _upgrade_form() -> None:
@@ -109,13 +134,9 @@ def _upgrade_form() -> None:
             upgraded = auth.upgrade_to_email(email, password)
             st.session_state.pop("upgrade_password", None)
             if upgraded.pending_email:
-                st.toast(
-                    f"Almost done: open the link sent to {upgraded.pending_email} to confirm it.",
-                    icon=":material/mark_email_unread:",
-                )
+                _succeeded(f"Almost done: open the link sent to {upgraded.pending_email} to confirm it.")
             else:
-                st.toast("Saved: this identity can now be signed into with your email.", icon=":material/check:")
-            st.rerun()
+                _succeeded("Saved: this identity can now be signed into with your email.")
 
 
 def sign_in_form(*, prefill: str | None = None, key: str = "sign_in") -> None:
@@ -127,10 +148,9 @@ def sign_in_form(*, prefill: str | None = None, key: str = "sign_in") -> None:
         submitted = st.form_submit_button("Sign in", type="primary")
     if submitted:
         with reported():
-            auth.sign_in_with_email(email, password)
+            signed_in = auth.sign_in_with_email(email, password)
             st.session_state.pop(f"{key}_password", None)
-            st.toast("Signed in.", icon=":material/check:")
-            st.rerun()
+            _succeeded(f"Signed in as {signed_in.email or email}.")
 
 
 def _new_identity_form(visitor: auth.Visitor) -> None:
@@ -147,7 +167,7 @@ def _new_identity_form(visitor: auth.Visitor) -> None:
     if st.button("Start as a new visitor", key="confirm_new_identity", type="primary", icon=":material/person_add:"):
         with reported():
             auth.start_new_identity()
-            st.rerun()
+            _succeeded("You are now a new anonymous visitor.")
 
 
 def _status() -> None:

@@ -16,6 +16,10 @@ div[data-testid="stElementContainer"]:has(iframe[title*="cookie_manager"]) { dis
 /* Headings a touch bolder and tighter for projectors. */
 h1 { letter-spacing: -0.01em; }
 div[data-testid="stMetricValue"] { font-size: 1.6rem; }
+/* A per-turn recall's two tiers (ui.retrieval.render_recall_tiers): side by side only when both tables fit. */
+div[class*="_slots_tier"], div[class*="_conversations_tier"] {
+  flex: 1 1 22rem !important; min-width: 22rem !important;
+}
 </style>
 """
 

@@ -10,6 +10,8 @@ import altair as alt
 import pandas as pd
 import streamlit as st
 
+from core.retrieval import RrfParams, search_memories
+from ui.errors import reported
 from ui.format import clip, ms
 from ui.retrieval import recall_pair, render_recall_tiers, render_retrieval
 from ui.turns import Turn
@@ -83,8 +85,32 @@ def render_timings(turn: Turn) -> None:
     st.altair_chart(chart, width="stretch")
 
 
-def render_turn_details(turn: Turn, *, key: str) -> None:
-    """Everything the agent did in one turn, in the current container."""
+def _what_if(retrieval: dict, *, scope, params: RrfParams, key: str) -> None:
+    """The shown memory search again with the sliders' fusion, when it differs from what the turn used:
+    what the ranking would have been (the agent's next searches use it)."""
+    used = retrieval.get("params") or {}
+    if retrieval.get("source") != "memories" or retrieval.get("skipped") or not retrieval.get("query"):
+        return
+    if (used.get("vector_weight"), used.get("text_weight"), used.get("k")) == (
+        params.vector_weight,
+        params.text_weight,
+        params.k,
+    ):
+        return
+    with reported():
+        again = search_memories(
+            scope, retrieval["query"], limit=max(len(retrieval.get("hits") or []), 5), params=params
+        )
+        st.markdown(
+            f"**What if** · re-ranked with the sliders (w_vector {params.vector_weight:g} · "
+            f"w_text {params.text_weight:g} · k {params.k}); the agent's next search uses them."
+        )
+        render_retrieval(again, key=f"{key}_whatif", compact=True, show_summary=False)
+
+
+def render_turn_details(turn: Turn, *, key: str, scope=None, params: RrfParams | None = None) -> None:
+    """Everything the agent did in one turn, in the current container. With the user's `scope` and the
+    sliders' `params`, each memory search is also shown re-ranked with them when they differ."""
     if turn.errors:
         for message in turn.errors:
             st.error(message, icon=":material/error:")
@@ -96,8 +122,12 @@ def render_turn_details(turn: Turn, *, key: str) -> None:
     pairs, others = recall_pair(turn.retrievals)
     for index, (slots, turns) in enumerate(pairs):
         render_recall_tiers(slots, turns, key=f"{key}_recall{index}")
+        if scope is not None and params is not None:
+            _what_if(slots, scope=scope, params=params, key=f"{key}_recall{index}")
     for index, retrieval in enumerate(others):
         with st.container(border=True):
             render_retrieval(retrieval, key=f"{key}_r{index}", compact=True)
+            if scope is not None and params is not None:
+                _what_if(retrieval, scope=scope, params=params, key=f"{key}_r{index}")
     st.markdown("##### :material/timer: Timings")
     render_timings(turn)

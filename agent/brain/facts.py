@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent.brain.text import clean, content_words, strip_end
+from agent.brain.text import clean, content_words, second_person, strip_end
 
 # Phrases people use for a fact -> the slot it is stored under.
 # fmt: off
@@ -33,6 +33,7 @@ SLOT_SYNONYMS: dict[str, str] = {
     "birthday": "birthday", "birth date": "birthday", "date of birth": "birthday",
     "pet": "pet", "pets": "pet",
     "diet": "diet", "dietary": "diet",
+    "what i go by": "name", "what you call me": "name",
     "machine": "machine_owned", "espresso machine": "machine_owned", "coffee machine": "machine_owned",
 }
 # fmt: on
@@ -56,28 +57,100 @@ def slot_for(phrase: str) -> str:
     return "_".join(words[:4])
 
 
+# words in a question about the user -> the slot words a memory about it is stored under (the text branch
+# matches slot names, so "what should you not cook for me?" finds `diet: vegetarian`)
+TOPIC_SLOTS = [
+    (
+        re.compile(r"\b(?:cook|eat|eats|food|meal|meals|dinner|lunch|breakfast|diet|meat|vegetarian|vegan)\b", re.I),
+        "diet dislikes allergies",
+    ),
+    (re.compile(r"\b(?:pets?|animals?|dog|cat|puppy|kitten)\b", re.I), "pet dog cat"),
+    (re.compile(r"\b(?:usual|drink|coffee|order|beverage)\b", re.I), "favorite drink usual coffee"),
+    (re.compile(r"\b(?:job|work|living|profession|career|occupation)\b", re.I), "job employer work"),
+    (re.compile(r"\b(?:hobby|hobbies|fun|free time|spare time|like to do|enjoy|weekends?)\b", re.I), "likes hobby"),
+    (re.compile(r"\b(?:name|call)\b", re.I), "name"),
+    (re.compile(r"\b(?:live|living|home|city|based|from)\b", re.I), "home city hometown"),
+    (
+        re.compile(
+            r"\b(?:family|sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|kids|"
+            r"children)\b",
+            re.I,
+        ),
+        "sister brother mother father wife husband partner son daughter kids",
+    ),
+]
+
+
+def search_query(question: str) -> str:
+    """The question with the slot words its topic is stored under ('do I have pets?' + 'pet dog cat name')."""
+    extra = [slots for pattern, slots in TOPIC_SLOTS if pattern.search(question)]
+    return " ".join([question, *extra])
+
+
 def slot_words(slot: str) -> str:
     return slot.replace("_", " ")
 
 
+# family and friends: "my sister Ana lives in Porto" is kept under `sister` as "Ana lives in Porto"
+RELATIONS = (
+    "sister", "brother", "mother", "mom", "mum", "father", "dad", "wife", "husband", "partner", "son",
+    "daughter", "girlfriend", "boyfriend", "friend", "best friend", "boss", "neighbor", "neighbour", "grandma",
+    "grandmother", "grandpa", "grandfather", "aunt", "uncle", "cousin", "roommate", "flatmate", "colleague",
+    "kids", "children", "parents",
+)  # fmt: skip
+DIETS = ("vegetarian", "vegan", "pescatarian", "gluten-free", "gluten free", "keto", "kosher", "halal")
+NOTE_PREFIX = "note_"  # a statement about the user that fits no known slot keeps its own words
+
+
+def _with_article(noun: str) -> str:
+    """'nurse' -> 'a nurse', 'engineer' -> 'an engineer'; left alone when it already has one or is plural."""
+    if re.match(r"^(?:an?|the|my|your)\b", noun, re.I) or noun.endswith("s"):
+        return noun
+    return ("an " if noun[:1].lower() in "aeiou" else "a ") + noun
+
+
 def describe_fact(slot: str, content: str) -> str:
-    """A fact as a clause about the user: 'you live in Denver', 'your favorite color is teal'."""
-    content = content.strip().rstrip(".")
+    """A fact as a grammatical clause about the user, their words turned to the second person:
+    'you live in Denver', 'your dog's name is Pixel', 'you like hiking near your home'."""
+    content = second_person(content.strip().rstrip("."))
+    if re.match(r"^(?:you|your)\b", content, re.I):  # a note or a negation kept in the user's own words
+        return content[:1].lower() + content[1:]
     templates = {
         "home_city": "you live in {c}",
         "employer": "you work at {c}",
-        "job": "you work as {c}",
         "car": "you drive {c}",
         "allergies": "you're allergic to {c}",
         "name": "your name is {c}",
         "pet": "you have {c}",
-        "diet": "your diet is {c}",
         "hometown": "you're from {c}",
+        "age": "you're {c} years old",
+        "birthday": "your birthday is {c}",
+        "languages_spoken": "you speak {c}",
+        "favorite_drink": "your usual is {c}",
+        "preference": "you prefer {c}",
     }
     if slot in templates:
         return templates[slot].format(c=content)
+    if slot == "job":
+        return f"you work as {_with_article(content)}"
+    if slot == "diet":
+        return f"you're {content}" if content.lower() in DIETS else f"your diet is {content}"
     if slot.startswith("likes_"):
         return f"you like {content}"
+    if slot.startswith("dislikes_"):
+        return f"you don't like {content}"
+    if slot.endswith("_name") and slot != "name":
+        return f"your {slot_words(slot[: -len('_name')])}'s name is {content}"
+    if slot_words(slot) in RELATIONS:
+        # kept with its verb ("Ana lives in Porto", "is a doctor") or, from "my sister is Ana", without
+        with_verb = re.match(
+            r"^(?:[A-Z][\w'-]* )?(?:lives?|works?|is|was|are|plays?|studies|goes|has|likes|loves|"
+            r"teaches|runs|moved|just)\b",
+            content,
+        )
+        return f"your {slot_words(slot)} {content}" if with_verb else f"your {slot_words(slot)} is {content}"
+    if slot.startswith(NOTE_PREFIX):
+        return f"you told me: {content}"
     return f"your {slot_words(slot)} is {content}"
 
 
@@ -92,7 +165,14 @@ class Fact:
 # fmt: off
 _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
     (re.compile(r"^my name is (?P<c>.+)$", re.I), "name", 0.95),
+    # "my dog is called Pixel", "my cat's called Luna", "my dog's name is Rex" -> dog_name
+    (re.compile(r"^my (?P<s>[\w -]+?)(?:'s| is) (?:called|named) (?P<c>.+)$", re.I), "_name", 0.85),
+    (re.compile(r"^my (?P<s>[\w -]+?)'s name is (?P<c>.+)$", re.I), "_name", 0.85),
+    (re.compile(r"(?i:^my (?P<s>" + "|".join(RELATIONS) + r"))(?P<c>(?: [A-Z][\w'-]*)? (?i:lives?|works?|is|was|"
+                r"plays?|studies|goes|has|likes|loves|teaches|runs|moved|just)\b.*)$"), "_relation", 0.8),
     (re.compile(r"^my (?P<s>[\w' -]+?) (?:is|are|was) (?P<c>.+)$", re.I), None, 0.85),
+    (re.compile(r"^i(?:'ve)? (?:just )?moved to (?P<c>.+?)(?: (?:last|this) (?:year|month|week)| in \w+| recently)?$",
+                re.I), "home_city", 0.85),
     (re.compile(r"^i (?:live|reside|stay) in (?P<c>.+)$", re.I), "home_city", 0.9),
     (re.compile(r"^i(?:'m| am) (?:based|located) in (?P<c>.+)$", re.I), "home_city", 0.85),
     (re.compile(r"^i(?:'m| am) (?:originally )?from (?P<c>.+)$", re.I), "hometown", 0.8),
@@ -104,16 +184,23 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
     (re.compile(r"^i(?:'m| am) (?:severely |very |mildly )?allergic to (?P<c>.+)$", re.I), "allergies", 0.9),
     (re.compile(r"^i have an? (?P<c>.*allergy.*)$", re.I), "allergies", 0.85),
     (re.compile(r"^i drive (?:an? )?(?P<c>.+)$", re.I), "car", 0.85),
-    (re.compile(r"^i (?:own|have) (?P<c>(?:an?|two|three|four|\d+) (?:\w+ )?(?:dogs?|cats?|pets?|rabbits?|"
-                r"parrots?|hamsters?|fish|horses?)\b.*)$", re.I), "pet", 0.85),
-    (re.compile(r"^i(?:'m| am) (?P<c>vegetarian|vegan|pescatarian|gluten[- ]free|keto|kosher|halal)$", re.I),
-     "diet", 0.85),
+    (re.compile(r"^(?:i|we) (?:own|have|'ve got|have got) (?P<c>(?:an?|two|three|four|\d+) (?:\w+ )?(?:dogs?|"
+                r"cats?|pets?|rabbits?|parrots?|hamsters?|fish|horses?|retrievers?|terriers?|puppy|kitten)\b.*)$",
+                re.I), "pet", 0.85),
+    (re.compile(r"^i(?:'m| am) (?:an? )?(?P<c>vegetarian|vegan|pescatarian|gluten[- ]free|keto|kosher|halal)$",
+                re.I), "diet", 0.85),
+    # negations about food are the diet, in the user's own words: "I don't eat meat", "I can't have dairy"
+    (re.compile(r"^(?P<c>i (?:don't|do not|never|can't|cannot|can not) (?:eat|have|drink) .+)$", re.I), "diet", 0.8),
+    (re.compile(r"^i(?:'m| am) (?P<c>lactose intolerant|coeliac|celiac)$", re.I), "diet", 0.8),
+    (re.compile(r"^i (?:really )?(?:hate|dislike|can't stand|don't like|do not like) (?P<c>.+)$", re.I), "dislikes",
+     0.75),
     (re.compile(r"^i (?:was )?born (?:on|in) (?P<c>.+)$", re.I), "birthday", 0.8),
     (re.compile(r"^i(?:'m| am) (?P<c>\d{1,3}) years? old$", re.I), "age", 0.8),
     (re.compile(r"^i speak (?P<c>.+)$", re.I), "languages_spoken", 0.8),
-    (re.compile(r"^i (?:(?:usually|always|normally) (?:drink|order|get|have)|"
+    (re.compile(r"^i (?:(?:usually|always|normally|typically) (?:drink|order|get|have)|"
                 r"drink) (?:an? )?(?P<c>.+?)(?: every (?:day|morning))?$", re.I),
      "favorite_drink", 0.7),
+    (re.compile(r"^i take my coffee (?P<c>.+)$", re.I), "favorite_drink", 0.7),
     (re.compile(r"^i (?:really )?(?:love|like|enjoy|adore) (?P<c>.+)$", re.I), "likes", 0.75),
     (re.compile(r"^i prefer (?P<c>.+)$", re.I), "preference", 0.75),
     # inverted: "Teal is my favorite color", "Denver is where I live". Only slot-like subjects, and never a
@@ -149,7 +236,14 @@ def parse_facts(text: str) -> list[Fact]:
 def parse_fact(statement: str) -> Fact | None:
     """A durable-looking fact in one statement, or None. 'I live in Denver' -> home_city: Denver."""
     text = strip_end(clean(statement))
-    text = re.sub(r"^(?:also|and|oh|so|well|by the way|btw|fyi|actually|just so you know)[, ]+", "", text, flags=re.I)
+    text = re.sub(
+        r"^(?:(?:also|and|oh|so|well|by the way|btw|fyi|actually|just so you know|no wait|no|wait|sorry|"
+        r"correction)[,:!]? +)+",
+        "",
+        text,
+        flags=re.I,
+    )
+    text = re.sub(r"(?<=\w) (?:now|these days|nowadays)$", "", text, flags=re.I)
     if not text or text.endswith("?"):
         return None
     for pattern, slot, confidence in _DECLARATIVES:
@@ -166,8 +260,13 @@ def parse_fact(statement: str) -> Fact | None:
             ) or re.search(r"\d", subject):
                 return None  # "my order is late" is a support question, not a fact about the user
             slot = slot_for(subject)
-        elif slot == "likes":
+        elif slot in ("likes", "dislikes"):
             words = content_words(content)
-            slot = "likes_" + "_".join(words[:2]) if words else "likes"
+            slot = f"{slot}_" + "_".join(words[:2]) if words else slot
+        elif slot == "_name":
+            slot = slot_for(match.group("s")) + "_name"
+        elif slot == "_relation":
+            slot = "_".join(match.group("s").lower().split())
+            content = strip_end(match.group("c"))
         return Fact(memory_type=slot, content=content, confidence=confidence)
     return None

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.brain import patterns as p
-from agent.brain.facts import Fact, parse_fact, parse_facts, slot_for
+from agent.brain.facts import NOTE_PREFIX, Fact, parse_fact, parse_facts, search_query, slot_for
 from agent.brain.replies import ASK_ORDER_NUMBER, IDENTITY_REPLY, SECRET_REPLY, smalltalk_reply
 from agent.brain.text import clean, content_words, strip_end
 from agent.sensitive import secret_reason
@@ -159,21 +159,44 @@ def _remember_asked(said: _Utterance) -> Intent | None:
     if not remember or (body.endswith("?") and not re.match(r"^(?:please )?(?:can|could|would|will) you ", body, re.I)):
         return None
     rest = strip_end(remember.group("rest"))
-    facts = parse_facts(rest)
-    if not facts:
-        words = content_words(rest)
-        facts = [Fact("note_" + "_".join(words[:3]) if words else "note", rest, 0.5)]
+    facts = parse_facts(rest) or [note_fact(rest)]
     if len(facts) == 1 and facts[0].memory_type == "name":
         return _name_intent(facts[0].content)
     return _remember(facts)
 
 
 def _statement(said: _Utterance) -> Intent | None:
-    """A plain statement of a fact: 'I live in Denver'."""
+    """A plain statement of a fact: 'I live in Denver'; one about oneself that fits no slot is kept as a note."""
     if _question(said.body):
         return None
     facts = parse_facts(said.body)
-    return _remember(facts) if facts else None
+    if facts:
+        return _remember(facts)
+    statement = _about_me(said.body)
+    return _remember([note_fact(statement)]) if statement else None
+
+
+def _about_me(body: str) -> str | None:
+    """`body` without its lead-in when it is a statement about the user worth keeping ('I play the guitar')."""
+    text = re.sub(
+        r"^(?:(?:also|and|oh|so|well|by the way|btw|fyi|actually|just so you know|no wait|no|wait|sorry)[,:!]? +)+",
+        "",
+        strip_end(body),
+        flags=re.I,
+    )
+    if len(text.split()) < 2 or not re.match(r"^(?:i|i'm|i've|my|we|we're|we've)\b", text, re.I):
+        return None
+    if p.NOT_ABOUT_ME.search(text) or _order_id(text):
+        return None
+    return text
+
+
+def note_fact(statement: str) -> Fact:
+    """A free-form note: the user's own words, under a slot named by its first content words."""
+    words = [
+        w for w in content_words(statement) if w not in ("have", "has", "got", "ve", "m", "re", "ll", "d", "s", "t")
+    ]
+    return Fact(NOTE_PREFIX + "_".join(words[:3]) if words else "note", statement, 0.5)
 
 
 def _order_without_number(said: _Utterance) -> Intent | None:
@@ -197,12 +220,19 @@ def _personal_question(said: _Utterance) -> Intent | None:
     lower = said.lower
     personal = re.search(
         r"\b(?:my|me|mine)\b|\b(?:do|did|am|have|was|were) i\b|"
-        r"\bi (?:told|said|like|love|own|have|live|work|drive|prefer|usually|always)\b",
+        r"\bi (?!(?:need|want|can|could|should|would|will|order|ordered|buy|bought|pay|paid)\b)[a-z']+\b",
         lower,
     )
-    about_the_shop = re.search(r"\b(?:your|you|kestrel|shipping|warranty|return|refund|club|subscription)\b", lower)
-    if _question(said.raw) and not p.PROCEDURAL.match(said.body) and personal and not about_the_shop:
-        return Intent("recall", calls=[("search_memories", {"query": said.body})])
+    counts_mine = re.match(r"^how (?:many|much|often|long)\b.*\b(?:do|did|have|am) i\b", lower)
+    about_the_shop = re.search(
+        r"\b(?:your|kestrel|shipping|ship|warranty|return|refund|club|subscription|delivery|order \d|"
+        r"you (?:sell|have|offer|ship|stock|recommend))\b",
+        lower,
+    )
+    tell_me_about = re.match(r"^(?:tell me|talk to me) about my\b", lower)
+    procedural = p.PROCEDURAL.match(said.body) and not counts_mine
+    if (_question(said.raw) or tell_me_about) and not procedural and personal and not about_the_shop:
+        return Intent("recall", calls=[("search_memories", {"query": search_query(said.body)})])
     return None
 
 

@@ -18,9 +18,26 @@ from livekit.agents import llm
 from livekit.agents.llm import ChatChunk, ChoiceDelta, FunctionToolCall
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConnectOptions, NotGivenOr
 
-from agent.brain.intents import classify
+from agent.brain.facts import search_query
+from agent.brain.intents import Intent, classify
 from agent.brain.replies import ToolResult, compose_reply, follow_up, greeting_from_context, load_output
 from agent.chat_format import instruction_of, user_words
+from agent.prompts import PAST_TURNS_LEAD
+
+
+def recalled_memories(message_text: str) -> list[tuple[str, str]]:
+    """The (slot, content) pairs in a user message's recall block: what the per-turn recall put into context."""
+    if "</recall>" not in message_text:
+        return []
+    block = message_text.rsplit("</recall>", 1)[0].rsplit("<recall>", 1)[-1].split(PAST_TURNS_LEAD, 1)[0]
+    return [(match.group(1), match.group(2)) for match in re.finditer(r"^- ([\w-]+): (.+)$", block, re.M)]
+
+
+def _names_a_memory(user_text: str, recalled: list[tuple[str, str]]) -> bool:
+    """Whether the question names someone or something (a capitalised word) that a recalled memory holds:
+    "where does Ana live?" is about the user's sister, not about the shop."""
+    names = set(re.findall(r"(?<!^)(?<![.!?] )\b[A-Z][a-z]{2,}\b", user_text))
+    return any(name in re.findall(r"\w+", content) for _, content in recalled for name in names)
 
 
 def _text_of(item) -> str:
@@ -111,6 +128,7 @@ class BrainStream(llm.LLMStream):
         if last_user is None:
             return [], greeting_from_context(self._chat_ctx)
         user_text = user_words(_text_of(items[last_user]))
+        recalled = recalled_memories(_text_of(items[last_user]))
         after = items[last_user + 1 :]
         results = _tool_results(after)
         available = self._available_tools()
@@ -118,7 +136,7 @@ class BrainStream(llm.LLMStream):
             more = [(name, args) for name, args in follow_up(user_text, results) if name in available]
             if more:
                 return more, None
-            return [], compose_reply(user_text, results)
+            return [], compose_reply(user_text, results, recalled)
         # generate_reply(instructions=...) after a user turn, e.g. a greeting on a handoff
         asked_to_greet = (
             after
@@ -134,6 +152,8 @@ class BrainStream(llm.LLMStream):
                 return [], greeting_from_context(self._chat_ctx)
             return [], "Okay."
         intent = classify(user_text)
+        if intent.name == "knowledge" and _names_a_memory(user_text, recalled):
+            intent = Intent("recall", calls=[("search_memories", {"query": search_query(user_text)})])
         if intent.calls:
             calls = [(name, args) for name, args in intent.calls if name in available]
             if calls:

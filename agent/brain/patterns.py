@@ -109,6 +109,17 @@ RECALL = [
     (re.compile(r"\b(?:tell me|remind me) (?:what )?my (?P<s>[\w' -]+?)(?: is| was)?(?: again)?\??$", re.I), "?"),
     (re.compile(r"^my (?P<s>[\w' -]+?)\?$", re.I), "?"),
 ]
+# a statement about oneself that is not a fact to keep: a request, a feeling of the moment, a support issue
+NOT_ABOUT_ME = re.compile(r"^(?:i|i'm|i am|i've|i have|i'd|my|we|we're)\b.*?\b(?:want|wanna|need|like to know|"
+                          r"would like|'d like|"
+                          r"wonder|wondering|question|looking for|looking at|trying|tried|think|guess|hope|mean|meant|"
+                          r"said|asked|see|understand|agree|forgot|got it|not sure|don't know|do not know|can't find|"
+                          r"cannot find|ordered|order|package|parcel|delivery|shipment|subscription|account|refund|"
+                          r"return|warranty|password|just (?:saying|asking|checking|wondering|curious)|bad|mistake)\b|"
+                          r"^(?:i'm|i am) (?:just |so |very |really |a bit |kind of )?(?:fine|good|great|ok|okay|well|"
+                          r"tired|bored|back|here|sorry|done|confused|lost|curious|interested|happy|sad|glad|excited|"
+                          r"hungry|busy|ready|going|gonna|about|testing|new)\b|"
+                          r"^i(?:'ll| will| would| could| should| must| can(?!'t))\b", re.I)
 # A reference to something said in an earlier conversation: search the conversation tier.
 _EARLIER = (r"(?:last (?:week|time|month|night|weekend|year)|yesterday|earlier|before|the other day|"
             r"a while (?:ago|back)|\w+ (?:days|weeks|months) ago|previously|once|"

@@ -12,7 +12,7 @@ from typing import Any
 
 from livekit.agents import llm
 
-from agent.brain.facts import describe_fact, slot_words
+from agent.brain.facts import describe_fact, search_query, slot_words
 from agent.brain.text import STOPWORDS, clean, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
 from agent.recall import is_relevant
@@ -32,6 +32,9 @@ SECRET_REPLY = (
 )
 ASK_ORDER_NUMBER = "Sure, which order number? They look like 1001."
 MAX_LISTED = 12
+# what the brain says when memory had nothing; never said while the per-turn recall put a memory into context
+NOTHING_FOUND_REPLY = "I don't remember you telling me that. Tell me and I'll remember it."
+NOTHING_FOUND_PHRASES = ("I don't remember", "I couldn't find anything", "found nothing")
 _ABBREVIATION = re.compile(r"\b(Co|Inc|Ltd|No|St|Mr|Mrs|Ms|Dr|vs|etc|e\.g|i\.e|P\.O|U\.S)\.", re.I)
 
 
@@ -61,9 +64,27 @@ def load_output(output: str) -> Any:
         return output
 
 
-def compose_reply(user_text: str, results: list[ToolResult]) -> str:
-    """Write the answer from this turn's tool results."""
+def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tuple[str, str]] | None = None) -> str:
+    """Write the answer from this turn's tool results. `recalled`: the (slot, content) pairs the per-turn recall
+    put into context (what the retrieval panel stars); a question about the user is answered from them when
+    the tools found nothing, so the reply never contradicts the panel."""
+    recalled = recalled or []
+    results_before = results
     parts: list[str] = []
+    if _asked_memory(results) and not _memory_answer(results):
+        past = _past_conversations(results)
+        results = [r for r in results if r[0] not in ("recall_detail", "search_memories", "search_past_conversations")]
+        if recalled:
+            parts.append(f"You told me {describe_fact(*recalled[0])}.")
+        if past and _relevant(past):  # not a slot, but said in an earlier conversation
+            parts.append(_conversations_found(past, after_memories=not recalled))
+        elif not recalled and not results:
+            return _nothing_found(results_before)
+    elif _memory_answer(results):
+        # the search after a missed slot found it: answer, without first saying it was missing
+        found = _memory_answer(results)
+        results = [r for r in results if r[0] not in ("recall_detail", "search_memories")]
+        parts.append(found)
     names = [name for name, *_ in results]
     saved = [
         load_output(output)
@@ -80,9 +101,57 @@ def compose_reply(user_text: str, results: list[ToolResult]) -> str:
         if is_error:
             parts.append(_error_reply(name, args, str(output)))
         else:
-            parts.append(_success_reply(name, load_output(output), user_text, results))
+            parts.append(_success_reply(name, load_output(output), user_text, recalled))
     text = " ".join(part for part in parts if part)
     return text or "Done."
+
+
+def _nothing_found(results: list[ToolResult]) -> str:
+    slot = next((args.get("memory_type") for name, args, *_ in results if name == "recall_detail"), None)
+    if slot and slot_words(slot) not in ("note",):
+        reply = f"I don't remember your {slot_words(slot)} yet. Tell me and I'll remember it."
+    else:
+        reply = NOTHING_FOUND_REPLY
+    if _past_conversations(results) is not None:
+        reply += " I searched your memories and our earlier conversations too and found nothing close."
+    return reply
+
+
+def _past_conversations(results: list[ToolResult]) -> dict[str, Any] | None:
+    """This turn's search of earlier conversations (a follow-up of a memory search that found nothing), or None."""
+    for name, _args, output, is_error in results:
+        data = load_output(output)
+        if name == "search_past_conversations" and not is_error and isinstance(data, dict):
+            return data
+    return None
+
+
+def _asked_memory(results: list[ToolResult]) -> bool:
+    return any(name in ("recall_detail", "search_memories") for name, *_ in results)
+
+
+def _memory_answer(results: list[ToolResult]) -> str | None:
+    """The answer to a question about the user from this turn's recall_detail / search_memories, or None."""
+    for name, _args, output, is_error in results:
+        data = load_output(output)
+        if is_error or not isinstance(data, dict):
+            continue
+        if name == "recall_detail":
+            return f"You told me {describe_fact(data.get('memory_type', ''), data.get('content', ''))}."
+        if name == "search_memories":
+            hits = [
+                h
+                for h in data.get("hits", [])
+                if is_relevant(h.get("text_rank"), h.get("vector_distance"), h.get("rrf_score"))
+            ]
+            if hits:
+                top = hits[0]
+                reply = f"You told me {describe_fact(top['memory_type'], top['content'])}."
+                also = [h for h in hits[1:2] if h.get("text_rank") is not None]
+                if also:
+                    reply += f" Also, {describe_fact(also[0]['memory_type'], also[0]['content'])}."
+                return reply
+    return None
 
 
 def follow_up(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict]]:
@@ -92,11 +161,10 @@ def follow_up(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict
     query = strip_end(clean(user_text)) or user_text
     for name, _args, output, is_error in results:
         if name == "recall_detail" and is_error and "search_memories" not in names:
-            return [("search_memories", {"query": query})]
+            return [("search_memories", {"query": search_query(query)})]
         if name == "search_memories" and not is_error and "search_past_conversations" not in names:
             data = load_output(output)
-            hits = data.get("hits", []) if isinstance(data, dict) else []
-            if not any(is_relevant(h.get("text_rank"), h.get("vector_distance")) for h in hits):
+            if not _relevant(data if isinstance(data, dict) else {}):
                 return [("search_past_conversations", {"query": query})]
     return []
 
@@ -130,8 +198,6 @@ def _error_reply(name: str, args: dict[str, Any], message: str) -> str:
     slot = args.get("memory_type", "")
     if name == "forget_detail":
         return f"I didn't have anything saved as your {slot_words(slot)}, so there was nothing to forget."
-    if name == "recall_detail":
-        return f"I don't remember your {slot_words(slot)} yet. Tell me and I'll remember it."
     if name == "lookup_order":
         return f"Sorry, {message[:1].lower() + message[1:]} Order numbers look like 1001; could you check it?"
     if name == "update_profile":
@@ -141,19 +207,13 @@ def _error_reply(name: str, args: dict[str, Any], message: str) -> str:
     return f"Sorry, that didn't work: {message}"
 
 
-def _success_reply(name: str, data: Any, user_text: str, results: list[ToolResult]) -> str:
+def _success_reply(name: str, data: Any, user_text: str, recalled: list[tuple[str, str]]) -> str:
     if not isinstance(data, dict):
         return str(data)
-    recall_failed = any(n == "recall_detail" and is_error for n, _, _, is_error in results)
-    if name == "search_memories":
-        if any(n == "search_past_conversations" for n, *_ in results) and not _relevant(data):
-            return ""  # nothing in the slots: the search of earlier conversations that followed answers
-        return _memories_found(data, recall_failed=recall_failed)
     if name == "search_knowledge":
-        return _knowledge_found(data, user_text)
+        return _knowledge_found(data, user_text, recalled)
     if name == "search_past_conversations":
-        after_memories = any(n == "search_memories" for n, *_ in results)
-        return _conversations_found(data, after_memories=after_memories, recall_failed=recall_failed)
+        return _conversations_found(data)
     reply = _REPLIES.get(name)
     return reply(data) if reply else "Done."
 
@@ -167,10 +227,6 @@ def _remembered(data: dict[str, Any]) -> str:
     return f"Updated: I'll remember that {fact} (before, I had {data['previous_content']})."
 
 
-def _recalled(data: dict[str, Any]) -> str:
-    return _sentence(describe_fact(data.get("memory_type", ""), data.get("content", ""))) + "."
-
-
 def _forgotten(data: dict[str, Any]) -> str:
     return f"Done, I've forgotten your {slot_words(data.get('memory_type', ''))}."
 
@@ -182,20 +238,6 @@ def _listed(data: dict[str, Any]) -> str:
     facts = "; ".join(describe_fact(m["memory_type"], m["content"]) for m in memories[:MAX_LISTED])
     more = f" (and {len(memories) - MAX_LISTED} more on the Memories page)" if len(memories) > MAX_LISTED else ""
     return f"Here's what I remember about you: {facts}{more}."
-
-
-def _memories_found(data: dict[str, Any], *, recall_failed: bool) -> str:
-    hits = [hit for hit in data.get("hits", []) if is_relevant(hit.get("text_rank"), hit.get("vector_distance"))]
-    if not hits:
-        if recall_failed:
-            return "I searched your memories too and found nothing close."
-        return "I couldn't find anything about that in what you've told me."
-    top = hits[0]
-    lead = "But the closest thing I remember is that" if recall_failed else "From your memories:"
-    reply = f"{lead} {describe_fact(top['memory_type'], top['content'])} (RRF score {top['rrf_score']:.4f})."
-    if len(hits) > 1:
-        reply += f" Also, {describe_fact(hits[1]['memory_type'], hits[1]['content'])}."
-    return reply
 
 
 def _said_on(hit: dict[str, Any]) -> str:
@@ -214,16 +256,16 @@ def _quote(text: str, limit: int = 240) -> str:
 
 
 def _relevant(data: dict[str, Any]) -> list[dict[str, Any]]:
-    return [hit for hit in data.get("hits", []) if is_relevant(hit.get("text_rank"), hit.get("vector_distance"))]
+    return [
+        hit
+        for hit in data.get("hits", [])
+        if is_relevant(hit.get("text_rank"), hit.get("vector_distance"), hit.get("rrf_score"))
+    ]
 
 
-def _conversations_found(data: dict[str, Any], *, after_memories: bool = False, recall_failed: bool = False) -> str:
+def _conversations_found(data: dict[str, Any], *, after_memories: bool = False) -> str:
     hits = _relevant(data)
     if not hits:
-        if recall_failed:
-            return "I searched your memories and our earlier conversations too and found nothing close."
-        if after_memories:
-            return "I couldn't find anything about that in what you've told me, now or in our earlier conversations."
         return "I couldn't find anything about that in our earlier conversations."
     # what the user said answers "that thing I mentioned" better than the agent's reply to it
     top = next((hit for hit in hits[:3] if hit.get("speaker") == "user"), hits[0])
@@ -253,9 +295,13 @@ def _order_found(data: dict[str, Any]) -> str:
     return data.get("summary") or "I found the order."
 
 
-def _knowledge_found(data: dict[str, Any], user_text: str) -> str:
+def _knowledge_found(data: dict[str, Any], user_text: str, recalled: list[tuple[str, str]]) -> str:
     hits = data.get("hits") or []
     if not hits or hits[0].get("similarity", 0) < 0.25:
+        if recalled:  # the panel shows a memory in context: say it rather than "nothing found"
+            return (
+                f"The Kestrel Coffee knowledge base doesn't cover that, but you told me {describe_fact(*recalled[0])}."
+            )
         return "I couldn't find anything about that in the Kestrel Coffee knowledge base."
     top = hits[0]
     return f"From the Kestrel Coffee knowledge base ({top['title']}): {_best_sentences(user_text, top['content'])}"
@@ -263,7 +309,6 @@ def _knowledge_found(data: dict[str, Any], user_text: str) -> str:
 
 _REPLIES = {
     "remember_detail": _remembered,
-    "recall_detail": _recalled,
     "forget_detail": _forgotten,
     "list_user_memories": _listed,
     "update_profile": _profile_updated,

@@ -35,3 +35,32 @@ def strip_end(text: str) -> str:
 def content_words(text: str) -> list[str]:
     """The lower-cased words of `text` that carry meaning (no stopwords)."""
     return [word for word in re.findall(r"[a-z0-9]+", text.lower()) if word not in STOPWORDS]
+
+
+# the user's words as the agent says them back: "my home" -> "your home", "I'm" -> "you're"
+# fmt: off
+_SECOND_PERSON = {
+    "i": "you", "me": "you", "my": "your", "mine": "yours", "myself": "yourself", "i'm": "you're",
+    "i've": "you've", "i'll": "you'll", "i'd": "you'd", "am": "are", "we": "you", "us": "you", "our": "your",
+    "ours": "yours", "we're": "you're", "we've": "you've", "was": "were",
+}
+# fmt: on
+_PERSON_WORD = re.compile(r"\b(?:i'm|i've|i'll|i'd|we're|we've|myself|mine|ours|our|my|me|us|we|i|am|was)\b", re.I)
+
+
+def second_person(text: str) -> str:
+    """'hiking near my home' -> 'hiking near your home'; 'I don't eat meat' -> 'you don't eat meat'.
+    "am" and "was" turn only after a turned "I" ("I am" -> "you are"), so "I was" -> "you were"."""
+    words = _PERSON_WORD.split(text)
+    found = _PERSON_WORD.findall(text)
+    out = [words[0]]
+    previous = ""
+    for word, after in zip(found, words[1:], strict=True):
+        lower = word.lower()
+        if lower in ("am", "was") and not (previous == "i" and out[-1].strip() == ""):
+            turned = word
+        else:
+            turned = _SECOND_PERSON[lower]
+        out.extend([turned, after])
+        previous = lower
+    return "".join(out)

@@ -10,7 +10,8 @@ import pytest
 
 from agent.brain.facts import parse_facts
 from agent.brain.intents import INTENTS, classify
-from agent.brain.replies import IDENTITY_REPLY, compose_reply
+from agent.brain.llm import recalled_memories
+from agent.brain.replies import IDENTITY_REPLY, NOTHING_FOUND_PHRASES, NOTHING_FOUND_REPLY, compose_reply
 from agent.extraction import extract_facts
 from agent.sensitive import rejection_reason, secret_reason
 from tests.support.app import TEST_DATA
@@ -24,21 +25,27 @@ def _labelled() -> list[dict]:
 
 def test_labelled_set_is_big_enough_and_covers_every_intent():
     rows = _labelled()
-    assert len(rows) >= 60
-    counts = Counter(row["intent"] for row in rows)
-    assert set(counts) == set(INTENTS)
-    assert min(counts.values()) >= 4  # paraphrases for each intent, not one example
+    assert len(rows) >= 300
+    heldout = [row for row in rows if row["split"] == "heldout"]
+    assert len(heldout) >= len(rows) // 3  # a third never tuned on
+    assert {row["split"] for row in rows} == {"dev", "heldout"}
+    for split in ("dev", "heldout"):
+        counts = Counter(row["intent"] for row in rows if row["split"] == split)
+        assert set(counts) == set(INTENTS)
+        assert min(counts.values()) >= 4  # paraphrases for each intent, not one example
 
 
-def test_intent_accuracy_on_the_labelled_set():
-    rows = _labelled()
+@pytest.mark.parametrize(("split", "goal"), [("dev", 0.95), ("heldout", 0.90)])
+def test_intent_accuracy_on_the_labelled_set(split, goal):
+    rows = [row for row in _labelled() if row["split"] == split]
     misses = [
         (row["text"], row["intent"], classify(row["text"]).name)
         for row in rows
         if classify(row["text"]).name != row["intent"]
     ]
     accuracy = 1 - len(misses) / len(rows)
-    assert accuracy >= 0.95, f"accuracy {accuracy:.1%}; misses: {misses}"
+    print(f"{split}: {len(rows) - len(misses)}/{len(rows)}")
+    assert accuracy >= goal, f"accuracy {accuracy:.1%}; misses: {misses}"
 
 
 def test_tool_and_arguments_on_the_labelled_set():
@@ -186,3 +193,87 @@ async def test_extraction_with_a_model_that_returns_garbage_falls_back_to_rules(
 def test_parse_facts_keeps_the_last_mention_of_a_slot():
     facts = parse_facts("I live in Denver. Actually I live in Boulder.")
     assert [(f.memory_type, f.content) for f in facts] == [("home_city", "Boulder")]
+
+
+@pytest.mark.parametrize(
+    ("text", "memory_type", "content", "said_back"),
+    [
+        ("my sister Ana lives in Porto", "sister", "Ana lives in Porto", "your sister Ana lives in Porto"),
+        ("my dog is called Pixel", "dog_name", "Pixel", "your dog's name is Pixel"),
+        ("I usually order an oat flat white", "favorite_drink", "oat flat white", "your usual is oat flat white"),
+        ("I'm vegetarian", "diet", "vegetarian", "you're vegetarian"),
+        ("I work as a nurse", "job", "nurse", "you work as a nurse"),
+        ("I love hiking near my home", "likes_hiking_near", "hiking near my home", "you like hiking near your home"),
+        ("I don't eat fish", "diet", "I don't eat fish", "you don't eat fish"),
+    ],
+)
+def test_everyday_statements_are_stored_and_said_back_grammatically(text, memory_type, content, said_back):
+    intent = classify(text)
+    assert intent.calls == [("remember_detail", {"memory_type": memory_type, "content": content})]
+    output = json.dumps({"memory_type": memory_type, "content": content, "created": True, "previous_content": None})
+    reply = compose_reply(text, [("remember_detail", intent.calls[0][1], output, False)])
+    assert reply == f"Got it, I'll remember that {said_back}."
+
+
+@pytest.mark.parametrize(
+    ("text", "slot"),
+    [
+        ("I play the guitar", "note_play_guitar"),
+        ("I'm retired", "note_retired"),
+        ("remember that my sister Ana lives in Porto", "sister"),
+        ("I volunteer at the animal shelter", "note_volunteer_animal_shelter"),
+    ],
+)
+def test_a_statement_about_oneself_that_fits_no_slot_is_kept_as_a_note(text, slot):
+    (name, args), *_ = classify(text).calls
+    assert name == "remember_detail" and args["memory_type"] == slot
+
+
+@pytest.mark.parametrize("text", ["I need help with my grinder", "I'm fine thanks", "I think so", "I want a refund"])
+def test_requests_and_moods_are_not_notes(text):
+    assert all(name != "remember_detail" for name, _ in classify(text).calls)
+
+
+def _search_output(*hits: dict) -> str:
+    return json.dumps({"query": "q", "mode": "hybrid", "degraded_reason": None, "hits": list(hits)})
+
+
+def test_a_question_is_answered_from_the_best_relevant_memory():
+    hit = {"memory_type": "dog_name", "content": "Pixel", "rrf_score": 0.016, "vector_rank": 1, "text_rank": 1,
+           "vector_distance": 0.5}  # fmt: skip
+    reply = compose_reply("do I have pets?", [("search_memories", {"query": "pets"}, _search_output(hit), False)])
+    assert reply == "You told me your dog's name is Pixel."
+
+
+def test_a_missed_slot_found_by_the_search_is_answered_without_saying_it_was_missing():
+    hit = {"memory_type": "dog", "content": "called Pixel", "rrf_score": 0.016, "vector_rank": 1, "text_rank": 1,
+           "vector_distance": 0.4}  # fmt: skip
+    reply = compose_reply(
+        "what's my dog's name?",
+        [
+            ("recall_detail", {"memory_type": "dog_name"}, "No memory called 'dog_name'.", True),
+            ("search_memories", {"query": "dog"}, _search_output(hit), False),
+        ],
+    )
+    assert reply == "You told me your dog is called Pixel."
+    assert not any(phrase in reply for phrase in NOTHING_FOUND_PHRASES)
+
+
+def test_nothing_found_by_the_tools_but_a_memory_in_context_is_answered_from_it():
+    """The per-turn recall (what the panel stars) put a memory into context; the reply uses it."""
+    far = {"memory_type": "dog_name", "content": "Pixel", "rrf_score": 0.011, "vector_rank": 1, "text_rank": None,
+           "vector_distance": 0.9}  # fmt: skip
+    results = [("search_memories", {"query": "pets"}, _search_output(far), False)]
+    assert compose_reply("do I have pets?", results) == NOTHING_FOUND_REPLY
+    reply = compose_reply("do I have pets?", results, recalled=[("dog_name", "Pixel")])
+    assert reply == "You told me your dog's name is Pixel."
+    knowledge = [("search_knowledge", {"query": "can I eat meat?"}, json.dumps({"query": "q", "hits": []}), False)]
+    reply = compose_reply("can I eat meat?", knowledge, recalled=[("diet", "vegetarian")])
+    assert "you told me you're vegetarian" in reply
+    assert not any(phrase in reply for phrase in NOTHING_FOUND_PHRASES)
+
+
+def test_recalled_memories_are_read_from_the_recall_block():
+    text = "<recall>\nPossibly relevant memories:\n- diet: vegetarian\n- sister: Ana lives in Porto\n</recall>\nhi"
+    assert recalled_memories(text) == [("diet", "vegetarian"), ("sister", "Ana lives in Porto")]
+    assert recalled_memories("no block here") == []

@@ -59,7 +59,7 @@ def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user
     assert result.returncode == 0, result.stderr + out
     assert f"LLM OpenAI-compatible: gpt-4o-mini at {llm_server.base_url}" in out
     assert "agent> Got it, I'll remember that your favorite color is teal." in out
-    assert "agent> Your favorite color is teal." in out
+    assert "agent> You told me your favorite color is teal." in out
     assert "agent> Order 1002 is shipped" in out
     assert "agent> Done, I've forgotten your favorite color." in out
     assert "error:" not in out

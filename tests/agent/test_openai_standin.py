@@ -103,7 +103,7 @@ def test_answers_from_tool_results_and_without_streaming(server):
     ]
     reply = client(server).chat.completions.create(model=DEFAULT_MODEL, messages=messages, tools=TOOLS)
     assert reply.choices[0].finish_reason == "stop"
-    assert reply.choices[0].message.content == "Your favorite color is teal."
+    assert reply.choices[0].message.content == "You told me your favorite color is teal."
 
 
 def test_a_recall_block_is_read_past_and_extraction_gets_json(server):

@@ -49,7 +49,7 @@ def test_send_returns_reply_events_with_scores_and_timings(runtime, new_user):
     chat = runtime.open_conversation("chat", user.user_id)
     turn = chat.send("what is my favorite color?").result(timeout=60)
     assert isinstance(turn, TurnResult) and turn.error is None
-    assert turn.turn == 1 and turn.reply == "Your favorite color is teal."
+    assert turn.turn == 1 and turn.reply == "You told me your favorite color is teal."
     assert [c["name"] for c in turn.tool_calls] == ["recall_detail"]
     recall = turn.retrievals[0]
     hit = recall["hits"][0]
@@ -63,7 +63,7 @@ def test_send_returns_reply_events_with_scores_and_timings(runtime, new_user):
     # the page's history and live panel
     assert [(h["role"], h["text"]) for h in chat.history][-2:] == [
         ("user", "what is my favorite color?"),
-        ("assistant", "Your favorite color is teal."),
+        ("assistant", "You told me your favorite color is teal."),
     ]
     events, cursor = chat.events_since(0)
     more, cursor2 = chat.events_since(cursor)

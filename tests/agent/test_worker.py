@@ -251,7 +251,7 @@ def test_terminal_chat_remembers_recalls_forgets_and_looks_up_orders(new_user):
     assert result.returncode == 0, result.stderr + out
     assert "Offline demo brain (rule-based)" in out
     assert "agent> Got it, I'll remember that your favorite color is teal." in out
-    assert "agent> Your favorite color is teal." in out
+    assert "agent> You told me your favorite color is teal." in out
     assert "agent> Done, I've forgotten your favorite color." in out
     assert "agent> I don't remember your favorite color yet." in out
     assert "agent> Order 1002 is shipped" in out
@@ -405,7 +405,8 @@ async def test_entrypoint_runs_a_job_with_the_openai_plugin_against_an_llm_endpo
     section = sessions.get_session(user.scope, "lk-job-llm-1").report["playground"]
     assert section["mode"] == "worker" and section["models"]["llm_backend"] == "openai"
     assert section["errors"] == []
-    assert [t["text"] for t in section["transcript"] if t["role"] == "assistant"][-1] == "Your favorite color is teal."
+    answers = [t["text"] for t in section["transcript"] if t["role"] == "assistant"]
+    assert answers[-1] == "You told me your favorite color is teal."
     assert memories.recall(user.scope, "favorite_color").content == "teal"
     requests = llm_server.chat_requests()
     assert_agent_requests(requests)
@@ -416,5 +417,5 @@ async def test_entrypoint_runs_a_job_with_the_openai_plugin_against_an_llm_endpo
     stored = conversations.list_turns(user.scope, "lk-job-llm-1")
     said = [(t.speaker, t.content) for t in stored]
     assert ("user", "my favorite color is teal") in said and ("user", "what is my favorite color?") in said
-    assert said[-1] == ("assistant", "Your favorite color is teal.")
+    assert said[-1] == ("assistant", "You told me your favorite color is teal.")
     assert [t.turn_index for t in stored] == list(range(len(stored)))

@@ -16,14 +16,15 @@ from tests.support.app import start_streamlit, stop_streamlit
 from tests.support.browser import (
     TURN_TIMEOUT_MS,
     answered_turns,
-    grid_rows,
     open_page,
     screenshot,
     send,
+    table_rows,
     user_id_of,
     wait_for_app,
     wait_for_identity_cookie,
 )
+from tests.support.panels import branch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -47,15 +48,14 @@ def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page
         answer = send(page, "what did I tell you about my favorite color?")
         assert "teal" in answer.lower()
     # the panel beside the turn shows the retrieval with its scores
-    rows = grid_rows(page)
+    rows = table_rows(page)
     header = next(row for row in rows if "Fused score" in row)
-    assert {"Vector rank", "Text rank", "Vector RRF", "Text RRF"} <= set(header)
-    hit = next(row for row in rows if any("favorite_color" in cell for cell in row))
-    assert float(hit[header.index("Fused score")]) == pytest.approx(
-        float(hit[header.index("Vector RRF")]) + float(hit[header.index("Text RRF")]), abs=2e-5
-    )
+    assert {"Memory", "Vector", "Text", "Fused score"} <= set(header)  # the side panel's compact table
+    hit = next(row for row in rows if any("favorite_color: teal" in cell for cell in row))
+    vector, text = branch(hit[header.index("Vector")])[1], branch(hit[header.index("Text")])[1]
+    assert float(hit[header.index("Fused score")]) == pytest.approx(vector + text, abs=2e-5)
     assert page.locator('[data-testid="stVegaLiteChart"]').count() >= 1  # the stacked RRF bars
-    screenshot(page, "chat")
+    # the README's chat, memories and knowledge screenshots come from tests/app/test_browser_layout.py (laptop sizes)
 
     # end the conversation: its report is saved and shows on the Sessions page
     send(page, "where is order 1001?")
@@ -72,7 +72,6 @@ def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page
     search.press("Enter")
     page.get_by_text(re.compile("Memories.*what color do I like")).first.wait_for(timeout=TURN_TIMEOUT_MS)
     wait_for_app(page)
-    screenshot(page, "memories")
 
     # a reload is a new browser session: the identity comes back from the cookie
     page.reload()
@@ -92,7 +91,6 @@ def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page
     question.press("Enter")
     page.get_by_text(re.compile("Knowledge.*how long does shipping take")).first.wait_for(timeout=TURN_TIMEOUT_MS)
     wait_for_app(page)
-    screenshot(page, "knowledge")
 
     # a second browser context is a different visitor who sees none of the first one's data
     other = new_browser_page((1920, 1080))

@@ -16,13 +16,13 @@ from core.db import admin_connection
 from tests.support.browser import (
     TURN_TIMEOUT_MS,
     answered_turns,
-    grid_rows,
     open_page,
     send,
     user_id_of,
     wait_for_app,
     wait_for_identity_cookie,
 )
+from tests.support.panels import branch
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -38,12 +38,19 @@ def _turn_count(user_id: str, session_id: str | None = None) -> int:
         ).fetchone()[0]
 
 
-def _grid(container) -> list[list[str]]:
-    container.locator('[role="gridcell"]').first.wait_for(state="attached", timeout=30_000)
+def _table(container) -> list[list[str]]:
+    """The cells of the compact retrieval table (ui.retrieval.compact_memory_table) in `container`."""
+    container.locator('[data-testid="stTable"] td').first.wait_for(state="attached", timeout=30_000)
     return container.evaluate(
-        "el => [...el.querySelectorAll('[role=row]')].map(r => "
-        "[...r.querySelectorAll('[role=gridcell],[role=columnheader]')].map(c => c.textContent.trim()))"
+        "el => [...el.querySelectorAll('[data-testid=stTable] tr')].map(r => "
+        "[...r.querySelectorAll('th,td')].map(c => c.textContent.trim()))"
     )
+
+
+def _sums_up(row: list[str], header: list[str]) -> None:
+    """The fused score is the two branches' RRF contributions added ('#rank · contribution' cells)."""
+    (_, vector), (_, text) = branch(row[header.index("Vector")]), branch(row[header.index("Text")])
+    assert float(row[header.index("Fused score")]) == pytest.approx(vector + text, abs=2e-5)
 
 
 def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_browser_page):
@@ -77,24 +84,25 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
         "'.st-key-u_chat_turn1_recall0_' + t + '_tier').getBoundingClientRect(); return {x: r.x, y: r.y}; })"
     )
     assert abs(slot_box["y"] - turn_box["y"]) < 5 and slot_box["x"] < turn_box["x"], (slot_box, turn_box)
-    for container, label, wanted in ((slots, "Slot", "favorite_trail"), (turns, "When", "user")):
+    for container, label, wanted in ((slots, "Memory", "favorite_trail"), (turns, "Said", " user: ")):
         if "Skipped: over the" in container.inner_text():
             continue  # the recall's time budget on a loaded machine (the panel says so); the tool's search below
-        rows = _grid(container)
+        rows = _table(container)
         header = next(row for row in rows if "Fused score" in row)
-        assert {label, "Vector rank", "Text rank", "Vector RRF", "Text RRF"} <= set(header), header
-        hit = next(row for row in rows if any(wanted in cell for cell in row))
-        assert float(hit[header.index("Fused score")]) == pytest.approx(
-            float(hit[header.index("Vector RRF")]) + float(hit[header.index("Text RRF")]), abs=2e-4
-        )
+        assert header == [label, "Vector", "Text", "Fused score"], header
+        hit = next(row for row in rows if wanted in row[0])
+        _sums_up(hit, header)
     # the search_past_conversations tool's hits (no time budget): when and who, what was said, the numbers
-    rows = grid_rows(page)
-    header = next(row for row in rows if "Said" in row and "Fused score" in row)
-    hike = next(row for row in rows if len(row) == len(header) and "Cedar Creek" in row[header.index("Said")])
-    assert re.search(r"\d{4}-\d\d-\d\d user", hike[header.index("When")])
-    assert float(hike[header.index("Fused score")]) == pytest.approx(
-        float(hike[header.index("Vector RRF")]) + float(hike[header.index("Text RRF")]), abs=2e-5
+    tables = page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=stTable]')].filter(t => !t.closest('[class*=_tier]'))"
+        ".map(t => [...t.querySelectorAll('tr')]"
+        ".map(r => [...r.querySelectorAll('th,td')].map(c => c.textContent.trim())))"
     )
+    header, *rows = next(table for table in tables if table and table[0][:1] == ["Said"])
+    assert header == ["Said", "Vector", "Text", "Fused score"], header
+    hike = next(row for row in rows if "Cedar Creek" in row[0])
+    assert re.search(r"\d{4}-\d\d-\d\d user: ", hike[0])
+    _sums_up(hike, header)
     page.get_by_role("button", name="End session").click()
     page.get_by_text("report was saved").wait_for(timeout=TURN_TIMEOUT_MS)
 
@@ -126,7 +134,10 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
 
     # delete everything: every session and turn of this visitor, and its memories
     page.get_by_role("button", name="Delete everything…").click()
-    page.get_by_label("Type DELETE to confirm").fill("DELETE")
-    page.get_by_role("button", name="Delete everything", exact=True).click()
+    confirm = page.get_by_label("Type DELETE to confirm")
+    confirm.fill("DELETE")
+    confirm.press("Enter")  # the button is enabled once the phrase is in
+    # the Sessions page's own button (the sidebar has a "Delete everything about me" popover too)
+    page.get_by_test_id("stBaseButton-primary").filter(has_text="Delete everything about me").click()
     page.get_by_text("No sessions yet").wait_for(timeout=30_000)
     assert _turn_count(visitor) == 0

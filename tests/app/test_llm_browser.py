@@ -24,10 +24,10 @@ from tests.support.app import start_streamlit, stop_streamlit
 from tests.support.browser import (
     WEBRTC_FRAME,
     answered_turns,
-    grid_rows,
     open_page,
     screenshot,
     send,
+    table_rows,
     user_id_of,
     wait_for_app,
     wait_for_identity_cookie,
@@ -77,11 +77,11 @@ def test_chat_page_teaches_and_recalls_through_the_llm(llm_app, new_mic_page):
     assert "Hi! I'm the Kestrel Coffee assistant" in answered_turns(page).first.inner_text()
 
     assert "Got it, I'll remember that your favorite color is teal." in send(page, "my favorite color is teal")
-    assert "Your favorite color is teal." in send(page, "what is my favorite color?")
-    rows = grid_rows(page)  # the retrieval panel for this turn, with its scores
+    assert "your favorite color is teal." in send(page, "what is my favorite color?")
+    rows = table_rows(page)  # the retrieval panel for this turn, with its scores
     header = next(row for row in rows if "Fused score" in row)
     assert any("favorite_color" in cell for row in rows for cell in row)
-    assert {"Vector rank", "Text rank", "Vector RRF", "Text RRF"} <= set(header)
+    assert {"Memory", "Vector", "Text", "Fused score"} <= set(header)  # the side panel's compact table
 
     page.get_by_role("button", name="End session").click()
     page.get_by_text("report was saved").wait_for(timeout=90_000)

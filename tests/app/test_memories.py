@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from core import memories
+from core import memories, profiles, sessions
 from core.errors import NotFound
 
 
@@ -144,3 +144,41 @@ def test_an_empty_edit_is_refused_with_a_message_and_loses_nothing(app):
     assert not at.exception
     assert any("empty" in w.value for w in at.warning)
     assert memories.recall(visitor.scope, "car").content == "Drives a blue 2019 Subaru Outback"
+
+
+def test_delete_everything_about_me_erases_memories_profile_and_sessions_and_the_agent_meets_a_stranger(app):
+    from tests.app.conftest import settle
+    from tests.app.test_chat import _assistant_texts, _say
+
+    at = app()  # the chat page
+    visitor = at.session_state["mp_visitor"]
+    _say(at, "call me Jo")
+    _say(at, "my dog is called Pixel")
+    assert profiles.get_profile(visitor.scope).name == "Jo"
+    at.button(key="u_chat_end").click()  # the report with "call me Jo" in its transcript is saved
+    at.run()
+    assert len(sessions.list_sessions(visitor.scope)) == 1
+    next(b for b in at.button if b.label == "Start a new conversation").click()
+    settle(at.run())
+    assert any("Welcome back, Jo" in text for text in _assistant_texts(at))  # a new conversation (unsaved yet)
+
+    at.switch_page("pages/memories.py")
+    at.run()
+    at.text_input(key="u_mem_erase_phrase").set_value("delete")  # not the exact phrase
+    at.run()
+    assert at.button(key="u_mem_erase_button").disabled
+    at.text_input(key="u_mem_erase_phrase").set_value("DELETE")
+    at.run()
+    at.button(key="u_mem_erase_button").click()
+    at.run()
+    assert not at.exception
+    # the open conversation was ended first, so nothing it wrote on the way out survives
+    assert memories.list_memories(visitor.scope) == []
+    assert sessions.list_sessions(visitor.scope) == []
+    assert profiles.get_profile(visitor.scope).name is None
+    assert any("Deleted 2 memories, 2 session reports" in s.value for s in at.success)
+
+    at.switch_page("pages/chat.py")
+    settle(at.run())
+    greeting = " ".join(_assistant_texts(at))
+    assert "Welcome back" not in greeting and "Jo" not in greeting

@@ -8,11 +8,20 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent import events
+from agent.recall import is_relevant
 from core import memories
 from core.retrieval import RrfParams, search_knowledge, search_memories
 from ui import format as fmt
 from ui.report_view import read_report
-from ui.retrieval import contribution_rows, knowledge_table, memory_table, view_of_event, view_of_search
+from ui.retrieval import (
+    compact_memory_table,
+    contribution_rows,
+    knowledge_table,
+    memory_chart,
+    memory_table,
+    view_of_event,
+    view_of_search,
+)
 from ui.turns import group_turns
 
 
@@ -123,3 +132,44 @@ def test_formatting_helpers():
     assert fmt.duration(75) == "1 min 15 s" and fmt.duration(None) == "—"
     assert fmt.ms(1500) == "1.50 s" and fmt.ms(3.25) == "3.2 ms" and fmt.ms("x") == "—"
     assert fmt.clip("a" * 10, 5) == "aaaa…"
+
+
+def _hit(slot, vector_rank, text_rank, vector_rrf, text_rrf, hit_id=None):
+    return {
+        "id": hit_id or slot,
+        "memory_type": slot,
+        "content": f"{slot} text",
+        "vector_rank": vector_rank,
+        "text_rank": text_rank,
+        "vector_distance": 0.4,
+        "vector_rrf": vector_rrf,
+        "text_rrf": text_rrf,
+        "rrf_score": vector_rrf + text_rrf,
+    }
+
+
+def test_a_hit_with_a_fused_score_of_0_is_never_starred():
+    hits = [_hit("diet", None, 1, 0.0, 1 / 61), _hit("dog_name", 1, None, 0.0, 0.0)]  # vector weight 0
+    injected = {"diet", "dog_name"}
+    assert list(memory_table(hits, injected)["Slot"]) == ["★ diet", "dog_name"]
+    assert list(compact_memory_table(hits, injected)["Memory"]) == ["★ diet: diet text", "dog_name: dog_name text"]
+    # and the agent never puts it into context: the one relevance rule says so
+    assert is_relevant(1, 0.4, 1 / 61) and not is_relevant(None, 0.4, 0.0)
+
+
+def test_the_chart_bars_end_at_the_tables_fused_scores_in_vector_mode(new_user):
+    """Issue: rank 1 (0.01148) was drawn shorter than rank 3 (0.01111). Each bar now ends at its fused score."""
+    user = new_user()
+    for slot, text in [("car", "blue Subaru"), ("pet", "a dog called Rex"), ("diet", "vegetarian"), ("city", "Porto")]:
+        memories.remember(user.scope, slot, text)
+    search = search_memories(user.scope, "what car do I drive", mode="vector")
+    hits = [hit.as_dict() for hit in search.hits]
+    table = memory_table(hits)
+    bars = contribution_rows(hits)
+    ends = bars.groupby("order")["end"].max()
+    assert list(ends.round(8)) == list(table["Fused score"].round(8))
+    defaults = RrfParams()  # vector mode: only the vector branch, w_vector / (k + rank)
+    assert ends.is_monotonic_decreasing and ends.iloc[0] == pytest.approx(defaults.vector_weight / (defaults.k + 1))
+    spec = memory_chart(hits).to_dict()
+    assert spec["encoding"]["x"]["field"] == "start" and spec["encoding"]["x2"]["field"] == "end"
+    assert spec["encoding"]["y"]["sort"] == [f"{n + 1}. {hit['memory_type']}" for n, hit in enumerate(hits)]

@@ -15,7 +15,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from core import conversations, db, embeddings, identity, maintenance, memories, sessions
+from core import conversations, db, embeddings, erasure, identity, maintenance, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
@@ -464,7 +464,7 @@ def test_statistics_follow_inserts_and_deletes(new_user):
         sessions.delete_session(user.scope, second)
     assert sessions.delete_all_sessions(user.scope) == 1
     assert user_turns(user.user_id) == []
-    assert lexicon(user.user_id) == ({}, (0,))
+    assert lexicon(user.user_id) == ({}, None)  # no turns left: no totals row either
 
 
 def test_another_user_cannot_delete_my_session(corpus, new_user):
@@ -511,12 +511,13 @@ def test_delete_everything_as_the_user_deletes_memories_sessions_and_turns_and_n
     sessions.save_report(service, f"all-2-{user.user_id}", {"playground": {}})
     others_turns = len(user_turns(corpus.owner.user_id))
 
-    deleted = sessions.delete_everything(user.scope)  # as the user: RLS decides what goes
-    assert deleted == sessions.Deleted(memories=1, sessions=2, turns=len(SESSION_A) + len(SESSION_B))
-    assert user_turns(user.user_id) == [] and lexicon(user.user_id) == ({}, (0,))
+    deleted = erasure.delete_everything(user.scope)  # as the user: RLS decides what goes
+    assert deleted.rows == {"memories": 1, "sessions": 2} and deleted.turns == len(SESSION_A) + len(SESSION_B)
+    assert user_turns(user.user_id) == [] and lexicon(user.user_id) == ({}, None)
     assert sessions.list_sessions(user.scope) == [] and memories.list_memories(user.scope) == []
     assert len(user_turns(corpus.owner.user_id)) == others_turns  # another user's turns are untouched
-    assert sessions.delete_everything(user.scope) == sessions.Deleted(0, 0, 0)
+    again = erasure.delete_everything(user.scope)
+    assert again.rows == {"memories": 0, "sessions": 0} and again.turns == 0
 
 
 def test_cleanup_of_abandoned_anonymous_users_removes_their_turns(new_user):

@@ -274,8 +274,8 @@ def test_sessions_select_sees_only_own_reports(users):
     assert [s.user_id for s in sessions.list_sessions(a.scope)] == [a.user_id]
 
 
-def test_sessions_cannot_be_written_by_users_even_their_own(users):
-    """Only the service writes reports; a user can delete their own (not here) and nobody else's."""
+def test_sessions_cannot_be_written_by_users_even_their_own_but_they_can_delete_their_own(users):
+    """Only the service writes reports; a user can delete their own and nobody else's."""
     a, b = users.a, users.b
     own_id = stored_rows(a.user_id)["sessions"][0]["session_id"]
     before_a, before_b = stored_rows(a.user_id), stored_rows(b.user_id)
@@ -304,6 +304,12 @@ def test_sessions_cannot_be_written_by_users_even_their_own(users):
     assert stored_rows(a.user_id) == before_a and stored_rows(b.user_id) == before_b
     with pytest.raises(InvalidInput, match="written by the service"):
         sessions.save_report(a.scope, f"as-user-{uuid.uuid4().hex}", {"x": 1})
+    own = before_a["sessions"][0]
+    assert run_as(a.scope, "delete from public.sessions")[0] == len(before_a["sessions"])  # a blanket delete: A's only
+    assert stored_rows(b.user_id) == before_b
+    sessions.save_report(  # restore what the blanket delete removed
+        Scope.service(a.user_id), own["session_id"], own["report"], room_name=own["room_name"]
+    )
 
 
 # ---------------------------------------------------------------------------

@@ -199,6 +199,15 @@ def grid_rows(page) -> list[list[str]]:
     )
 
 
+def table_rows(page) -> list[list[str]]:
+    """The cells of every st.table on the page (the chat and voice panels' compact retrieval tables)."""
+    page.locator('[data-testid="stTable"] td').first.wait_for(state="attached", timeout=30_000)
+    return page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=stTable] tr')].map(r => "
+        "[...r.querySelectorAll('th,td')].map(c => c.textContent.trim()))"
+    )
+
+
 def open_page(page, title: str) -> None:
     """Navigate with the app's own top navigation (the browser session stays the same)."""
     heading = page.get_by_role("heading", name=re.compile(title)).first

@@ -1,0 +1,106 @@
+"""Delete everything about me (core.erasure), run as the user under RLS: every table with a user column,
+found from the catalog (so a table added later cannot be forgotten; the conversation tier's turns and word
+statistics among them), holds 0 rows for the user; the
+profile keeps its row with every field cleared; the user's pending report files are gone; another user's
+data is untouched. Per-session delete on the Sessions page: only one's own."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+
+from core import conversations, db, erasure, memories, profiles, sessions
+from core.errors import NotFound
+from core.profiles import preload
+from tests.support.users import sign_in
+
+
+def _user_columns() -> list[tuple[str, str]]:
+    """(table, column) of every column in `public` that references auth.users, or is called user_id."""
+    with db.admin_connection() as conn:
+        rows = conn.execute(
+            """
+            select distinct cl.relname, att.attname
+            from pg_constraint con
+            join pg_class cl on cl.oid = con.conrelid
+            join pg_namespace ns on ns.oid = cl.relnamespace
+            join pg_attribute att on att.attrelid = con.conrelid and att.attnum = any(con.conkey)
+            where con.contype = 'f' and con.confrelid = 'auth.users'::regclass and ns.nspname = 'public'
+            union
+            select c.table_name, c.column_name from information_schema.columns c
+            join information_schema.tables t on t.table_schema = c.table_schema and t.table_name = c.table_name
+            where c.table_schema = 'public' and c.column_name = 'user_id' and t.table_type = 'BASE TABLE'
+            """
+        ).fetchall()
+    return sorted((str(table), str(column)) for table, column in rows)
+
+
+def _rows_for(table: str, column: str, user_id: uuid.UUID) -> int:
+    with db.admin_connection() as conn:
+        return conn.execute(f'select count(*) from public."{table}" where "{column}" = %s', (user_id,)).fetchone()[0]
+
+
+def _fill(user) -> None:
+    memories.remember(user.scope, "diet", "vegetarian")
+    memories.remember(user.scope, "dog_name", "Pixel")
+    profiles.update_profile(user.scope, "name", "Jo")
+    profiles.update_profile(user.scope, "timezone", "Europe/Lisbon")
+    profiles.update_profile(user.scope, "preferences", json.dumps({"units": "metric"}))
+    for n in range(2):
+        session_id = f"erase-{user.user_id}-{n}"
+        conversations.store_turn(db.Scope.service(user.user_id), session_id, 0, "user", "call me Jo, my dog is Pixel")
+        conversations.store_turn(db.Scope.service(user.user_id), session_id, 1, "assistant", "Nice to meet you, Jo!")
+        sessions.save_report(db.Scope.service(user.user_id), session_id, {"transcript": ["call me Jo"]})
+
+
+def _pending(user_id: uuid.UUID, sub: str = "") -> object:
+    directory = erasure.pending_reports_dir() / sub
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{uuid.uuid4().hex}.json"
+    path.write_text(json.dumps({"user_id": str(user_id), "session_id": "s", "report": {"said": "call me Jo"}}))
+    return path
+
+
+def test_delete_everything_leaves_no_row_about_the_user(database_uri):
+    user, other = sign_in(), sign_in()
+    _fill(user)
+    _fill(other)
+    mine, theirs, set_aside = _pending(user.user_id), _pending(other.user_id), _pending(user.user_id, "rejected")
+    columns = _user_columns()
+    assert ("memories", "user_id") in columns and ("sessions", "user_id") in columns
+    assert ("profiles", "id") in columns
+    before = {tc: _rows_for(*tc, user.user_id) for tc in columns}
+    assert before[("memories", "user_id")] == 2 and before[("sessions", "user_id")] == 2
+    assert before[("conversation_turns", "user_id")] == 4 and before[("conversation_lexicon_totals", "user_id")] == 1
+
+    erased = erasure.delete_everything(user.scope)  # as the user: RLS decides
+
+    assert erased.rows == {"memories": 2, "sessions": 2} and erased.turns == 4
+    assert erased.profile_cleared and erased.pending_reports == 2
+    for table, column in columns:
+        if (table, column) == ("profiles", "id"):
+            continue  # the account's own row stays; its fields are checked below
+        assert _rows_for(table, column, user.user_id) == 0, f"{table}.{column} still holds rows for the user"
+    profile = profiles.get_profile(user.scope)
+    assert (profile.name, profile.email, profile.timezone, profile.preferred_language) == (None, None, None, None)
+    assert profile.preferences == {}
+    loaded = preload(db.Scope.service(user.user_id))
+    assert loaded.profile.name is None and not loaded.memories
+    assert not mine.exists() and not set_aside.exists() and theirs.exists()
+    # the other user's data is untouched
+    assert {tc: _rows_for(*tc, other.user_id) for tc in columns} == before | {("profiles", "id"): 1}
+    assert profiles.get_profile(other.scope).name == "Jo"
+    theirs.unlink()
+
+
+def test_a_user_deletes_one_of_their_sessions_and_never_someone_elses(database_uri):
+    user, other = sign_in(), sign_in()
+    sessions.save_report(db.Scope.service(user.user_id), f"one-{user.user_id}", {"x": 1})
+    sessions.save_report(db.Scope.service(other.user_id), f"one-{other.user_id}", {"x": 1})
+    with pytest.raises(NotFound):
+        sessions.delete_session(user.scope, f"one-{other.user_id}")
+    assert sessions.get_session(other.scope, f"one-{other.user_id}")
+    sessions.delete_session(user.scope, f"one-{user.user_id}")
+    assert sessions.list_sessions(user.scope) == []

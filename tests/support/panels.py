@@ -1,0 +1,25 @@
+"""Reading the side panel's compact retrieval table (ui.retrieval.compact_memory_table) back into numbers."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+_BRANCH = re.compile(r"^#(?P<rank>\d+) · (?P<rrf>\d+\.\d+)$")
+
+
+def branch(cell: str) -> tuple[str, float]:
+    """'#1 · 0.01148' -> ('1', 0.01148); '—' -> ('—', 0.0)."""
+    match = _BRANCH.match(cell.strip())
+    return (match.group("rank"), float(match.group("rrf"))) if match else ("—", 0.0)
+
+
+def expand(table: pd.DataFrame) -> pd.DataFrame:
+    """The compact table with the full table's columns: Slot, Vector rank, Text rank, Vector RRF, Text RRF."""
+    out = table.copy()
+    out["Fused score"] = out["Fused score"].astype(float)
+    out["Slot"] = out["Memory"].map(lambda text: text.removeprefix("★ ").split(": ", 1)[0])
+    out["Vector rank"], out["Vector RRF"] = zip(*out["Vector"].map(branch), strict=True)
+    out["Text rank"], out["Text RRF"] = zip(*out["Text"].map(branch), strict=True)
+    return out
