@@ -245,7 +245,7 @@ def test_the_benchmark_runs_its_voice_turns_through_an_llm_endpoint(database_uri
             "--barge-ins",
             "0",
             "--skip",
-            "recall,wer,capacity,scale,quality,conversation-scale",
+            "recall,wer,capacity,scale,quality,conversation-scale,first_visit",
             "--output",
             str(output),
         ],
