@@ -1,4 +1,4 @@
-"""The pages at laptop sizes (1440×900 and 1366×768) in headless Chromium against a real `streamlit run`:
+"""The pages at laptop sizes (1400×1000 and 1280×800) in headless Chromium against a real `streamlit run`:
 layout facts asserted from bounding boxes and the DOM, not from screenshots (which are still taken, for
 the README with `make screenshots`).
 
@@ -32,7 +32,7 @@ from tests.support.browser import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-SIZES = [(1440, 900), (1366, 768)]
+SIZES = [(1400, 1000), (1280, 800)]
 TEACH = [
     "I'm vegetarian",
     "my sister Ana lives in Porto",
@@ -61,8 +61,8 @@ _CLIPPED_LABELS = """(selector) => {
 
 
 def _shot(name: str, size: tuple[int, int]) -> str:
-    """The README's screenshots are the 1440×900 ones; the 1366×768 ones get the size in their name."""
-    return name if size == (1440, 900) else f"{name}-{size[0]}x{size[1]}"
+    """The README's screenshots are the 1400×1000 ones; the 1280×800 ones get the size in their name."""
+    return name if size == (1400, 1000) else f"{name}-{size[0]}x{size[1]}"
 
 
 def _new_visitor(new_browser_page, streamlit_server, size, path=""):
