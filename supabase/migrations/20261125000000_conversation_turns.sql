@@ -178,6 +178,11 @@ begin
      set turn_count = greatest(t.turn_count - gone.turns, 0)
     from gone
    where t.user_id = gone.user_id;
+
+  -- a user with no turns has no totals row, the same as one who never had any
+  delete from public.conversation_lexicon_totals t
+   where t.turn_count = 0
+     and t.user_id in (select distinct o.user_id from old_turns o);
   return null;
 end;
 $$;
