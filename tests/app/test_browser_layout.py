@@ -130,13 +130,20 @@ def test_chat_page_at_laptop_width(streamlit_server, new_browser_page, size):
     # "where does my sister live?": its search_memories tool call has no time budget, so its table is always there
     turn_buttons.nth(TEACH.index("where does my sister live?")).click()
     wait_for_app(page)
+    # the click reruns the page: wait for this turn's table, then measure it in one step (no stale element)
+    panel.locator('[data-testid="stTable"] td', has_text="sister: Ana lives in Porto").first.wait_for(timeout=30_000)
     table = panel.locator('[data-testid="stTable"]').first
-    table.wait_for(timeout=30_000)
-    fits = table.evaluate(
-        "t => { const box = t.getBoundingClientRect(); const inner = t.querySelector('table');"
-        " return [inner.scrollWidth, t.clientWidth, box.right, t.closest('.st-key-u_chat_panel')"
-        ".getBoundingClientRect().right]; }"
-    )
+    fits = page.wait_for_function(
+        """() => {
+            const t = document.querySelector('.st-key-u_chat_panel [data-testid="stTable"]');
+            const inner = t && t.querySelector('table');
+            const column = t && t.closest('.st-key-u_chat_panel');
+            if (!inner || !column) return null;
+            return [inner.scrollWidth, t.clientWidth, t.getBoundingClientRect().right,
+                    column.getBoundingClientRect().right];
+        }""",
+        timeout=30_000,
+    ).json_value()
     assert fits[0] <= fits[1] + 1 and fits[2] <= fits[3] + 1, f"the table is wider than its panel: {fits}"
     headers = [h.strip() for h in table.locator("th").all_inner_texts()]
     assert headers == ["Memory", "Vector", "Text", "Fused score"]

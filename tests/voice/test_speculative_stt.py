@@ -17,7 +17,14 @@ from livekit.agents import stt as lk_stt
 
 from agent.voice import local_stt, local_tts, threads
 from agent.voice.local_call import shared_vad
-from agent.voice.local_stt import PROMPT_TOKEN_LIMIT, STYLE_PROMPT, WHISPER_SAMPLE_RATE, LocalWhisperSTT, build_prompt
+from agent.voice.local_stt import (
+    PROMPT_TOKEN_LIMIT,
+    STYLE_PROMPT,
+    WHISPER_SAMPLE_RATE,
+    LocalWhisperSTT,
+    build_prompt,
+    turn_decodes_pending,
+)
 from tests.support.audio import piper_utterance, resample, trim_silence
 
 pytestmark = pytest.mark.slow
@@ -35,7 +42,7 @@ def silence(seconds: float) -> np.ndarray:
     return np.zeros(int(seconds * WHISPER_SAMPLE_RATE), np.int16)
 
 
-async def recognize(stt: LocalWhisperSTT, pcm: np.ndarray, *, realtime: bool = False, during=None):
+async def recognize(stt: LocalWhisperSTT, pcm: np.ndarray, *, realtime: bool = False):
     """Push `pcm` (then 1 s of silence) through a stream; every event with its arrival time."""
     stream = stt.stream()
     received: list[tuple[float, lk_stt.SpeechEvent]] = []
@@ -50,8 +57,6 @@ async def recognize(stt: LocalWhisperSTT, pcm: np.ndarray, *, realtime: bool = F
         chunk = audio[start : start + FRAME]
         stream.push_frame(rtc.AudioFrame(chunk.tobytes(), WHISPER_SAMPLE_RATE, 1, FRAME))
         await asyncio.sleep(0.02 if realtime else 0)
-        if during is not None:
-            during()
     stream.end_input()
     await asyncio.wait_for(reader, timeout=120)
     return [event for _, event in received]
@@ -120,18 +125,21 @@ async def test_interim_transcripts_arrive_while_the_user_speaks(vad):
 async def test_interim_decodes_wait_while_a_turn_is_waiting_for_its_transcript(vad):
     busy = LocalWhisperSTT()  # another call's turn-ending decodes, back to back
     hog_audio = speech("Remember that I am allergic to nuts.").astype(np.float32) / 32768
-    hogging: list[asyncio.Task] = []
+    stop = asyncio.Event()
 
-    def keep_busy() -> None:
-        if not hogging or hogging[-1].done():
-            hogging.append(asyncio.ensure_future(busy.decode(hog_audio)))
+    async def keep_busy() -> None:
+        # the next decode starts in the same step as the last one ends: no moment without one pending
+        while not stop.is_set():
+            await busy.decode(hog_audio)
 
+    hog = asyncio.create_task(keep_busy())
+    await asyncio.sleep(0)
+    assert turn_decodes_pending() == 1
     stt = LocalWhisperSTT(vad=vad)
     stt.prewarm()
-    events = await recognize(
-        stt, speech("Hi, it is me again, and my favorite color is teal."), realtime=True, during=keep_busy
-    )
-    await asyncio.gather(*hogging)
+    events = await recognize(stt, speech("Hi, it is me again, and my favorite color is teal."), realtime=True)
+    stop.set()
+    await hog
     assert Kind.INTERIM_TRANSCRIPT not in kinds(events)
     assert stt.speculation.interims == 0 and stt.speculation.interims_skipped >= 1
     assert "teal" in finals(events)[0].lower()  # the turn itself is still transcribed
