@@ -28,22 +28,27 @@ _STATUS_ICONS = {
 }
 _PENDING_ICON = ":gray[:material/hourglass_empty:]"
 _WARMED_ICONS = {warmup.READY: ":green[:material/check_circle:]", warmup.FAILED: ":orange[:material/error:]"}
-# The identity popovers track their open state (keyed, on_change="rerun"), so one opens only when clicked:
-# after a success every one of them is closed explicitly and the result is said in the card.
-POPOVER_KEYS = ("pop_upgrade", "pop_sign_in", "pop_new_identity", "pop_delete_everything")
-_CLOSE_POPOVERS = "mp_close_popovers"
+# The identity popovers track their open state (keyed, on_change="rerun"). After a success every one of them
+# gets a new key (a new generation): the browser may still hold the old popover's "open" and send it with the
+# next rerun (the identity cookie's), which reopened it by itself; a new widget starts closed.
+_POPOVER_GENERATION = "mp_popover_generation"
 _IDENTITY_FLASH = "mp_identity_flash"
 
 
 def _succeeded(message: str) -> None:
     """End an identity action: close every popover and say what happened, on the next run."""
     st.session_state[_IDENTITY_FLASH] = message
-    st.session_state[_CLOSE_POPOVERS] = True
+    _close_popovers()
     st.rerun()
 
 
+def _close_popovers() -> None:
+    st.session_state[_POPOVER_GENERATION] = st.session_state.get(_POPOVER_GENERATION, 0) + 1
+
+
 def _popover(label: str, key: str, icon: str):
-    return st.popover(label, icon=icon, width="stretch", key=key, on_change="rerun")
+    generation = st.session_state.get(_POPOVER_GENERATION, 0)
+    return st.popover(label, icon=icon, width="stretch", key=f"{key}_{generation}", on_change="rerun")
 
 
 @st.cache_resource(show_spinner=False)
@@ -78,9 +83,8 @@ def render(visitor: auth.Visitor) -> None:
 
 
 def _identity_card(visitor: auth.Visitor) -> None:
-    if st.session_state.pop(_CLOSE_POPOVERS, False) or erase.FLASH_KEY in st.session_state:
-        for key in POPOVER_KEYS:
-            st.session_state[key] = False
+    if erase.FLASH_KEY in st.session_state:  # everything was deleted from a popover
+        _close_popovers()
     flash = st.session_state.pop(_IDENTITY_FLASH, None)
     if flash:
         st.success(flash, icon=":material/check_circle:")

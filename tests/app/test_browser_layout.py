@@ -1,4 +1,4 @@
-"""The pages at laptop sizes (1400×1000 and 1280×800) in headless Chromium against a real `streamlit run`:
+"""The pages at laptop sizes (1440×900 and 1366×768) in headless Chromium against a real `streamlit run`:
 layout facts asserted from bounding boxes and the DOM, not from screenshots (which are still taken, for
 the README with `make screenshots`).
 
@@ -32,7 +32,7 @@ from tests.support.browser import (
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-SIZES = [(1400, 1000), (1280, 800)]
+SIZES = [(1440, 900), (1366, 768)]  # the laptop sizes issue #11 names
 TEACH = [
     "I'm vegetarian",
     "my sister Ana lives in Porto",
@@ -61,8 +61,8 @@ _CLIPPED_LABELS = """(selector) => {
 
 
 def _shot(name: str, size: tuple[int, int]) -> str:
-    """The README's screenshots are the 1400×1000 ones; the 1280×800 ones get the size in their name."""
-    return name if size == (1400, 1000) else f"{name}-{size[0]}x{size[1]}"
+    """The README's screenshots are the 1440×900 ones; the 1366×768 ones get the size in their name."""
+    return name if size == (1440, 900) else f"{name}-{size[0]}x{size[1]}"
 
 
 def _new_visitor(new_browser_page, streamlit_server, size, path=""):
@@ -215,8 +215,9 @@ def test_memories_and_knowledge_have_no_truncated_labels(streamlit_server, new_b
     screenshot(page, _shot("knowledge", size))
 
 
-def test_no_popover_opens_by_itself_and_each_identity_action_says_it_worked(streamlit_server, new_browser_page):
-    page = _new_visitor(new_browser_page, streamlit_server, (1400, 1000))
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_no_popover_opens_by_itself_and_each_identity_action_says_it_worked(streamlit_server, new_browser_page, size):
+    page = _new_visitor(new_browser_page, streamlit_server, size)
     sidebar = page.locator('[data-testid="stSidebar"]')
     assert _open_popovers(page) == 0
 
