@@ -394,7 +394,9 @@ SECTION_TITLES = {
     "scale": "## Hybrid search SQL as the table grows",
     "first_visit": "## The first visit:",
     "quality": "## Conversation memory: retrieval quality",
+    "conversation-scale": "## Conversation memory at scale (",
 }
+RENDERED_FROM_JSON = "the recorded full run)"  # always rendered again from FULL_SCALE_JSON, never kept
 
 
 def _written_on(output: Path) -> str:
@@ -412,7 +414,8 @@ def _kept_sections(output: Path, skip: set[str]) -> dict[str, str]:
     kept = {}
     for name, prefix in SECTION_TITLES.items():
         for section in sections:
-            if name in skip and section.startswith(prefix):
+            title = section.splitlines()[0]
+            if name in skip and section.startswith(prefix) and not title.endswith(RENDERED_FROM_JSON):
                 kept[section.splitlines()[0].removeprefix("## ")] = section.rstrip("\n")
     return kept
 
