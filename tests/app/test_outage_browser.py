@@ -9,9 +9,10 @@ import time
 
 import pytest
 
-from core import db, embedded_pg
+from core import db
 from tests.support.app import start_streamlit, stop_streamlit
 from tests.support.browser import wait_for_identity_cookie
+from tests.support.embedded import kept_down
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -33,17 +34,13 @@ def test_the_page_recovers_by_itself_within_5_seconds_of_the_database_coming_bac
     visitor = UUID_RE.search(page.locator('[data-testid="stSidebar"]').inner_text()).group(0)
 
     server = db._embedded_servers[(db.get_settings().data_dir / "pg").resolve()]
-    embedded_pg.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
-    (server.pgdata / "PG_VERSION").rename(server.pgdata / "PG_VERSION.moved")  # nobody can start it now
-    try:
+    with kept_down(server):  # nobody can start it meanwhile, not even the app's own check
         page.locator('[data-testid="stTopNavLink"]', has_text="Chat").first.click()
         page.get_by_text("The database is not reachable right now").first.wait_for(timeout=30_000)
         assert page.get_by_text("Nothing you did was lost").count() >= 1
         assert page.locator('[data-testid="stException"]').count() == 0  # a sentence, not a traceback
         time.sleep(3)  # a few failed checks while it stays down
         assert page.get_by_text("The database is not reachable right now").count() >= 1
-    finally:
-        (server.pgdata / "PG_VERSION.moved").rename(server.pgdata / "PG_VERSION")
     db.revive_embedded()  # the server is back (started here, or by the page's own check a moment earlier)
     assert db.ping()["ok"]
     back_at = time.monotonic()

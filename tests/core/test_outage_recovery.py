@@ -12,11 +12,10 @@ import time
 import uuid
 from collections import defaultdict
 
-import pgserver
-
 from core import db, identity, memories, sessions
 from core.db import Scope
 from core.errors import DatabaseUnavailable
+from tests.support.embedded import kept_down, stop_postmaster
 
 RECOVERY_GOAL_SECONDS = 5.0
 
@@ -72,22 +71,24 @@ def test_every_path_recovers_within_5_seconds_of_the_server_being_back_under_loa
         for _ in range(3)
     ]  # three callers per path: 12 at once
     with caplog.at_level(logging.WARNING):
-        for thread in threads:
-            thread.start()
-        time.sleep(1.0)
-        stop_at.append(time.time())
-        pgserver.pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=server.pgdata, user=server.system_user)
-        down_at = time.time()  # pg_ctl -w returns once the server is gone: a success after this is a recovery
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            recovered = all(any(t > down_at and outcome == "ok" for t, outcome in events[name]) for name in paths)
-            if recovered:
-                break
-            time.sleep(0.05)
-        time.sleep(0.5)
-        done.set()
-        for thread in threads:
-            thread.join(timeout=30)
+        try:
+            for thread in threads:
+                thread.start()
+            time.sleep(1.0)
+            stop_at.append(time.time())
+            stop_postmaster(server, "immediate")
+            down_at = time.time()  # the old server is gone: a success after this is a recovery
+            deadline = time.time() + 30
+            while time.time() < deadline:
+                recovered = all(any(t > down_at and outcome == "ok" for t, outcome in events[name]) for name in paths)
+                if recovered:
+                    break
+                time.sleep(0.05)
+            time.sleep(0.5)
+        finally:  # callers left running would flood sign-ins and load the machine for every later test
+            done.set()
+            for thread in threads:
+                thread.join(timeout=30)
 
     restarts = [r for r in caplog.records if "had stopped; it was started again" in r.getMessage()]
     assert len(restarts) == 1  # revived once, by the first caller to notice
@@ -112,9 +113,7 @@ def test_every_path_recovers_within_5_seconds_of_the_server_being_back_under_loa
 
 def test_a_server_that_cannot_start_is_reported_quickly_and_found_again(database_uri):
     server = db._embedded_servers[(db.get_settings().data_dir / "pg").resolve()]
-    pgserver.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
-    (server.pgdata / "PG_VERSION").rename(server.pgdata / "PG_VERSION.moved")
-    try:
+    with kept_down(server):
         for call in (db.ping, identity.sign_in_anonymously):
             started = time.monotonic()
             try:
@@ -123,8 +122,6 @@ def test_a_server_that_cannot_start_is_reported_quickly_and_found_again(database
             except DatabaseUnavailable as exc:
                 assert "not reachable" in str(exc)
             assert time.monotonic() - started < 5.0  # no long hang on a pool that cannot connect
-    finally:
-        (server.pgdata / "PG_VERSION.moved").rename(server.pgdata / "PG_VERSION")
     started = time.monotonic()
     assert db.ping()["ok"] is True  # the next call starts it again
     assert time.monotonic() - started < 5.0
