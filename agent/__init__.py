@@ -58,6 +58,7 @@ _EXPORTS = {
     "open_call": "agent.voice.calls",
     "get_call": "agent.voice.calls",
     "end_call": "agent.voice.calls",
+    "end_calls_of": "agent.voice.calls",
     "prewarm_voice": "agent.voice.local_call",
     # loading what the first visitor needs when the app's server starts
     "warmup": "agent.warmup",
@@ -104,6 +105,7 @@ __all__ = [
     "VoiceCall",
     "describe_models",
     "end_call",
+    "end_calls_of",
     "events",
     "flush_pending_reports",
     "get_call",
@@ -156,7 +158,7 @@ if TYPE_CHECKING:
     from agent.runtime import AgentRuntime, get_runtime, shutdown_runtime
     from agent.session import PlaygroundSession
     from agent.voice.audio import WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
-    from agent.voice.calls import VoiceCall, end_call, get_call, open_call
+    from agent.voice.calls import VoiceCall, end_call, end_calls_of, get_call, open_call
     from agent.voice.latency import per_turn_latency
     from agent.voice.local_call import VAD_MIN_SILENCE
     from agent.voice.local_call import prewarm as prewarm_voice

@@ -1,14 +1,15 @@
 """ "Delete everything about me": a typed confirmation, then core.erasure as the user.
 
-On the Memories page and in the sidebar. The open conversation is ended first (its report and
-post-session facts are written), then everything is erased, so nothing written on the way out survives;
-the next conversation meets a stranger.
+On the Memories page and in the sidebar. The open conversation and the visitor's voice calls (in any
+tab) are ended first (their reports and post-session facts are written), then everything is erased, so
+nothing written on the way out survives; the next conversation meets a stranger.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from agent import end_calls_of
 from core import erasure
 from ui import chat_state
 from ui.errors import reported
@@ -33,8 +34,10 @@ def render_delete_everything(visitor, *, key: str) -> None:
         disabled=typed.strip() != CONFIRM_PHRASE,
     ):
         with reported():
-            with st.spinner("Ending the conversation and deleting…"):
+            with st.spinner("Ending the conversation and any voice call, and deleting…"):
                 chat_state.close_chat_session(reason="delete everything", wait=True)
+                for ended in end_calls_of(visitor.user_id):  # in any tab: no report may be written after
+                    ended.result(timeout=chat_state.close_timeout_seconds())
                 erased = erasure.delete_everything(visitor.scope)
             for state_key in [k for k in st.session_state if str(k).startswith("u_")]:
                 del st.session_state[state_key]  # views of data that no longer exists

@@ -4,6 +4,7 @@ one (confirm), delete all (confirm by typing), export JSON, empty state."""
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 
@@ -182,3 +183,44 @@ def test_delete_everything_about_me_erases_memories_profile_and_sessions_and_the
     settle(at.run())
     greeting = " ".join(_assistant_texts(at))
     assert "Welcome back" not in greeting and "Jo" not in greeting
+
+
+@pytest.mark.slow
+def test_delete_everything_ends_the_visitors_voice_calls_first_and_their_reports_are_erased_too(app):
+    """A call in another tab of the same visitor is ended (its report saved) before the erasure, so nothing it
+    writes survives; another visitor's call goes on."""
+    from agent.voice.calls import end_call, get_call, open_call
+    from tests.app.test_chat import _say
+    from tests.support.audio import FakeBrowser
+
+    at = app()  # the chat page
+    visitor = at.session_state["mp_visitor"]
+    _say(at, "my dog is called Pixel")
+    other = app()
+    calls = {"mine": f"test-{uuid.uuid4().hex}", "other": f"test-{uuid.uuid4().hex}"}
+    mine = open_call(calls["mine"], visitor.verified, greet=False)
+    theirs = open_call(calls["other"], other.session_state["mp_visitor"].verified, greet=False)
+    try:
+        with FakeBrowser(mine):  # the call's reply is spoken: something must play it out
+            mine.ready.result(timeout=120)
+            mine.submit_text("call me Jo").result(timeout=120)  # written by the call
+        assert profiles.get_profile(visitor.scope).name == "Jo"
+
+        at.switch_page("pages/memories.py")
+        at.run()
+        at.text_input(key="u_mem_erase_phrase").set_value("DELETE")
+        at.run()
+        at.button(key="u_mem_erase_button").click()
+        at.run()
+        assert not at.exception
+        assert not mine.active and get_call(calls["mine"]) is None
+        assert mine.report is not None  # saved before the erasure, so erased with the rest
+        assert sessions.list_sessions(visitor.scope) == []
+        assert memories.list_memories(visitor.scope) == []
+        assert profiles.get_profile(visitor.scope).name is None
+        assert get_call(calls["other"]) is theirs
+    finally:
+        for key in calls.values():
+            ended = end_call(key)
+            if ended is not None:
+                ended.result(timeout=60)
