@@ -16,6 +16,7 @@ from core.db import admin_connection
 from tests.support.browser import (
     TURN_TIMEOUT_MS,
     answered_turns,
+    grid_rows,
     open_page,
     send,
     user_id_of,
@@ -131,6 +132,11 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
     page.get_by_text(re.compile("Deleted session .* and its transcript")).wait_for(timeout=30_000)
     assert _turn_count(visitor, session_id) == 0
     assert 0 < _turn_count(visitor) == before - in_session
+    # the page shows the session that is left, and the deleted one is gone from the list
+    wait_for_app(page)
+    expect(page.get_by_role("heading", name=re.compile(r"^Session "))).not_to_have_text(f"Session {session_id}")
+    listed = [cell for row in grid_rows(page) for cell in row]
+    assert session_id not in listed and any(cell.startswith(("text-", "voice-")) for cell in listed), listed
 
     # delete everything: every session and turn of this visitor, and its memories
     page.get_by_role("button", name="Delete everything…").click()
