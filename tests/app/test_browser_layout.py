@@ -44,6 +44,18 @@ TEACH = [
     "what's my usual?",
 ]
 
+# The newest reply lies inside the conversation box and inside the window.
+_NEWEST_REPLY_IN_VIEW = """() => {
+  const turns = document.querySelectorAll('[class*=st-key-chat_turn_]');
+  const box = document.querySelector('.st-key-u_chat_box');
+  if (!turns.length || !box) return false;
+  const reply = turns[turns.length - 1].getBoundingClientRect(), frame = box.getBoundingClientRect();
+  return frame.top - 1 <= reply.top && reply.bottom <= frame.bottom + 1 && reply.top >= 0
+    && reply.bottom <= window.innerHeight + 1;
+}"""
+# pages/chat.py's _FOLLOW_NEWEST scrolls for 1 s after a rerun; a reply still out of view after that is not followed
+FOLLOW_NEWEST_MS = 3_000
+
 # Elements whose text is cut: a label (or any of its descendants) whose content is wider than its box.
 _CLIPPED_LABELS = """(selector) => {
   const cut = [];
@@ -72,12 +84,6 @@ def _new_visitor(new_browser_page, streamlit_server, size, path=""):
     return page
 
 
-def _in_viewport(page, locator) -> bool:
-    box = locator.bounding_box()
-    height = page.viewport_size["height"]
-    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height + 1
-
-
 def _search_button(page):
     return page.locator('[data-testid="stBaseButton-secondaryFormSubmit"]', has_text="Search").first
 
@@ -103,13 +109,14 @@ def test_chat_page_at_laptop_width(streamlit_server, new_browser_page, size):
         send(page, text)
         # the newest reply is in view: the page did not scroll away from it while the panel grew
         assert page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollTop") == 0
-        last = answered_turns(page).last
-        reply, box = last.bounding_box(), page.locator(".st-key-u_chat_box").bounding_box()
-        inside = box["y"] - 1 <= reply["y"] and reply["y"] + reply["height"] <= box["y"] + box["height"] + 1
-        assert inside and _in_viewport(page, last), (
-            f"the reply to {text!r} is out of view: {last.bounding_box()}, "
-            f"box {page.locator('.st-key-u_chat_box').bounding_box()}"
-        )
+        # and the conversation box brings it into view (its scroll script runs just after the reply is drawn)
+        try:
+            page.wait_for_function(_NEWEST_REPLY_IN_VIEW, timeout=FOLLOW_NEWEST_MS)
+        except Exception:
+            last, box = answered_turns(page).last, page.locator(".st-key-u_chat_box")
+            raise AssertionError(
+                f"the reply to {text!r} is out of view: {last.bounding_box()}, box {box.bounding_box()}"
+            ) from None
     assert "Pixel" in answered_turns(page).nth(6).inner_text()  # "do I have pets?"
 
     # every turn's button is reachable: inside the panel, none cut off
