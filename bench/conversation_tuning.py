@@ -30,7 +30,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-SPLITS = ROOT / "docs" / "eval" / "conversations"
+EVAL = ROOT / "docs" / "eval"
+SPLITS = EVAL / "conversations"
 DEFAULT_CACHE = Path(tempfile.gettempdir()) / "mp-conversation-tuning"
 
 
@@ -45,8 +46,8 @@ class Split:
     qrels: dict[str, set[str]]
 
 
-def load_split(name: str) -> Split:
-    folder = SPLITS / name
+def load_split(name: str, base: Path = SPLITS) -> Split:
+    folder = base / name
     return Split(
         read_jsonl(folder / "turns.jsonl"),
         read_jsonl(folder / "queries.jsonl"),
@@ -245,6 +246,7 @@ def markdown_table(headers, rows) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--split", default="dev")
+    parser.add_argument("--set", default="conversations", help="a folder of docs/eval with dev/ and test/")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument(
         "--vectors",
@@ -252,7 +254,7 @@ def main(argv=None) -> int:
         help="comma-separated: what each turn's embedding is computed from",
     )
     args = parser.parse_args(argv)
-    split = load_split(args.split)
+    split = load_split(args.split, EVAL / args.set)
     print(f"{args.split}: {len(split.turns)} turns, {len(split.queries)} queries\n")
     qtexts = [q["query"] for q in split.queries]
     qvec = embed_cached(qtexts, args.cache)
