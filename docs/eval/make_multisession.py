@@ -55,55 +55,172 @@ CIRCLE = 10  # named people per user
 THEMES_PER_USER = 7
 EVENTS_PER_THEME = (5, 8)
 
-ANIMALS = ["a black bear", "two elk", "a bald eagle", "a rattlesnake", "a family of deer", "a red fox", "a moose",
-           "a porcupine", "a coyote", "wild turkeys"]
-BOOK_TOPICS = ["a lighthouse keeper's daughter", "a heist in Lisbon", "a chess prodigy", "two sisters running a farm",
-               "a detective who is afraid of the dark", "a mapmaker in the 1700s", "a family reunion gone wrong",
-               "a submarine crew", "a chef who loses her sense of taste"]
-REPAIRS = [("water heater", "the hot water"), ("dishwasher", "the thing that washes the plates"),
-           ("garage door", "the door where the car goes in"), ("furnace", "the heating"),
-           ("roof leak", "the water dripping from the ceiling"), ("washing machine", "the laundry"),
-           ("fridge", "the thing that keeps food cold"), ("toilet", "the bathroom plumbing"),
-           ("window latch", "the broken window")]
+ANIMALS = [
+    "a black bear",
+    "two elk",
+    "a bald eagle",
+    "a rattlesnake",
+    "a family of deer",
+    "a red fox",
+    "a moose",
+    "a porcupine",
+    "a coyote",
+    "wild turkeys",
+]
+BOOK_TOPICS = [
+    "a lighthouse keeper's daughter",
+    "a heist in Lisbon",
+    "a chess prodigy",
+    "two sisters running a farm",
+    "a detective who is afraid of the dark",
+    "a mapmaker in the 1700s",
+    "a family reunion gone wrong",
+    "a submarine crew",
+    "a chef who loses her sense of taste",
+]
+REPAIRS = [
+    ("water heater", "the hot water"),
+    ("dishwasher", "the thing that washes the plates"),
+    ("garage door", "the door where the car goes in"),
+    ("furnace", "the heating"),
+    ("roof leak", "the water dripping from the ceiling"),
+    ("washing machine", "the laundry"),
+    ("fridge", "the thing that keeps food cold"),
+    ("toilet", "the bathroom plumbing"),
+    ("window latch", "the broken window"),
+]
 PRO_FIRST = ["Marco", "Dale", "Anika", "Bruno", "Tess", "Yusuf", "Lorenzo", "Greta", "Ibrahim", "Hollis", "Dmitri"]
 SHOPS = ["Lumen", "Hearthware", "Northpeak", "Brightlane", "Kettle & Co", "Fieldhouse", "Tidewell", "Oakmere"]
-PRODUCTS = ["desk lamp", "rain jacket", "blender", "office chair", "yoga mat", "coffee grinder", "standing fan",
-            "hiking backpack", "bike helmet", "cast iron pan", "air purifier", "bookshelf"]
-OCCASIONS = [("birthday", "when they turned a year older"), ("housewarming", "when they got the new place"),
-             ("graduation", "when they finished school"), ("promotion", "when they moved up at work"),
-             ("retirement", "when they stopped working"), ("baby shower", "before the little one arrived")]
-GIFTS = ["a cashmere scarf", "a pottery class voucher", "a vintage record player", "a framed map", "a bonsai tree",
-         "a leather notebook", "concert tickets", "a pasta maker", "a weighted blanket"]
-INGREDIENTS = ["smoked paprika", "brown butter", "a splash of fish sauce", "orange zest", "miso", "cardamom",
-               "anchovies", "a shot of espresso", "roasted garlic"]
+PRODUCTS = [
+    "desk lamp",
+    "rain jacket",
+    "blender",
+    "office chair",
+    "yoga mat",
+    "coffee grinder",
+    "standing fan",
+    "hiking backpack",
+    "bike helmet",
+    "cast iron pan",
+    "air purifier",
+    "bookshelf",
+]
+OCCASIONS = [
+    ("birthday", "when they turned a year older"),
+    ("housewarming", "when they got the new place"),
+    ("graduation", "when they finished school"),
+    ("promotion", "when they moved up at work"),
+    ("retirement", "when they stopped working"),
+    ("baby shower", "before the little one arrived"),
+]
+GIFTS = [
+    "a cashmere scarf",
+    "a pottery class voucher",
+    "a vintage record player",
+    "a framed map",
+    "a bonsai tree",
+    "a leather notebook",
+    "concert tickets",
+    "a pasta maker",
+    "a weighted blanket",
+]
+INGREDIENTS = [
+    "smoked paprika",
+    "brown butter",
+    "a splash of fish sauce",
+    "orange zest",
+    "miso",
+    "cardamom",
+    "anchovies",
+    "a shot of espresso",
+    "roasted garlic",
+]
 PROJECTS = ["Falcon", "Bluebird", "Orca", "Juniper", "Atlas", "Nimbus", "Kestrel", "Marigold", "Quartz", "Tundra"]
-PROJECT_GOALS = ["the billing migration", "the new onboarding flow", "the warehouse dashboard", "the mobile checkout",
-                 "the data retention cleanup", "the partner API", "the spring launch site", "the support chatbot"]
-VET_ISSUES = [("an ear infection", "the ear"), ("a limp in the back leg", "walking funny"),
-              ("a tooth that needed pulling", "the mouth"), ("an upset stomach", "throwing up"),
-              ("itchy skin", "scratching all the time"), ("a cut paw", "the foot"), ("the yearly shots", "the checkup"),
-              ("a bee sting on the nose", "the swollen face"), ("a bladder infection", "peeing indoors")]
-VET_MEDS = ["Apoquel", "Clavamox", "Metacam", "Cerenia", "Simparica", "Galliprant", "Baytril", "Cytopoint",
-            "Gabapentin"]
+PROJECT_GOALS = [
+    "the billing migration",
+    "the new onboarding flow",
+    "the warehouse dashboard",
+    "the mobile checkout",
+    "the data retention cleanup",
+    "the partner API",
+    "the spring launch site",
+    "the support chatbot",
+]
+VET_ISSUES = [
+    ("an ear infection", "the ear"),
+    ("a limp in the back leg", "walking funny"),
+    ("a tooth that needed pulling", "the mouth"),
+    ("an upset stomach", "throwing up"),
+    ("itchy skin", "scratching all the time"),
+    ("a cut paw", "the foot"),
+    ("the yearly shots", "the checkup"),
+    ("a bee sting on the nose", "the swollen face"),
+    ("a bladder infection", "peeing indoors"),
+]
+VET_MEDS = [
+    "Apoquel",
+    "Clavamox",
+    "Metacam",
+    "Cerenia",
+    "Simparica",
+    "Galliprant",
+    "Baytril",
+    "Cytopoint",
+    "Gabapentin",
+]
 PLATFORMS = ["Netflix", "HBO", "Hulu", "Apple TV", "Prime Video", "Disney+"]
 GYMS = ["Iron Orchard", "Pulse Athletic", "Summit Fitness", "Granite Gym", "FlexWorks", "Riverbend Y", "Forge Club"]
 STREETS = ["Alder Street", "Maple Court", "Birch Lane", "Juniper Avenue", "Harbor Road", "Linden Way", "Quarry Street"]
 MANAGERS = ["Sunil", "Marguerite", "Teodor", "Keiko", "Obinna", "Rosalind", "Henrik", "Paloma"]
-ALLERGIES = [("cashews", "which nut makes me sick"), ("shellfish", "what seafood I can't eat"),
-             ("penicillin", "which medicine I react badly to"), ("kiwi", "which fruit gives me a reaction"),
-             ("sesame", "what seeds I have to avoid")]
+ALLERGIES = [
+    ("cashews", "which nut makes me sick"),
+    ("shellfish", "what seafood I can't eat"),
+    ("penicillin", "which medicine I react badly to"),
+    ("kiwi", "which fruit gives me a reaction"),
+    ("sesame", "what seeds I have to avoid"),
+]
 PETS = [("beagle", "dog"), ("tabby", "cat"), ("corgi", "dog"), ("greyhound", "dog"), ("Siamese", "cat")]
 
-OPENERS = ["Long day.", "Okay, quick update.", "So, news:", "Ugh, what a week.", "Guess what.", "Random thing:", "",
-           "", "", ""]
-WANDER = ["Also the neighbours are drilling again.", "Anyway, I still haven't done my taxes.",
-          "Unrelated, but I need new socks.", "My phone battery is dying so I'll be quick.",
-          "Also it's freezing in here.", "Oh and the coffee machine broke again.",
-          "Still behind on emails, as usual.", "And I forgot to water the plants, oops."]
-AGENT_GENERIC = ["Thanks for telling me, I'll remember that.", "Got it.", "That sounds like a full week.",
-                 "Noted! Anything you want help with?", "Good to hear from you about that.", "Okay, I've got it."]
-WRAPPERS = ["{q}", "{q}", "{q}", "Remind me, {lq}", "Quick question: {q}", "hey, {lq}", "Do you remember {lq}",
-            "I forgot - {lq}"]
+OPENERS = [
+    "Long day.",
+    "Okay, quick update.",
+    "So, news:",
+    "Ugh, what a week.",
+    "Guess what.",
+    "Random thing:",
+    "",
+    "",
+    "",
+    "",
+]
+WANDER = [
+    "Also the neighbours are drilling again.",
+    "Anyway, I still haven't done my taxes.",
+    "Unrelated, but I need new socks.",
+    "My phone battery is dying so I'll be quick.",
+    "Also it's freezing in here.",
+    "Oh and the coffee machine broke again.",
+    "Still behind on emails, as usual.",
+    "And I forgot to water the plants, oops.",
+]
+AGENT_GENERIC = [
+    "Thanks for telling me, I'll remember that.",
+    "Got it.",
+    "That sounds like a full week.",
+    "Noted! Anything you want help with?",
+    "Good to hear from you about that.",
+    "Okay, I've got it.",
+]
+WRAPPERS = [
+    "{q}",
+    "{q}",
+    "{q}",
+    "Remind me, {lq}",
+    "Quick question: {q}",
+    "hey, {lq}",
+    "Do you remember {lq}",
+    "I forgot - {lq}",
+]
 
 
 @dataclass
@@ -150,21 +267,38 @@ def hike(u: User, r, p):
     x = u.fresh("trail", [f"{a} {b} {c}" for a in V.TRAIL_A for b in V.TRAIL_B for c in ("Trail", "Loop")])
     miles = r.randint(3, 13)
     t = u.fresh("animal", ANIMALS)
-    s = r.choice([
-        f"Did the {x} with {p} on Saturday, {miles} miles. We saw {t} near the top!",
-        f"{p} and I hiked {x} yesterday, {miles} miles round trip. Spotted {t} on the way down.",
-        f"Finally got out on the {x}: {miles} miles with {p}, and there was {t} right by the trailhead.",
-    ])
-    echo = r.choice([f"{x} is gorgeous this time of year.", f"How is {p} doing these days?",
-                     "That's a good distance. How are your legs?", f"Glad you and {p} got outside."])
-    return Event("hike", s, echo, [
-        ("name", f"Which trail did I hike with {p}?", x),
-        ("number", f"How many miles was the {x} hike?", f"{miles} miles"),
-        ("fact", f"What animal did I see on the {x}?", t),
-        ("paraphrase", f"How far did {p} and I walk out in the hills?", f"{miles} miles"),
-        ("paraphrase", f"What wildlife did I come across while out walking with {p}?", t),
-        ("when", f"When did I hike {x}?", x),
-    ], label=f"the {x} hike", value=miles, ent=x, person=p)
+    s = r.choice(
+        [
+            f"Did the {x} with {p} on Saturday, {miles} miles. We saw {t} near the top!",
+            f"{p} and I hiked {x} yesterday, {miles} miles round trip. Spotted {t} on the way down.",
+            f"Finally got out on the {x}: {miles} miles with {p}, and there was {t} right by the trailhead.",
+        ]
+    )
+    echo = r.choice(
+        [
+            f"{x} is gorgeous this time of year.",
+            f"How is {p} doing these days?",
+            "That's a good distance. How are your legs?",
+            f"Glad you and {p} got outside.",
+        ]
+    )
+    return Event(
+        "hike",
+        s,
+        echo,
+        [
+            ("name", f"Which trail did I hike with {p}?", x),
+            ("number", f"How many miles was the {x} hike?", f"{miles} miles"),
+            ("fact", f"What animal did I see on the {x}?", t),
+            ("paraphrase", f"How far did {p} and I walk out in the hills?", f"{miles} miles"),
+            ("paraphrase", f"What wildlife did I come across while out walking with {p}?", t),
+            ("when", f"When did I hike {x}?", x),
+        ],
+        label=f"the {x} hike",
+        value=miles,
+        ent=x,
+        person=p,
+    )
 
 
 def dinner(u: User, r, p):
@@ -172,101 +306,186 @@ def dinner(u: User, r, p):
     cuisine, dishes = u.fresh("cuisine", V.CUISINES)
     dish = r.choice(dishes)
     bill = money(r, 45, 190)
-    s = r.choice([
-        f"Dinner at {x} with {p} last night, the {cuisine} place. I had the {dish}, ${bill} for the two of us.",
-        f"{p} took me to {x} for {cuisine} food. The {dish} was unreal. Bill came to ${bill}.",
-        f"Tried {x} with {p}: {cuisine}, ordered the {dish}, ${bill} total, worth it.",
-    ])
-    echo = r.choice([f"{x} sounds great, I've heard good things.", f"Fun! Is {p} into {cuisine} food too?",
-                     "That sounds like a lovely evening.", f"The {dish} sounds delicious."])
-    return Event("dinner", s, echo, [
-        ("name", f"Which restaurant did I go to with {p}?", x),
-        ("fact", f"What did I order at {x}?", dish),
-        ("number", f"How much was dinner at {x}?", f"${bill}"),
-        ("paraphrase", f"Where did {p} and I eat out that evening?", x),
-        ("paraphrase", f"What was the {cuisine} spot I tried?", x),
-        ("when", f"When did I eat at {x}?", x),
-    ], label=x, value=bill, ent=x, person=p)
+    s = r.choice(
+        [
+            f"Dinner at {x} with {p} last night, the {cuisine} place. I had the {dish}, ${bill} for the two of us.",
+            f"{p} took me to {x} for {cuisine} food. The {dish} was unreal. Bill came to ${bill}.",
+            f"Tried {x} with {p}: {cuisine}, ordered the {dish}, ${bill} total, worth it.",
+        ]
+    )
+    echo = r.choice(
+        [
+            f"{x} sounds great, I've heard good things.",
+            f"Fun! Is {p} into {cuisine} food too?",
+            "That sounds like a lovely evening.",
+            f"The {dish} sounds delicious.",
+        ]
+    )
+    return Event(
+        "dinner",
+        s,
+        echo,
+        [
+            ("name", f"Which restaurant did I go to with {p}?", x),
+            ("fact", f"What did I order at {x}?", dish),
+            ("number", f"How much was dinner at {x}?", f"${bill}"),
+            ("paraphrase", f"Where did {p} and I eat out that evening?", x),
+            ("paraphrase", f"What was the {cuisine} spot I tried?", x),
+            ("when", f"When did I eat at {x}?", x),
+        ],
+        label=x,
+        value=bill,
+        ent=x,
+        person=p,
+    )
 
 
 def book(u: User, r, p):
     x = u.fresh("book", [f"The {a} {b}" for a in V.BOOK_A for b in V.BOOK_B])
     topic = u.fresh("topic", BOOK_TOPICS)
     days = r.randint(2, 20)
-    s = r.choice([
-        f"{p} lent me {x}, it's about {topic}. Finished it in {days} days.",
-        f"Just finished {x} ({p}'s recommendation), the one about {topic}. Took me {days} days.",
-        f"Reading {x} now because {p} wouldn't stop talking about it. It's about {topic}; {days} days in.",
-    ])
-    echo = r.choice([f"{x} has great reviews.", f"{p} has good taste!", "What did you think of the ending?",
-                     "That premise sounds intriguing."])
-    return Event("book", s, echo, [
-        ("name", f"Which book did {p} recommend to me?", x),
-        ("fact", f"What is {x} about?", topic),
-        ("name", f"Who recommended {x}?", p),
-        ("paraphrase", f"What was the novel {p} passed along to me?", x),
-        ("paraphrase", f"What's the story in the one I got from {p}?", topic),
-    ], label=x, value=days, ent=x, person=p)
+    s = r.choice(
+        [
+            f"{p} lent me {x}, it's about {topic}. Finished it in {days} days.",
+            f"Just finished {x} ({p}'s recommendation), the one about {topic}. Took me {days} days.",
+            f"Reading {x} now because {p} wouldn't stop talking about it. It's about {topic}; {days} days in.",
+        ]
+    )
+    echo = r.choice(
+        [
+            f"{x} has great reviews.",
+            f"{p} has good taste!",
+            "What did you think of the ending?",
+            "That premise sounds intriguing.",
+        ]
+    )
+    return Event(
+        "book",
+        s,
+        echo,
+        [
+            ("name", f"Which book did {p} recommend to me?", x),
+            ("fact", f"What is {x} about?", topic),
+            ("name", f"Who recommended {x}?", p),
+            ("paraphrase", f"What was the novel {p} passed along to me?", x),
+            ("paraphrase", f"What's the story in the one I got from {p}?", topic),
+        ],
+        label=x,
+        value=days,
+        ent=x,
+        person=p,
+    )
 
 
 def concert(u: User, r, p):
     x = u.fresh("band", [f"{a} {b}" for a in V.BAND_A for b in V.BAND_B])
     venue = r.choice(V.VENUES)
     price = money(r, 35, 160)
-    s = r.choice([
-        f"Saw {x} at {venue} with {p}! Tickets were ${price} each but totally worth it.",
-        f"{p} and I went to the {x} show at {venue}. ${price} a ticket, loud and amazing.",
-        f"Concert night: {x}, {venue}, me and {p}. Paid ${price} for the ticket.",
-    ])
-    echo = r.choice([f"{x} live must have been great!", f"{venue} is a fun venue.", f"Did {p} enjoy it too?",
-                     "Sounds like a great night out."])
-    return Event("concert", s, echo, [
-        ("name", f"Which band did I see with {p}?", x),
-        ("number", f"How much were the {x} tickets?", f"${price}"),
-        ("fact", f"Where did I see {x}?", venue),
-        ("paraphrase", f"What group did {p} and I watch perform live?", x),
-        ("when", f"When did I see {x} live?", x),
-    ], label=f"the {x} show", value=price, ent=x, person=p)
+    s = r.choice(
+        [
+            f"Saw {x} at {venue} with {p}! Tickets were ${price} each but totally worth it.",
+            f"{p} and I went to the {x} show at {venue}. ${price} a ticket, loud and amazing.",
+            f"Concert night: {x}, {venue}, me and {p}. Paid ${price} for the ticket.",
+        ]
+    )
+    echo = r.choice(
+        [
+            f"{x} live must have been great!",
+            f"{venue} is a fun venue.",
+            f"Did {p} enjoy it too?",
+            "Sounds like a great night out.",
+        ]
+    )
+    return Event(
+        "concert",
+        s,
+        echo,
+        [
+            ("name", f"Which band did I see with {p}?", x),
+            ("number", f"How much were the {x} tickets?", f"${price}"),
+            ("fact", f"Where did I see {x}?", venue),
+            ("paraphrase", f"What group did {p} and I watch perform live?", x),
+            ("when", f"When did I see {x} live?", x),
+        ],
+        label=f"the {x} show",
+        value=price,
+        ent=x,
+        person=p,
+    )
 
 
 def doctor(u: User, r, p):
     last = u.fresh("doctor", V.LAST_NAMES)
     spec, issue = u.fresh("specialty", V.SPECIALTIES)
     copay = money(r, 20, 95)
-    s = r.choice([
-        f"Saw Dr. {last}, the {spec}, about {issue}. Copay was ${copay}. {p} drove me.",
-        f"Appointment with Dr. {last} ({spec}) for {issue} this morning, ${copay} copay.",
-        f"Finally got in to see a {spec}, Dr. {last}, about {issue}. ${copay} out of pocket.",
-    ])
-    echo = r.choice([f"I hope Dr. {last} could help.", f"How did the {spec} appointment go?",
-                     "Glad you got that looked at.", "Take care of yourself."])
-    return Event("doctor", s, echo, [
-        ("name", f"What's the name of the {spec} I saw?", f"Dr. {last}"),
-        ("number", f"How much was the copay at Dr. {last}?", f"${copay}"),
-        ("fact", f"What did I see Dr. {last} about?", issue),
-        ("paraphrase", f"Which physician is looking after {issue}?", f"Dr. {last}"),
-        ("when", f"When was my appointment with Dr. {last}?", last),
-    ], label=f"Dr. {last}", value=copay, ent=last, person=p)
+    s = r.choice(
+        [
+            f"Saw Dr. {last}, the {spec}, about {issue}. Copay was ${copay}. {p} drove me.",
+            f"Appointment with Dr. {last} ({spec}) for {issue} this morning, ${copay} copay.",
+            f"Finally got in to see a {spec}, Dr. {last}, about {issue}. ${copay} out of pocket.",
+        ]
+    )
+    echo = r.choice(
+        [
+            f"I hope Dr. {last} could help.",
+            f"How did the {spec} appointment go?",
+            "Glad you got that looked at.",
+            "Take care of yourself.",
+        ]
+    )
+    return Event(
+        "doctor",
+        s,
+        echo,
+        [
+            ("name", f"What's the name of the {spec} I saw?", f"Dr. {last}"),
+            ("number", f"How much was the copay at Dr. {last}?", f"${copay}"),
+            ("fact", f"What did I see Dr. {last} about?", issue),
+            ("paraphrase", f"Which physician is looking after {issue}?", f"Dr. {last}"),
+            ("when", f"When was my appointment with Dr. {last}?", last),
+        ],
+        label=f"Dr. {last}",
+        value=copay,
+        ent=last,
+        person=p,
+    )
 
 
 def repair(u: User, r, p):
     thing, para = u.fresh("repair", REPAIRS)
     pro = u.fresh("pro", PRO_FIRST)
     cost = money(r, 90, 900, 10)
-    s = r.choice([
-        f"The {thing} finally died. {pro} from the repair place fixed it, ${cost} all in.",
-        f"{pro} came by to fix the {thing} today. ${cost}, ouch.",
-        f"Got the {thing} sorted: {pro} replaced a part, ${cost} total.",
-    ])
-    echo = r.choice([f"Glad {pro} could fix it quickly.", f"A broken {thing} is such a pain.",
-                     "That's a chunk of money, but good it's done.", "At least it's working again."])
-    return Event("repair", s, echo, [
-        ("name", f"Who fixed the {thing}?", pro),
-        ("number", f"How much did the {thing} repair cost?", f"${cost}"),
-        ("paraphrase", f"Who sorted out {para} for me?", pro),
-        ("paraphrase", f"What did I pay to get {para} working again?", f"${cost}"),
-        ("fact", f"What did {pro} fix?", thing),
-    ], label=f"the {thing}", value=cost, ent=thing, person=p)
+    s = r.choice(
+        [
+            f"The {thing} finally died. {pro} from the repair place fixed it, ${cost} all in.",
+            f"{pro} came by to fix the {thing} today. ${cost}, ouch.",
+            f"Got the {thing} sorted: {pro} replaced a part, ${cost} total.",
+        ]
+    )
+    echo = r.choice(
+        [
+            f"Glad {pro} could fix it quickly.",
+            f"A broken {thing} is such a pain.",
+            "That's a chunk of money, but good it's done.",
+            "At least it's working again.",
+        ]
+    )
+    return Event(
+        "repair",
+        s,
+        echo,
+        [
+            ("name", f"Who fixed the {thing}?", pro),
+            ("number", f"How much did the {thing} repair cost?", f"${cost}"),
+            ("paraphrase", f"Who sorted out {para} for me?", pro),
+            ("paraphrase", f"What did I pay to get {para} working again?", f"${cost}"),
+            ("fact", f"What did {pro} fix?", thing),
+        ],
+        label=f"the {thing}",
+        value=cost,
+        ent=thing,
+        person=p,
+    )
 
 
 def order(u: User, r, p):
@@ -274,19 +493,36 @@ def order(u: User, r, p):
     product = u.fresh("product", PRODUCTS)
     shop = r.choice(SHOPS)
     price = money(r, 25, 400)
-    s = r.choice([
-        f"Ordered the {product} from {shop}, order #{code}, ${price}. Should arrive Thursday.",
-        f"The {shop} order ({product}, ${price}) is #{code} if I need to chase it.",
-        f"Okay, {shop} confirmation for the {product}: order number {code}, ${price}.",
-    ])
-    echo = r.choice(["I'll remember that order number.", f"Hope the {product} arrives on time.",
-                     f"{shop} is usually quick.", "Noted."])
-    return Event("order", s, echo, [
-        ("code", f"What was order {code}?", product),
-        ("code", f"Which shop is order #{code} from?", shop),
-        ("name", f"What's the order number for the {product}?", code),
-        ("number", f"How much did I pay for the {product}?", f"${price}"),
-    ], label=f"the {product}", value=price, ent=product, person=p)
+    s = r.choice(
+        [
+            f"Ordered the {product} from {shop}, order #{code}, ${price}. Should arrive Thursday.",
+            f"The {shop} order ({product}, ${price}) is #{code} if I need to chase it.",
+            f"Okay, {shop} confirmation for the {product}: order number {code}, ${price}.",
+        ]
+    )
+    echo = r.choice(
+        [
+            "I'll remember that order number.",
+            f"Hope the {product} arrives on time.",
+            f"{shop} is usually quick.",
+            "Noted.",
+        ]
+    )
+    return Event(
+        "order",
+        s,
+        echo,
+        [
+            ("code", f"What was order {code}?", product),
+            ("code", f"Which shop is order #{code} from?", shop),
+            ("name", f"What's the order number for the {product}?", code),
+            ("number", f"How much did I pay for the {product}?", f"${price}"),
+        ],
+        label=f"the {product}",
+        value=price,
+        ent=product,
+        person=p,
+    )
 
 
 def flight(u: User, r, p):
@@ -294,58 +530,109 @@ def flight(u: User, r, p):
     airline, prefix = r.choice(V.AIRLINES)
     code = f"{prefix} {r.randint(100, 2999)}"
     month = r.choice(V.MONTHS)
-    s = r.choice([
-        f"Booked {city} for {month} with {p}! {airline}, flight {code}.",
-        f"Flights are done: {code} on {airline} to {city}, leaving in {month}. {p} is coming too.",
-        f"{p} and I are going to {city} in {month}. Flight {code}, {airline}.",
-    ])
-    echo = r.choice([f"{city} in {month}, how exciting!", f"Do you want help planning {city}?",
-                     f"Travelling with {p} will be fun.", "I'll keep the flight number in mind."])
-    return Event("flight", s, echo, [
-        ("code", f"Where am I flying on {code}?", city),
-        ("name", f"What's my flight number to {city}?", code),
-        ("fact", f"Who is coming with me to {city}?", p),
-        ("paraphrase", f"Which trip am I taking with {p}?", city),
-        ("fact", f"When am I going to {city}?", month),
-    ], label=f"the {city} trip", value=None, ent=city, person=p)
+    s = r.choice(
+        [
+            f"Booked {city} for {month} with {p}! {airline}, flight {code}.",
+            f"Flights are done: {code} on {airline} to {city}, leaving in {month}. {p} is coming too.",
+            f"{p} and I are going to {city} in {month}. Flight {code}, {airline}.",
+        ]
+    )
+    echo = r.choice(
+        [
+            f"{city} in {month}, how exciting!",
+            f"Do you want help planning {city}?",
+            f"Travelling with {p} will be fun.",
+            "I'll keep the flight number in mind.",
+        ]
+    )
+    return Event(
+        "flight",
+        s,
+        echo,
+        [
+            ("code", f"Where am I flying on {code}?", city),
+            ("name", f"What's my flight number to {city}?", code),
+            ("fact", f"Who is coming with me to {city}?", p),
+            ("paraphrase", f"Which trip am I taking with {p}?", city),
+            ("fact", f"When am I going to {city}?", month),
+        ],
+        label=f"the {city} trip",
+        value=None,
+        ent=city,
+        person=p,
+    )
 
 
 def race(u: User, r, p):
     x = u.fresh("race", [f"{c} {n}" for c in V.HOME_CITIES for n in V.RACES])
     minutes = r.randint(22, 140)
     time = f"{minutes // 60}:{minutes % 60:02d}" if minutes >= 60 else f"{minutes} minutes"
-    s = r.choice([
-        f"Ran the {x} this morning! Finished in {time}. {p} was cheering at the finish.",
-        f"{x} done, {time}. {p} ran it too.",
-        f"Signed up for the {x} with {p}, then actually ran it: {time}.",
-    ])
-    echo = r.choice(["Congratulations, that's a great time!", f"How did {p} do?", f"The {x} sounds fun.",
-                     "Well done, rest those legs."])
-    return Event("race", s, echo, [
-        ("number", f"What was my time in the {x}?", time),
-        ("name", f"Which race did I do with {p}?", x),
-        ("paraphrase", f"How fast did I finish that run {p} came to?", time),
-        ("when", f"When did I run the {x}?", x),
-    ], label=f"the {x}", value=minutes, ent=x, person=p)
+    s = r.choice(
+        [
+            f"Ran the {x} this morning! Finished in {time}. {p} was cheering at the finish.",
+            f"{x} done, {time}. {p} ran it too.",
+            f"Signed up for the {x} with {p}, then actually ran it: {time}.",
+        ]
+    )
+    echo = r.choice(
+        [
+            "Congratulations, that's a great time!",
+            f"How did {p} do?",
+            f"The {x} sounds fun.",
+            "Well done, rest those legs.",
+        ]
+    )
+    return Event(
+        "race",
+        s,
+        echo,
+        [
+            ("number", f"What was my time in the {x}?", time),
+            ("name", f"Which race did I do with {p}?", x),
+            ("paraphrase", f"How fast did I finish that run {p} came to?", time),
+            ("when", f"When did I run the {x}?", x),
+        ],
+        label=f"the {x}",
+        value=minutes,
+        ent=x,
+        person=p,
+    )
 
 
 def cooking(u: User, r, p):
     dish = u.fresh("dish", V.DISHES)
     occasion, para = r.choice(OCCASIONS)
     secret = u.fresh("secret", INGREDIENTS)
-    s = r.choice([
-        f"Made {dish} for {p}'s {occasion}. The trick was {secret}, everyone asked.",
-        f"Cooked for {p}'s {occasion}: my {dish}, with {secret} in it. Gone in ten minutes.",
-        f"For {p}'s {occasion} I made {dish}, secret ingredient {secret}.",
-    ])
-    echo = r.choice([f"{p} is lucky to have you cooking!", f"{secret} in {dish}? I love that idea.",
-                     "Sounds like a lovely party.", "Cooking for a crowd is a lot of work."])
-    return Event("cooking", s, echo, [
-        ("fact", f"What did I cook for {p}'s {occasion}?", dish),
-        ("fact", f"What was the secret ingredient in my {dish}?", secret),
-        ("paraphrase", f"What food did I bring {p} {para}?", dish),
-        ("name", f"Whose {occasion} did I make {dish} for?", p),
-    ], label=f"the {dish}", value=None, ent=dish, person=p)
+    s = r.choice(
+        [
+            f"Made {dish} for {p}'s {occasion}. The trick was {secret}, everyone asked.",
+            f"Cooked for {p}'s {occasion}: my {dish}, with {secret} in it. Gone in ten minutes.",
+            f"For {p}'s {occasion} I made {dish}, secret ingredient {secret}.",
+        ]
+    )
+    echo = r.choice(
+        [
+            f"{p} is lucky to have you cooking!",
+            f"{secret} in {dish}? I love that idea.",
+            "Sounds like a lovely party.",
+            "Cooking for a crowd is a lot of work.",
+        ]
+    )
+    return Event(
+        "cooking",
+        s,
+        echo,
+        [
+            ("fact", f"What did I cook for {p}'s {occasion}?", dish),
+            ("fact", f"What was the secret ingredient in my {dish}?", secret),
+            ("paraphrase", f"What food did I bring {p} {para}?", dish),
+            ("name", f"Whose {occasion} did I make {dish} for?", p),
+        ],
+        label=f"the {dish}",
+        value=None,
+        ent=dish,
+        person=p,
+    )
 
 
 def project(u: User, r, p):
@@ -353,20 +640,37 @@ def project(u: User, r, p):
     goal = u.fresh("goal", PROJECT_GOALS)
     size = r.randint(3, 14)
     month = r.choice(V.MONTHS)
-    s = r.choice([
-        f"Kicked off Project {x} at work with {p}: it's {goal}, {size} people, due in {month}.",
-        f"New thing at work, {x}. {goal}, me and {p} leading, team of {size}, deadline {month}.",
-        f"{p} and I got put on {x} ({goal}). {size} engineers. Has to ship by {month}.",
-    ])
-    echo = r.choice([f"{x} sounds like a big one.", f"Good that you're working with {p}.",
-                     f"{month} is not far away.", "Good luck with the new project!"])
-    return Event("project", s, echo, [
-        ("name", f"Which project am I leading with {p}?", x),
-        ("fact", f"What is Project {x} about?", goal),
-        ("number", f"How many people are on {x}?", str(size)),
-        ("paraphrase", f"What's the work thing {p} and I are in charge of?", x),
-        ("fact", f"When is {x} due?", month),
-    ], label=f"Project {x}", value=size, ent=x, person=p)
+    s = r.choice(
+        [
+            f"Kicked off Project {x} at work with {p}: it's {goal}, {size} people, due in {month}.",
+            f"New thing at work, {x}. {goal}, me and {p} leading, team of {size}, deadline {month}.",
+            f"{p} and I got put on {x} ({goal}). {size} engineers. Has to ship by {month}.",
+        ]
+    )
+    echo = r.choice(
+        [
+            f"{x} sounds like a big one.",
+            f"Good that you're working with {p}.",
+            f"{month} is not far away.",
+            "Good luck with the new project!",
+        ]
+    )
+    return Event(
+        "project",
+        s,
+        echo,
+        [
+            ("name", f"Which project am I leading with {p}?", x),
+            ("fact", f"What is Project {x} about?", goal),
+            ("number", f"How many people are on {x}?", str(size)),
+            ("paraphrase", f"What's the work thing {p} and I are in charge of?", x),
+            ("fact", f"When is {x} due?", month),
+        ],
+        label=f"Project {x}",
+        value=size,
+        ent=x,
+        person=p,
+    )
 
 
 def vet(u: User, r, p):
@@ -374,97 +678,187 @@ def vet(u: User, r, p):
     med = u.fresh("med", VET_MEDS)
     weight = r.randint(8, 70)
     pet = u.pet
-    s = r.choice([
-        f"Took {pet} to the vet for {issue}. They gave us {med}. {weight} pounds now, apparently.",
-        f"Vet visit for {pet}: {issue}, prescription for {med}, weighed in at {weight} lb.",
-        f"{pet} had {issue}, so vet again. {med} twice a day. {p} watched {pet} while I paid.",
-    ])
-    echo = r.choice([f"Poor {pet}! I hope the {med} helps.", f"Give {pet} a scratch from me.",
-                     "Vet visits are stressful.", f"Hope {pet} feels better soon."])
-    return Event("vet", s, echo, [
-        ("name", f"What did the vet prescribe {pet} for {issue}?", med),
-        ("fact", f"Why did {pet} get {med}?", issue),
-        ("paraphrase", f"What medicine is {pet} on for {para}?", med),
-        ("when", f"When did {pet} go to the vet for {issue}?", issue),
-    ], label=issue, value=None, ent=issue, person=p)
+    s = r.choice(
+        [
+            f"Took {pet} to the vet for {issue}. They gave us {med}. {weight} pounds now, apparently.",
+            f"Vet visit for {pet}: {issue}, prescription for {med}, weighed in at {weight} lb.",
+            f"{pet} had {issue}, so vet again. {med} twice a day. {p} watched {pet} while I paid.",
+        ]
+    )
+    echo = r.choice(
+        [
+            f"Poor {pet}! I hope the {med} helps.",
+            f"Give {pet} a scratch from me.",
+            "Vet visits are stressful.",
+            f"Hope {pet} feels better soon.",
+        ]
+    )
+    return Event(
+        "vet",
+        s,
+        echo,
+        [
+            ("name", f"What did the vet prescribe {pet} for {issue}?", med),
+            ("fact", f"Why did {pet} get {med}?", issue),
+            ("paraphrase", f"What medicine is {pet} on for {para}?", med),
+            ("when", f"When did {pet} go to the vet for {issue}?", issue),
+        ],
+        label=issue,
+        value=None,
+        ent=issue,
+        person=p,
+    )
 
 
 def gift(u: User, r, p):
     g = u.fresh("gift", GIFTS)
     occasion, para = r.choice(OCCASIONS)
     price = money(r, 20, 260)
-    s = r.choice([
-        f"Got {p} {g} for the {occasion}, ${price}. Hope they like it.",
-        f"Gift sorted for {p}'s {occasion}: {g}. ${price}.",
-        f"Bought {g} for {p} (${price}). It's for the {occasion}.",
-    ])
-    echo = r.choice([f"{p} will love {g}.", "That's a thoughtful present.", f"What a nice gift for {p}.",
-                     "Good choice!"])
-    return Event("gift", s, echo, [
-        ("fact", f"What gift did I get {p}?", g),
-        ("number", f"How much did I spend on {p}'s present?", f"${price}"),
-        ("paraphrase", f"What did I buy {p} {para}?", g),
-        ("name", f"Who did I get {g} for?", p),
-    ], label=g, value=price, ent=g, person=p)
+    s = r.choice(
+        [
+            f"Got {p} {g} for the {occasion}, ${price}. Hope they like it.",
+            f"Gift sorted for {p}'s {occasion}: {g}. ${price}.",
+            f"Bought {g} for {p} (${price}). It's for the {occasion}.",
+        ]
+    )
+    echo = r.choice(
+        [f"{p} will love {g}.", "That's a thoughtful present.", f"What a nice gift for {p}.", "Good choice!"]
+    )
+    return Event(
+        "gift",
+        s,
+        echo,
+        [
+            ("fact", f"What gift did I get {p}?", g),
+            ("number", f"How much did I spend on {p}'s present?", f"${price}"),
+            ("paraphrase", f"What did I buy {p} {para}?", g),
+            ("name", f"Who did I get {g} for?", p),
+        ],
+        label=g,
+        value=price,
+        ent=g,
+        person=p,
+    )
 
 
 def show(u: User, r, p):
     x = u.fresh("show", V.SHOWS + V.PODCASTS)
     platform = r.choice(PLATFORMS)
     episodes = r.randint(2, 30)
-    s = r.choice([
-        f"{p} got me hooked on {x}, it's on {platform}. Watched {episodes} episodes this week.",
-        f"Binged {episodes} episodes of {x} on {platform}. Blame {p}.",
-        f"Started {x} because {p} insisted. {platform}. {episodes} episodes in.",
-    ])
-    echo = r.choice([f"{x} is great!", f"{p} has good recommendations.", "Binge weeks are the best.",
-                     "No spoilers please!"])
-    return Event("show", s, echo, [
-        ("name", f"Which show did {p} get me into?", x),
-        ("fact", f"Where can I watch {x}?", platform),
-        ("paraphrase", f"What series did {p} talk me into?", x),
-        ("number", f"How many episodes of {x} did I watch?", str(episodes)),
-    ], label=x, value=episodes, ent=x, person=p)
+    s = r.choice(
+        [
+            f"{p} got me hooked on {x}, it's on {platform}. Watched {episodes} episodes this week.",
+            f"Binged {episodes} episodes of {x} on {platform}. Blame {p}.",
+            f"Started {x} because {p} insisted. {platform}. {episodes} episodes in.",
+        ]
+    )
+    echo = r.choice(
+        [f"{x} is great!", f"{p} has good recommendations.", "Binge weeks are the best.", "No spoilers please!"]
+    )
+    return Event(
+        "show",
+        s,
+        echo,
+        [
+            ("name", f"Which show did {p} get me into?", x),
+            ("fact", f"Where can I watch {x}?", platform),
+            ("paraphrase", f"What series did {p} talk me into?", x),
+            ("number", f"How many episodes of {x} did I watch?", str(episodes)),
+        ],
+        label=x,
+        value=episodes,
+        ent=x,
+        person=p,
+    )
 
 
-THEMES = {f.__name__: f for f in (hike, dinner, book, concert, doctor, repair, order, flight, race, cooking, project,
-                                  vet, gift, show)}
+THEMES = {
+    f.__name__: f
+    for f in (hike, dinner, book, concert, doctor, repair, order, flight, race, cooking, project, vet, gift, show)
+}
 # Chatter that shares a theme's words (and often a person) without any fact to ask about.
 CHATTER = {
-    "hike": ["I need to get back on the trails, it's been weeks.", "{p} keeps sending me hiking photos.",
-             "Thinking about a hike this weekend if the weather holds.", "{p} wants to go hiking again soon."],
-    "dinner": ["I'm so tired of cooking, maybe takeout tonight.", "{p} wants to try a new restaurant next week.",
-               "Does anyone actually like tasting menus?", "Dinner with {p} got cancelled, again."],
-    "book": ["I have a stack of books I haven't touched.", "{p} and I are starting a book club, maybe.",
-             "Need something good to read on the train."],
-    "concert": ["Concert tickets are getting ridiculous.", "{p} asked if I want to see a show next month.",
-                "My ears are still ringing from last weekend."],
-    "doctor": ["I keep putting off booking a checkup.", "{p} says I should see a doctor about my back.",
-               "Insurance paperwork is the worst."],
-    "repair": ["Something in the house is always broken.", "{p} says I should learn basic plumbing.",
-               "The landlord never answers about repairs."],
-    "order": ["I order way too much stuff online.", "Another package got left at the wrong door.",
-              "{p} says I should stop buying things at midnight."],
-    "flight": ["Flights are so expensive this year.", "{p} and I keep talking about a trip.",
-               "I need a vacation badly."],
-    "race": ["Legs are sore from training.", "{p} wants me to sign up for another race.",
-             "Running in the rain is underrated."],
-    "cooking": ["I burned the rice again.", "{p} asked for my recipe, I don't have one written down.",
-                "Meal prep Sunday, wish me luck."],
-    "project": ["Work is a lot right now.", "{p} and I had a long meeting about nothing.",
-                "Too many meetings this week."],
+    "hike": [
+        "I need to get back on the trails, it's been weeks.",
+        "{p} keeps sending me hiking photos.",
+        "Thinking about a hike this weekend if the weather holds.",
+        "{p} wants to go hiking again soon.",
+    ],
+    "dinner": [
+        "I'm so tired of cooking, maybe takeout tonight.",
+        "{p} wants to try a new restaurant next week.",
+        "Does anyone actually like tasting menus?",
+        "Dinner with {p} got cancelled, again.",
+    ],
+    "book": [
+        "I have a stack of books I haven't touched.",
+        "{p} and I are starting a book club, maybe.",
+        "Need something good to read on the train.",
+    ],
+    "concert": [
+        "Concert tickets are getting ridiculous.",
+        "{p} asked if I want to see a show next month.",
+        "My ears are still ringing from last weekend.",
+    ],
+    "doctor": [
+        "I keep putting off booking a checkup.",
+        "{p} says I should see a doctor about my back.",
+        "Insurance paperwork is the worst.",
+    ],
+    "repair": [
+        "Something in the house is always broken.",
+        "{p} says I should learn basic plumbing.",
+        "The landlord never answers about repairs.",
+    ],
+    "order": [
+        "I order way too much stuff online.",
+        "Another package got left at the wrong door.",
+        "{p} says I should stop buying things at midnight.",
+    ],
+    "flight": [
+        "Flights are so expensive this year.",
+        "{p} and I keep talking about a trip.",
+        "I need a vacation badly.",
+    ],
+    "race": [
+        "Legs are sore from training.",
+        "{p} wants me to sign up for another race.",
+        "Running in the rain is underrated.",
+    ],
+    "cooking": [
+        "I burned the rice again.",
+        "{p} asked for my recipe, I don't have one written down.",
+        "Meal prep Sunday, wish me luck.",
+    ],
+    "project": [
+        "Work is a lot right now.",
+        "{p} and I had a long meeting about nothing.",
+        "Too many meetings this week.",
+    ],
     "vet": ["{pet} is snoring next to me.", "{pet} stole a sock again.", "{p} wants to dog-sit {pet} sometime."],
-    "gift": ["I'm terrible at picking presents.", "{p}'s birthday is coming up, no idea what to get.",
-             "Gift wrapping is my nemesis."],
-    "show": ["There's nothing good on TV.", "{p} keeps telling me to watch something new.",
-             "I fell asleep during the finale."],
+    "gift": [
+        "I'm terrible at picking presents.",
+        "{p}'s birthday is coming up, no idea what to get.",
+        "Gift wrapping is my nemesis.",
+    ],
+    "show": [
+        "There's nothing good on TV.",
+        "{p} keeps telling me to watch something new.",
+        "I fell asleep during the finale.",
+    ],
 }
 # Later mentions of an event's name (and often a person) that answer nothing about it.
 MENTIONS = {
-    "hike": ["{p} and I should do {e} again in the fall.", "Still thinking about the view on {e}.",
-             "Someone at work asked me about {e}, I told them to go early."],
-    "dinner": ["{p} wants to go back to {e}.", "Walked past {e} today, it was packed.",
-               "Is {e} open on Mondays? Never mind, I'll check."],
+    "hike": [
+        "{p} and I should do {e} again in the fall.",
+        "Still thinking about the view on {e}.",
+        "Someone at work asked me about {e}, I told them to go early.",
+    ],
+    "dinner": [
+        "{p} wants to go back to {e}.",
+        "Walked past {e} today, it was packed.",
+        "Is {e} open on Mondays? Never mind, I'll check.",
+    ],
     "book": ["Lent {e} to a coworker.", "{p} asked if I finished {e} yet.", "I keep thinking about {e}."],
     "concert": ["{e} just announced another tour.", "Still humming {e} songs.", "{p} sent me a video of {e}."],
     "doctor": ["Need to call Dr. {e}'s office to reschedule.", "Dr. {e}'s office sent a survey, ignored it."],
@@ -480,27 +874,50 @@ MENTIONS = {
 }
 # "What have I ...": every event of a theme is evidence.
 LISTS = {
-    "hike": "Which trails have I hiked?", "dinner": "Which restaurants have I tried?",
-    "book": "What books have people recommended to me?", "concert": "Which bands have I seen live?",
-    "doctor": "Which doctors have I seen?", "repair": "What has needed fixing around the house?",
-    "order": "What have I ordered online?", "flight": "Where am I flying this year?",
-    "race": "Which races have I run?", "cooking": "What have I cooked for people?",
-    "project": "Which projects am I on at work?", "vet": "Why has {pet} been to the vet?",
-    "gift": "What gifts have I bought?", "show": "What shows have I been watching?",
+    "hike": "Which trails have I hiked?",
+    "dinner": "Which restaurants have I tried?",
+    "book": "What books have people recommended to me?",
+    "concert": "Which bands have I seen live?",
+    "doctor": "Which doctors have I seen?",
+    "repair": "What has needed fixing around the house?",
+    "order": "What have I ordered online?",
+    "flight": "Where am I flying this year?",
+    "race": "Which races have I run?",
+    "cooking": "What have I cooked for people?",
+    "project": "Which projects am I on at work?",
+    "vet": "Why has {pet} been to the vet?",
+    "gift": "What gifts have I bought?",
+    "show": "What shows have I been watching?",
 }
 STATES = {  # (initial, update, question, paraphrase-free question)
-    "gym": (["Signed up at {x} today, the gym by the station.", "Joined {x}, the gym near work."],
-            ["Cancelled my old gym membership and joined {x} instead, cheaper.", "Switched gyms: {x} now."],
-            "Which gym am I a member of now?", "Where do I work out these days?", GYMS),
-    "manager": (["My manager is {x}, seems nice so far.", "Met my manager {x} today."],
-                ["Reorg at work, my new manager is {x}.", "I report to {x} now, the old boss left."],
-                "Who is my manager now?", "Who's my boss at the moment?", MANAGERS),
-    "street": (["We live on {x} now, still unpacking.", "Moved into the place on {x}."],
-               ["Moved again! New address is on {x}.", "Lease ended, now we're on {x}."],
-               "What street do I live on now?", "Where's home for me at the moment?", STREETS),
-    "car": (["Bought a {x}, my first car in years.", "Picked up a used {x} today."],
-            ["Sold the old car, now driving a {x}.", "Traded in my car for a {x}."],
-            "What car do I drive now?", "What am I driving these days?", V.CARS),
+    "gym": (
+        ["Signed up at {x} today, the gym by the station.", "Joined {x}, the gym near work."],
+        ["Cancelled my old gym membership and joined {x} instead, cheaper.", "Switched gyms: {x} now."],
+        "Which gym am I a member of now?",
+        "Where do I work out these days?",
+        GYMS,
+    ),
+    "manager": (
+        ["My manager is {x}, seems nice so far.", "Met my manager {x} today."],
+        ["Reorg at work, my new manager is {x}.", "I report to {x} now, the old boss left."],
+        "Who is my manager now?",
+        "Who's my boss at the moment?",
+        MANAGERS,
+    ),
+    "street": (
+        ["We live on {x} now, still unpacking.", "Moved into the place on {x}."],
+        ["Moved again! New address is on {x}.", "Lease ended, now we're on {x}."],
+        "What street do I live on now?",
+        "Where's home for me at the moment?",
+        STREETS,
+    ),
+    "car": (
+        ["Bought a {x}, my first car in years.", "Picked up a used {x} today."],
+        ["Sold the old car, now driving a {x}.", "Traded in my car for a {x}."],
+        "What car do I drive now?",
+        "What am I driving these days?",
+        V.CARS,
+    ),
 }
 
 
@@ -544,13 +961,24 @@ def build_user(seed: int, index: int):
     # one-off facts, asked later without their words
     allergen, allergy_q = r.choice(ALLERGIES)
     singles = [
-        Event("single", f"Found out I'm allergic to {allergen}, had hives all evening.",
-              "That sounds scary, I'm glad you know now.", [("single", f"Remind me {allergy_q}?", allergen)]),
-        Event("single", f"We adopted a {kind}! Named {animal_name(u)} {u.pet}.", f"Welcome home, {u.pet}!",
-              [("single", f"What kind of {animal} do I have?", kind)]),
-        Event("single", f"My sister {u.circle[0]} just got engaged, wedding is in {r.choice(V.MONTHS)}.",
-              f"Congratulations to {u.circle[0]}!", [("single", "Which of my siblings is getting married?",
-                                                       u.circle[0])]),
+        Event(
+            "single",
+            f"Found out I'm allergic to {allergen}, had hives all evening.",
+            "That sounds scary, I'm glad you know now.",
+            [("single", f"Remind me {allergy_q}?", allergen)],
+        ),
+        Event(
+            "single",
+            f"We adopted a {kind}! Named {animal_name(u)} {u.pet}.",
+            f"Welcome home, {u.pet}!",
+            [("single", f"What kind of {animal} do I have?", kind)],
+        ),
+        Event(
+            "single",
+            f"My sister {u.circle[0]} just got engaged, wedding is in {r.choice(V.MONTHS)}.",
+            f"Congratulations to {u.circle[0]}!",
+            [("single", "Which of my siblings is getting married?", u.circle[0])],
+        ),
     ]
     for ev in singles:
         ev.session = r.randrange(n_sessions // 2)
@@ -602,8 +1030,17 @@ def render(u: User, n_sessions: int, events: list[Event]):
                 lines += [("user", text), ("assistant", r.choice(AGENT_GENERIC))]
         lines += [("user", r.choice(V.CLOSINGS)), ("assistant", r.choice(V.AGENT_CLOSINGS).format(name=u.name))]
         for i, (speaker, content) in enumerate(lines):
-            turns.append({"user": u.uid, "id": f"{sid}-t{i:03d}", "session": sid, "turn": i, "speaker": speaker,
-                          "date": when.isoformat(), "content": content})
+            turns.append(
+                {
+                    "user": u.uid,
+                    "id": f"{sid}-t{i:03d}",
+                    "session": sid,
+                    "turn": i,
+                    "speaker": speaker,
+                    "date": when.isoformat(),
+                    "content": content,
+                }
+            )
             when += dt.timedelta(seconds=r.randint(20, 150))
     return turns
 
@@ -622,10 +1059,16 @@ def questions_for(u: User, events: list[Event], updates, themes):
             out.append((qtype, q, ev.date if qtype == "when" else answer, [ev.turn_id]))
     for chain, q, answer in updates:
         out.append(("update", q, answer, [chain[-1].turn_id]))
-    compare = {"hike": "Which was longer, {a} or {b}?", "dinner": "Which dinner cost more, {a} or {b}?",
-               "concert": "Which tickets were pricier, {a} or {b}?", "repair": "Which repair cost more, {a} or {b}?",
-               "race": "Was I faster in {a} or {b}?", "order": "Which cost more, {a} or {b}?",
-               "gift": "Which present was more expensive, {a} or {b}?", "doctor": "Whose copay was higher, {a} or {b}?"}
+    compare = {
+        "hike": "Which was longer, {a} or {b}?",
+        "dinner": "Which dinner cost more, {a} or {b}?",
+        "concert": "Which tickets were pricier, {a} or {b}?",
+        "repair": "Which repair cost more, {a} or {b}?",
+        "race": "Was I faster in {a} or {b}?",
+        "order": "Which cost more, {a} or {b}?",
+        "gift": "Which present was more expensive, {a} or {b}?",
+        "doctor": "Whose copay was higher, {a} or {b}?",
+    }
     by_person: dict[str, list[str]] = {}
     for ev in events:
         if ev.person and ev.person in ev.statement:
@@ -633,17 +1076,13 @@ def questions_for(u: User, events: list[Event], updates, themes):
     for person in r.sample(sorted(by_person), 3):
         out.append(("list", f"What have I done with {person} lately?", person, by_person[person]))
     for theme in themes:
-        out.append(("list", LISTS[theme].format(pet=u.pet), theme,
-                    [ev.turn_id for ev in events if ev.theme == theme]))
+        out.append(("list", LISTS[theme].format(pet=u.pet), theme, [ev.turn_id for ev in events if ev.theme == theme]))
     for theme in themes:
         if theme in compare:
             a, b = r.sample([ev for ev in events if ev.theme == theme], 2)
             out.append(("two_turn", compare[theme].format(a=a.label, b=b.label), "", [a.turn_id, b.turn_id]))
     r.shuffle(out)
-    return [
-        {"query": wrap(r, q), "type": qtype, "answer": answer, "relevant": rel}
-        for qtype, q, answer, rel in out
-    ]
+    return [{"query": wrap(r, q), "type": qtype, "answer": answer, "relevant": rel} for qtype, q, answer, rel in out]
 
 
 def generate(seed: int = DEFAULT_SEED):
@@ -667,8 +1106,9 @@ def write(out: Path, seed: int = DEFAULT_SEED) -> dict:
         split["turns"].extend(turns)
         for number, q in enumerate(questions, start=1):
             qid = f"{uid}-q{number:03d}"
-            split["queries"].append({"user": uid, "id": qid, "query": q["query"], "type": q["type"],
-                                     "answer": q["answer"]})
+            split["queries"].append(
+                {"user": uid, "id": qid, "query": q["query"], "type": q["type"], "answer": q["answer"]}
+            )
             split["qrels"].append({"id": qid, "relevant": q["relevant"]})
     stats = {"seed": seed, "splits": {}}
     for name, split in splits.items():
