@@ -20,6 +20,7 @@ from core.conversations import TurnInput
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
 from core.retrieval import RrfParams, search_conversations
+from tests.support.english import english_rarity
 
 T0 = datetime(2024, 3, 1, 18, 0, tzinfo=UTC)
 
@@ -137,18 +138,20 @@ def expected_hybrid(
 
     text = {}
     if query_text and query_text.strip():
-        # IDF over all of the user's turns (the statistics include every session); a turn scores
-        # the sum of the IDFs of the kept query lexemes it contains.
+        # A query word weighs its English rarity plus its IDF over all of the user's turns (the
+        # statistics include every session); a turn scores the sum of the kept words it contains.
         n = len(turns)
         df = {}
         for lexeme in set(query_lexemes(query_text)):
             count = sum(1 for t in turns if lexeme in t["lexemes"])
             if count:
                 df[lexeme] = count
-        idf = {x: math.log(1 + (n - c + 0.5) / (c + 0.5)) for x, c in df.items()}
-        rarest = sorted(df, key=lambda x: (df[x], x))[:8]
-        # words in more than 10% of the user's turns are left out, unless it is the rarest one
-        kept = [x for pos, x in enumerate(rarest) if pos == 0 or df[x] <= 0.1 * n]
+        with db.admin_connection() as conn:
+            rarity = english_rarity(conn, df)
+        idf = {x: rarity[x] + math.log(1 + (n - c + 0.5) / (c + 0.5)) for x, c in df.items()}
+        heaviest = sorted(df, key=lambda x: (-idf[x], x))[:8]
+        # words in more than 10% of the user's turns are left out, unless it is the heaviest one
+        kept = [x for pos, x in enumerate(heaviest) if pos == 0 or df[x] <= 0.1 * n]
         scores = {}
         for t in visible:
             matched = [idf[x] for x in kept if x in t["lexemes"]]
@@ -246,6 +249,26 @@ def test_text_branch_weights_rare_words_over_common_ones(new_user):
     assert next(r["content"] for r in rows) == "Pepper slept all day." and len(rows) == 4
     assert rows[0]["text_score"] > rows[1]["text_score"] == rows[2]["text_score"] == rows[3]["text_score"]
     assert_matches(rows, expected_hybrid(user.user_id, None, "trail Pepper", 20, 0.0, 1.0, 60))
+
+
+def test_a_word_rare_in_english_outweighs_small_talk_said_as_often(new_user):
+    user = new_user()
+    rows_in = [
+        ("user", "The neighbours are drilling again."),  # first: it would win a tie on row order
+        ("user", "The vet prescribed Gabapentin for the paw."),
+        *[("assistant", f"Happy to help with question number {i}.") for i in range(10)],
+    ]
+    conversations.store_turns(Scope.service(user.user_id), _turns(f"eng-{user.user_id}", rows_in, T0))
+    # Both words are in one of this user's 12 turns: the per-user IDF alone ties them. English
+    # rarity does not: "drilling" is an everyday word, "Gabapentin" is not in the table at all.
+    rows = call_sql(user.scope, None, "drilling Gabapentin", user.user_id, 10, 0.0, 1.0, 60)
+    assert [r["content"] for r in rows] == [rows_in[1][1], rows_in[0][1]]
+    with db.admin_connection() as conn:
+        rarity = english_rarity(conn, ["drill", "gabapentin"])
+        floor = conn.execute("select max(rarity)::float8 from public.english_word_rarity").fetchone()[0]
+    assert rarity["gabapentin"] == floor and rarity["drill"] < floor
+    assert rows[0]["text_score"] - rows[1]["text_score"] == pytest.approx(floor - rarity["drill"], abs=1e-6)
+    assert_matches(rows, expected_hybrid(user.user_id, None, "drilling Gabapentin", 10, 0.0, 1.0, 60))
 
 
 def test_common_words_are_left_out_unless_nothing_else_is_left(corpus):

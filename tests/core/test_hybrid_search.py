@@ -25,6 +25,7 @@ from core import db, embeddings, memories
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput
 from core.retrieval import RrfParams, search_memories
+from tests.support.english import english_rarity
 from tests.support.users import delete_users, sign_in
 
 FACTS = {
@@ -126,9 +127,11 @@ def stored_embeddings(user_id) -> dict[uuid.UUID, np.ndarray]:
 def text_scores(user_id, query_text: str | None, text_match: str) -> dict[uuid.UUID, float]:
     """The text branch's score of each of the user's rows that matches the query, computed here.
 
-    'any': the query's lexemes (to_tsvector's), weighted by IDF over the user's memories,
-    ln(1 + (N - df + 0.5) / (df + 0.5)), the 8 rarest kept; a row scores the sum of the IDFs of
-    the lexemes it contains. 'all': websearch_to_tsquery's AND ranked by ts_rank_cd."""
+    'any': the query's lexemes (to_tsvector's), each weighted by its English rarity (from
+    public.english_word_rarity, the table's rarest for a word not in it) plus its IDF over the
+    user's memories, ln(1 + (N - df + 0.5) / (df + 0.5)); the 8 heaviest kept; a row scores the
+    sum of the weights of the lexemes it contains. 'all': websearch_to_tsquery's AND ranked by
+    ts_rank_cd."""
     if not query_text or not query_text.strip():
         return {}
     with db.admin_connection() as conn:
@@ -143,10 +146,11 @@ def text_scores(user_id, query_text: str | None, text_match: str) -> dict[uuid.U
         rows = conn.execute(
             "select id, tsvector_to_array(fts) from public.memories where user_id = %s", (user_id,)
         ).fetchall()
+        rarity = english_rarity(conn, lexemes)
     documents = {row_id: set(words) for row_id, words in rows}
     n = len(documents)
     df = {x: sum(1 for words in documents.values() if x in words) for x in lexemes}
-    idf = {x: math.log(1 + (n - c + 0.5) / (c + 0.5)) for x, c in df.items() if c > 0}
+    idf = {x: rarity[x] + math.log(1 + (n - c + 0.5) / (c + 0.5)) for x, c in df.items() if c > 0}
     kept = sorted(idf, key=lambda x: (-idf[x], x))[:8]
     scores = {}
     for row_id, words in documents.items():
@@ -369,7 +373,7 @@ def test_vector_and_text_modes_use_one_branch_each(corpus):
     assert text.mode == "text" and text.degraded_reason is None
     assert text.hits[0].memory_type == "tea"
     assert all(h.vector_rank is None and h.vector_rrf == 0 for h in text.hits)
-    assert_matches(text.hits, expected_hybrid(owner.user_id, None, "green tea", 5, 0.0, 0.5, 5))
+    assert_matches(text.hits, expected_hybrid(owner.user_id, None, "green tea", 5, 0.0, 0.5, RrfParams().k))
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector"])
@@ -485,7 +489,7 @@ def test_other_users_rows_never_push_a_users_rows_out(database_uri):
         )
         conn.execute("analyze public.memories")
     try:
-        expected = expected_hybrid(target.user_id, query_vector, query, 3, 0.5, 0.5, 5)  # the defaults
+        expected = expected_hybrid(target.user_id, query_vector, query, 3, 0.5, 0.5, RrfParams().k)  # the defaults
         for scope in (target.scope, target.service):
             result = search_memories(scope, query, limit=3)
             assert {h.memory_type for h in result.hits} == {"dog", "tea", "car"}

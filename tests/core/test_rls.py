@@ -260,6 +260,19 @@ def test_shared_tables_are_read_only_for_users(users, table, key, insert, update
     assert shared_counts() == before
 
 
+def test_english_word_rarity_is_read_only_for_users(users):
+    count, rows = run_as(users.a.scope, "select lexeme from public.english_word_rarity where lexeme = 'drill'")
+    assert count == 1 and rows
+    for sql in (
+        "insert into public.english_word_rarity (lexeme, rarity) values ('planted', 1)",
+        "update public.english_word_rarity set rarity = 99",
+        "delete from public.english_word_rarity",
+    ):
+        assert_refused(users.a.scope, sql, match="permission denied")
+    with db.admin_connection() as conn:
+        assert conn.execute("select count(*) from public.english_word_rarity").fetchone()[0] == 5000
+
+
 # ---------------------------------------------------------------------------
 # sessions: users read their own; only the service writes
 # ---------------------------------------------------------------------------
@@ -331,7 +344,7 @@ def test_users_cannot_reach_auth_tables_or_create_objects(users, sql):
     assert_refused(users.a.scope, sql, match="permission denied")
 
 
-@pytest.mark.parametrize("table", ["profiles", "knowledge", "memories", "orders", "sessions"])
+@pytest.mark.parametrize("table", ["profiles", "knowledge", "memories", "orders", "sessions", "english_word_rarity"])
 def test_anon_role_reads_nothing(users, table):
     with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied"), as_role("anon") as cur:
         cur.execute(f"select * from public.{table}")
