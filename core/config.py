@@ -98,11 +98,12 @@ class Settings(BaseSettings):
     # Chosen on the conversational dev set (docs/RETRIEVAL.md).
     rrf_vector_weight: float = Field(0.5, ge=0.0, le=10.0)
     rrf_text_weight: float = Field(0.5, ge=0.0, le=10.0)
-    rrf_k: int = Field(5, ge=1, le=10_000)
-    # Knowledge search fuses with its own weights: in a small shared corpus the text branch is
-    # noisier, so it mostly decides between close vector matches (codes, model names).
+    rrf_k: int = Field(2, ge=1, le=10_000)
+    # Knowledge search fuses with its own weights and k: in a small shared corpus the text branch
+    # is noisier, so it mostly decides between close vector matches (codes, model names).
     knowledge_rrf_vector_weight: float = Field(0.7, ge=0.0, le=10.0)
     knowledge_rrf_text_weight: float = Field(0.3, ge=0.0, le=10.0)
+    knowledge_rrf_k: int = Field(5, ge=1, le=10_000)
     # Per-turn recall waits this long for its search; a slower search is skipped for that turn
     # (and the retrieval event says so) so the reply is never held up by it.
     recall_budget_ms: float = Field(250.0, gt=0, le=60_000)

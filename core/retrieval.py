@@ -27,7 +27,7 @@ SearchMode = Literal["hybrid", "vector", "text"]
 class RrfParams:
     vector_weight: float = 0.5
     text_weight: float = 0.5
-    k: int = 5
+    k: int = 2
 
     @classmethod
     def from_settings(cls) -> RrfParams:
@@ -37,7 +37,7 @@ class RrfParams:
     @classmethod
     def knowledge_from_settings(cls) -> RrfParams:
         s = get_settings()
-        return cls(s.knowledge_rrf_vector_weight, s.knowledge_rrf_text_weight, s.rrf_k)
+        return cls(s.knowledge_rrf_vector_weight, s.knowledge_rrf_text_weight, s.knowledge_rrf_k)
 
     def validated(self) -> RrfParams:
         vector_weight = clean_float(self.vector_weight, what="RRF vector weight", minimum=0, maximum=10)

@@ -55,7 +55,8 @@ def test_send_returns_reply_events_with_scores_and_timings(runtime, new_user):
     hit = recall["hits"][0]
     assert recall["trigger"] == "per_turn_recall" and hit["memory_type"] == "favorite_color"
     assert hit["vector_rank"] == 1 and hit["text_rank"] == 1
-    assert hit["rrf_score"] == pytest.approx(0.5 / 6 + 0.5 / 6)  # defaults 0.5 / 0.5, k = 5
+    k = RrfParams().k  # the default, with weights 0.5 / 0.5
+    assert hit["rrf_score"] == pytest.approx(0.5 / (k + 1) + 0.5 / (k + 1))
     assert turn.timings["total_ms"] > 0 and "recall_ms" in turn.timings and "llm_ttft_ms" in turn.timings
     assert turn.events[-1]["type"] == "turn_done" or any(e["type"] == "turn_done" for e in turn.events)
     # every event is JSON and decodes as one (what the pages and the voice bridge read)

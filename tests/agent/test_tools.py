@@ -242,7 +242,7 @@ async def test_per_turn_recall_goes_in_before_the_users_message(new_user):
     assert top["memory_type"] == "car" and top["vector_rank"] == 1
     assert top["rrf_score"] == pytest.approx(top["vector_rrf"] + top["text_rrf"])
     assert event["injected"][0] == top["id"]
-    assert event["params"] == {"vector_weight": 0.5, "text_weight": 0.5, "k": 5}
+    assert event["params"] == {"vector_weight": 0.5, "text_weight": 0.5, "k": RrfParams().k}
 
 
 async def test_per_turn_recall_in_the_voice_hook(new_user):
@@ -284,7 +284,7 @@ async def test_rrf_params_change_at_run_time(new_user):
         searches = [e for e in run.events("retrieval") if e["trigger"] == "tool:search_memories"]
     before, after = searches[0]["hits"][0], searches[1]["hits"][0]
     assert searches[1]["params"] == {"vector_weight": 0.2, "text_weight": 0.8, "k": 10}
-    assert before["rrf_score"] == pytest.approx(0.5 / 6 + 0.5 / 6)
+    assert before["rrf_score"] == pytest.approx(2 * 0.5 / (RrfParams().k + 1))
     assert after["rrf_score"] == pytest.approx(0.2 / 11 + 0.8 / 11)
 
 

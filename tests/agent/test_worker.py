@@ -259,8 +259,8 @@ def test_terminal_chat_remembers_recalls_forgets_and_looks_up_orders(new_user):
     assert "[tool] remember_detail(memory_type='favorite_color', content='teal')" in out
     assert "[tool] lookup_order(order_id='4321') -> ERROR Order 4321 not found." in out
     # retrieval scores per hit: ranks and each branch's RRF share
-    # (the default fusion: 0.5 / 0.5, k = 5, so each branch's rank 1 is worth 0.5 / 6)
-    assert "favorite_color: teal  rrf=0.1667 (vector #1 0.0833 + text #1 0.0833) *" in out
+    # (the default fusion: 0.5 / 0.5, k = 2, so each branch's rank 1 is worth 0.5 / 3)
+    assert "favorite_color: teal  rrf=0.3333 (vector #1 0.1667 + text #1 0.1667) *" in out
     assert "session " in out and " saved" in out
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from agent import get_runtime
 from core import memories, sessions
+from core.retrieval import RrfParams
 from tests.app.conftest import settle
 from tests.support.panels import expand
 from ui import chat_state
@@ -46,12 +47,13 @@ def test_a_chat_turn_shows_the_retrieval_panel_with_scores(app):
     table = panels[0]
     assert any("favorite_color: teal" in memory for memory in table["Memory"])  # the remembered text is shown
     row = table[table["Slot"].str.contains("favorite_color")].iloc[0]
-    # the numbers are the RRF formula's, with the default weights 0.5 / 0.5 and k = 5 (shown to 5 decimals)
-    assert row["Vector RRF"] == pytest.approx(0.5 / (5 + int(row["Vector rank"])), rel=1e-3)
+    # the numbers are the RRF formula's, with the default weights 0.5 / 0.5 and k (shown to 5 decimals)
+    k = RrfParams().k
+    assert row["Vector RRF"] == pytest.approx(0.5 / (k + int(row["Vector rank"])), rel=1e-3)
     if row["Text rank"] == "—":  # not a keyword match: the text branch adds nothing
         assert row["Text RRF"] == 0
     else:
-        assert row["Text RRF"] == pytest.approx(0.5 / (5 + int(row["Text rank"])), rel=1e-3)
+        assert row["Text RRF"] == pytest.approx(0.5 / (k + int(row["Text rank"])), rel=1e-3)
     assert row["Fused score"] == pytest.approx(row["Vector RRF"] + row["Text RRF"], abs=2e-5)
     assert at.get("arrow_vega_lite_chart") or at.get("vega_lite_chart")  # the stacked bar chart
 
@@ -184,7 +186,7 @@ def test_the_sliders_rerank_the_turn_on_screen_and_a_score_of_0_is_never_starred
     what_if = _memory_panels(at)[1]
     assert (what_if["Vector RRF"] == 0).all()
     color = what_if[what_if["Slot"] == "favorite_color"].iloc[0]
-    assert color["Text RRF"] == pytest.approx(1.0 / (5 + int(color["Text rank"])), rel=1e-3)
+    assert color["Text RRF"] == pytest.approx(1.0 / (RrfParams().k + int(color["Text rank"])), rel=1e-3)
     # a turn searched with those weights: a memory found only by the vector branch scores 0, never starred
     _say(at, "what is my favorite color?")
     recall = _memory_panels(at)[0]

@@ -22,6 +22,7 @@ HOSTED_VARS = (
     "RRF_TEXT_WEIGHT",
     "KNOWLEDGE_RRF_VECTOR_WEIGHT",
     "KNOWLEDGE_RRF_TEXT_WEIGHT",
+    "KNOWLEDGE_RRF_K",
     "AGENT_NAME",
     "LLM_MODEL",
     "EMBEDDING_MODEL",
@@ -53,8 +54,12 @@ def test_embedded_defaults(env):
     assert settings.database_url is None and settings.embedded_database is True
     assert settings.hosted_auth is False and settings.livekit_configured is False
     assert settings.mode_label == "embedded"
-    assert (settings.rrf_vector_weight, settings.rrf_text_weight, settings.rrf_k) == (0.5, 0.5, 5)
-    assert (settings.knowledge_rrf_vector_weight, settings.knowledge_rrf_text_weight) == (0.7, 0.3)
+    assert (settings.rrf_vector_weight, settings.rrf_text_weight, settings.rrf_k) == (0.5, 0.5, 2)
+    assert (
+        settings.knowledge_rrf_vector_weight,
+        settings.knowledge_rrf_text_weight,
+        settings.knowledge_rrf_k,
+    ) == (0.7, 0.3, 5)
     assert settings.agent_name == "memory-playground"
 
 

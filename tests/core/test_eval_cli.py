@@ -18,7 +18,7 @@ from tests.support.app import PROJECT_ROOT, TEST_DATA
 DATA = TEST_DATA / "eval_small"
 MEMORIES, QUERIES, QRELS = DATA / "memories.jsonl", DATA / "queries.jsonl", DATA / "qrels.jsonl"
 TOP_K = 5
-WEIGHTS, RRF_K = (0.5, 0.5), 5  # the app's defaults, which the CLI uses
+WEIGHTS, RRF_K = (0.5, 0.5), 2  # the app's defaults, which the CLI uses
 
 
 def _jsonl(path: Path) -> list[dict]:
