@@ -424,8 +424,9 @@ def quality_section(result: dict) -> str:
     return "\n\n".join(
         [
             "## Conversation memory: retrieval quality",
-            "Measured with `python -m core.eval_retrieval` on the conversational set (docs/eval/conversations, "
-            "split by user: dev for tuning, test measured once), top 10. *Before* loads the turns as slot memories "
+            "Measured with `python -m core.eval_retrieval` on the two conversational sets (docs/eval/conversations "
+            "and docs/eval/multisession, each split by user: dev for tuning, test measured once), top 10. "
+            "*Before* loads the turns as slot memories "
             "and searches them the way every search ran before the conversation tier; *after* loads them with "
             "`--as-turns` into the conversation tier with the app's defaults. docs/RETRIEVAL.md explains the choices.",
             quality_markdown(result),

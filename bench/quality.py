@@ -1,8 +1,8 @@
-"""Retrieval quality on the conversational set, through `python -m core.eval_retrieval` itself.
+"""Retrieval quality on the conversational sets, through `python -m core.eval_retrieval` itself.
 
-    .venv/bin/python -m bench.quality [--splits dev,test] [--json out.json]
+    .venv/bin/python -m bench.quality [--splits dev,test] [--sets conversations,multisession] [--json out.json]
 
-Two runs per split:
+Two runs per split of each set (docs/eval/conversations and docs/eval/multisession):
   * before: the turns loaded as slot memories (memory_type "turn_0001", ...) and searched the way
     every retrieval ran before the conversation tier: public.match_memories_hybrid as the first
     migration defined it (the OR text query ranked by ts_rank_cd; put back in a throwaway database),
@@ -29,7 +29,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 EVAL = ROOT / "docs" / "eval"
-SPLITS = EVAL / "conversations"
+SETS = ("conversations", "multisession")
 SLOT_RECALL_AT_1_BEFORE = 0.847
 
 
@@ -171,9 +171,9 @@ def before_database(log=print) -> str:
     return uri
 
 
-def run(splits: list[str], log=print, save: Path | None = None) -> dict[str, Any]:
-    """Every result is added to `save` (JSON) as soon as it is measured."""
-    out: dict[str, Any] = {}
+def run(splits: list[str], log=print, save: Path | None = None, sets: tuple[str, ...] = SETS) -> dict[str, Any]:
+    """Every result is added to `save` (JSON) as soon as it is measured: out["sets"][set][split]."""
+    out: dict[str, Any] = {"sets": {}}
 
     def keep() -> None:
         if save:
@@ -183,12 +183,12 @@ def run(splits: list[str], log=print, save: Path | None = None) -> dict[str, Any
     keep()
     before_uri = before_database(log)
     with tempfile.TemporaryDirectory(prefix="mp-quality-") as tmp:
-        for split in splits:
-            folder = SPLITS / split
+        for set_name, split in [(s, split) for s in sets for split in splits]:
+            folder = EVAL / set_name / split
             queries, qrels, turns = folder / "queries.jsonl", folder / "qrels.jsonl", folder / "turns.jsonl"
-            log(f"quality: {split} before (turns as slot memories, 0.7/0.3, k 60)")
+            log(f"quality: {set_name} {split} before (turns as slot memories, 0.7/0.3, k 60)")
             before = run_cli(
-                as_memories(turns, Path(tmp) / f"{split}-memories.jsonl"),
+                as_memories(turns, Path(tmp) / f"{set_name}-{split}-memories.jsonl"),
                 queries,
                 qrels,
                 "--weights",
@@ -198,10 +198,10 @@ def run(splits: list[str], log=print, save: Path | None = None) -> dict[str, Any
                 "--database-url",
                 before_uri,
             )
-            out[split] = {"before": before}
+            out["sets"].setdefault(set_name, {})[split] = {"before": before}
             keep()
-            log(f"quality: {split} after (conversation tier, defaults)")
-            out[split]["after"] = run_cli(turns, queries, qrels, "--as-turns")
+            log(f"quality: {set_name} {split} after (conversation tier, defaults)")
+            out["sets"][set_name][split]["after"] = run_cli(turns, queries, qrels, "--as-turns")
             keep()
         log("quality: slot set with the defaults")
         out["slots"] = run_cli(EVAL / "memories.jsonl", EVAL / "queries.jsonl", EVAL / "qrels.jsonl")
@@ -212,9 +212,14 @@ def run(splits: list[str], log=print, save: Path | None = None) -> dict[str, Any
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--splits", default="dev")
+    parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    result = run([s.strip() for s in args.splits.split(",") if s.strip()], save=args.json)
+    result = run(
+        [s.strip() for s in args.splits.split(",") if s.strip()],
+        save=args.json,
+        sets=tuple(s.strip() for s in args.sets.split(",") if s.strip()),
+    )
     print(json.dumps(result, indent=2))
     return 0
 

@@ -28,30 +28,38 @@ def _n(value: float) -> str:
     return f"{value:.3f}"
 
 
+def quality_sets(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{set: {split: {"before", "after"}}}; results saved before the second set put the splits at the top."""
+    if "sets" in result:
+        return result["sets"]
+    return {"conversations": {s: result[s] for s in ("dev", "test") if s in result}}
+
+
 def quality_markdown(result: dict[str, Any]) -> str:
     parts = []
     rows = []
-    for split in ("dev", "test"):
-        if split not in result:
+    sets = quality_sets(result)
+    for set_name, split in [(n, s) for n in sets for s in ("dev", "test")]:
+        if split not in sets[set_name]:
             continue
         for when in ("before", "after"):
-            summary = result[split][when]
+            summary = sets[set_name][split][when]
             modes = summary["modes"]
             label = (
                 "before: turns as slot memories, 0.7/0.3, k 60, OR + ts_rank_cd"
                 if when == "before"
                 else f"after: conversation tier, {summary['weights'][0]:g}/{summary['weights'][1]:g}, "
-                f"k {summary['rrf_k']}, IDF-weighted text"
+                f"k {summary['rrf_k']}, text weighted by English rarity + per-user IDF"
             )
             rows.append(
-                [f"{split} ({summary['queries']} questions, {summary['memories']:,} turns)", label]
+                [f"{set_name} {split} ({summary['queries']:,} questions, {summary['memories']:,} turns)", label]
                 + [_n(modes[m][f]) for m in ("vector", "text", "hybrid") for f in ("recall@5", "recall@10", "mrr")]
             )
     if rows:
         parts.append(
             table(
                 [
-                    "split",
+                    "set and split",
                     "retrieval",
                     "vector R@5",
                     "R@10",
@@ -66,13 +74,13 @@ def quality_markdown(result: dict[str, Any]) -> str:
                 rows,
             )
         )
-    for split in ("dev", "test"):
-        if split in result:
-            after = result[split]["after"]["modes"]
+    for set_name, split in [(n, s) for n in sets for s in ("dev", "test")]:
+        if split in sets[set_name]:
+            after = sets[set_name][split]["after"]["modes"]
             best = max(after["vector"]["recall@5"], after["text"]["recall@5"])
             gain = after["hybrid"]["recall@5"] - best
             parts.append(
-                f"**{split}:** hybrid recall@5 {after['hybrid']['recall@5']:.3f}, "
+                f"**{set_name} {split}:** hybrid recall@5 {after['hybrid']['recall@5']:.3f}, "
                 f"{gain * 100:+.1f} points over the better single branch ({best:.3f})."
             )
     if "slots" in result:
