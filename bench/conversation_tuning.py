@@ -1,6 +1,6 @@
-"""Exploring retrieval choices on the conversational dev split (docs/eval/conversations/dev).
+"""Exploring retrieval choices on a conversational dev split (docs/eval/conversations or multisession).
 
-    .venv/bin/python -m bench.conversation_tuning [--split dev] [--cache DIR]
+    .venv/bin/python -m bench.conversation_tuning [--set conversations|multisession] [--split dev] [--cache DIR]
 
 Loads the split's turns into a throwaway embedded Postgres once (for the
 full-text lexemes, exactly as the SQL function sees them), embeds the turns
@@ -8,8 +8,8 @@ in several ways, and then ranks every question offline:
 
   * vector branch: exact cosine in numpy (what the SQL function computes);
   * text branch: several formulations computed from the turns' tsvector
-    lexemes (OR + ts_rank_cd from SQL, BM25 with per-user or global IDF,
-    extra stop words, prefix matching);
+    lexemes (BM25 with per-user or global IDF, extra stop words, fewer words,
+    English rarity from public.english_word_rarity added to the IDF);
   * fusion: weighted RRF swept over weights, k and per-branch depth.
 
 The chosen defaults are then measured through the real CLI (bench.quality).
@@ -105,7 +105,11 @@ def lexemes_from_postgres(texts: list[str], queries: list[str]) -> tuple[list[li
 
     tmp = Path(tempfile.mkdtemp(prefix="mp-tune-"))
     uri = db.start_embedded(tmp / "pg", cleanup_mode="delete")
+    db.migrate(uri, embedded=True, echo=lambda *_: None)
     with db.admin_connection(uri) as conn:
+        global ENGLISH_RARITY, ENGLISH_FLOOR
+        ENGLISH_RARITY = dict(conn.execute("select lexeme, rarity::float8 from public.english_word_rarity").fetchall())
+        ENGLISH_FLOOR = max(ENGLISH_RARITY.values())
 
         def lex(values):
             rows = conn.execute(
@@ -137,6 +141,12 @@ def vector_rankings(split: Split, turn_vectors: np.ndarray, query_vectors: np.nd
     return result
 
 
+# public.english_word_rarity, read by lexemes_from_postgres: -ln(English frequency) of the 5,000 most
+# frequent lexemes; a lexeme not in it is as rare as the rarest one there.
+ENGLISH_RARITY: dict[str, float] = {}
+ENGLISH_FLOOR = 0.0
+
+
 # Words people use to ask an assistant about the past, not about the thing itself (stemmed).
 META_STOP = {"remind", "rememb", "forgot", "forget", "recal", "tell", "told", "say", "said", "mention"}
 
@@ -155,9 +165,11 @@ def bm25_rankings(
     min_coverage=0.0,
     missing_terms_count=False,
     common_fraction=1.0,
+    english: bool = False,
     depth: int = 1000,
 ):
-    """BM25 with term frequency counted once (as match_conversation_turns_hybrid computes it)."""
+    """BM25 with term frequency counted once (as match_conversation_turns_hybrid computes it);
+    english=True adds each word's English rarity to its IDF and keeps the heaviest words."""
     user_rows = defaultdict(list)
     for i, t in enumerate(split.turns):
         user_rows[t["user"]].append(i)
@@ -188,7 +200,10 @@ def bm25_rankings(
                 continue
             if idf_scope == "user" and user_stats[q["user"]][0].get(lexeme, 0) == 0:
                 continue
-            terms.append((math.log(1 + (n - df[lexeme] + 0.5) / (df[lexeme] + 0.5)), lexeme))
+            idf = math.log(1 + (n - df[lexeme] + 0.5) / (df[lexeme] + 0.5))
+            if english:
+                idf += ENGLISH_RARITY.get(lexeme, ENGLISH_FLOOR)
+            terms.append((idf, lexeme))
         terms.sort(key=lambda x: (-x[0], x[1]))
         terms = terms[:max_terms]
         # words in more than common_fraction of the user's turns are dropped unless it is the rarest one
@@ -308,14 +323,22 @@ def main(argv=None) -> int:
         text[f"IDF sum, words in > {fraction:.0%} of the user's turns dropped (unless the rarest)"] = bm25_rankings(
             split, turn_lex, query_lex, b=0.0, common_fraction=fraction
         )
-    chosen_text = "IDF sum, words in > 10% of the user's turns dropped (unless the rarest)"
+    for fraction in (1.0, 0.1):
+        dropped = ", words in > 10% of the user's turns dropped (unless the heaviest)" if fraction < 1 else ""
+        text[f"English rarity + user IDF{dropped}"] = bm25_rankings(
+            split, turn_lex, query_lex, b=0.0, common_fraction=fraction, english=True
+        )
+    text["English rarity + global IDF"] = bm25_rankings(
+        split, turn_lex, query_lex, b=0.0, idf_scope="global", english=True
+    )
+    chosen_text = "English rarity + user IDF, words in > 10% of the user's turns dropped (unless the heaviest)"
     print(markdown_table(["text branch", "R@5", "R@10", "MRR"], [row(n, r) for n, r in text.items()]))
 
-    print('\n### Fusion (vector "speaker: text", text IDF sum), weighted RRF, top 10\n')
+    print('\n### Fusion (vector "speaker: text", text English rarity + user IDF), weighted RRF, top 10\n')
     vchosen = vec.get("speaker") or next(iter(vec.values()))
     rows = []
     for wv, wt in ((0.7, 0.3), (0.6, 0.4), (0.5, 0.5), (0.4, 0.6)):
-        for k in (1, 5, 10, 20, 60):
+        for k in (1, 2, 5, 10, 20, 60):
             cells = [f"{wv:g} / {wt:g}", str(k)]
             for depth in (20, 40, 100):
                 fused = {q: rrf(vchosen[q], text[chosen_text][q], wv, wt, k, depth) for q in split.qrels}
@@ -327,8 +350,8 @@ def main(argv=None) -> int:
     types = defaultdict(list)
     for q in split.queries:
         types[q["type"]].append(q["id"])
-    fused = {q: rrf(vchosen[q], text[chosen_text][q], 0.5, 0.5, 5, 40) for q in split.qrels}
-    print("\n### By question type, R@5 (defaults: 0.5 / 0.5, k 5, depth 40)\n")
+    fused = {q: rrf(vchosen[q], text[chosen_text][q], 0.5, 0.5, 2, 40) for q in split.qrels}
+    print("\n### By question type, R@5 (defaults: 0.5 / 0.5, k 2, depth 40)\n")
     print(
         markdown_table(
             ["type", "questions", "vector", "text", "hybrid"],
