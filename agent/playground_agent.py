@@ -50,6 +50,7 @@ from core.db import Scope, parse_user_id
 from core.errors import DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound
 from core.profiles import Preload
 from core.retrieval import RrfParams
+from core.turn_indexer import get_indexer
 
 log = logging.getLogger(__name__)
 
@@ -289,13 +290,17 @@ class PlaygroundAgent(Agent):
             memory_type: the slot name to forget, e.g. favorite_color
         """
         ctx.disallow_interruptions()
-        memory, output = await self._call(
-            "forget_detail",
-            {"memory_type": memory_type},
-            lambda: memories.forget(self.scope, memory_type),
-            tool_outputs.forgotten,
+
+        def forget() -> memories.Forgotten:
+            # this session's turns may still be queued for storage: store them first, so that forgetting
+            # also removes the mentions just said (core.memories.forget deletes them with the memory)
+            get_indexer().flush(timeout=2.0, embed_pending=False)
+            return memories.forget(self.scope, memory_type)
+
+        forgotten, output = await self._call(
+            "forget_detail", {"memory_type": memory_type}, forget, tool_outputs.forgotten
         )
-        self.note_write("forgotten", memory.memory_type, None, memory.content)
+        self.note_write("forgotten", forgotten.memory.memory_type, None, forgotten.memory.content)
         return output
 
     @function_tool

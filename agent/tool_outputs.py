@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.memories import Memory, Remembered
+from core.memories import Forgotten, Memory, Remembered
 from core.orders import Order
 from core.profiles import Profile
 from core.retrieval import ConversationSearch, KnowledgeSearch, MemorySearch
@@ -37,8 +37,12 @@ def recalled(memory: Memory) -> dict[str, Any]:
     return {"memory_type": memory.memory_type, "content": memory.content, "updated_at": memory.updated_at.isoformat()}
 
 
-def forgotten(memory: Memory) -> dict[str, Any]:
-    return {"memory_type": memory.memory_type, "forgotten": memory.content}
+def forgotten(result: Forgotten) -> dict[str, Any]:
+    return {
+        "memory_type": result.memory.memory_type,
+        "forgotten": result.memory.content,
+        "past_mentions_removed": result.mentions_removed,
+    }
 
 
 def memories_found(search: MemorySearch) -> dict[str, Any]:

@@ -226,6 +226,38 @@ def embed_all_pending(
     return done
 
 
+# Forgetting a memory removes the past turns that mention its text (core.memories); shorter texts
+# ("no", "ok") would take unrelated turns with them, so they remove nothing.
+MIN_FORGOTTEN_MENTION_LENGTH = 3
+
+
+def mention_pattern(text: str) -> str:
+    """A Postgres regular expression for `text` as whole words, any run of spaces between them."""
+    parts = []
+    for char in text.strip():
+        if char.isspace():
+            if parts and parts[-1] != r"\s+":
+                parts.append(r"\s+")
+        elif char.isalnum():
+            parts.append(char)
+        else:
+            parts.append("\\" + char)  # a backslash before a non-alphanumeric is always literal
+    return r"(^|\W)" + "".join(parts) + r"(\W|$)"
+
+
+def delete_mentions(cur, user_id, text: str) -> int:
+    """Delete the user's conversation turns (theirs and the agent's) containing `text` as whole words, any
+    case; returns how many. Runs in the caller's transaction, as the user (RLS) or the scoped service."""
+    text = " ".join((text or "").split())
+    if len(text) < MIN_FORGOTTEN_MENTION_LENGTH:
+        return 0
+    cur.execute(
+        "delete from public.conversation_turns where user_id = %s and content ~* %s",
+        (user_id, mention_pattern(text)),
+    )
+    return cur.rowcount
+
+
 def list_turns(scope: Scope, session_id: str) -> list[ConversationTurn]:
     """A session's turns in order (as the user: RLS decides; as the service: scoped by user)."""
     session_id = clean_text(session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)

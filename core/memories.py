@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg import errors as pg_errors
 
-from core import embeddings
+from core import conversations, embeddings
 from core.config import get_settings
 from core.db import Scope, transaction, vector_literal
 from core.errors import InvalidInput, NotFound
@@ -43,6 +43,12 @@ class Memory:
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
         }
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    memory: Memory
+    mentions_removed: int  # past conversation turns that said it, deleted with it
 
 
 @dataclass(frozen=True)
@@ -121,7 +127,9 @@ def recall(scope: Scope, memory_type: str) -> Memory:
     return Memory(**row)
 
 
-def forget(scope: Scope, memory_type: str) -> Memory:
+def forget(scope: Scope, memory_type: str) -> Forgotten:
+    """Delete the slot and the past conversation turns that mention its text (so it cannot come back from
+    the conversation tier), in one transaction."""
     slot = normalize_slot(memory_type)
     with transaction(scope) as cur:
         cur.execute(
@@ -129,9 +137,10 @@ def forget(scope: Scope, memory_type: str) -> Memory:
             (scope.user_id, slot),
         )
         row = cur.fetchone()
-    if row is None:
-        raise NotFound(f"Nothing is remembered under {slot!r}, so there was nothing to forget.")
-    return Memory(**row)
+        if row is None:
+            raise NotFound(f"Nothing is remembered under {slot!r}, so there was nothing to forget.")
+        mentions = conversations.delete_mentions(cur, scope.user_id, row["content"])
+    return Forgotten(Memory(**row), mentions)
 
 
 def list_memories(scope: Scope) -> list[Memory]:
@@ -193,7 +202,8 @@ def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.emb
     return Memory(**updated)
 
 
-def delete_memory(scope: Scope, memory_id) -> Memory:
+def delete_memory(scope: Scope, memory_id) -> Forgotten:
+    """Delete one memory and the past conversation turns that mention its text, in one transaction."""
     memory_id = _parse_memory_id(memory_id)
     with transaction(scope) as cur:
         cur.execute(
@@ -201,9 +211,10 @@ def delete_memory(scope: Scope, memory_id) -> Memory:
             (memory_id, scope.user_id),
         )
         row = cur.fetchone()
-    if row is None:
-        raise NotFound("That memory no longer exists.")
-    return Memory(**row)
+        if row is None:
+            raise NotFound("That memory no longer exists.")
+        mentions = conversations.delete_mentions(cur, scope.user_id, row["content"])
+    return Forgotten(Memory(**row), mentions)
 
 
 def delete_all(scope: Scope) -> int:

@@ -27,6 +27,12 @@ def _flash(message: str) -> None:
     st.session_state[_FLASH] = message
 
 
+def _and_mentions(count: int) -> str:
+    if not count:
+        return ""
+    return f" and {count} past conversation message{'s' if count != 1 else ''} that mentioned it"
+
+
 def _memory_card(scope, memory) -> None:
     mid = str(memory.id)
     with st.container(border=True, key=f"u_memcard_{mid}"):
@@ -90,15 +96,16 @@ def _edit_form(scope, memory) -> None:
 def _confirm_delete(scope, memory) -> None:
     mid = str(memory.id)
     st.warning(
-        f"Delete `{memory.memory_type}`? The agent will no longer know this. This cannot be undone.",
+        f"Delete `{memory.memory_type}`? The agent will no longer know this: past conversation messages that "
+        "mention it are deleted too. This cannot be undone.",
         icon=":material/delete_forever:",
     )
     buttons = st.container(horizontal=True)
     if buttons.button("Yes, delete", key=f"u_mem_delete_yes_{mid}", type="primary"):
         with reported():
-            memories.delete_memory(scope, memory.id)
+            deleted = memories.delete_memory(scope, memory.id)
             st.session_state.pop(_CONFIRM_DELETE, None)
-            _flash(f"Deleted `{memory.memory_type}`.")
+            _flash(f"Deleted `{memory.memory_type}`{_and_mentions(deleted.mentions_removed)}.")
             st.rerun()
     if buttons.button("Cancel", key=f"u_mem_delete_no_{mid}"):
         st.session_state.pop(_CONFIRM_DELETE, None)

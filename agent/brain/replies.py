@@ -228,7 +228,12 @@ def _remembered(data: dict[str, Any]) -> str:
 
 
 def _forgotten(data: dict[str, Any]) -> str:
-    return f"Done, I've forgotten your {slot_words(data.get('memory_type', ''))}."
+    done = f"Done, I've forgotten your {slot_words(data.get('memory_type', ''))}"
+    mentions = data.get("past_mentions_removed") or 0
+    if mentions:
+        said = "message" if mentions == 1 else "messages"
+        return f"{done}, and removed {mentions} past {said} that mentioned it."
+    return done + "."
 
 
 def _listed(data: dict[str, Any]) -> str:

@@ -182,3 +182,28 @@ async def test_a_question_no_slot_answers_falls_back_to_earlier_conversations(ne
         reply = reply_text(result)
     assert names == ["recall_detail", "search_memories", "search_past_conversations"]
     assert "found it in our earlier conversations" in reply and "TP 1357" in reply
+
+
+async def test_a_forgotten_detail_does_not_come_back_from_earlier_conversations(new_user):
+    user = new_user()
+    # last week: the detail was said, stored as a slot and as turns
+    said = [
+        ("user", "my favorite color is teal"),
+        ("assistant", "Got it, I'll remember that your favorite color is teal."),
+    ]
+    _store_past(user, f"past-{user.user_id}", said)
+    memories.remember(Scope.service(user.user_id), "favorite_color", "teal")
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="forget my favorite color")
+        result.expect.next_event().is_function_call(name="forget_detail")
+        output = result.expect.next_event().is_function_call_output().event().item.output
+        forgot = result.expect.next_event().is_message(role="assistant").event().item.text_content
+    assert '"past_mentions_removed": 2' in output
+    assert forgot == "Done, I've forgotten your favorite color, and removed 2 past messages that mentioned it."
+    # a later session: neither the slot nor the earlier conversations know it any more
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="what is my favorite color?")
+        reply = reply_text(result)
+        found = [e for e in run.events("retrieval") if e["tier"] == "conversations"]
+    assert "teal" not in reply.lower()
+    assert found and all("teal" not in (hit.get("content") or "").lower() for e in found for hit in e["hits"])

@@ -61,7 +61,7 @@ def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user
     assert "agent> Got it, I'll remember that your favorite color is teal." in out
     assert "agent> You told me your favorite color is teal." in out
     assert "agent> Order 1002 is shipped" in out
-    assert "agent> Done, I've forgotten your favorite color." in out
+    assert "agent> Done, I've forgotten your favorite color, and removed 3 past messages that mentioned it." in out
     assert "error:" not in out
 
     report = _report(user, out)

@@ -252,7 +252,7 @@ def test_terminal_chat_remembers_recalls_forgets_and_looks_up_orders(new_user):
     assert "Offline demo brain (rule-based)" in out
     assert "agent> Got it, I'll remember that your favorite color is teal." in out
     assert "agent> You told me your favorite color is teal." in out
-    assert "agent> Done, I've forgotten your favorite color." in out
+    assert "agent> Done, I've forgotten your favorite color, and removed 3 past messages that mentioned it." in out
     assert "agent> I don't remember your favorite color yet." in out
     assert "agent> Order 1002 is shipped" in out
     assert "Order 4321 not found" in out

@@ -8,7 +8,9 @@ import uuid
 
 import pytest
 
-from core import memories, profiles, sessions
+from core import conversations, memories, profiles, sessions
+from core.conversations import TurnInput
+from core.db import Scope
 from core.errors import NotFound
 
 
@@ -106,6 +108,12 @@ def test_edit_and_delete_one_with_confirmation(app):
     at.run()
     assert memories.recall(visitor.scope, "favorite_color").content == "navy blue"
 
+    # an earlier conversation said it too: deleting the memory deletes that mention (as the visitor, under RLS)
+    past = f"past-{uuid.uuid4().hex[:8]}"
+    conversations.store_turns(
+        Scope.service(visitor.scope.user_id),
+        [TurnInput(past, 0, "user", "I repainted the door navy blue."), TurnInput(past, 1, "user", "Nice weather.")],
+    )
     at.button(key=f"u_mem_delete_{mid}").click()
     at.run()
     at.button(key=f"u_mem_delete_yes_{mid}").click()
@@ -113,6 +121,8 @@ def test_edit_and_delete_one_with_confirmation(app):
     with pytest.raises(NotFound):
         memories.recall(visitor.scope, "favorite_color")
     assert "navy blue" not in [m.value for m in at.markdown]
+    assert any("and 1 past conversation message that mentioned it" in s.value for s in at.success)
+    assert [t.content for t in conversations.list_turns(visitor.scope, past)] == ["Nice weather."]
     assert {m.memory_type for m in memories.list_memories(visitor.scope)} == {"car", "allergy"}
 
 

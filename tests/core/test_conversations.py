@@ -366,11 +366,13 @@ def test_owner_reads_own_turns_and_another_user_reads_none(corpus):
         "insert into public.conversation_turns (user_id, session_id, turn_index, speaker, content) "
         "values (%(uid)s, %(sid)s, 99, 'user', 'planted by the client')",
         "update public.conversation_turns set embedding = null where user_id = %(uid)s",
-        "delete from public.conversation_turns where user_id = %(uid)s",
+        # deleting their own turns is allowed (forgetting a memory does it: see the tests below), but not
+        # touching the word statistics that the triggers keep
+        "delete from public.conversation_lexemes where user_id = %(uid)s",
         "insert into public.conversation_lexemes (user_id, lexeme, turn_count) values (%(uid)s, 'x', 1)",
     ],
 )
-def test_authenticated_users_cannot_write_turns_even_their_own(corpus, statement):
+def test_authenticated_users_cannot_insert_or_change_turns_even_their_own(corpus, statement):
     owner = corpus.owner
     before = len(user_turns(owner.user_id))
     with pytest.raises(psycopg.errors.InsufficientPrivilege), transaction(owner.scope) as cur:
@@ -488,6 +490,61 @@ def test_statistics_follow_inserts_and_deletes(new_user):
     assert sessions.delete_all_sessions(user.scope) == 1
     assert user_turns(user.user_id) == []
     assert lexicon(user.user_id) == ({}, None)  # no turns left: no totals row either
+
+
+FORGET_SESSION = [
+    ("user", "My favorite color is Teal, by the way."),
+    ("assistant", "Got it, I'll remember that your favorite color is teal."),
+    ("user", "The teal-green scarf was a gift."),  # whole word: "teal" before a hyphen counts
+    ("user", "Steal the show at the gala!"),  # not a whole word: stays
+    ("user", "My usual is an oat  flat white."),
+    ("assistant", "An oat flat white, noted."),
+    ("user", "I like oatmeal and a flat white."),  # not the phrase: stays
+]
+
+
+def test_forgetting_a_memory_deletes_its_mentions_in_past_turns_and_only_those(new_user):
+    user, other = new_user(), new_user()
+    service = Scope.service(user.user_id)
+    sid = f"forget-{user.user_id}"
+    conversations.store_turns(service, _turns(sid, FORGET_SESSION, T0))
+    conversations.store_turns(Scope.service(other.user_id), _turns(f"forget-{other.user_id}", FORGET_SESSION, T0))
+    memories.remember(service, "favorite_color", "teal")
+    memories.remember(service, "usual_order", "oat flat white")
+
+    forgotten = memories.forget(service, "favorite_color")  # the agent's tool: the service, scoped to the user
+    assert forgotten.memory.content == "teal" and forgotten.mentions_removed == 3
+    left = [t.content for t in conversations.list_turns(user.scope, sid)]
+    assert left == [FORGET_SESSION[i][1] for i in (3, 4, 5, 6)]
+
+    usual = memories.recall(user.scope, "usual_order")
+    deleted = memories.delete_memory(user.scope, usual.id)  # the Memories page: as the user, under RLS
+    assert deleted.mentions_removed == 2
+    assert [t.content for t in conversations.list_turns(user.scope, sid)] == [FORGET_SESSION[i][1] for i in (3, 6)]
+    assert not search_conversations(user.scope, "teal", limit=5, mode="text").hits
+    assert lexicon(user.user_id) == recount(user.user_id)  # the word statistics follow
+    # the other user said the same things: nothing of theirs is touched
+    assert len(conversations.list_turns(other.scope, f"forget-{other.user_id}")) == len(FORGET_SESSION)
+
+
+def test_a_forgotten_text_too_short_to_match_safely_deletes_no_turns(new_user):
+    user = new_user()
+    service = Scope.service(user.user_id)
+    sid = f"short-{user.user_id}"
+    conversations.store_turns(service, _turns(sid, [("user", "Jo is fine. Call me Jo."), ("user", "no")], T0))
+    memories.remember(service, "nickname", "Jo")
+    assert memories.forget(service, "nickname").mentions_removed == 0
+    assert len(conversations.list_turns(user.scope, sid)) == 2
+
+
+def test_users_can_delete_only_their_own_turns(corpus, new_user):
+    intruder = new_user()
+    with transaction(intruder.scope) as cur:
+        cur.execute("delete from public.conversation_turns where user_id = %s", (corpus.owner.user_id,))
+        assert cur.rowcount == 0
+        cur.execute("delete from public.conversation_turns")
+        assert cur.rowcount == 0
+    assert len(conversations.list_turns(corpus.owner.scope, corpus.sa)) == len(SESSION_A)
 
 
 def test_another_user_cannot_delete_my_session(corpus, new_user):

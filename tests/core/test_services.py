@@ -235,7 +235,7 @@ def test_update_and_delete_by_id_work_on_own_rows(fresh):
     assert updated.id == target.id and updated.memory_type == "pet" and updated.updated_at > target.updated_at
     assert search_memories(fresh.scope, "how old is the tortoise").hits[0].id == target.id
     deleted = memories.delete_memory(fresh.scope, target.id)
-    assert deleted.content == "A tortoise called Dash, 40 years old"
+    assert deleted.memory.content == "A tortoise called Dash, 40 years old" and deleted.mentions_removed == 0
     with pytest.raises(NotFound):
         memories.recall(fresh.scope, "pet")
 
