@@ -218,9 +218,14 @@ def delete_memory(scope: Scope, memory_id) -> Forgotten:
 
 
 def delete_all(scope: Scope) -> int:
+    """Delete every memory of the user and the past conversation turns that mention them (one transaction);
+    returns how many memories."""
     with transaction(scope) as cur:
-        cur.execute("delete from public.memories where user_id = %s", (scope.user_id,))
-        return cur.rowcount
+        cur.execute("delete from public.memories where user_id = %s returning content", (scope.user_id,))
+        contents = [row["content"] for row in cur.fetchall()]
+        for content in contents:
+            conversations.delete_mentions(cur, scope.user_id, content)
+        return len(contents)
 
 
 def export(scope: Scope) -> dict[str, Any]:

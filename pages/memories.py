@@ -134,7 +134,8 @@ def _toolbar(scope, visitor, items) -> None:
         ):
             st.markdown(
                 f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items)} memories'}**"
-                " the agent keeps about you. It cannot be undone."
+                " the agent keeps about you, and the past conversation messages that mention them (your session"
+                " reports stay on the Sessions page). It cannot be undone."
             )
             typed = st.text_input(f"Type {DELETE_ALL_PHRASE} to confirm", key="u_mem_delete_all_phrase")
             if st.button(

@@ -527,6 +527,18 @@ def test_forgetting_a_memory_deletes_its_mentions_in_past_turns_and_only_those(n
     assert len(conversations.list_turns(other.scope, f"forget-{other.user_id}")) == len(FORGET_SESSION)
 
 
+def test_deleting_all_memories_deletes_the_mentions_of_each(new_user):
+    user = new_user()
+    service = Scope.service(user.user_id)
+    sid = f"all-{user.user_id}"
+    conversations.store_turns(service, _turns(sid, FORGET_SESSION, T0))
+    memories.remember(service, "favorite_color", "teal")
+    memories.remember(service, "usual_order", "oat flat white")
+    assert memories.delete_all(user.scope) == 2  # the Memories page, as the user
+    assert [t.content for t in conversations.list_turns(user.scope, sid)] == [FORGET_SESSION[i][1] for i in (3, 6)]
+    assert lexicon(user.user_id) == recount(user.user_id)
+
+
 def test_a_forgotten_text_too_short_to_match_safely_deletes_no_turns(new_user):
     user = new_user()
     service = Scope.service(user.user_id)
