@@ -13,7 +13,7 @@ import streamlit as st
 
 from agent import MAX_MESSAGE_LENGTH, Conversation, llm_wait_seconds, warmup
 from core.errors import InvalidInput
-from ui import auth, chat_state, rrf
+from ui import auth, chat_state, resend, rrf
 from ui.errors import reported, show_error
 from ui.format import clip, ms, short_id
 from ui.shell import run_page
@@ -38,6 +38,8 @@ _DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until it 
 _ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
 _INSPECT = "u_chat_inspect_turn"
 _ANSWERED = "u_chat_answered_turns"  # how many turns were answered when the page was last drawn
+_INPUT = "u_chat_input"
+_RECEIVED = "u_chat_received"  # every message typed in this browser session, as received (ui/resend.py)
 
 SUGGESTIONS = [
     "My favorite color is teal",
@@ -59,9 +61,14 @@ def _queue(text: str | None) -> None:
 
 
 def _typed() -> None:
-    """The message box's submit: a message over the limit goes to the draft, whole, not to the agent."""
-    text = st.session_state.get("u_chat_input")
-    if text and len(text) > MAX_MESSAGE_LENGTH:
+    """The message box's submit: a message over the limit goes to the draft, whole, not to the agent.
+    A message the browser sent again because it looked lost is dropped if it had arrived after all."""
+    text, seen = resend.unmark(st.session_state.get(_INPUT) or "")
+    received = st.session_state.setdefault(_RECEIVED, [])
+    if seen is not None and resend.already_received(text, seen, received):
+        return
+    received.append(text)
+    if len(text) > MAX_MESSAGE_LENGTH:
         st.session_state[_DRAFT] = text
     else:
         _queue(text)
@@ -126,7 +133,7 @@ def _message_input() -> None:
     """The message box (its limit in the placeholder) and, under it, a message that was over the limit."""
     st.chat_input(
         f"Message the agent… (up to {MAX_MESSAGE_LENGTH:,} characters)",
-        key="u_chat_input",
+        key=_INPUT,
         width="stretch",
         on_submit=_typed,
     )
@@ -372,7 +379,11 @@ def _conversation(box, chat: Conversation, shown: _Drawn, turns: list[Turn], wai
                 width="stretch",
                 wrap=True,
             )
-    st.html(_FOLLOW_NEWEST % {"turns": f"{len(turns)}-{len(waiting)}"}, unsafe_allow_javascript=True)
+    st.html(
+        _FOLLOW_NEWEST % {"turns": f"{len(turns)}-{len(waiting)}"}
+        + resend.script(len(st.session_state.get(_RECEIVED, [])), input_key=_INPUT),
+        unsafe_allow_javascript=True,
+    )
     if shown.settled:
         return
     with box:

@@ -10,7 +10,7 @@ from core import memories, sessions
 from core.retrieval import RrfParams
 from tests.app.conftest import settle
 from tests.support.panels import expand
-from ui import chat_state
+from ui import chat_state, resend
 
 
 def _say(at, text):
@@ -193,3 +193,34 @@ def test_the_sliders_rerank_the_turn_on_screen_and_a_score_of_0_is_never_starred
     assert (recall["Fused score"] == 0).any()
     assert not recall[recall["Memory"].str.startswith("★")]["Fused score"].eq(0).any()
     assert recall[recall["Memory"].str.startswith("★")]["Slot"].tolist() == ["favorite_color"]
+
+
+def _user_texts(at):
+    return [m.value for message in at.chat_message if message.name == "user" for m in message.markdown]
+
+
+def test_a_message_the_browser_sends_again_is_kept_once_and_without_its_mark(app):
+    """ui/resend.py: the browser sends a message again, marked with how many it had seen acknowledged,
+    when the acknowledgement is late. One that had arrived is dropped; one that had not is kept."""
+    at = app()
+    _say(at, "my favorite color is sepia")
+    _say(at, resend.mark("my favorite color is sepia", 0))  # arrived after the browser's count of 0
+    assert _user_texts(at).count("my favorite color is sepia") == 1
+    _say(at, resend.mark("where is order 1001?", 1))  # lost: nothing arrived since the count of 1
+    assert _user_texts(at)[-1] == "where is order 1001?"  # kept, without the invisible mark
+    assert "1001" in _assistant_texts(at)[-1]
+    _say(at, "my favorite color is sepia")  # the visitor says it again: that is never dropped
+    assert _user_texts(at).count("my favorite color is sepia") == 2
+
+
+@pytest.mark.parametrize("seen", [0, 1, 2, 7, 1000])
+def test_the_resend_mark_is_read_back_exactly(seen):
+    text = "it costs 12\u200b€ (sic)"
+    assert resend.unmark(resend.mark(text, seen)) == (text, seen)
+    assert resend.unmark(text) == (text, None)
+    assert resend.unmark("\u2063\u200b\u2063 in front is not a mark") == (
+        "\u2063\u200b\u2063 in front is not a mark",
+        None,
+    )
+    assert resend.already_received("a", 1, ["a", "b"]) is False
+    assert resend.already_received("b", 1, ["a", "b"]) is True

@@ -1,0 +1,103 @@
+"""A typed message that never reached the server is sent again, once it is clear it was lost.
+
+Streamlit's chat input clears itself and forgets the text as soon as it hands the message to the
+websocket. Now and then a submission never starts a script run (seen on a cold start, while the
+identity cookie's writer reruns the page): the message is gone, with nothing on screen. So the page
+counts the messages it received (`received`), and a small script in the browser remembers each
+message the visitor submits with the count it saw at that moment. If the count has not moved a few
+seconds later, no script is running and the box is empty, the script puts the text back and submits
+it again, with an invisible mark that carries that count. The server drops a marked message it
+already has (received after the count the browser saw, with the same text), so a slow
+acknowledgement never makes a duplicate.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+# U+2063 (invisible separator) around the count in binary, U+200B for 0 and U+200C for 1: nothing
+# shows while the text sits in the box for a moment, and nobody types these.
+_MARK = re.compile("\u2063([\u200b\u200c]+)\u2063$")
+_BITS = {"\u200b": "0", "\u200c": "1"}
+
+RESEND_AFTER_MS = 4000
+MAX_RESENDS = 3
+
+
+def unmark(text: str) -> tuple[str, int | None]:
+    """(the message without the mark, the count the browser saw when it was first sent; None when
+    the visitor sent it, not the resend script)."""
+    match = _MARK.search(text)
+    if match is None:
+        return text, None
+    count = int("".join(_BITS[c] for c in match.group(1)), 2)
+    return text[: match.start()], count
+
+
+def mark(text: str, seen: int) -> str:
+    """What the browser script sends again (the Python side exists for the tests)."""
+    return text + "\u2063" + "".join("\u200c" if b == "1" else "\u200b" for b in f"{seen:b}") + "\u2063"
+
+
+def already_received(text: str, seen: int, received: Sequence[str]) -> bool:
+    """Whether `text`, resent by a browser that had seen `seen` messages acknowledged, arrived after all."""
+    return text in received[seen:]
+
+
+# The browser side. Installed once per page (the app's window keeps its state across reruns); each run
+# updates the count. Enter or the send button records the message; every half second the script checks.
+SCRIPT = """<script>
+(() => {
+  const w = window.parent || window;
+  const state = w.__mpResend = w.__mpResend || {pending: null};
+  state.received = %(received)d;
+  if (state.pending && state.received > state.pending.seen) state.pending = null;
+  if (state.installed) return;
+  state.installed = true;
+  const doc = w.document;
+  // the Chat page's box only (the Voice page has one too)
+  const box = () => doc.querySelector('.st-key-%(input_key)s [data-testid=stChatInputTextArea]');
+  const remember = () => {
+    const b = box();
+    if (state.resending || !b || !b.value.trim()) return;
+    state.pending = {text: b.value, seen: state.received, at: Date.now(), tries: 0};
+  };
+  doc.addEventListener('keydown', e => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && e.target === box()) remember();
+  }, true);
+  doc.addEventListener('click', e => {
+    if (e.target.closest && e.target.closest('.st-key-%(input_key)s [data-testid=stChatInputSubmitButton]')) remember();
+  }, true);
+  const bits = n => n.toString(2).split('').map(b => b === '1' ? '\\u200c' : '\\u200b').join('');
+  w.setInterval(() => {
+    const p = state.pending, b = box();
+    if (!p || !b) return;
+    if (state.received > p.seen) { state.pending = null; return; }
+    if (Date.now() - p.at < %(after_ms)d) return;
+    if (doc.querySelector('[data-testid=stStatusWidget]') || b.disabled || b.value.trim()) return;
+    if (p.tries >= %(max_tries)d) { state.pending = null; return; }
+    p.tries += 1;
+    p.at = Date.now();
+    const setValue = Object.getOwnPropertyDescriptor(w.HTMLTextAreaElement.prototype, 'value').set;
+    setValue.call(b, p.text + '\\u2063' + bits(p.seen) + '\\u2063');
+    b.dispatchEvent(new Event('input', {bubbles: true}));
+    w.setTimeout(() => {
+      state.resending = true;
+      const enter = {key: 'Enter', code: 'Enter', keyCode: 13, which: 13, bubbles: true};
+      b.dispatchEvent(new KeyboardEvent('keydown', enter));
+      state.resending = false;
+    }, 50);
+  }, 500);
+})();
+</script>"""
+
+
+def script(received: int, *, input_key: str) -> str:
+    """The browser side for the chat input with key `input_key`, which has received `received` messages."""
+    return SCRIPT % {
+        "received": received,
+        "input_key": input_key,
+        "after_ms": RESEND_AFTER_MS,
+        "max_tries": MAX_RESENDS,
+    }
