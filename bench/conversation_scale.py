@@ -145,7 +145,7 @@ def start_server(workdir: Path, shared_buffers: str) -> str:
         pg_ctl(["-w", "stop"], pgdata=server.pgdata, user=server.system_user)
         server.ensure_postgres_running()
     db.migrate(uri, embedded=True, echo=lambda *_: None)
-    return server.get_uri()
+    return server.uri()  # with its passfile: the embedded server requires passwords
 
 
 def copy_turns(conn, rows) -> None:
@@ -358,7 +358,8 @@ def single_turn_stores(uri: str, user_id: uuid.UUID, vector: np.ndarray, n: int 
     scope = db.Scope.service(user_id)
     timings = []
     original = db.get_pool
-    db.get_pool = lambda conninfo=None: original(conninfo or uri)
+    # every pool the write path asks for (it names the service login's URI) is the throwaway server's
+    db.get_pool = lambda conninfo=None: original(uri)
     try:
         for i in range(n):
             started = time.perf_counter()
