@@ -63,11 +63,9 @@ def _queue(text: str | None) -> None:
 def _typed() -> None:
     """The message box's submit: a message over the limit goes to the draft, whole, not to the agent.
     A message the browser sent again because it looked lost is dropped if it had arrived after all."""
-    text, seen = resend.unmark(st.session_state.get(_INPUT) or "")
-    received = st.session_state.setdefault(_RECEIVED, [])
-    if seen is not None and resend.already_received(text, seen, received):
+    text = resend.take(st.session_state.get(_INPUT), st.session_state.setdefault(_RECEIVED, []))
+    if text is None:
         return
-    received.append(text)
     if len(text) > MAX_MESSAGE_LENGTH:
         st.session_state[_DRAFT] = text
     else:

@@ -26,7 +26,7 @@ from agent import (
     prewarm_voice,
 )
 from core.config import Settings, get_settings
-from ui import auth, chat_state
+from ui import auth, chat_state, resend
 from ui.errors import reported, show_error
 from ui.format import clip, ms, short_id
 from ui.shell import run_page
@@ -39,6 +39,8 @@ _ENDED = "u_voice_ended"  # (session_id, saved, pipeline) of the call that just 
 _CALL_KEY = "u_voice_call_key"
 _LAST_CALL = "u_voice_last_call"  # the call this browser session started, until its end is shown
 _OUTBOX = "u_voice_outbox"  # typed during the call and not yet handed to it (see _typed)
+_INPUT = "u_voice_text"
+_RECEIVED = "u_voice_received"  # every message typed in this browser session, as received (ui/resend.py)
 # The cookie writer (extra-streamlit-components) hides every element container whose
 # iframe has height 0, and a component's iframe starts at 0 until it reports its size:
 # keep the WebRTC widget's container shown so it can.
@@ -119,7 +121,7 @@ def _typed() -> None:
     """Keep a message typed during the call until the call has taken it. Streamlit runs this callback at the
     start of the next run, before the script, so a run cut short (a rerun, the call still connecting)
     cannot drop it."""
-    text = st.session_state.get("u_voice_text")
+    text = resend.take(st.session_state.get(_INPUT), st.session_state.setdefault(_RECEIVED, []))
     if text and text.strip():
         st.session_state.setdefault(_OUTBOX, []).append(text)
 
@@ -334,7 +336,9 @@ def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
     with left:
         _live_transcript(key)
         # answered aloud too; shown in the transcript at once
-        st.chat_input("Type during the call…", key="u_voice_text", max_chars=2000, on_submit=_typed)
+        st.chat_input("Type during the call…", key=_INPUT, max_chars=2000, on_submit=_typed)
+        received = len(st.session_state.get(_RECEIVED, []))
+        st.html(resend.script(received, input_key=_INPUT), unsafe_allow_javascript=True)
     with right:
         _live_turns(key)
         with st.expander("Latency of this call so far", icon=":material/timer:"):

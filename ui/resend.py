@@ -45,12 +45,23 @@ def already_received(text: str, seen: int, received: Sequence[str]) -> bool:
     return text in received[seen:]
 
 
+def take(submitted: str | None, received: list[str]) -> str | None:
+    """What a chat input's submit callback keeps: the message without the mark, appended to `received`
+    (the page's count); None when it is a resend of one that had arrived after all."""
+    text, seen = unmark(submitted or "")
+    if seen is not None and already_received(text, seen, received):
+        return None
+    received.append(text)
+    return text
+
+
 # The browser side. Installed once per page (the app's window keeps its state across reruns); each run
 # updates the count. Enter or the send button records the message; every half second the script checks.
 SCRIPT = """<script>
 (() => {
   const w = window.parent || window;
-  const state = w.__mpResend = w.__mpResend || {pending: null};
+  const all = w.__mpResend = w.__mpResend || {};  // one state per chat input (Chat and Voice pages)
+  const state = all['%(input_key)s'] = all['%(input_key)s'] || {pending: null};
   state.received = %(received)d;
   if (state.pending && state.received > state.pending.seen) state.pending = null;
   if (state.installed) return;

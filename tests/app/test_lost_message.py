@@ -8,8 +8,6 @@ keep exactly one copy, without the script's invisible mark."""
 
 from __future__ import annotations
 
-import re
-import time
 import uuid
 
 import pytest
@@ -18,6 +16,7 @@ from playwright.sync_api import expect
 from tests.support.browser import (
     TURN_TIMEOUT_MS,
     answered_turns,
+    drop_first_message,
     user_id_of,
     wait_for_identity_cookie,
 )
@@ -27,30 +26,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CHAT_INPUT = '[data-testid="stChatInputTextArea"]'
 
 
-def _drop_first(page, needle: bytes) -> list[float]:
-    """Route the app's websocket through Playwright; the first message from the page holding `needle`
-    is not forwarded. Returns the list that records when it was dropped (empty until then)."""
-    dropped: list[float] = []
-
-    def route(ws) -> None:
-        server = ws.connect_to_server()
-
-        def from_page(message) -> None:
-            data = message if isinstance(message, bytes) else message.encode()
-            if not dropped and needle in data:
-                dropped.append(time.monotonic())
-                return
-            server.send(message)
-
-        ws.on_message(from_page)  # the server's messages reach the page unchanged
-
-    page.route_web_socket(re.compile(r".*/_stcore/stream"), route)
-    return dropped
-
-
 def test_a_message_lost_on_its_way_is_sent_again_and_kept_once(streamlit_server, new_browser_page):
     page = new_browser_page()
-    dropped = _drop_first(page, b"ochre")
+    dropped = drop_first_message(page, b"ochre")
     page.goto(streamlit_server)
     wait_for_identity_cookie(page)
     answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)  # the greeting

@@ -223,3 +223,24 @@ def open_page(page, title: str) -> None:
             if attempt == 2:
                 page.screenshot(path=str(Path(tempfile.gettempdir()) / f"mp-browser-failure-{title}.png"))
                 raise
+
+
+def drop_first_message(page, needle: bytes) -> list[float]:
+    """Route the app's websocket through Playwright; the first message from the page holding `needle`
+    is not forwarded. Returns the list that records when it was dropped (empty until then)."""
+    dropped: list[float] = []
+
+    def route(ws) -> None:
+        server = ws.connect_to_server()
+
+        def from_page(message) -> None:
+            data = message if isinstance(message, bytes) else message.encode()
+            if not dropped and needle in data:
+                dropped.append(time.monotonic())
+                return
+            server.send(message)
+
+        ws.on_message(from_page)  # the server's messages reach the page unchanged
+
+    page.route_web_socket(re.compile(r".*/_stcore/stream"), route)
+    return dropped

@@ -18,7 +18,7 @@ from playwright.sync_api import expect
 
 from core import memories, sessions
 from core.db import Scope
-from tests.support.browser import WEBRTC_FRAME, open_page, screenshot, wait_for_app
+from tests.support.browser import WEBRTC_FRAME, drop_first_message, open_page, screenshot, wait_for_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -143,10 +143,13 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
     assert voice[0].report["voice"]["turn_latency_ms"][0]["e2e_ms"] > 0
 
 
-def test_a_message_typed_while_the_call_connects_is_shown_at_once_and_answered(streamlit_server, new_mic_page):
+@pytest.mark.parametrize("lost", [False, True], ids=["delivered", "lost-on-the-way"])
+def test_a_message_typed_while_the_call_connects_is_shown_at_once_and_answered(streamlit_server, new_mic_page, lost):
     """The Voice page's text box during a call: typed the moment it appears (the call's agent still
-    connecting), the message shows in the transcript at once, once, and the agent answers it."""
+    connecting), the message shows in the transcript at once, once, and the agent answers it. With
+    `lost`, the websocket drops the submission: the page sends it again (ui/resend.py), once."""
     page = new_mic_page((1600, 1000))
+    dropped = drop_first_message(page, b"1003") if lost else []
     page.goto(streamlit_server)
     wait_for_app(page)
     open_page(page, "Voice")
@@ -161,7 +164,8 @@ def test_a_message_typed_while_the_call_connects_is_shown_at_once_and_answered(s
 
     messages = page.locator('[data-testid="stChatMessage"]')
     mine = messages.filter(has_text=message)
-    expect(mine.first).to_be_visible(timeout=15_000)
+    expect(mine.first).to_be_visible(timeout=30_000 if lost else 15_000)
+    assert bool(dropped) == lost
     answer = messages.filter(has_text="1003").filter(has_not_text=message)
     expect(answer.first).to_be_visible(timeout=CALL_TIMEOUT_MS)
     expect(mine).to_have_count(1)
