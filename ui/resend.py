@@ -55,8 +55,9 @@ def take(submitted: str | None, received: list[str]) -> str | None:
     return text
 
 
-# The browser side. Installed once per page (the app's window keeps its state across reruns); each run
-# updates the count. Enter or the send button records the message; every half second the script checks.
+# The browser side. Installed once per chat input (the app's window keeps its state across reruns and
+# page changes); each run updates the count. Enter or the send button records the message; every half
+# second the script checks.
 SCRIPT = """<script>
 (() => {
   const w = window.parent || window;
@@ -67,7 +68,7 @@ SCRIPT = """<script>
   if (state.installed) return;
   state.installed = true;
   const doc = w.document;
-  // the Chat page's box only (the Voice page has one too)
+  // this input's box only: the Chat and Voice pages each have one, with their own key
   const box = () => doc.querySelector('.st-key-%(input_key)s [data-testid=stChatInputTextArea]');
   const remember = () => {
     const b = box();
