@@ -20,7 +20,12 @@ from core import memories, sessions
 from core.db import Scope
 from tests.support.browser import WEBRTC_FRAME, drop_first_message, open_page, screenshot, wait_for_app
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
+# A WebRTC call between headless Chromium and aiortc on this 2-core machine, at the end of the full suite,
+# now and then never came up, or a message typed as it connected was not shown in time (in 4 of the last 8
+# full `make test` runs, one test each; never in 6 runs of this file alone). The cause is not found
+# (docs/VOICE.md, "Notes and limits"), so each test here gets one more try in a fresh browser: a behaviour
+# that is broken fails both.
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.flaky(reruns=1, reruns_delay=2)]
 
 CALL_TIMEOUT_MS = 150_000  # the first call in a fresh server loads Silero, Whisper and Piper
 
@@ -72,6 +77,14 @@ async () => {
   }
   return out;
 }
+"""
+
+
+# What ui/resend.py's browser script holds, and whether a script run is showing, for a failure message.
+RESEND_STATE = """
+() => ({resend: JSON.stringify(window.__mpResend || null),
+        running: !!document.querySelector('[data-testid=stStatusWidget]'),
+        box: (document.querySelector('[data-testid=stChatInputTextArea]') || {}).value})
 """
 
 
@@ -164,7 +177,10 @@ def test_a_message_typed_while_the_call_connects_is_shown_at_once_and_answered(s
 
     messages = page.locator('[data-testid="stChatMessage"]')
     mine = messages.filter(has_text=message)
-    expect(mine.first).to_be_visible(timeout=30_000 if lost else 15_000)
+    try:
+        expect(mine.first).to_be_visible(timeout=30_000 if lost else 15_000)
+    except AssertionError as exc:
+        raise AssertionError(f"not shown; the page's resend state: {page.evaluate(RESEND_STATE)}") from exc
     assert bool(dropped) == lost
     answer = messages.filter(has_text="1003").filter(has_not_text=message)
     expect(answer.first).to_be_visible(timeout=CALL_TIMEOUT_MS)
