@@ -29,11 +29,11 @@ from core.config import Settings, get_settings
 from ui import auth, chat_state, resend
 from ui.errors import reported, show_error
 from ui.format import clip, ms, short_id
-from ui.shell import run_page
+from ui.shell import run_page, stayed_on_page
 from ui.sidebar import model_rows
 from ui.style import page_header
 from ui.turn_panel import render_turn_details
-from ui.voice import ice_servers, latest_answered_turn, level_fraction, live_transcript
+from ui.voice import ice_servers, keep_call_across_reruns, latest_answered_turn, level_fraction, live_transcript
 
 _ENDED = "u_voice_ended"  # (session_id, saved, pipeline) of the call that just ended
 _CALL_KEY = "u_voice_call_key"
@@ -41,6 +41,7 @@ _LAST_CALL = "u_voice_last_call"  # the call this browser session started, until
 _OUTBOX = "u_voice_outbox"  # typed during the call and not yet handed to it (see _typed)
 _INPUT = "u_voice_text"
 _RECEIVED = "u_voice_received"  # every message typed in this browser session, as received (ui/resend.py)
+_WEBRTC = "u_voice_webrtc"  # streamlit-webrtc keeps its context (the call's connection) under this key
 # The cookie writer (extra-streamlit-components) hides every element container whose
 # iframe has height 0, and a component's iframe starts at 0 until it reports its size:
 # keep the WebRTC widget's container shown so it can.
@@ -269,8 +270,9 @@ def _webrtc(key: str, ice: list[dict]):
     )
     st.html(_KEEP_WEBRTC_VISIBLE)
     st.html(_AUDIO_ONLY_WEBRTC, unsafe_allow_javascript=True)
+    keep_call_across_reruns(st.session_state.get(_WEBRTC), stayed_on_page=stayed_on_page())
     return webrtc_streamer(
-        key="u_voice_webrtc",
+        key=_WEBRTC,
         mode=WebRtcMode.SENDRECV,
         rtc_configuration={"iceServers": ice},
         media_stream_constraints={

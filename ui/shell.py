@@ -25,6 +25,8 @@ from ui.errors import run_guarded, show_error
 _NO_NEW_VISITORS = {"anonymous_provider_disabled", "signup_disabled", "over_request_rate_limit"}
 
 _RENDERED_THIS_RUN = "mp_shell_rendered"
+_PAGE = "mp_shell_page"  # the page (file and function) the latest run started
+_PAGE_BEFORE = "mp_shell_page_before"  # and the one the run before it started
 
 
 def render_shell() -> auth.Visitor:
@@ -57,4 +59,13 @@ def run_page(body: Callable[[], None]) -> None:
     if not st.session_state.pop(_RENDERED_THIS_RUN, False):
         PagesManager.uses_pages_directory = False  # exactly what st.navigation() does first
         st.rerun()
+    st.session_state[_PAGE_BEFORE] = st.session_state.get(_PAGE)
+    st.session_state[_PAGE] = f"{body.__code__.co_filename}:{body.__name__}"
     run_guarded(body)
+
+
+def stayed_on_page() -> bool:
+    """Whether the run before this one ran the same page (not a first visit, not back from another page).
+    Fragment reruns do not count: they run no page."""
+    before = st.session_state.get(_PAGE_BEFORE)
+    return before is not None and before == st.session_state.get(_PAGE)

@@ -95,3 +95,20 @@ def level_fraction(level_dbfs: float, floor: float = -60.0) -> float:
     if level_dbfs <= floor:
         return 0.0
     return min(1.0, (level_dbfs - floor) / -floor)
+
+
+def keep_call_across_reruns(webrtc_context: Any, *, stayed_on_page: bool) -> None:
+    """Stop streamlit-webrtc from ending a live call between two runs of this page.
+
+    streamlit-webrtc (0.79) resets its context, stopping the call, when Streamlit's run count has
+    moved more than one past the run that last drew the widget: its sign that the visitor went to
+    another page and came back, with a fresh widget in the browser. Streamlit counts a run when the
+    message that it finished is sent, on the server's event loop, after the run; under load, or with
+    two runs overlapping (a rerun asked for while a run ends), the next run can start before the
+    count moves, and the run after it sees a jump of two although this page drew the widget every
+    time: the likely cause of calls that, in full test runs under load, never came up or ended the
+    moment a message was typed. When the run before this one ran this page, there was no other page:
+    skip the check (the widget's stop branch still ends the call when the browser stops it). Coming
+    back from another page, the check stays."""
+    if stayed_on_page and webrtc_context is not None and hasattr(webrtc_context, "_last_rendered_run_count"):
+        webrtc_context._last_rendered_run_count = None

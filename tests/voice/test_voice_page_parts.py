@@ -124,3 +124,71 @@ def test_the_panel_keeps_the_answered_turn_while_the_user_starts_the_next_one():
     assert [c["name"] for c in turn.tool_calls] == ["remember_detail"]
     committed = [*events, said("user", "What is my favorite color?", 2, 6.0)]
     assert latest_answered_turn(committed).number == 2
+
+
+class _Worker:
+    """Stands in for streamlit-webrtc's worker (the call's connection): records that it was stopped."""
+
+    backend = "aiortc"
+    local_description = None
+
+    def __init__(self):
+        self.stopped = False
+
+    def stop(self):
+        self.stopped = True
+
+
+@pytest.fixture
+def run_count(monkeypatch):
+    """streamlit-webrtc's `_get_or_create_context` as inside a script run whose run count the test sets."""
+    from streamlit_webrtc import component
+
+    count = {"value": 0}
+    monkeypatch.setattr(component, "get_this_session_info", lambda: object())
+    monkeypatch.setattr(component, "get_script_run_count", lambda _info: count["value"])
+    return count
+
+
+def _live_context(key: str, drawn_at: int):
+    """(a context with a live call drawn at run `drawn_at`, its worker); the context holds the worker weakly."""
+    import streamlit as st
+    from streamlit_webrtc.component import WebRtcStreamerContext, WebRtcStreamerState
+
+    worker = _Worker()
+    context = WebRtcStreamerContext(worker=worker, state=WebRtcStreamerState(playing=True, signalling=False))
+    context._last_rendered_run_count = drawn_at
+    st.session_state[key] = context
+    return context, worker
+
+
+@pytest.mark.parametrize("stayed_on_page", [True, False], ids=["stayed-on-the-page", "back-from-another-page"])
+def test_a_run_count_that_jumps_ends_the_call_only_when_the_visitor_left_the_page(run_count, stayed_on_page):
+    """The race behind calls that dropped at their start: the page drew the widget at run 4, the next
+    run started before Streamlit counted run 4, and the one after sees 6. streamlit-webrtc takes that
+    for a visit to another page and stops the call; the page keeps it when it never left."""
+    from streamlit_webrtc.component import _get_or_create_context
+
+    from ui.voice import keep_call_across_reruns
+
+    context, worker = _live_context("k_race", drawn_at=4)
+    run_count["value"] = 6
+    keep_call_across_reruns(context, stayed_on_page=stayed_on_page)
+    assert _get_or_create_context("k_race") is context
+    assert worker.stopped is not stayed_on_page
+    assert (context._get_worker() is worker) is stayed_on_page
+    assert context._last_rendered_run_count == 6  # counted from here on, as streamlit-webrtc does
+
+
+def test_without_the_guard_streamlit_webrtc_ends_a_call_whose_run_count_jumped(run_count):
+    """The pinned streamlit-webrtc still has the check the guard works around (if this fails after an
+    upgrade, the guard in ui/voice.py may no longer be needed)."""
+    from streamlit_webrtc.component import _get_or_create_context
+
+    context, worker = _live_context("k_plain", drawn_at=4)
+    run_count["value"] = 5  # one run later: drawn in the run before, nothing happens
+    _get_or_create_context("k_plain")
+    assert not worker.stopped
+    run_count["value"] = 7
+    _get_or_create_context("k_plain")
+    assert worker.stopped and context._get_worker() is None
