@@ -22,7 +22,7 @@ from tests.support.browser import WEBRTC_FRAME, drop_first_message, open_page, s
 
 # A WebRTC call between headless Chromium and aiortc on this 2-core machine, at the end of the full suite,
 # now and then never came up, or a message typed as it connected was not shown in time (in 4 of 8 full
-# `make test` runs, one test each; never in 6 runs of this file alone). The likely cause is guarded against
+# `make test` runs, one test each; never in 17 runs of this file alone). The likely cause is guarded against
 # (ui/voice.keep_call_across_reruns) but not proven the only one (docs/VOICE.md, "Notes and limits"), so
 # each test here gets one more try in a fresh browser: a behaviour that is broken fails both.
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.flaky(reruns=1, reruns_delay=2)]
