@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
+import streamlit as st
+from streamlit_webrtc import component
+from streamlit_webrtc.component import WebRtcStreamerContext, WebRtcStreamerState, _get_or_create_context
 
 from agent.voice.latency import latency_summary, per_turn_latency
 from core import config
 from core.config import Settings
-from ui.voice import ice_servers, latest_answered_turn, level_fraction, live_transcript
+from ui.voice import ice_servers, keep_call_across_reruns, latest_answered_turn, level_fraction, live_transcript
 
 
 def metric(name, value, turn, ts):
@@ -142,8 +145,6 @@ class _Worker:
 @pytest.fixture
 def run_count(monkeypatch):
     """streamlit-webrtc's `_get_or_create_context` as inside a script run whose run count the test sets."""
-    from streamlit_webrtc import component
-
     count = {"value": 0}
     monkeypatch.setattr(component, "get_this_session_info", lambda: object())
     monkeypatch.setattr(component, "get_script_run_count", lambda _info: count["value"])
@@ -152,9 +153,6 @@ def run_count(monkeypatch):
 
 def _live_context(key: str, drawn_at: int):
     """(a context with a live call drawn at run `drawn_at`, its worker); the context holds the worker weakly."""
-    import streamlit as st
-    from streamlit_webrtc.component import WebRtcStreamerContext, WebRtcStreamerState
-
     worker = _Worker()
     context = WebRtcStreamerContext(worker=worker, state=WebRtcStreamerState(playing=True, signalling=False))
     context._last_rendered_run_count = drawn_at
@@ -164,13 +162,9 @@ def _live_context(key: str, drawn_at: int):
 
 @pytest.mark.parametrize("stayed_on_page", [True, False], ids=["stayed-on-the-page", "back-from-another-page"])
 def test_a_run_count_that_jumps_ends_the_call_only_when_the_visitor_left_the_page(run_count, stayed_on_page):
-    """The race behind calls that dropped at their start: the page drew the widget at run 4, the next
-    run started before Streamlit counted run 4, and the one after sees 6. streamlit-webrtc takes that
-    for a visit to another page and stops the call; the page keeps it when it never left."""
-    from streamlit_webrtc.component import _get_or_create_context
-
-    from ui.voice import keep_call_across_reruns
-
+    """The race likely behind calls that dropped at their start: the page drew the widget at run 4, the
+    next run started before Streamlit counted run 4, and the one after sees 6. streamlit-webrtc takes
+    that for a visit to another page and stops the call; the page keeps it when it never left."""
     context, worker = _live_context("k_race", drawn_at=4)
     run_count["value"] = 6
     keep_call_across_reruns(context, stayed_on_page=stayed_on_page)
@@ -183,8 +177,6 @@ def test_a_run_count_that_jumps_ends_the_call_only_when_the_visitor_left_the_pag
 def test_without_the_guard_streamlit_webrtc_ends_a_call_whose_run_count_jumped(run_count):
     """The pinned streamlit-webrtc still has the check the guard works around (if this fails after an
     upgrade, the guard in ui/voice.py may no longer be needed)."""
-    from streamlit_webrtc.component import _get_or_create_context
-
     context, worker = _live_context("k_plain", drawn_at=4)
     run_count["value"] = 5  # one run later: drawn in the run before, nothing happens
     _get_or_create_context("k_plain")
