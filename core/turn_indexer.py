@@ -16,6 +16,12 @@ Nothing is lost on the way:
 * a turn the database refuses (InvalidInput: another user's session id) is
   the only thing dropped, with an error in the log: retrying cannot fix it.
 
+The thread waits until no turn has arrived for `settle_seconds` (1 s) before it
+embeds: a user's turn arrives just as the agent embeds the same words for its
+recall, and the embedding model runs one text at a time (core.embeddings), so
+indexing at once would make the reply wait (about 25 ms a turn in a voice call).
+`flush` and `close` do not wait.
+
 Turns still queued when the process exits are written by `close` (called at
 exit); the session report keeps the transcript too.
 """
@@ -43,6 +49,7 @@ log = logging.getLogger(__name__)
 
 BATCH = 32
 MAX_PAUSE_SECONDS = 30.0
+SETTLE_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -60,10 +67,14 @@ class TurnIndexer:
         embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed,
         retry_seconds: float = 30.0,
         first_pause_seconds: float = 0.5,
+        settle_seconds: float = SETTLE_SECONDS,
     ) -> None:
         self._embed = embed
         self.retry_seconds = retry_seconds
         self._first_pause = first_pause_seconds
+        self._settle = settle_seconds
+        self._last_submit = 0.0  # monotonic time of the newest submit
+        self._hurry = 0  # callers of flush waiting: store now, do not settle
         self._queue: deque[QueuedTurn] = deque()
         self._pending_users: set[uuid.UUID] = set()  # users with turns stored without an embedding
         self._cond = threading.Condition()
@@ -96,6 +107,7 @@ class TurnIndexer:
                 log.error("turn %s of session %s arrived after shutdown; not stored", turn_index, session_id)
                 return False
             self._queue.append(QueuedTurn(user_id, turn))
+            self._last_submit = time.monotonic()
             self._cond.notify_all()
         return True
 
@@ -119,12 +131,16 @@ class TurnIndexer:
         True when nothing is left queued."""
         deadline = time.monotonic() + timeout
         with self._cond:
+            self._hurry += 1
             self._cond.notify_all()
-            while self._queue or self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._cond.wait(min(left, 0.2))
+            try:
+                while self._queue or self._busy:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return False
+                    self._cond.wait(min(left, 0.2))
+            finally:
+                self._hurry -= 1
         if embed_pending:
             self.embed_pending()
         return True
@@ -176,6 +192,7 @@ class TurnIndexer:
                         last_retry = time.monotonic()
                 if self._closed and not self._queue:
                     return
+                self._settle_locked()
                 batch = self._take_batch()
                 self._busy = bool(batch)
             try:
@@ -201,6 +218,15 @@ class TurnIndexer:
                 with self._cond:
                     self._busy = False
                     self._cond.notify_all()
+
+    def _settle_locked(self) -> None:
+        """Wait (holding the condition) until no turn has arrived for `settle_seconds`, unless a caller
+        is flushing, the indexer is closing or a full batch is waiting."""
+        while self._queue and not (self._hurry or self._closed or len(self._queue) >= BATCH):
+            left = self._last_submit + self._settle - time.monotonic()
+            if left <= 0:
+                return
+            self._cond.wait(timeout=left)
 
     def _take_batch(self) -> list[QueuedTurn]:
         """Up to BATCH turns of the first queued user (one store_turns call per user)."""

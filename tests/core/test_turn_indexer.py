@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -167,3 +168,33 @@ def test_empty_turns_are_not_queued(new_user, indexers):
     indexer = indexers()
     assert not indexer.submit(user.user_id, "s", 0, "user", "   ")
     assert indexer.stats["queued"] == 0
+
+
+def test_the_indexer_embeds_once_no_turn_has_arrived_for_a_moment_and_flush_does_not_wait(new_user, indexers):
+    """A user's turn arrives just as the agent embeds the same words for its recall (one text at a time):
+    the indexer waits until turns stop arriving, so the reply does not queue behind it."""
+    user = new_user()
+    embedded_at: list[float] = []
+
+    def timed_embed(texts):
+        embedded_at.append(time.monotonic())
+        return embeddings.embed(texts)
+
+    indexer = indexers(embed=timed_embed, settle_seconds=3.0)
+    session_id = f"settle-{user.user_id}"
+    assert indexer.submit(user.user_id, session_id, 0, "user", LINES[1][1], created_at=T0)
+    time.sleep(0.3)
+    assert indexer.submit(user.user_id, session_id, 1, "assistant", LINES[2][1], created_at=T0)
+    second_submit = time.monotonic()
+    deadline = time.monotonic() + 30
+    while not embedded_at and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert embedded_at, "the indexer never embedded the turns"
+    assert embedded_at[0] >= second_submit + 2.9  # the second turn started the wait again
+    assert len(embedded_at) == 1  # and both went in one batch
+    assert indexer.flush(30)
+
+    patient = indexers(embed=timed_embed, settle_seconds=600.0)
+    assert patient.submit(user.user_id, session_id, 2, "user", LINES[3][1], created_at=T0)
+    assert patient.flush(30)  # flush stores now, whatever the settle time
+    assert [t.turn_index for t in conversations.list_turns(user.scope, session_id)] == [0, 1, 2]
