@@ -94,6 +94,38 @@ def test_a_long_first_sentence_is_spoken_from_its_first_clause():
     assert split_first_clause("Order 1001 shipped") == ["Order 1001 shipped"]
 
 
+def test_a_long_first_clause_is_cut_before_a_phrase_within_six_words():
+    # no comma to cut at: before the word a phrase starts with, the head said as an unfinished clause
+    assert split_first_clause("You told me your favorite color is teal.") == [
+        "You told me,",
+        "your favorite color is teal.",
+    ]
+    # the first comma is only one word in; the next one is within six words
+    assert split_first_clause("Done, I've forgotten your favorite color, and removed 2 past messages.") == [
+        "Done, I've forgotten your favorite color,",
+        "and removed 2 past messages.",
+    ]
+    # no phrase within six words: the first comma, however far
+    long_clause = "Standard shipping takes three business days inside the country, usually a bit less."
+    assert split_first_clause(long_clause) == [
+        "Standard shipping takes three business days inside the country,",
+        "usually a bit less.",
+    ]
+    # nothing worth splitting: the rest of the sentence would be two words
+    assert split_first_clause("Your favorite color is teal.") == ["Your favorite color is teal."]
+
+
+async def test_the_first_audio_of_a_long_sentence_comes_from_its_head():
+    """The head is synthesised and pushed on its own, before the rest of the sentence exists."""
+    stream = LocalPiperTTS().synthesize("You told me your favorite color is teal and that you live in Denver.")
+    done_at_first_audio = None
+    async for _event in stream:
+        if done_at_first_audio is None:
+            done_at_first_audio = stream.sentences_done
+    assert done_at_first_audio == 1
+    assert stream.sentences_done == 2
+
+
 async def test_whisper_ignores_silence():
     stt = LocalWhisperSTT()
     silence = rtc.AudioFrame(np.zeros(16_000, np.int16).tobytes(), 16_000, 1, 16_000)
