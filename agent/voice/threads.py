@@ -6,9 +6,10 @@ query embedding running at once ask for 6 threads and slow each other down. Each
 share instead, and every model runs on its own single worker thread (local_stt.py, local_tts.py), so
 the process never runs more than one decode per model at a time whatever the number of calls.
 
-On 2 cores: the final/speculative Whisper decode (the critical path of a turn) gets both cores;
-interim decodes, Piper and torch one each (Piper's first clause was no slower on 1 thread than on 2
-under load on the 2-core machine of docs/BENCHMARKS.md), Silero one (livekit's plugin fixes it).
+On 2 cores: the final/speculative Whisper decode (the critical path of a turn) gets both cores, and
+so does Piper, which runs after it in a turn (its first piece 1.7x faster than on one thread; its
+idle threads do not spin, local_tts.py); interim decodes and torch one each, Silero one (livekit's
+plugin fixes it).
 `VOICE_CPU_CORES` overrides the core count the budget is computed for.
 """
 
@@ -40,7 +41,7 @@ def thread_budget(cores: int | None = None) -> ThreadBudget:
         cores=cores,
         whisper=min(2, cores) if cores <= 4 else 4,
         whisper_interim=1,
-        piper=1 if cores <= 2 else 2,
+        piper=min(2, cores),
         torch=1 if cores <= 2 else 2,
     )
 

@@ -147,7 +147,7 @@ async def test_interim_decodes_wait_while_a_turn_is_waiting_for_its_transcript(v
 
 def test_each_stage_gets_its_thread_budget(monkeypatch):
     budget = threads.thread_budget(2)
-    assert (budget.whisper, budget.whisper_interim, budget.piper, budget.torch, budget.silero) == (2, 1, 1, 1, 1)
+    assert (budget.whisper, budget.whisper_interim, budget.piper, budget.torch, budget.silero) == (2, 1, 2, 1, 1)
     assert threads.thread_budget(8).whisper == 4  # more cores: more for the critical path
     monkeypatch.setenv("VOICE_CPU_CORES", "2")
     assert threads.thread_budget() == budget
@@ -183,6 +183,7 @@ def test_each_stage_gets_its_thread_budget(monkeypatch):
     voice = local_tts.load_voice()
     options = voice.session.get_session_options()
     assert options.intra_op_num_threads == budget.piper and options.inter_op_num_threads == 1
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
 
 
 def test_the_prompt_keeps_the_most_important_words_within_whispers_limit():
