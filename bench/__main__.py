@@ -405,8 +405,10 @@ def _written_on(output: Path) -> str:
     return match.group(1) if match else "an earlier date"
 
 
-def _kept_sections(output: Path, skip: set[str]) -> dict[str, str]:
-    """The sections of the benchmarks skipped in this run, as the last run wrote them (title -> text)."""
+def _kept_sections(output: Path, skip: set[str], *, rendered_again: tuple[str, ...] = ()) -> dict[str, str]:
+    """The sections of the benchmarks skipped in this run, as the last run wrote them (title -> text), but for
+    those this run renders again (titles starting with one of `rendered_again`, e.g. the full scale run from
+    its JSON, which the run that measured it titled "this run")."""
     if not output.exists():
         return {}
     text = output.read_text(encoding="utf-8")
@@ -414,9 +416,11 @@ def _kept_sections(output: Path, skip: set[str]) -> dict[str, str]:
     kept = {}
     for name, prefix in SECTION_TITLES.items():
         for section in sections:
-            title = section.splitlines()[0]
-            if name in skip and section.startswith(prefix) and not title.endswith(RENDERED_FROM_JSON):
-                kept[section.splitlines()[0].removeprefix("## ")] = section.rstrip("\n")
+            title = section.splitlines()[0].removeprefix("## ")
+            if title.endswith(RENDERED_FROM_JSON) or title.startswith(rendered_again):
+                continue
+            if name in skip and section.startswith(prefix):
+                kept[title] = section.rstrip("\n")
     return kept
 
 
@@ -526,8 +530,10 @@ def main(argv: list[str] | None = None) -> int:
                 result, title=f"Conversation memory at scale ({size.turns:,} turns, this run)", prefix=size.label
             )
         )
+    rendered_again: tuple[str, ...] = ()
     if ("conversation-scale" in skip or not args.conversation_full) and FULL_SCALE_JSON.exists():
         full = json.loads(FULL_SCALE_JSON.read_text(encoding="utf-8"))
+        rendered_again = (f"Conversation memory at scale ({full['size']['turns']:,} turns,",)
         sections.append(
             conversation_scale_section(
                 full,
@@ -537,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
             + "\n\nRaw numbers, every probed user included: "
             "[docs/bench/conversation_scale_full.json](bench/conversation_scale_full.json)."
         )
-    kept = _kept_sections(args.output, skip)
+    kept = _kept_sections(args.output, skip, rendered_again=rendered_again)
     kept_from = _written_on(args.output) if kept else None  # read before the file is rewritten
     info = machine()
     print(f"bench: load average at the end {info['load']}")

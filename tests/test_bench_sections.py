@@ -31,3 +31,17 @@ def test_skipped_sections_are_kept_and_the_full_scale_run_is_never_kept_twice(tm
 
     assert list(_kept_sections(output, {"voice"})) == ["Voice: end of user speech → first agent audio"]
     assert _kept_sections(output, set()) == {}
+
+
+def test_a_full_scale_run_written_by_the_run_that_measured_it_is_not_kept_beside_its_json_rendering(tmp_path):
+    output = tmp_path / "BENCHMARKS.md"
+    output.write_text(
+        EARLIER_RUN.replace("(1,000,000 turns, the recorded full run)", "(1,000,000 turns, this run)"),
+        encoding="utf-8",
+    )
+    everything = _kept_sections(output, {"conversation-scale"})
+    assert "Conversation memory at scale (1,000,000 turns, this run)" in everything
+    kept = _kept_sections(
+        output, {"conversation-scale"}, rendered_again=("Conversation memory at scale (1,000,000 turns,",)
+    )
+    assert list(kept) == ["Conversation memory at scale (50,000 turns, this run)"]
