@@ -5,7 +5,8 @@ gets a line in USER_TABLES (tests/core/test_erasure.py finds every such table fr
 until it is erased); a table whose rows hang off another one by a foreign key with ON DELETE CASCADE
 (conversation turns under sessions; their word statistics through a trigger) goes with its parent. The
 profile row stays (it belongs to the account, created by a trigger) with every field the user or the agent
-filled cleared; pending session reports on disk (kept after a failed save) are deleted too.
+filled cleared; pending session reports on disk (kept after a failed save) are deleted too, and turns
+still queued in this process's turn indexer are stored first, so they are erased too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from psycopg import sql
 
+from core import turn_indexer
 from core.config import get_settings
 from core.db import Scope, transaction
 
@@ -75,6 +77,10 @@ def delete_pending_reports(user_id: uuid.UUID) -> int:
 
 def delete_everything(scope: Scope) -> Erased:
     """Erase every row and file about `scope`'s user in one transaction (files after it commits)."""
+    # turns said just before (in another tab, say) may still wait in this process's indexer: stored first,
+    # they are erased with the rest instead of arriving after
+    if not turn_indexer.flush_queued():
+        log.warning("some conversation turns were still queued when erasing %s", scope.user_id)
     rows: dict[str, int] = {}
     with transaction(scope) as cur:
         cur.execute("select count(*) as n from public.conversation_turns where user_id = %s", (scope.user_id,))

@@ -277,6 +277,12 @@ _indexer: TurnIndexer | None = None
 _indexer_lock = threading.Lock()
 
 
+def flush_queued(timeout: float = 10.0) -> bool:
+    """Store what this process's indexer still holds, now; True when nothing is left (or there is none)."""
+    indexer = _indexer
+    return True if indexer is None else indexer.flush(timeout, embed_pending=False)
+
+
 def get_indexer() -> TurnIndexer:
     """The process's indexer (started on first use, flushed at exit)."""
     global _indexer

@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from core import conversations, db, erasure, memories, profiles, sessions
+from core import conversations, db, erasure, memories, profiles, sessions, turn_indexer
 from core.errors import NotFound
 from core.profiles import preload
 from tests.support.users import sign_in
@@ -61,6 +61,20 @@ def _pending(user_id: uuid.UUID, sub: str = "") -> object:
     path = directory / f"{uuid.uuid4().hex}.json"
     path.write_text(json.dumps({"user_id": str(user_id), "session_id": "s", "report": {"said": "call me Jo"}}))
     return path
+
+
+def test_turns_still_waiting_in_the_indexer_are_erased_too(database_uri):
+    """The indexer stores a turn once turns stop arriving for a moment: deleting everything stores what it
+    holds first, so a turn said just before is erased with the rest instead of arriving after."""
+    user = sign_in()
+    indexer = turn_indexer.get_indexer()
+    assert indexer.submit(user.user_id, f"erase-queued-{user.user_id}", 0, "user", "my locker code is 4417")
+
+    erased = erasure.delete_everything(user.scope)
+
+    assert erased.turns == 1  # it was stored, then erased
+    assert indexer.flush(30)
+    assert _rows_for("conversation_turns", "user_id", user.user_id) == 0
 
 
 def test_delete_everything_leaves_no_row_about_the_user(database_uri):
