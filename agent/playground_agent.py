@@ -50,7 +50,6 @@ from core.db import Scope, parse_user_id
 from core.errors import DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound
 from core.profiles import Preload
 from core.retrieval import RrfParams
-from core.turn_indexer import get_indexer
 
 log = logging.getLogger(__name__)
 
@@ -291,14 +290,12 @@ class PlaygroundAgent(Agent):
         """
         ctx.disallow_interruptions()
 
-        def forget() -> memories.Forgotten:
-            # this session's turns may still be queued for storage: store them first, so that forgetting
-            # also removes the mentions just said (core.memories.forget deletes them with the memory)
-            get_indexer().flush(timeout=2.0, embed_pending=False)
-            return memories.forget(self.scope, memory_type)
-
+        # core.memories.forget stores this session's queued turns first, then deletes the memory with its mentions
         forgotten, output = await self._call(
-            "forget_detail", {"memory_type": memory_type}, forget, tool_outputs.forgotten
+            "forget_detail",
+            {"memory_type": memory_type},
+            lambda: memories.forget(self.scope, memory_type),
+            tool_outputs.forgotten,
         )
         self.note_write("forgotten", forgotten.memory.memory_type, None, forgotten.memory.content)
         return output

@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg import errors as pg_errors
 
-from core import conversations, embeddings
+from core import conversations, embeddings, turn_indexer
 from core.config import get_settings
 from core.db import Scope, transaction, vector_literal
 from core.errors import InvalidInput, NotFound
@@ -127,10 +127,17 @@ def recall(scope: Scope, memory_type: str) -> Memory:
     return Memory(**row)
 
 
+def _store_queued_turns() -> None:
+    """Turns said just now may still wait in this process's turn indexer (it stores them once turns stop
+    arriving for a moment): stored first, the mentions of a memory being deleted are deleted with it."""
+    turn_indexer.flush_queued(timeout=2.0)
+
+
 def forget(scope: Scope, memory_type: str) -> Forgotten:
     """Delete the slot and the past conversation turns that mention its text (so it cannot come back from
     the conversation tier), in one transaction."""
     slot = normalize_slot(memory_type)
+    _store_queued_turns()
     with transaction(scope) as cur:
         cur.execute(
             f"delete from public.memories where user_id = %s and memory_type = %s returning {_COLUMNS}",
@@ -205,6 +212,7 @@ def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.emb
 def delete_memory(scope: Scope, memory_id) -> Forgotten:
     """Delete one memory and the past conversation turns that mention its text, in one transaction."""
     memory_id = _parse_memory_id(memory_id)
+    _store_queued_turns()
     with transaction(scope) as cur:
         cur.execute(
             f"delete from public.memories where id = %s and user_id = %s returning {_COLUMNS}",
@@ -220,6 +228,7 @@ def delete_memory(scope: Scope, memory_id) -> Forgotten:
 def delete_all(scope: Scope) -> int:
     """Delete every memory of the user and the past conversation turns that mention them (one transaction);
     returns how many memories."""
+    _store_queued_turns()
     with transaction(scope) as cur:
         cur.execute("delete from public.memories where user_id = %s returning content", (scope.user_id,))
         contents = [row["content"] for row in cur.fetchall()]

@@ -15,7 +15,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from core import conversations, db, embeddings, erasure, identity, maintenance, memories, sessions
+from core import conversations, db, embeddings, erasure, identity, maintenance, memories, sessions, turn_indexer
 from core.conversations import TurnInput
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
@@ -525,6 +525,23 @@ def test_forgetting_a_memory_deletes_its_mentions_in_past_turns_and_only_those(n
     assert lexicon(user.user_id) == recount(user.user_id)  # the word statistics follow
     # the other user said the same things: nothing of theirs is touched
     assert len(conversations.list_turns(other.scope, f"forget-{other.user_id}")) == len(FORGET_SESSION)
+
+
+def test_a_mention_still_waiting_in_the_turn_indexer_is_deleted_with_the_memory(new_user):
+    """The indexer stores turns once they stop arriving for a moment: deleting a memory stores what it holds
+    first, so a mention said just before is deleted instead of arriving after and bringing the detail back."""
+    user = new_user()
+    service = Scope.service(user.user_id)
+    sid = f"queued-{user.user_id}"
+    memories.remember(service, "locker_code", "4417")
+    indexer = turn_indexer.get_indexer()
+    assert indexer.submit(user.user_id, sid, 0, "user", "My locker code is 4417, remember it.")
+
+    locker = memories.recall(user.scope, "locker_code")
+    assert memories.delete_memory(user.scope, locker.id).mentions_removed == 1  # the Memories page
+
+    assert indexer.flush(30)
+    assert conversations.list_turns(user.scope, sid) == []
 
 
 def test_deleting_all_memories_deletes_the_mentions_of_each(new_user):
