@@ -53,14 +53,14 @@ def split_first_clause(
 ) -> list[str]:
     """["Got it,", "I'll remember that your favorite color is teal."] for a long first sentence.
 
-    Piper synthesises a whole sentence before returning any of it (about 40 ms per second of
-    speech on two threads here), so the first audio waits for the first sentence. Saying a short leading phrase
-    on its own starts the audio sooner, and the rest is ready before that phrase has been played.
-    The head ends where a pause belongs: after a comma, semicolon, colon or dash within the first
-    `max_words` words; else before a word that starts a phrase ("You told me | your favorite color
-    is teal."; the head gets a comma so Piper says it as an unfinished clause); else after the first
-    comma, as long as the head is. Nothing is split when the first sentence is short or the rest of
-    it would be a word or two.
+    Piper synthesises a whole sentence before returning any of it (about 40 ms per second of speech
+    on two threads here), so the first audio waits for the first sentence. Saying a short leading
+    phrase on its own starts the audio sooner, and the rest is ready before that phrase has been
+    played. The head ends where a pause belongs: after a comma, semicolon, colon or dash within the
+    first `max_words` words; else before a word that starts a phrase ("You told me | your favorite
+    color is teal."; the head gets a comma so Piper says it as an unfinished clause); else after the
+    first comma, however long the head. Nothing is split when the rest of the first sentence would be
+    a word or two.
     """
     words = text.split()
     ends = [i for i, word in enumerate(words) if _SENTENCE_END.search(word)]
