@@ -71,17 +71,20 @@ async def test_piper_speaks_and_whisper_hears_teal():
     assert seen and seen[0].audio_duration == pytest.approx(frame.duration, abs=0.05)
 
 
-async def test_piper_streams_each_sentence_as_soon_as_it_is_ready():
-    tts = LocalPiperTTS()
-    text = "This is the first sentence. Here is a second one that is a bit longer. And a third."
-    stream = tts.synthesize(text)
+async def _pieces_synthesised(text: str) -> tuple[int, int]:
+    """(pieces Piper had synthesised when the first audio reached the listener, pieces in all)."""
+    stream = LocalPiperTTS().synthesize(text)
     done_at_first_audio = None
     async for _event in stream:
         if done_at_first_audio is None:
             done_at_first_audio = stream.sentences_done
+    return done_at_first_audio, stream.sentences_done
+
+
+async def test_piper_streams_each_sentence_as_soon_as_it_is_ready():
+    text = "This is the first sentence. Here is a second one that is a bit longer. And a third."
     # the first audio reached the listener before the later sentences were synthesised
-    assert done_at_first_audio == 1
-    assert stream.sentences_done == 3
+    assert await _pieces_synthesised(text) == (1, 3)
 
 
 def test_a_long_first_sentence_is_spoken_from_its_first_clause():
@@ -117,13 +120,7 @@ def test_a_long_first_clause_is_cut_before_a_phrase_within_six_words():
 
 async def test_the_first_audio_of_a_long_sentence_comes_from_its_head():
     """The head is synthesised and pushed on its own, before the rest of the sentence exists."""
-    stream = LocalPiperTTS().synthesize("You told me your favorite color is teal and that you live in Denver.")
-    done_at_first_audio = None
-    async for _event in stream:
-        if done_at_first_audio is None:
-            done_at_first_audio = stream.sentences_done
-    assert done_at_first_audio == 1
-    assert stream.sentences_done == 2
+    assert await _pieces_synthesised("You told me your favorite color is teal and that you live in Denver.") == (1, 2)
 
 
 async def test_whisper_ignores_silence():
