@@ -1,6 +1,5 @@
 """Write the migration that holds how rare everyday English words are (the text branch's prior).
 
-    pip install wordfreq==3.1.1   # only to regenerate; the app never imports it
     .venv/bin/python supabase/tools/english_word_rarity.py
 
 Takes the most frequent English words from wordfreq ("best" list: subtitles, web,

@@ -1,0 +1,121 @@
+"""Respell what a speech recognizer heard with the words this user and deployment use.
+
+A prompt makes Whisper expect rare words but it still writes near misses ("Fibault" for Thibault,
+"decaling" for descaling, "order 108" for order 1008). Search and order lookups need the exact
+spelling, so a transcript is corrected after decoding, conservatively:
+
+- a heard word that is rare in English (wordfreq) and close in spelling (rapidfuzz) to a rare word
+  of the vocabulary becomes that word; common words are never touched ("coffee" stays coffee
+  even next to "Coffea");
+- a number said right after "order" that is one edit from exactly one known order id becomes that
+  id; other numbers (prices, counts) are left alone.
+
+The thresholds were chosen on a development set of recordings that the word-error-rate bench does
+not use (docs/BENCHMARKS.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from rapidfuzz import fuzz, process
+from rapidfuzz.distance import DamerauLevenshtein
+from wordfreq import zipf_frequency
+
+# zipf 3 is about once per million words: "kestrel" (2.5) is rare, "coffee" (4.9) is not
+HEARD_MAX_ZIPF = 3.0
+# vocabulary words worth correcting toward: long enough to match by spelling, and not everyday words
+TARGET_MIN_LENGTH = 5
+TARGET_MAX_ZIPF = 4.0
+HEARD_MIN_LENGTH = 4
+MIN_SIMILARITY = 75.0  # rapidfuzz ratio, 0-100
+ORDER_WORDS = frozenset({"order", "orders", "number", "#"})
+
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z'\-]*|\d+|#")
+_UNIT = re.compile(r"\b\d+\s*(?:mm|ml|g|oz|kg|lb)\b", re.IGNORECASE)
+
+
+def load_word_frequencies() -> None:
+    """wordfreq reads its English table on first use (about 0.1 s)."""
+    zipf_frequency("the", "en")
+
+
+def is_rare(word: str, max_zipf: float) -> bool:
+    return zipf_frequency(word, "en") < max_zipf
+
+
+@dataclass(frozen=True)
+class Correction:
+    heard: str
+    corrected: str
+
+
+@dataclass
+class TranscriptCorrector:
+    """Built once per vocabulary change; `correct` is a few microseconds per word."""
+
+    words: dict[str, str] = field(default_factory=dict)  # lowercased -> spelling in the vocabulary
+    order_ids: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_terms(cls, terms: Iterable[str]) -> TranscriptCorrector:
+        """`terms` as `core.vocabulary.speech_terms` gives them: names, values, products, order ids."""
+        words: dict[str, str] = {}
+        order_ids: set[str] = set()
+        for term in terms:
+            for part in re.split(r",\s*", str(term)):
+                part = _UNIT.sub("", part).strip()  # "58mm" is a size, not a word to respell toward
+                if part.isdigit():
+                    order_ids.add(part)
+                    continue
+                for token in _TOKEN.findall(part):
+                    if not token[0].isalpha() or len(token) < TARGET_MIN_LENGTH:
+                        continue
+                    if is_rare(token, TARGET_MAX_ZIPF):
+                        words.setdefault(token.lower(), token)
+        return cls(words, frozenset(order_ids))
+
+    def __bool__(self) -> bool:
+        return bool(self.words or self.order_ids)
+
+    def corrections(self, text: str) -> list[tuple[int, int, Correction]]:
+        """(start, end, correction) for each span of `text` to replace, in order."""
+        found = []
+        previous = ""
+        for token in _TOKEN.finditer(text):
+            heard = token.group()
+            replacement = self._order_id(heard) if previous in ORDER_WORDS else None
+            if replacement is None and heard[0].isalpha():
+                replacement = self._word(heard)
+            if replacement is not None and replacement != heard:
+                found.append((token.start(), token.end(), Correction(heard, replacement)))
+            previous = heard.lower()
+        return found
+
+    def correct(self, text: str) -> str:
+        pieces, position = [], 0
+        for start, end, correction in self.corrections(text):
+            pieces += [text[position:start], correction.corrected]
+            position = end
+        return "".join(pieces) + text[position:]
+
+    def _word(self, heard: str) -> str | None:
+        lowered = heard.lower()
+        if len(lowered) < HEARD_MIN_LENGTH or lowered in self.words or not self.words:
+            return None
+        if not is_rare(lowered, HEARD_MAX_ZIPF):
+            return None
+        best = process.extractOne(lowered, self.words.keys(), scorer=fuzz.ratio, score_cutoff=MIN_SIMILARITY)
+        if best is None:
+            return None
+        spelling = self.words[best[0]]
+        # keep the heard capital or its absence: "decaling kit" -> "descaling kit", not "Descaling kit"
+        return spelling[0].upper() + spelling[1:] if heard[0].isupper() else spelling[0].lower() + spelling[1:]
+
+    def _order_id(self, heard: str) -> str | None:
+        if not heard.isdigit() or heard in self.order_ids or len(heard) < 3:
+            return None
+        near = [order_id for order_id in self.order_ids if DamerauLevenshtein.distance(heard, order_id) == 1]
+        return near[0] if len(near) == 1 else None

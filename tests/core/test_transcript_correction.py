@@ -1,0 +1,67 @@
+"""Respelling a transcript toward the user's and the deployment's words (core.transcript_correction)."""
+
+from __future__ import annotations
+
+from core.transcript_correction import TranscriptCorrector
+
+TERMS = [
+    "Kestrel Grinder",
+    "Descaling Kit",
+    "Calibrated Tamper 58mm",
+    "1001",
+    "1008",
+    "1010",
+    "cortado",
+    "Pretzel, a dachshund",
+    "Thibault",
+]
+
+
+def test_the_vocabulary_keeps_rare_words_and_order_ids():
+    corrector = TranscriptCorrector.from_terms(TERMS)
+    assert {"kestrel", "descaling", "calibrated", "tamper", "cortado", "pretzel", "dachshund", "thibault"} <= set(
+        corrector.words
+    )
+    assert corrector.words["thibault"] == "Thibault"
+    # everyday or short words are not targets; a size is not an order id
+    assert not {"kit", "a", "58mm", "58"} & set(corrector.words)
+    assert corrector.order_ids == {"1001", "1008", "1010"}
+
+
+def test_near_misses_of_rare_words_are_respelled_keeping_the_heard_capital():
+    corrector = TranscriptCorrector.from_terms(TERMS)
+    assert corrector.correct("My partner Fibault likes a cotado too.") == "My partner Thibault likes a cortado too."
+    assert corrector.correct("Do I need the decaling kit every month?") == "Do I need the descaling kit every month?"
+    assert corrector.correct("My nachshund chewed the knock box.") == "My dachshund chewed the knock box."
+
+
+def test_common_words_and_correct_spellings_are_left_alone():
+    corrector = TranscriptCorrector.from_terms([*TERMS, "Coffea Arabica"])
+    for heard in [
+        "I would like some coffee today.",  # "coffee" is close to "Coffea" but an everyday word
+        "Thibault drinks a cortado.",
+        "The axolotl is asleep.",  # rare, but close to nothing in the vocabulary
+        "",
+    ]:
+        assert corrector.correct(heard) == heard
+
+
+def test_a_number_after_order_becomes_the_one_order_id_an_edit_away():
+    corrector = TranscriptCorrector.from_terms(TERMS)
+    assert corrector.correct("Is order 108 still in Albuquerque?") == "Is order 1008 still in Albuquerque?"
+    assert corrector.correct("Where is order number 1100?") == "Where is order number 1010?"  # two digits swapped
+    assert corrector.correct("What about order #1088?") == "What about order #1008?"
+    # a known id, a short number, and numbers not said as an order stay as heard
+    for heard in ["Is order 1001 here?", "Order 10 please.", "I paid 108 dollars.", "Call 1018 tomorrow."]:
+        assert corrector.correct(heard) == heard
+
+
+def test_an_order_number_near_two_ids_is_not_guessed():
+    corrector = TranscriptCorrector.from_terms(TERMS)
+    assert corrector.correct("Cancel order 1080.") == "Cancel order 1080."  # 1008 (swapped) and 1010 (one digit)
+
+
+def test_an_empty_vocabulary_changes_nothing():
+    corrector = TranscriptCorrector.from_terms([])
+    assert not corrector
+    assert corrector.correct("Is order 108 with Fibault?") == "Is order 108 with Fibault?"
