@@ -41,6 +41,7 @@ from livekit.agents.utils import AudioBuffer, is_given, shortuuid
 
 from agent.voice.audio import to_whisper_input
 from agent.voice.speculative_stt import SpeculativeRecognizeStream
+from core.transcript_correction import TranscriptCorrector, load_word_frequencies
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +189,7 @@ class LocalWhisperSTT(stt.STT):
         vad: vad.VAD | None = None,
         speculate_after: float = SPECULATE_AFTER_SECONDS,
         interim_every: float | None = INTERIM_EVERY_SECONDS,
+        respell: bool = True,
     ) -> None:
         super().__init__(
             capabilities=stt.STTCapabilities(streaming=vad is not None, interim_results=interim_every is not None)
@@ -202,6 +204,8 @@ class LocalWhisperSTT(stt.STT):
         self._no_speech_threshold = no_speech_threshold
         self._style = prompt
         self._prompt = prompt
+        self._corrector = TranscriptCorrector()
+        self._respell = respell
         self._vad = vad
         self.speculate_after = speculate_after
         self.interim_every = interim_every
@@ -216,14 +220,22 @@ class LocalWhisperSTT(stt.STT):
         return "faster-whisper"
 
     @property
+    def beam_size(self) -> int:
+        return self._beam_size
+
+    @property
     def prompt(self) -> str | None:
         return self._prompt
 
     def set_vocabulary(self, terms: list[str]) -> None:
         """Bias recognition toward these words (names, places, products, order ids; most important last)."""
-        if self._style is None and not terms:
-            return
         self._prompt = build_prompt(terms, style=self._style or "") if terms else self._style
+        # the prompt only makes the words likelier; near misses are respelled after decoding
+        self._corrector = TranscriptCorrector.from_terms(terms)
+
+    def respell(self, text: str) -> str:
+        """`text` with near misses of the vocabulary's rare words and order ids respelled."""
+        return self._corrector.correct(text) if self._respell else text
 
     @staticmethod
     def turn_decodes_pending() -> int:
@@ -231,6 +243,7 @@ class LocalWhisperSTT(stt.STT):
 
     def prewarm(self) -> None:
         load_model(self._cpu_threads)
+        load_word_frequencies()  # 0.1 s once, so the first call's vocabulary does not wait for it
         if self._vad is not None and self.interim_every is not None:
             load_model(self._interim_threads)
 
@@ -256,7 +269,7 @@ class LocalWhisperSTT(stt.STT):
             if segment.no_speech_prob > self._no_speech_threshold and segment.avg_logprob < -1.0:
                 continue
             kept.append(segment)
-        text = normalize_transcript(" ".join(s.text.strip() for s in kept).strip())
+        text = self.respell(normalize_transcript(" ".join(s.text.strip() for s in kept).strip()))
         confidence = float(np.mean([math.exp(s.avg_logprob) for s in kept])) if kept else 0.0
         return Transcript(text, min(confidence, 1.0), pcm.size / WHISPER_SAMPLE_RATE, time.perf_counter() - started)
 

@@ -201,3 +201,17 @@ def test_the_prompt_keeps_the_most_important_words_within_whispers_limit():
     assert stt.prompt.endswith("Thibault.")
     stt.set_vocabulary([])
     assert stt.prompt == STYLE_PROMPT
+
+
+def test_the_vocabulary_also_respells_what_whisper_heard():
+    stt = LocalWhisperSTT()
+    assert stt.respell("My partner Thibbalt asked about order 108.") == "My partner Thibbalt asked about order 108."
+    stt.set_vocabulary(["1008", "Thibault"])
+    assert stt.respell("My partner Thibbalt asked about order 108.") == "My partner Thibault asked about order 1008."
+    stt.set_vocabulary([])  # the user deleted everything: nothing is respelled toward old words
+    assert stt.respell("My partner Thibbalt asked about order 108.") == "My partner Thibbalt asked about order 108."
+
+    prompt_only = LocalWhisperSTT(respell=False)
+    prompt_only.set_vocabulary(["1008", "Thibault"])
+    assert prompt_only.prompt.endswith("1008, Thibault.")
+    assert prompt_only.respell("order 108") == "order 108"
