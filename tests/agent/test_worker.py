@@ -204,6 +204,13 @@ def test_offline_speech_uses_the_local_adapters(model_env):
     assert isinstance(model_factory.build_tts(settings), local_tts.LocalPiperTTS)
 
 
+def test_the_local_stt_beam_comes_from_the_settings(model_env, monkeypatch):
+    assert model_factory.build_stt(model_env()).beam_size == 1  # greedy: the latency goal's default
+    assert model_factory.build_stt(model_env(STT_BEAM_SIZE="5")).beam_size == 5
+    monkeypatch.delenv("STT_BEAM_SIZE")
+    model_env()  # later tests get the default back
+
+
 # --- the command line ----------------------------------------------------------------
 
 
