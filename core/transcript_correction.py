@@ -33,7 +33,7 @@ HEARD_MIN_LENGTH = 4
 MIN_SIMILARITY = 75.0  # rapidfuzz ratio, 0-100
 ORDER_WORDS = frozenset({"order", "orders", "number", "#"})
 
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z'\-]*|\d+|#")
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z']*|\d+|#")  # a hyphen splits: "Oka-F-O-R" is letters spelled out
 _UNIT = re.compile(r"\b\d+\s*(?:mm|ml|g|oz|kg|lb)\b", re.IGNORECASE)
 
 

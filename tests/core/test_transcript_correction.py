@@ -36,11 +36,12 @@ def test_near_misses_of_rare_words_are_respelled_keeping_the_heard_capital():
 
 
 def test_common_words_and_correct_spellings_are_left_alone():
-    corrector = TranscriptCorrector.from_terms([*TERMS, "Coffea Arabica"])
+    corrector = TranscriptCorrector.from_terms([*TERMS, "Coffea Arabica", "Siobhan Okafor"])
     for heard in [
         "I would like some coffee today.",  # "coffee" is close to "Coffea" but an everyday word
         "Thibault drinks a cortado.",
         "The axolotl is asleep.",  # rare, but close to nothing in the vocabulary
+        "Okafor is spelled Oka-F-O-R.",  # letters spelled out are not one misheard word
         "",
     ]:
         assert corrector.correct(heard) == heard
