@@ -96,6 +96,54 @@ GENERIC = [
 ]
 
 
+# A development split: other sentences with the same user's and deployment's words, for choosing
+# settings (the respelling thresholds, the prompt's form) without fitting them to the sentences above.
+DEV_DOMAIN = [
+    "Siobhan Okafor speaking, is my order ready?",
+    "Please call me Siobhan from now on.",
+    "We moved to Albuquerque last spring.",
+    "What happened to order 1006?",
+    "Has order 1001 shipped yet?",
+    "Pretzel likes sleeping next to the Kestrel One.",
+    "A cortado with oat milk is my morning drink.",
+    "Does the warranty cover the Kestrel Grinder?",
+    "Thibault drinks the House Blend beans.",
+    "Hazelnuts make me sick.",
+    "Can the Kestrel Club send beans to New Mexico?",
+    "The Kestrel One says error E01.",
+    "I want the milk pitcher in stainless steel.",
+    "Is order 1008 still in Albuquerque?",
+    "Do I need the descaling kit every month?",
+    "Does Affirm work for the Kestrel One?",
+    "My dachshund Pretzel chewed the knock box.",
+    "Order 1004 arrived on Friday.",
+    "Sandia Labs is where I work.",
+    "Thibault ordered the water filter cartridges.",
+    "My partner Thibault likes a cortado too.",
+    "Ridgeline Ethiopia beans are the best.",
+    "Please cancel order 1006.",
+    "The Kestrel Grinder in chalk white looks great.",
+    "How many cleaning tablets come in a box?",
+    "Pretzel is my little dog.",
+    "No hazelnuts in my cortado, please.",
+    "Can I return the calibrated tamper?",
+    "Send order 1002 to Sandia Labs.",
+    "Is the Kestrel Club cheaper than buying beans?",
+]
+DEV_GENERIC = [
+    "I like to read before bed.",
+    "What did I tell you yesterday?",
+    "Please remember that I prefer tea.",
+    "Is it going to rain this weekend?",
+    "Delete everything you know about me.",
+    "How do I change my password?",
+    "Can you speak a little slower?",
+    "I moved to a new city last year.",
+    "What are your opening hours?",
+    "That is all, goodbye.",
+]
+
+
 @dataclass(frozen=True)
 class Voice:
     """One way of speaking a sentence."""
@@ -184,7 +232,7 @@ def build(*, sentences: list[str] | None = None, voices: list[Voice] | None = No
     target.mkdir(parents=True, exist_ok=True)
     clips = []
     made = 0
-    domain = set(DOMAIN)
+    domain = set(DOMAIN) | set(DEV_DOMAIN)
     for text in sentences if sentences is not None else DOMAIN + GENERIC:
         for voice in voices or VOICES:
             key = hashlib.sha1(f"{text}|{voice.label}".encode()).hexdigest()[:16]

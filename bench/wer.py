@@ -1,11 +1,16 @@
 """Word error rate of Whisper on the recorded speech set (bench/speech_set.py), before and after
-prompting it with the words this user and deployment use.
+it knows the words this user and deployment use.
 
 A bench user is given the memories in `speech_set.PERSONA` (and a profile name), the way a user
 who told the agent about themselves has them. "Before" is Whisper with the app's generic style
-prompt; "after" is the prompt the voice call builds from `core.vocabulary.speech_terms` for that
-user. Both decode every clip with the same model and threads; jiwer scores them after lowercasing
-and removing punctuation.
+prompt; "prompt" adds the words a voice call builds from `core.vocabulary.speech_terms` for that
+user; "after" is what the app transcribes: the prompted decode respelled toward the same words
+(`core.transcript_correction`). All decode every clip with the same model and threads; jiwer scores
+them after lowercasing and removing punctuation.
+
+    .venv/bin/python -m bench.wer --split dev [--beam-size 5]   # the split settings are chosen on
+
+`make bench` runs the test split (speech_set.DOMAIN + GENERIC) with the app's beam size.
 """
 
 from __future__ import annotations
@@ -42,8 +47,16 @@ def _decode_all(stt: LocalWhisperSTT, clips: list[speech_set.Clip]) -> tuple[lis
     return heard, time.perf_counter() - started
 
 
-def run(log=print, *, voices: list[speech_set.Voice] | None = None) -> dict[str, Any]:
-    clips = speech_set.build(voices=voices, log=log)
+SPLITS = {
+    "test": speech_set.DOMAIN + speech_set.GENERIC,
+    "dev": speech_set.DEV_DOMAIN + speech_set.DEV_GENERIC,
+}
+
+
+def run(
+    log=print, *, voices: list[speech_set.Voice] | None = None, split: str = "test", beam_size: int = 1
+) -> dict[str, Any]:
+    clips = speech_set.build(sentences=SPLITS[split], voices=voices, log=log)
     verified = identity.verify(identity.sign_in_anonymously().access_token)
     scope = Scope.service(verified.user_id)
     try:
@@ -54,47 +67,65 @@ def run(log=print, *, voices: list[speech_set.Voice] | None = None) -> dict[str,
     finally:
         with admin_connection() as conn:
             conn.execute("delete from auth.users where id = %s", (verified.user_id,))
-    stt = LocalWhisperSTT()
+    stt = LocalWhisperSTT(beam_size=beam_size, respell=False)
     stt.prewarm()
-    log(f"wer: {len(clips)} clips, before (generic prompt)…")
+    log(f"wer: {len(clips)} clips of the {split} split, before (generic prompt)…")
     before, before_s = _decode_all(stt, clips)
     stt.set_vocabulary(terms)
-    log(f"wer: after (prompt with {len(terms)} terms of this user and deployment)…")
-    after, after_s = _decode_all(stt, clips)
+    log(f"wer: prompt with {len(terms)} terms of this user and deployment…")
+    prompted, prompted_s = _decode_all(stt, clips)
+    # respelling is a pass over the decoded text: the same function the app's decode ends with
+    app = LocalWhisperSTT(beam_size=beam_size)
+    app.set_vocabulary(terms)
+    after = [app.respell(text) for text in prompted]
+    columns = {"before": before, "prompt": prompted, "after": after}
     rows = []
     for kind in ("domain", "generic"):
         picked = [i for i, c in enumerate(clips) if c.kind == kind]
         refs = [clips[i].text for i in picked]
         rows.append(
-            {
-                "kind": kind,
-                "clips": len(picked),
-                "sentences": len({clips[i].text for i in picked}),
-                "before": word_error_rate(refs, [before[i] for i in picked]),
-                "after": word_error_rate(refs, [after[i] for i in picked]),
-            }
+            {"kind": kind, "clips": len(picked), "sentences": len({clips[i].text for i in picked})}
+            | {name: word_error_rate(refs, [heard[i] for i in picked]) for name, heard in columns.items()}
         )
     by_voice = []
     for voice in {c.voice for c in clips}:
         picked = [i for i, c in enumerate(clips) if c.voice == voice]
         refs = [clips[i].text for i in picked]
         by_voice.append(
-            {
-                "voice": voice.label,
-                "before": word_error_rate(refs, [before[i] for i in picked]),
-                "after": word_error_rate(refs, [after[i] for i in picked]),
-            }
+            {"voice": voice.label}
+            | {name: word_error_rate(refs, [heard[i] for i in picked]) for name, heard in columns.items()}
         )
     examples = [
         (c.text, c.voice.label, before[i], after[i])
         for i, c in enumerate(clips)
         if c.kind == "domain" and NORMALIZE(before[i]) != NORMALIZE(after[i])
     ][:12]
+    respelled = [(prompted[i], after[i]) for i, c in enumerate(clips) if c.kind == "domain" and prompted[i] != after[i]]
     return {
+        "split": split,
+        "beam_size": beam_size,
         "rows": rows,
         "by_voice": sorted(by_voice, key=lambda r: r["voice"]),
         "prompt": stt.prompt,
         "terms": len(terms),
-        "decode_seconds": {"before": before_s, "after": after_s},
+        "decode_seconds": {"before": before_s, "prompt": prompted_s},
         "examples": examples,
+        "respelled": respelled,
+        "respelled_generic": sum(1 for i, c in enumerate(clips) if c.kind == "generic" and prompted[i] != after[i]),
     }
+
+
+def main() -> None:
+    import argparse
+
+    from bench.__main__ import wer_section
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=sorted(SPLITS), default="dev")
+    parser.add_argument("--beam-size", type=int, default=1)
+    args = parser.parse_args()
+    print(wer_section(run(split=args.split, beam_size=args.beam_size)))
+
+
+if __name__ == "__main__":
+    main()
