@@ -31,6 +31,7 @@ from agent.event_bus import RoomTextStreamSink
 from agent.model_factory import build_llm, build_stt, build_tts, build_vad
 from agent.playground_agent import load_preload
 from agent.session import PlaygroundSession
+from agent.voice.speech_vocabulary import SpeechVocabulary
 from core import embeddings
 from core.config import get_settings, speech_backend
 from core.db import Scope, parse_user_id
@@ -142,15 +143,18 @@ async def entrypoint(ctx: JobContext) -> None:
     vad = ctx.proc.userdata.get("vad") or build_vad()
     # LiveKit Inference brings its end-of-turn model; anywhere else VAD endpointing keeps it offline
     options = {} if speech_backend(kind="stt") == "livekit" else {"turn_handling": {"turn_detection": "vad"}}
+    stt = build_stt()
+    # a local Whisper is told this user's words (refreshed after memory writes); hosted STTs are not
+    speech_words = SpeechVocabulary(stt, start.user_id, asyncio.get_running_loop())
     ps = PlaygroundSession(
         start.user_id,
         mode="worker",
         session_id=f"lk-{ctx.job.id}",
         llm=build_llm(),
-        stt=build_stt(),
+        stt=stt,
         tts=build_tts(),
         vad=vad,
-        sinks=[sink],
+        sinks=[sink, speech_words],
         room_name=ctx.room.name,
         session_options=options,
     )
@@ -163,6 +167,7 @@ async def entrypoint(ctx: JobContext) -> None:
             await sink.aclose()
 
     ctx.add_shutdown_callback(save_report)
+    await speech_words.refresh()
     await ps.start(preload=preload, room=ctx.room)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import logging
 import threading
 import time
@@ -41,9 +40,9 @@ from agent.voice.local_stt import LocalWhisperSTT, load_model
 from agent.voice.local_tts import load_voice
 from agent.voice.mic import WebRTCAudioInput
 from agent.voice.speaker import WebRTCAudioOutput
+from agent.voice.speech_vocabulary import SpeechVocabulary
 from agent.voice.threads import apply_process_budget
-from core import vocabulary
-from core.db import Scope, parse_user_id
+from core.db import parse_user_id
 
 log = logging.getLogger(__name__)
 
@@ -82,10 +81,6 @@ def shared_vad():
         return _vad
 
 
-# tools after which the user's remembered words may have changed (Whisper's prompt is refreshed)
-MEMORY_WRITING_TOOLS = frozenset({"remember_detail", "forget_detail", "update_profile"})
-
-
 def prewarm() -> None:
     """Load VAD, Whisper (turn-ending and interim) and Piper now (blocking), so the first call does not wait."""
     budget = apply_process_budget()
@@ -118,8 +113,7 @@ class AgentTranscriptOutput(io.TextOutput):
 class _CallObserver:
     """An event sink that keeps the call's live state for the page."""
 
-    def __init__(self, on_memory_change=None) -> None:
-        self._on_memory_change = on_memory_change
+    def __init__(self) -> None:
         self.agent_state = "initializing"
         self.user_state = "listening"
         self.error: str | None = None
@@ -134,8 +128,6 @@ class _CallObserver:
             self.error = event.get("message")
         elif event["type"] == "transcript" and event.get("role") == "user" and event.get("final"):
             self.error = None  # a new turn: the last failure is history (the transcript keeps it)
-        elif event["type"] == "tool_call" and event.get("name") in MEMORY_WRITING_TOOLS and self._on_memory_change:
-            self._on_memory_change()
 
 
 class LocalVoiceCall:
@@ -161,7 +153,7 @@ class LocalVoiceCall:
         self.loop: asyncio.AbstractEventLoop = runtime.loop
         self.mic = WebRTCAudioInput(self.loop, attached=False)
         self.speaker = WebRTCAudioOutput(self.loop)
-        self.observer = _CallObserver(on_memory_change=self._memory_changed)
+        self.observer = _CallObserver()
         self.started_at = time.time()
         self.ended_at: float | None = None
         self.report: dict[str, Any] | None = None
@@ -172,8 +164,8 @@ class LocalVoiceCall:
         self.greeting: str | None = None
         self._stop_future: concurrent.futures.Future | None = None
         self._stop_lock = threading.Lock()
-        self._background: set[asyncio.Future] = set()
         self.stt = None
+        self.vocabulary: SpeechVocabulary | None = None
         self.user_id = parse_user_id(user_id)  # before open_conversation: its factory may run at once, on the loop
         self.conversation = runtime.open_conversation(key, self.user_id, factory=self._factory)
         self.ready: concurrent.futures.Future = self.conversation.ready
@@ -185,6 +177,7 @@ class LocalVoiceCall:
         stt = self._models["stt"] or build_stt(vad=vad)
         tts = self._models["tts"] or build_tts()
         self.stt = stt
+        self.vocabulary = SpeechVocabulary(stt, self.user_id, self.loop)
         # the browser cancels the echo (getUserMedia echoCancellation), so the agent need not
         # ignore the user for its first seconds of speech (livekit's default AEC warm-up replaces
         # the user's audio with silence then, losing the start of a barge-in)
@@ -197,36 +190,16 @@ class LocalVoiceCall:
             tts=tts,
             vad=vad,
             greet=self._greet,
-            sinks=[sink, self.observer],
+            sinks=[sink, self.observer, self.vocabulary],
             session_options=options,
         )
         self._ps = ps
         ps.session.input.audio = self.mic
         ps.session.output.audio = self.speaker
         ps.session.output.transcription = AgentTranscriptOutput(self)
-        await self.refresh_vocabulary()
+        await self.vocabulary.refresh()
         self.greeting = await ps.start()
         return ps
-
-    async def refresh_vocabulary(self) -> None:
-        """Prompt Whisper with this user's remembered words and the deployment's (the verified user's scope)."""
-        if not isinstance(self.stt, LocalWhisperSTT):
-            return
-        try:
-            terms = await asyncio.to_thread(vocabulary.speech_terms, Scope.service(self.user_id))
-        except Exception as exc:  # recognition still works without the user's words
-            log.warning("could not read the speech vocabulary for %s: %s", self.user_id, exc)
-            return
-        self.stt.set_vocabulary(terms)
-
-    def _memory_changed(self) -> None:
-        def schedule() -> None:
-            task = asyncio.ensure_future(self.refresh_vocabulary())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the call is over
-            self.loop.call_soon_threadsafe(schedule)
 
     def _voice_report(self) -> dict[str, Any]:
         ps = self._ps

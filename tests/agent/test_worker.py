@@ -3,6 +3,7 @@ settings, and the `python -m agent` command line."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -351,6 +352,31 @@ async def test_entrypoint_runs_a_job_and_saves_its_report_at_shutdown(new_user, 
     assert record.report["job_id"] == "job-entry-1"
     assert record.report["playground"]["user_id"] == str(user.user_id)
     assert record.report["playground"]["mode"] == "worker"
+
+
+async def test_a_job_with_the_local_whisper_is_told_the_users_words_and_learns_new_ones(new_user, monkeypatch):
+    """STT_MODEL=local beside a LiveKit server: the job's Whisper is prompted with, and respells toward,
+    the dispatched user's words, and a memory written during the job reaches it."""
+    user = new_user()
+    memories.remember(user.scope, "partner", "Thibault")
+    stt = local_stt.LocalWhisperSTT()
+    monkeypatch.setattr(worker, "build_stt", lambda: stt)
+    for builder in ("build_tts", "build_vad"):
+        monkeypatch.setattr(worker, builder, lambda: None)
+    with fake_job_context(job_id="job-words-1", job_metadata=json.dumps({"user_id": str(user.user_id)})) as ctx:
+        await worker.entrypoint(ctx)
+        assert stt.prompt.endswith("Thibault.")
+        assert stt.respell("My partner Fibault called.") == "My partner Thibault called."
+        session = ctx.primary_session
+        session.output.set_audio_enabled(False)
+        await session.run(user_input="my favorite color is periwinkle")
+        for _ in range(200):  # refreshed off the turn, after the remember_detail call
+            if "periwinkle" in stt.prompt:
+                break
+            await asyncio.sleep(0.05)
+        assert stt.prompt.endswith("Thibault, periwinkle.")
+        for callback in ctx._shutdown_callbacks:
+            await callback("room closed")
 
 
 def test_local_models_can_be_forced_beside_livekit_credentials(model_env):
