@@ -181,66 +181,6 @@ def voice_section(result: dict) -> str:
     )
 
 
-def wer_section(result: dict) -> str:
-    def change(before: float, after: float) -> str:
-        if not (before and after):
-            return "–"
-        if after < before:
-            return f"{_ratio(before, after)} lower"
-        return f"{_ratio(after, before)} higher" if after > before else "same"
-
-    def pct(value: float) -> str:
-        return f"{100 * value:.1f}%"
-
-    rows = [
-        [
-            f"{row['kind']} ({row['sentences']} sentences, {row['clips']} clips)",
-            pct(row["before"]),
-            pct(row["prompt"]),
-            pct(row["after"]),
-            change(row["before"], row["after"]),
-        ]
-        for row in result["rows"]
-    ]
-    domain = next(r for r in result["rows"] if r["kind"] == "domain")
-    generic = next(r for r in result["rows"] if r["kind"] == "generic")
-    halved = domain["after"] <= domain["before"] / 2
-    no_worse = generic["after"] <= generic["before"]
-    voices = [[v["voice"], pct(v["before"]), pct(v["prompt"]), pct(v["after"])] for v in result["by_voice"]]
-    examples = [[f"`{said}`", voice, f"`{b}`", f"`{a}`"] for said, voice, b, a in result["examples"]]
-    respelled = [[f"`{heard}`", f"`{fixed}`"] for heard, fixed in result["respelled"]]
-    split = "the development split (`speech_set.DEV_*`)" if result["split"] == "dev" else "the test split"
-    clips = sum(row["clips"] for row in result["rows"])
-    per_clip_ms = {name: 1000 * seconds / clips for name, seconds in result["decode_seconds"].items()}
-    return "\n\n".join(
-        [
-            "## Speech recognition that knows the user (word error rate)",
-            "`bench/speech_set.py`: sentences rich in one user's names, places and numbers, the knowledge base's "
-            "product names and order ids (domain), and generic ones, each spoken by the Piper voice and espeak-ng "
-            f"voices at 1.0× and 1.2× speed, with and without pink noise mixed in by sox; here {split}. Whisper "
-            f"tiny.en (beam {result['beam_size']}) decodes every clip twice: with the app's generic style prompt "
-            "(**before**), and with the prompt a voice call builds for a user who told the agent about themselves "
-            f"(**prompt**: {result['terms']} terms from `core.vocabulary`: product names, order ids, their "
-            "remembered values, their name; within Whisper's 223-token prompt). **After** is what the app "
-            "transcribes: the prompted decode with near misses of those words respelled "
-            "(`core.transcript_correction`: rare heard words close to a rare vocabulary word, a number after "
-            '"order" one edit from exactly one order id).',
-            table(["utterances", "WER before", "WER prompt", "WER after", "before → after"], rows),
-            f"Goals: domain WER halved — **{'met' if halved else 'not met'}**; generic no worse — "
-            f"**{'met' if no_worse else 'not met'}**. Decoding took {per_clip_ms['before']:.0f} ms per clip on "
-            f"average before and {per_clip_ms['prompt']:.0f} ms with the prompt (the respelling pass adds "
-            "well under a millisecond).",
-            "### By voice",
-            table(["voice", "WER before", "WER prompt", "WER after"], voices),
-            f"### What the respelling changed ({len(respelled)} domain clips; "
-            f"{result['respelled_generic']} generic clips changed)",
-            table(["prompted decode", "respelled"], respelled) if respelled else "(nothing)",
-            "### Some domain clips that changed from before to after",
-            table(["said", "voice", "before", "after"], examples) if examples else "(none)",
-        ]
-    )
-
-
 def capacity_section(result: dict) -> str:
     rows = [
         [
@@ -521,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: voice section load average {load['before']:.2f} → {load['after']:.2f}")
         sections.append(voice_section({**result, "load": load}))
     if "wer" not in skip:
-        sections.append(wer_section(wer.run(beam_size=get_settings().stt_beam_size)))
+        sections.append(wer.section(wer.run(beam_size=get_settings().stt_beam_size)))
     if "capacity" not in skip:
         counts = [int(x) for x in args.calls.split(",") if x.strip()]
         sections.append(capacity_section(capacity.run(counts, args.turns_per_call)))

@@ -45,3 +45,34 @@ def test_a_full_scale_run_written_by_the_run_that_measured_it_is_not_kept_beside
         output, {"conversation-scale"}, rendered_again=("Conversation memory at scale (1,000,000 turns,",)
     )
     assert list(kept) == ["Conversation memory at scale (50,000 turns, this run)"]
+
+
+def _wer_result(domain_after: float, generic_after: float) -> dict:
+    row = {"clips": 4, "sentences": 1}
+    return {
+        "split": "test",
+        "beam_size": 1,
+        "rows": [
+            row | {"kind": "domain", "before": 0.5, "prompt": 0.3, "after": domain_after},
+            row | {"kind": "generic", "before": 0.1, "prompt": 0.1, "after": generic_after},
+        ],
+        "by_voice": [{"voice": "piper joe 1.0x", "before": 0.2, "prompt": 0.1, "after": 0.08}],
+        "terms": 3,
+        "decode_seconds": {"before": 2.0, "prompt": 2.4},
+        "examples": [("Call me Siobhan.", "piper joe 1.0x", "Call me Chivon.", "Call me Siobhan.")],
+        "respelled": [("order 108", "order 1008")],
+        "respelled_generic": 0,
+    }
+
+
+def test_the_word_error_rate_section_says_which_goals_are_met():
+    from bench.wer import section
+
+    unmet = section(_wer_result(domain_after=0.29, generic_after=0.12))
+    assert "| domain (1 sentences, 4 clips) | 50.0% | 30.0% | 29.0% | 1.72× lower |" in unmet
+    assert "| generic (1 sentences, 4 clips) | 10.0% | 10.0% | 12.0% | 1.20× higher |" in unmet
+    assert "domain WER halved — **not met**; generic no worse — **not met**" in unmet
+    assert "| `order 108` | `order 1008` |" in unmet
+    assert "250 ms per clip on average before and 300 ms with the prompt" in unmet  # 8 clips
+    met = section(_wer_result(domain_after=0.25, generic_after=0.1))
+    assert "domain WER halved — **met**; generic no worse — **met**" in met
