@@ -8,7 +8,7 @@ user; "after" is what the app transcribes: the prompted decode respelled toward 
 (`core.transcript_correction`). All decode every clip with the same model and threads; jiwer scores
 them after lowercasing and removing punctuation.
 
-    .venv/bin/python -m bench.wer --split dev [--beam-size 5]   # the split settings are chosen on
+    .venv/bin/python -m bench.wer --split dev [--beam-size 5]   # the split that settings are chosen on
 
 `make bench` runs the test split (speech_set.DOMAIN + GENERIC) with the app's beam size.
 """

@@ -30,7 +30,6 @@ class SpeechVocabulary:
         self.stt = stt if isinstance(stt, LocalWhisperSTT) else None
         self.user_id = user_id
         self.loop = loop
-        self.refreshes = 0  # done, for the tests and the logs
         self._background: set[asyncio.Future] = set()
 
     async def refresh(self) -> None:
@@ -42,7 +41,6 @@ class SpeechVocabulary:
             log.warning("could not read the speech vocabulary for %s: %s", self.user_id, exc)
             return
         self.stt.set_vocabulary(terms)
-        self.refreshes += 1
 
     def publish(self, event: Event) -> None:
         if self.stt is None or event["type"] != "tool_call" or event.get("name") not in MEMORY_WRITING_TOOLS:
