@@ -144,7 +144,7 @@ async def entrypoint(ctx: JobContext) -> None:
     # LiveKit Inference brings its end-of-turn model; anywhere else VAD endpointing keeps it offline
     options = {} if speech_backend(kind="stt") == "livekit" else {"turn_handling": {"turn_detection": "vad"}}
     stt = build_stt()
-    # a local Whisper is told this user's words (refreshed after memory writes); hosted STTs are not
+    # a local Whisper is told this user's words (again after every change to them); hosted STTs are not
     speech_words = SpeechVocabulary(stt, start.user_id, asyncio.get_running_loop())
     ps = PlaygroundSession(
         start.user_id,
@@ -154,13 +154,14 @@ async def entrypoint(ctx: JobContext) -> None:
         stt=stt,
         tts=build_tts(),
         vad=vad,
-        sinks=[sink, speech_words],
+        sinks=[sink],
         room_name=ctx.room.name,
         session_options=options,
     )
     log.info("session %s for user %s (%s)", ps.session_id, start.user_id, start.source)
 
     async def save_report() -> None:
+        speech_words.close()
         try:
             await ps.finish(base_report=lambda: ctx.make_session_report(ps.session).to_dict())
         finally:

@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg import errors as pg_errors
 
-from core import conversations, embeddings, turn_indexer
+from core import conversations, embeddings, memory_changes, turn_indexer
 from core.config import get_settings
 from core.db import Scope, transaction, vector_literal
 from core.errors import InvalidInput, NotFound
@@ -108,6 +108,7 @@ def remember(
     except pg_errors.ForeignKeyViolation:
         raise NotFound("There is no such user to remember this for.") from None
     created = row.pop("inserted")
+    memory_changes.notify(scope.user_id)
     return Remembered(
         memory=Memory(**row),
         created=created,
@@ -147,6 +148,7 @@ def forget(scope: Scope, memory_type: str) -> Forgotten:
         if row is None:
             raise NotFound(f"Nothing is remembered under {slot!r}, so there was nothing to forget.")
         mentions = conversations.delete_mentions(cur, scope.user_id, row["content"])
+    memory_changes.notify(scope.user_id)
     return Forgotten(Memory(**row), mentions)
 
 
@@ -206,6 +208,7 @@ def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.emb
         updated = cur.fetchone()
     if updated is None:
         raise NotFound("That memory was deleted while you were editing it.")
+    memory_changes.notify(scope.user_id)
     return Memory(**updated)
 
 
@@ -222,6 +225,7 @@ def delete_memory(scope: Scope, memory_id) -> Forgotten:
         if row is None:
             raise NotFound("That memory no longer exists.")
         mentions = conversations.delete_mentions(cur, scope.user_id, row["content"])
+    memory_changes.notify(scope.user_id)
     return Forgotten(Memory(**row), mentions)
 
 
@@ -234,7 +238,8 @@ def delete_all(scope: Scope) -> int:
         contents = [row["content"] for row in cur.fetchall()]
         for content in contents:
             conversations.delete_mentions(cur, scope.user_id, content)
-        return len(contents)
+    memory_changes.notify(scope.user_id)
+    return len(contents)
 
 
 def export(scope: Scope) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from core import memories
+from core import memories, memory_changes
 from core.config import get_settings
 from core.db import Scope, transaction
 from core.errors import InvalidInput, NotFound
@@ -151,6 +151,8 @@ def update_profile(scope: Scope, field_name: str, value) -> Profile:
             row = cur.fetchone()
     if row is None:
         raise NotFound("No profile exists for this user.")
+    if field_name == "name":  # speech recognition is told the user's name
+        memory_changes.notify(scope.user_id)
     return Profile(**row)
 
 

@@ -190,7 +190,7 @@ class LocalVoiceCall:
             tts=tts,
             vad=vad,
             greet=self._greet,
-            sinks=[sink, self.observer, self.vocabulary],
+            sinks=[sink, self.observer],
             session_options=options,
         )
         self._ps = ps
@@ -221,6 +221,8 @@ class LocalVoiceCall:
     async def _stop(self) -> dict[str, Any] | None:
         self.mic.close()
         self.speaker.close()
+        if self.vocabulary is not None:
+            self.vocabulary.close()
         try:
             await asyncio.wrap_future(self.ready)
         except Exception as exc:

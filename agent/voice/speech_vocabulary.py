@@ -1,10 +1,11 @@
 """Keep a local Whisper's vocabulary (its prompt and its respelling) in step with one user's memories.
 
-An event sink for a session: `refresh` reads the words of the user and the deployment
-(`core.vocabulary.speech_terms`, the verified user's service scope) and gives them to the STT; after a
-tool that writes memories it refreshes again, so a name the user just gave is recognised in their
-next sentence. Used by the browser's local call and by a LiveKit worker that runs the local Whisper;
-with any other STT it does nothing.
+`refresh` reads the words of the user and the deployment (`core.vocabulary.speech_terms`, the verified
+user's service scope) and gives them to the STT. It runs when a session starts and again whenever
+this process changes the user's memories or name (`core.memory_changes`): the agent's tools and the
+Memories page alike, so a name the user just gave is recognised in their next sentence and a deleted
+one is no longer written into transcripts. Used by the browser's local call and by a LiveKit worker
+that runs the local Whisper; with any other STT it does nothing.
 """
 
 from __future__ import annotations
@@ -14,15 +15,11 @@ import contextlib
 import logging
 import uuid
 
-from agent.events import Event
 from agent.voice.local_stt import LocalWhisperSTT
-from core import vocabulary
+from core import memory_changes, vocabulary
 from core.db import Scope
 
 log = logging.getLogger(__name__)
-
-# tools after which the user's remembered words may have changed
-MEMORY_WRITING_TOOLS = frozenset({"remember_detail", "forget_detail", "update_profile"})
 
 
 class SpeechVocabulary:
@@ -31,6 +28,8 @@ class SpeechVocabulary:
         self.user_id = user_id
         self.loop = loop
         self._background: set[asyncio.Future] = set()
+        if self.stt is not None:
+            memory_changes.subscribe(self)
 
     async def refresh(self) -> None:
         if self.stt is None:
@@ -42,8 +41,9 @@ class SpeechVocabulary:
             return
         self.stt.set_vocabulary(terms)
 
-    def publish(self, event: Event) -> None:
-        if self.stt is None or event["type"] != "tool_call" or event.get("name") not in MEMORY_WRITING_TOOLS:
+    def memories_changed(self, user_id: uuid.UUID) -> None:
+        """Called on whichever thread made the change."""
+        if str(user_id) != str(self.user_id):
             return
 
         def schedule() -> None:
@@ -53,3 +53,6 @@ class SpeechVocabulary:
 
         with contextlib.suppress(RuntimeError):  # the loop is closed: the session is over
             self.loop.call_soon_threadsafe(schedule)
+
+    def close(self) -> None:
+        memory_changes.unsubscribe(self)

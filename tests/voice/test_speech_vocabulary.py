@@ -1,0 +1,55 @@
+"""A running call's Whisper follows the user's words: what the Memories page deletes is no longer
+written into transcripts, and another user's changes do not touch it."""
+
+from __future__ import annotations
+
+import asyncio
+
+from agent.voice.local_stt import STYLE_PROMPT, LocalWhisperSTT
+from agent.voice.speech_vocabulary import SpeechVocabulary
+from core import memories, memory_changes
+
+
+async def _until(condition) -> bool:
+    for _ in range(200):
+        if condition():
+            return True
+        await asyncio.sleep(0.02)
+    return False
+
+
+async def test_a_memory_deleted_on_the_memories_page_leaves_the_calls_vocabulary(new_user):
+    user, other = new_user(), new_user()
+    stored = memories.remember(user.scope, "partner", "Thibault").memory
+    stt = LocalWhisperSTT()
+    words = SpeechVocabulary(stt, user.user_id, asyncio.get_running_loop())
+    try:
+        await words.refresh()  # the call starts
+        assert stt.prompt.startswith(STYLE_PROMPT) and stt.prompt.endswith("Thibault.")
+        assert stt.respell("Fibault called.") == "Thibault called."
+
+        # another user's change is not this call's business
+        prompt = stt.prompt
+        await asyncio.to_thread(memories.remember, other.scope, "partner", "Reinholt")
+        await asyncio.sleep(0.3)
+        assert stt.prompt == prompt
+
+        # the Memories page deletes it (as the user, on the page's own thread)
+        await asyncio.to_thread(memories.delete_memory, user.scope, stored.id)
+        assert await _until(lambda: "Thibault" not in stt.prompt), stt.prompt
+        assert stt.respell("Fibault called.") == "Fibault called."
+    finally:
+        words.close()
+    # an ended call no longer listens
+    await asyncio.to_thread(memories.remember, user.scope, "partner", "Thibault")
+    await asyncio.sleep(0.3)
+    assert "Thibault" not in stt.prompt
+
+
+def test_a_hosted_stt_is_not_told_anything(new_user):
+    loop = asyncio.new_event_loop()
+    try:
+        words = SpeechVocabulary(object(), new_user().user_id, loop)
+        assert words.stt is None and words not in memory_changes._listeners
+    finally:
+        loop.close()
