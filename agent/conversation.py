@@ -221,6 +221,8 @@ class Conversation:
             return self.greeting
         ps = PlaygroundSession(self.user_id, mode="text", rrf=self._rrf, sinks=[self.sink])
         self._ps = ps
+        # set_rrf (another thread) may have run while the session was being made, before _ps was set
+        ps.set_rrf(self._rrf)
         self.greeting = await ps.start()
         return self.greeting
 

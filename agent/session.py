@@ -124,6 +124,8 @@ class PlaygroundSession:
             greet=self.greet,
             **self.agent_options,
         )
+        if self.rrf is not None:  # set_rrf from another thread may have come while the agent was made
+            self.agent.set_rrf(self.rrf)
         self.started_at = time.time()
         kwargs: dict[str, Any] = {}
         if room is not None:
