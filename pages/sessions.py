@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 from core import conversations, sessions
 from core.retrieval import search_conversations
 from ui import auth, erase
+from ui.charts import alt
 from ui.errors import reported
 from ui.format import ago, clip, duration, ms, when
 from ui.report_view import ReportView, read_report

@@ -181,3 +181,15 @@ def test_no_file_in_agent_is_over_400_lines():
         for path in (PROJECT_ROOT / "agent").rglob("*.py")
     }
     assert {path: n for path, n in lengths.items() if n > MAX_AGENT_FILE_LINES} == {}
+
+
+def test_altair_is_imported_only_through_ui_charts():
+    """Two scripts importing altair (and narwhals' import cycle under it) at once deadlocked (ui/charts.py)."""
+    wrong = [
+        f"{module}:{line} imports {name}"
+        for module, path in SOURCES.items()
+        if module != "ui.charts"
+        for name, line in _imported(module, path)
+        if name.split(".")[0] in {"altair", "narwhals"}
+    ]
+    assert wrong == []

@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 from agent import RetrievalEvent
 from core.retrieval import ConversationSearch, KnowledgeSearch, MemorySearch
+from ui.charts import alt
 from ui.format import clip, ms
 
 VECTOR_COLOR = "#0f766e"

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 
-import altair as alt
 import pandas as pd
 import streamlit as st
 
 from core.retrieval import RrfParams, search_memories
+from ui.charts import alt
 from ui.errors import reported
 from ui.format import clip, ms
 from ui.retrieval import recall_pair, render_recall_tiers, render_retrieval
