@@ -4,7 +4,7 @@ A prompt makes Whisper expect rare words but it still writes near misses ("Fibau
 "decaling" for descaling, "order 108" for order 1008). Search and order lookups need the exact
 spelling, so a transcript is corrected after decoding, conservatively:
 
-- a heard word that is rare in English (wordfreq) and close in spelling (rapidfuzz) to a rare word
+- a heard word that is rare in English (wordfreq's table) and close in spelling (rapidfuzz) to a rare word
   of the vocabulary becomes that word; common words are never touched ("coffee" stays coffee
   even next to "Coffea");
 - a number said right after "order" that is one edit from exactly one known order id becomes that
@@ -16,13 +16,17 @@ not use (docs/BENCHMARKS.md).
 
 from __future__ import annotations
 
+import functools
+import gzip
+import importlib.util
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import msgpack
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import DamerauLevenshtein
-from wordfreq import zipf_frequency
 
 # zipf 3 is about once per million words: "kestrel" (2.5) is rare, "coffee" (4.9) is not
 HEARD_MAX_ZIPF = 3.0
@@ -37,13 +41,35 @@ _TOKEN = re.compile(r"[A-Za-z][A-Za-z']*|\d+|#")  # a hyphen splits: "Oka-F-O-R"
 _UNIT = re.compile(r"\b\d+\s*(?:mm|ml|g|oz|kg|lb)\b", re.IGNORECASE)
 
 
+@functools.cache
+def english_zipf() -> dict[str, float]:
+    """wordfreq's English table (its "small" list: every word said at least once per million, zipf >= 3),
+    word -> zipf, read straight from the file the wheel ships. Not through wordfreq's API: it finds its
+    data with `inspect.stack()`, which is not thread-safe beside Streamlit declaring a component on a
+    page's thread (that then found "module is None")."""
+    spec = importlib.util.find_spec("wordfreq")  # found, not imported: importing it runs inspect.stack()
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("wordfreq is not installed: run `make` (requirements.txt)")
+    data = Path(spec.submodule_search_locations[0]) / "data" / "small_en.msgpack.gz"
+    with gzip.open(data) as unpacked:
+        header, *buckets = msgpack.unpack(unpacked, raw=False)
+    if header.get("format") != "cB" or header.get("version") != 1:
+        raise ValueError(f"unexpected word frequency file {data}: {header}")
+    # bucket i holds the words of frequency 10 ** (-i / 100); zipf is log10 of the count per billion words
+    return {word: round(9 - index / 100, 2) for index, bucket in enumerate(buckets) for word in bucket}
+
+
 def load_word_frequencies() -> None:
-    """wordfreq reads its English table on first use (about 0.1 s)."""
-    zipf_frequency("the", "en")
+    """The table is read on first use (about 0.1 s)."""
+    english_zipf()
+
+
+def zipf_frequency(word: str) -> float:
+    return english_zipf().get(word.lower(), 0.0)
 
 
 def is_rare(word: str, max_zipf: float) -> bool:
-    return zipf_frequency(word, "en") < max_zipf
+    return zipf_frequency(word) < max_zipf
 
 
 @dataclass(frozen=True)

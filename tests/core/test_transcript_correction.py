@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+from core.config import PROJECT_ROOT
 from core.transcript_correction import TranscriptCorrector
 
 TERMS = [
@@ -66,3 +70,16 @@ def test_an_empty_vocabulary_changes_nothing():
     corrector = TranscriptCorrector.from_terms([])
     assert not corrector
     assert corrector.correct("Is order 108 with Fibault?") == "Is order 108 with Fibault?"
+
+
+def test_the_english_table_is_read_without_importing_wordfreq():
+    """wordfreq finds its data with inspect.stack(), which raced Streamlit declaring a component on a page's
+    thread ("module is None"); the table is read straight from its file instead (a fresh interpreter)."""
+    script = (
+        "import sys; from core.transcript_correction import english_zipf, zipf_frequency; english_zipf(); "
+        "assert 'wordfreq' not in sys.modules and 'locate' not in sys.modules, sorted(sys.modules); "
+        "print(zipf_frequency('coffee'), zipf_frequency('Coffee'), zipf_frequency('thibault'))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=PROJECT_ROOT, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["4.86", "4.86", "0.0"]  # wordfreq's own zipf_frequency says 4.86 for coffee
