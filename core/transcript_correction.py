@@ -11,7 +11,7 @@ spelling, so a transcript is corrected after decoding, conservatively:
   id; other numbers (prices, counts) are left alone.
 
 The thresholds were chosen on a development set of recordings that the word-error-rate bench does
-not use (docs/BENCHMARKS.md).
+not use (docs/VOICE.md, "Word error rate").
 """
 
 from __future__ import annotations
