@@ -23,9 +23,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-# At module level, so concurrent first scripts import it one at a time (under this module's import lock):
-# imported inside _write_cookie by two at once, its declare_component once found "module is None".
-import extra_streamlit_components as stx
 import streamlit as st
 
 from core import identity, session_store
@@ -213,6 +210,8 @@ def _read_cookie() -> str | None:
 def _write_cookie(refresh_token: str) -> None:
     """Render the cookie writer with the current refresh token on every run, so
     the browser always ends up holding the newest one (tokens rotate)."""
+    import extra_streamlit_components as stx
+
     url = st.context.url or ""
     manager = stx.CookieManager(key="mp_cookie_manager")
     manager.set(
