@@ -35,11 +35,13 @@ class SpeechVocabulary:
         if self.stt is None:
             return
         try:
-            terms = await asyncio.to_thread(vocabulary.speech_terms, Scope.service(self.user_id))
+            # off the loop: the read, and building the prompt and the respelling (the word table's first read)
+            await asyncio.to_thread(self._read_and_set)
         except Exception as exc:  # recognition still works without the user's words
             log.warning("could not read the speech vocabulary for %s: %s", self.user_id, exc)
-            return
-        self.stt.set_vocabulary(terms)
+
+    def _read_and_set(self) -> None:
+        self.stt.set_vocabulary(vocabulary.speech_terms(Scope.service(self.user_id)))
 
     def memories_changed(self, user_id: uuid.UUID) -> None:
         """Called on whichever thread made the change."""
