@@ -13,7 +13,6 @@ import threading
 import av
 import numpy as np
 import streamlit as st
-from streamlit_webrtc import WebRtcMode, create_audio_sink_track, create_audio_source_track, webrtc_streamer
 
 from agent import (
     WEBRTC_FRAME_SAMPLES,
@@ -26,7 +25,7 @@ from agent import (
     prewarm_voice,
 )
 from core.config import Settings, get_settings
-from ui import auth, chat_state, resend
+from ui import auth, chat_state, components, resend
 from ui.errors import reported, show_error
 from ui.format import clip, ms, short_id
 from ui.shell import run_page, stayed_on_page
@@ -264,16 +263,19 @@ def _ended_notice() -> None:
 
 def _webrtc(key: str, ice: list[dict]):
     """The browser side of the call: the microphone goes to the call's input, its output to the speaker."""
-    mic_sink = create_audio_sink_track(callback=_mic_callback(key), key="u_voice_mic", on_ended=_ended_by_browser(key))
-    speaker = create_audio_source_track(
+    webrtc = components.webrtc()
+    mic_sink = webrtc.create_audio_sink_track(
+        callback=_mic_callback(key), key="u_voice_mic", on_ended=_ended_by_browser(key)
+    )
+    speaker = webrtc.create_audio_source_track(
         callback=_speaker_callback(key), key="u_voice_speaker", sample_rate=WEBRTC_SAMPLE_RATE
     )
     st.html(_KEEP_WEBRTC_VISIBLE)
     st.html(_AUDIO_ONLY_WEBRTC, unsafe_allow_javascript=True)
     keep_call_across_reruns(st.session_state.get(_WEBRTC), stayed_on_page=stayed_on_page())
-    return webrtc_streamer(
+    return webrtc.webrtc_streamer(
         key=_WEBRTC,
-        mode=WebRtcMode.SENDRECV,
+        mode=webrtc.WebRtcMode.SENDRECV,
         rtc_configuration={"iceServers": ice},
         media_stream_constraints={
             "audio": {"echoCancellation": True, "noiseSuppression": True, "autoGainControl": True},

@@ -193,3 +193,15 @@ def test_altair_is_imported_only_through_ui_charts():
         if name.split(".")[0] in {"altair", "narwhals"}
     ]
     assert wrong == []
+
+
+def test_component_libraries_are_imported_only_through_ui_components():
+    """Their import can lose a race in inspect.getmodule on a cold start; ui/components.py tries it again."""
+    wrong = [
+        f"{module}:{line} imports {name}"
+        for module, path in SOURCES.items()
+        if module != "ui.components"
+        for name, line in _imported(module, path)
+        if name.split(".")[0] in {"extra_streamlit_components", "streamlit_webrtc"}
+    ]
+    assert wrong == []

@@ -29,7 +29,7 @@ from core import identity, session_store
 from core.db import Scope
 from core.errors import AuthError, AuthUnavailable
 from core.identity import AuthSession, VerifiedUser
-from ui import chat_state
+from ui import chat_state, components
 from ui.format import short_id
 
 log = logging.getLogger("memory_playground.ui.auth")
@@ -210,10 +210,8 @@ def _read_cookie() -> str | None:
 def _write_cookie(refresh_token: str) -> None:
     """Render the cookie writer with the current refresh token on every run, so
     the browser always ends up holding the newest one (tokens rotate)."""
-    import extra_streamlit_components as stx
-
     url = st.context.url or ""
-    manager = stx.CookieManager(key="mp_cookie_manager")
+    manager = components.cookie_manager()(key="mp_cookie_manager")
     manager.set(
         COOKIE_NAME,
         refresh_token,
