@@ -32,7 +32,7 @@ from agent.model_factory import build_llm, build_stt, build_tts, build_vad
 from agent.playground_agent import load_preload
 from agent.session import PlaygroundSession
 from agent.voice.speech_vocabulary import SpeechVocabulary
-from core import embeddings
+from core import db, embeddings, memory_changes
 from core.config import get_settings, speech_backend
 from core.db import Scope, parse_user_id
 from core.errors import InvalidInput, NotFound, PlaygroundError
@@ -168,6 +168,8 @@ async def entrypoint(ctx: JobContext) -> None:
             await sink.aclose()
 
     ctx.add_shutdown_callback(save_report)
+    if speech_words.stt is not None:  # hear what other processes change (the app's Memories page), from now on
+        await asyncio.to_thread(memory_changes.follow_database, db.service_url())
     await speech_words.refresh()
     await ps.start(preload=preload, room=ctx.room)
 

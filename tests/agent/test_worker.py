@@ -22,7 +22,7 @@ from agent.event_bus import EventBus, RoomTextStreamSink
 from agent.events import EVENTS_TOPIC, decode_event
 from agent.session import PlaygroundSession
 from agent.voice import local_stt, local_tts
-from core import config, conversations, memories, sessions
+from core import config, conversations, db, memories, memory_changes, sessions
 from tests.support.app import PROJECT_ROOT
 from tests.support.llm_requests import (
     NO_RECALL_SKIPS,
@@ -356,13 +356,15 @@ async def test_entrypoint_runs_a_job_and_saves_its_report_at_shutdown(new_user, 
 
 async def test_a_job_with_the_local_whisper_is_told_the_users_words_and_learns_new_ones(new_user, monkeypatch):
     """STT_MODEL=local beside a LiveKit server: the job's Whisper is prompted with, and respells toward,
-    the dispatched user's words, and a memory written during the job reaches it."""
+    the dispatched user's words; a memory written during the job reaches it, and so does a deletion
+    made by another process."""
     user = new_user()
     memories.remember(user.scope, "partner", "Thibault")
     stt = local_stt.LocalWhisperSTT()
     monkeypatch.setattr(worker, "build_stt", lambda: stt)
     for builder in ("build_tts", "build_vad"):
         monkeypatch.setattr(worker, builder, lambda: None)
+    monkeypatch.setattr(memory_changes, "_feed", None)  # the job starts this process's feed; stopped below
     with fake_job_context(job_id="job-words-1", job_metadata=json.dumps({"user_id": str(user.user_id)})) as ctx:
         await worker.entrypoint(ctx)
         assert stt.prompt.endswith("Thibault.")
@@ -375,8 +377,19 @@ async def test_a_job_with_the_local_whisper_is_told_the_users_words_and_learns_n
                 break
             await asyncio.sleep(0.05)
         assert stt.prompt.endswith("Thibault, periwinkle.")
+
+        # the app's Memories page is another process: its change comes through the database
+        with db.admin_connection() as conn:
+            conn.execute("delete from public.memories where user_id = %s and content = 'Thibault'", (user.user_id,))
+        for _ in range(200):
+            if "Thibault" not in stt.prompt:
+                break
+            await asyncio.sleep(0.05)
+        assert stt.prompt.endswith(", periwinkle.") and "Thibault" not in stt.prompt
+        assert stt.respell("My partner Fibault called.") == "My partner Fibault called."
         for callback in ctx._shutdown_callbacks:
             await callback("room closed")
+        memory_changes.stop_following()
 
 
 def test_local_models_can_be_forced_beside_livekit_credentials(model_env):

@@ -53,3 +53,30 @@ def test_a_hosted_stt_is_not_told_anything(new_user):
         assert words.stt is None and words not in memory_changes._listeners
     finally:
         loop.close()
+
+
+async def test_a_change_heard_twice_is_read_once(new_user):
+    """A worker hears its own changes twice (in this process and from the database): while a refresh
+    waits to start, another notice adds nothing; once it has read, the next change is read again."""
+    user = new_user()
+    stt = LocalWhisperSTT()
+    words = SpeechVocabulary(stt, user.user_id, asyncio.get_running_loop())
+    reads: list[list[str]] = []
+    set_vocabulary = stt.set_vocabulary
+
+    def counting(terms):
+        reads.append(list(terms))
+        set_vocabulary(terms)
+
+    stt.set_vocabulary = counting
+    try:
+        memories.remember(user.scope, "partner", "Thibault")  # told in this process (the loop has not run since)
+        words.memories_changed(user.user_id)  # the same change, heard from the database
+        words.memories_changed(None)  # "anyone's may have changed" (the feed reconnected)
+        assert await _until(lambda: reads)
+        await asyncio.sleep(0.3)
+        assert len(reads) == 1 and reads[0][-1] == "Thibault"
+        words.memories_changed(None)
+        assert await _until(lambda: len(reads) == 2)
+    finally:
+        words.close()
