@@ -16,6 +16,7 @@ small), keeping the event loop free.
 from __future__ import annotations
 
 import asyncio
+import calendar
 import logging
 import re
 import threading
@@ -46,6 +47,19 @@ PHRASE_STARTS = frozenset(
     | {"at", "for", "from", "with", "about", "of", "by", "your", "my", "is", "are", "was", "were"}
 )
 FIRST_PIECE_WORDS = 6  # ~1.5 s of speech: Piper returns it in under 100 ms on two cores
+_WEEKDAYS = frozenset(calendar.day_name)
+_MONTHS = frozenset(calendar.month_name[1:])
+
+
+def _comma_inside_a_date(words: list[str], index: int) -> bool:
+    """The comma after words[index] joins a date's parts ("Monday, November 23", "November 23, 2026"):
+    cutting there would say the date in two pieces."""
+    if index + 1 >= len(words):
+        return False
+    before, after = words[index].rstrip(","), words[index + 1].strip(".,;:!?")
+    if before in _WEEKDAYS and after in _MONTHS:
+        return True
+    return before.isdigit() and index > 0 and words[index - 1] in _MONTHS and after.isdigit() and len(after) == 4
 
 
 def split_first_clause(
@@ -60,7 +74,7 @@ def split_first_clause(
     first `max_words` words; else before a word that starts a phrase ("You told me | your favorite
     color is teal."; the head gets a comma so Piper says it as an unfinished clause); else after the
     first comma, however long the head. Nothing is split when the rest of the first sentence would be
-    a word or two.
+    a word or two, nor at the comma inside a date ("On Monday, November 23 you said …").
     """
     words = text.split()
     ends = [i for i, word in enumerate(words) if _SENTENCE_END.search(word)]
@@ -71,15 +85,19 @@ def split_first_clause(
         return [head + ("," if comma else ""), " ".join(words[head_words:])]
 
     last_head = len(sentence) - min_rest_words  # the longest head that leaves enough of the sentence
+
+    def clause_ends_after(size: int) -> bool:
+        return bool(_CLAUSE_END.search(words[size - 1])) and not _comma_inside_a_date(words, size - 1)
+
     for size in range(min_words, min(max_words, last_head) + 1):
-        if _CLAUSE_END.search(words[size - 1]):
+        if clause_ends_after(size):
             return pieces(size)
     for size in range(min(max_words, last_head), min_words - 1, -1):
         following = words[size]
         if following.lower() in PHRASE_STARTS or following.startswith("("):
             return pieces(size, comma=not _CLAUSE_END.search(words[size - 1]))
     for size in range(max_words + 1, last_head + 1):
-        if _CLAUSE_END.search(words[size - 1]):
+        if clause_ends_after(size):
             return pieces(size)
     return [text]
 

@@ -118,6 +118,23 @@ def test_a_long_first_clause_is_cut_before_a_phrase_within_six_words():
     assert split_first_clause("Your favorite color is teal.") == ["Your favorite color is teal."]
 
 
+def test_a_date_is_never_said_in_two_pieces():
+    """The brain quotes a past turn as "On Monday, November 23 you said: …" (agent/brain/replies.py)."""
+    assert split_first_clause("On Monday, November 23 you said: “my sister Aiko got engaged”") == [
+        "On Monday, November 23 you said:",
+        "“my sister Aiko got engaged”",
+    ]
+    assert split_first_clause("It shipped on November 23, 2026, and arrives on Friday.") == [
+        "It shipped on November 23, 2026,",
+        "and arrives on Friday.",
+    ]
+    # a weekday and a comma without a month after it is still a clause
+    assert split_first_clause("On Monday, you told me your favorite color is teal.") == [
+        "On Monday,",
+        "you told me your favorite color is teal.",
+    ]
+
+
 async def test_the_first_audio_of_a_long_sentence_comes_from_its_head():
     """The head is synthesised and pushed on its own, before the rest of the sentence exists."""
     assert await _pieces_synthesised("You told me your favorite color is teal and that you live in Denver.") == (1, 2)
