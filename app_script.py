@@ -7,9 +7,9 @@ are thin views over core/ (and agent/ for the in-process agent).
 
 import streamlit as st
 
-st.set_page_config(
-    page_title="Memory Playground", page_icon=":material/neurology:", layout="wide", initial_sidebar_state="expanded"
-)
+# An emoji, not a Material icon: Streamlit draws an emoji favicon in the page, but fetches a Material
+# one from fonts.gstatic.com, which an offline machine cannot reach (tests/app/test_browser_offline.py)
+st.set_page_config(page_title="Memory Playground", page_icon="🧠", layout="wide", initial_sidebar_state="expanded")
 
 from ui import shell  # noqa: E402 - st.set_page_config must run before anything else Streamlit does
 
