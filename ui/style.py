@@ -16,10 +16,14 @@ div[data-testid="stElementContainer"]:has(iframe[title*="cookie_manager"]) { dis
 /* Headings a touch bolder and tighter for projectors. */
 h1 { letter-spacing: -0.01em; }
 div[data-testid="stMetricValue"] { font-size: 1.6rem; }
-/* A per-turn recall's two tiers (ui.retrieval.render_recall_tiers): side by side only when both tables fit. */
-div[class*="_slots_tier"], div[class*="_conversations_tier"] {
+/* A per-turn recall's two tiers (ui.retrieval.render_recall_tiers): side by side only when both tables fit.
+   The flex item of the row is the layout wrapper Streamlit puts around each tier, so the minimum width goes
+   on it; on the tier alone, the wrappers shrank and the second tier was drawn over the first. */
+div[data-testid="stLayoutWrapper"]:has(> div[class*="_slots_tier"]),
+div[data-testid="stLayoutWrapper"]:has(> div[class*="_conversations_tier"]) {
   flex: 1 1 22rem !important; min-width: 22rem !important;
 }
+div[class*="_slots_tier"], div[class*="_conversations_tier"] { min-width: 0 !important; width: 100%; }
 </style>
 """
 

@@ -3,9 +3,10 @@ layout facts asserted from bounding boxes and the DOM, not from screenshots (whi
 the README with `make screenshots`).
 
 Chat: the newest reply stays in view while the panel beside it grows; the retrieval table fits its column
-and shows the remembered text; every turn button is reachable; the suggestion chips are not cut; a long
-paste is kept with a message. Memories and Knowledge: no truncated button or metric label. Sidebar: no
-popover opens unless clicked, and each identity action says it succeeded. Voice: no empty video box.
+and shows the remembered text; the per-turn recall's two tiers never overlap; every turn button is
+reachable; the suggestion chips are not cut; a long paste is kept with a message. Memories and Knowledge:
+no truncated button or metric label. Sidebar: no popover opens unless clicked, and each identity action
+says it succeeded. Voice: no empty video box.
 """
 
 from __future__ import annotations
@@ -70,6 +71,17 @@ _CLIPPED_LABELS = """(selector) => {
   }
   return cut;
 }"""
+
+
+# The boxes of the selected turn's per-turn recall tiers (ui.retrieval.render_recall_tiers), in order.
+_RECALL_TIERS = """() => [...document.querySelectorAll(
+    '.st-key-u_chat_panel div[class*="_slots_tier"], .st-key-u_chat_panel div[class*="_conversations_tier"]')]
+  .filter(el => el.offsetParent)
+  .map(el => {
+    const r = el.getBoundingClientRect();
+    return {left: r.left, right: r.right, top: r.top, bottom: r.bottom};
+  })
+  .slice(0, 2)"""
 
 
 def _shot(name: str, size: tuple[int, int]) -> str:
@@ -157,6 +169,13 @@ def test_chat_page_at_laptop_width(streamlit_server, new_browser_page, size):
     cells = panel.locator('[data-testid="stTable"] td').all_inner_texts()
     assert any("sister: Ana lives in Porto" in cell for cell in cells)
     assert page.evaluate(_CLIPPED_LABELS, '.st-key-u_chat_panel [data-testid="stTable"] td') == []
+    # the per-turn recall's two tiers (slots, past conversations) sit side by side or one under the
+    # other, never one drawn over the other, and both inside the panel
+    tiers = page.evaluate(_RECALL_TIERS)
+    assert len(tiers) == 2, tiers
+    (slots, turns), right = tiers, panel_box["x"] + panel_box["width"] + 1
+    assert slots["right"] <= right and turns["right"] <= right, tiers
+    assert turns["top"] >= slots["bottom"] or turns["left"] >= slots["right"], f"the tiers overlap: {tiers}"
     screenshot(page, _shot("chat", size))
 
     # a long paste: a clear message, the whole text kept, and it can still be sent
