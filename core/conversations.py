@@ -270,6 +270,21 @@ def list_turns(scope: Scope, session_id: str) -> list[ConversationTurn]:
         return [ConversationTurn(**row) for row in cur.fetchall()]
 
 
+def count_user_turns(scope: Scope, session_ids: Sequence[str]) -> dict[str, int]:
+    """How many turns the user said in each of these sessions, from the stored turns (what a session
+    still open has instead of a report); a session without turns is left out."""
+    ids = [clean_text(s, what="session id", max_length=MAX_SESSION_ID_LENGTH) for s in session_ids]
+    if not ids:
+        return {}
+    with transaction(scope) as cur:
+        cur.execute(
+            "select session_id, count(*) as said from public.conversation_turns "
+            "where user_id = %s and session_id = any(%s) and speaker = 'user' group by session_id",
+            (scope.user_id, ids),
+        )
+        return {row["session_id"]: int(row["said"]) for row in cur.fetchall()}
+
+
 def get_turn(scope: Scope, turn_id: int) -> ConversationTurn:
     with transaction(scope) as cur:
         cur.execute(

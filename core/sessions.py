@@ -33,6 +33,12 @@ class SessionRecord:
     created_at: datetime
 
     @property
+    def is_open(self) -> bool:
+        """Still going (or ended without its report saved yet): its turns are stored as they happen
+        (core.conversations), its report is written when it ends."""
+        return not self.report and self.ended_at is None
+
+    @property
     def duration_seconds(self) -> float | None:
         if self.started_at and self.ended_at:
             return (self.ended_at - self.started_at).total_seconds()

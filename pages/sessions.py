@@ -28,6 +28,7 @@ PICK = "u_sessions_pick"
 SEARCH = "u_sessions_search"
 JUMP = "u_sessions_jump"  # (session id, turn index) of the search hit to show
 FLASH = "u_sessions_flash"
+OPEN = "in progress"  # a session whose report is not saved yet (SessionRecord.is_open)
 MATCH_KEY = "u_session_turn_match"
 # Brings the matched turn into view inside the transcript's scrolling box (st.html runs it in the page).
 _SCROLL_TO_MATCH = f"""<script>
@@ -63,13 +64,14 @@ def _overview(records, views) -> pd.DataFrame:
         rows.append(
             {
                 "Date": when(record.started_at or record.created_at),
-                "Duration": duration(_duration_seconds(record, view)),
+                "Duration": OPEN if record.is_open else duration(_duration_seconds(record, view)),
                 "Turns": view.user_turns,
                 "Tools used": ", ".join(
                     f"{name} ×{count}" if count > 1 else name for name, count in tools.most_common()
                 )
                 or "—",
-                "Memories written": len(view.memories_written),
+                # text: an open session's is not known before its report ("—")
+                "Memories written": "—" if record.is_open else str(len(view.memories_written)),
                 "Mode": view.mode or ("voice" if record.room_name else "text"),
                 "Session": record.session_id,
             }
@@ -80,7 +82,7 @@ def _overview(records, views) -> pd.DataFrame:
 def _label(record, view: ReportView) -> str:
     return (
         f"{when(record.started_at or record.created_at)} · {view.user_turns} turn"
-        f"{'s' if view.user_turns != 1 else ''} · {record.session_id}"
+        f"{'s' if view.user_turns != 1 else ''} · {record.session_id}" + (f" · {OPEN}" if record.is_open else "")
     )
 
 
@@ -265,12 +267,20 @@ def _detail(scope, record, view: ReportView) -> None:
         f"Started {when(record.started_at or record.created_at)} ({ago(record.started_at or record.created_at)})"
         + (f" · room `{record.room_name}`" if record.room_name else "")
     )
+    if record.is_open:
+        st.info(
+            "This session is still open (a chat or a call that has not ended yet). Its transcript below is "
+            "stored as it happens; its report — tool calls, retrievals, timings, memories written — is saved "
+            "when it ends: End session on the Chat page, the end of the call, or when you leave.",
+            icon=":material/pending:",
+        )
     cols = st.columns(5)
-    cols[0].metric("Duration", duration(_duration_seconds(record, view)), border=True)
+    unknown = "—" if record.is_open else None  # not counted before the report is saved
+    cols[0].metric("Duration", OPEN if record.is_open else duration(_duration_seconds(record, view)), border=True)
     cols[1].metric("Turns", view.user_turns, border=True)
-    cols[2].metric("Tool calls", len(view.tool_calls), border=True)
-    cols[3].metric("Retrievals", len(view.retrievals), border=True)
-    cols[4].metric("Memories written", len(view.memories_written), border=True)
+    cols[2].metric("Tool calls", unknown or len(view.tool_calls), border=True)
+    cols[3].metric("Retrievals", unknown or len(view.retrievals), border=True)
+    cols[4].metric("Memories written", unknown or len(view.memories_written), border=True)
 
     left, right = st.columns([1, 1], gap="large")
     with left:
@@ -400,6 +410,11 @@ def main() -> None:
         )
         return
     views = [read_report(record.report) for record in records]
+    # an open session has no report yet: its turns so far come from the stored transcript
+    said = conversations.count_user_turns(visitor.scope, [r.session_id for r in records if r.is_open])
+    for record, view in zip(records, views, strict=True):
+        if record.is_open:
+            view.user_turns = said.get(record.session_id, 0)
     st.dataframe(
         _overview(records, views),
         hide_index=True,
@@ -416,7 +431,10 @@ def main() -> None:
         "Show session", ids, key=PICK, format_func=lambda sid: _label(records[ids.index(sid)], views[ids.index(sid)])
     )
     record = sessions.get_session(visitor.scope, chosen)  # read again as the user: RLS decides
-    _detail(visitor.scope, record, read_report(record.report))
+    view = read_report(record.report)
+    if record.is_open:
+        view.user_turns = conversations.count_user_turns(visitor.scope, [record.session_id]).get(record.session_id, 0)
+    _detail(visitor.scope, record, view)
 
 
 run_page(main)

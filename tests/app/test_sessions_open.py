@@ -1,0 +1,66 @@
+"""A session that has not ended yet (its turns stored as they happen, no report) is shown as in
+progress on the Sessions page, with the turns said so far, instead of a report of zeros."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from core import conversations, sessions
+from core.conversations import TurnInput
+from core.db import Scope
+from core.erasure import delete_everything
+
+
+def _said(session_id: str) -> list[TurnInput]:
+    lines = [
+        ("user", "my favorite color is teal"),
+        ("agent", "Got it, I'll remember that your favorite color is teal."),
+        ("user", "I went hiking on the Bear Creek trail"),
+        ("agent", "Noted."),
+    ]
+    return [TurnInput(session_id, index, speaker, text) for index, (speaker, text) in enumerate(lines)]
+
+
+def test_an_open_session_shows_its_turns_so_far_and_says_its_report_comes_when_it_ends(app):
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    conversations.store_turns(service, _said(session_id))  # what the chat does turn by turn
+
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    overview = next(df.value for df in at.dataframe if "Memories written" in df.value.columns)
+    row = overview[overview["Session"] == session_id].iloc[0]
+    assert row["Duration"] == "in progress" and row["Turns"] == 2
+    assert row["Memories written"] == "—"  # not known before the report
+    assert at.selectbox(key="u_sessions_pick").value == session_id
+    assert any("still open" in info.value for info in at.info)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Turns"] == "2" and metrics["Duration"] == "in progress" and metrics["Tool calls"] == "—"
+    assert any("Bear Creek" in m.value for m in at.markdown)  # the transcript so far
+
+    # the session ends: its report is saved and the page shows it as any other
+    now = datetime.now(UTC)
+    report = {"playground": {"turns": 2, "mode": "text", "duration_s": 42.0}}
+    sessions.save_report(service, session_id, report, started_at=now - timedelta(seconds=42), ended_at=now)
+    at.run()
+    assert not at.exception, at.exception
+    assert not any("still open" in info.value for info in at.info)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Turns"] == "2" and metrics["Tool calls"] == "0" and metrics["Duration"] != "in progress"
+    overview = next(df.value for df in at.dataframe if "Memories written" in df.value.columns)
+    assert overview.iloc[0]["Memories written"] == "0"
+    delete_everything(visitor.scope)
+
+
+def test_turns_are_counted_per_session_for_their_owner_only(new_user):
+    user, other = new_user(), new_user()
+    mine, theirs = f"text-{uuid.uuid4().hex[:16]}", f"text-{uuid.uuid4().hex[:16]}"
+    conversations.store_turns(user.service, _said(mine))
+    conversations.store_turns(other.service, _said(theirs))
+    assert conversations.count_user_turns(user.scope, [mine, theirs]) == {mine: 2}  # as the user: RLS
+    assert conversations.count_user_turns(user.service, [mine, theirs]) == {mine: 2}  # the service: by user id
+    assert conversations.count_user_turns(user.scope, []) == {}
