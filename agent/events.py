@@ -281,7 +281,7 @@ def knowledge_search_retrieval(search: "KnowledgeSearch", *, trigger: str) -> Ev
         trigger=trigger,
         query=search.query,
         mode="hybrid",
-        params=None,
+        params=search.params,
         latency_ms=search.latency_ms,
         hits=search.hits,
         embed_ms=search.embed_ms,

@@ -122,10 +122,12 @@ class KnowledgeSearch:
     hits: list[KnowledgeHit]
     latency_ms: float
     embed_ms: float
+    params: RrfParams | None = None  # the fusion it ran with
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "query": self.query,
+            "params": asdict(self.params) if self.params else None,
             "latency_ms": round(self.latency_ms, 2),
             "embed_ms": round(self.embed_ms, 2),
             "hits": [hit.as_dict() for hit in self.hits],
@@ -355,4 +357,6 @@ def search_knowledge(
             (vector, query, limit, category, params.vector_weight, params.text_weight, params.k),
         )
         hits = [KnowledgeHit(**row) for row in cur.fetchall()]
-    return KnowledgeSearch(query=query, hits=hits, latency_ms=(time.perf_counter() - started) * 1000, embed_ms=embed_ms)
+    return KnowledgeSearch(
+        query=query, hits=hits, latency_ms=(time.perf_counter() - started) * 1000, embed_ms=embed_ms, params=params
+    )

@@ -1,5 +1,5 @@
 """Knowledge: browse and search the shared knowledge base (the documents the
-agent's search_knowledge tool reads), with each hit's rank and similarity."""
+agent's search_knowledge tool reads), with each hit's vector rank, text rank and fused score."""
 
 from __future__ import annotations
 
@@ -45,15 +45,16 @@ def main() -> None:
         category = filter_col.selectbox("Category", [ALL, *categories], key="kb_category")
         limit = limit_col.slider("Results", 1, 10, 5, key="kb_limit")
         st.caption(
-            "Vector search over 384-dimensional embeddings (HNSW, cosine). "
-            "Similarity = 1 − cosine distance; rank 1 is the closest document."
+            "The same hybrid search the agent's search_knowledge tool runs: a vector ranking (384-dimensional "
+            "embeddings, cosine) and a full-text ranking (codes, names and numbers such as “E03”), fused by "
+            "RRF. Similarity = 1 − cosine distance."
         )
         if query and query.strip():
             with reported():
                 result = knowledge.search(scope, query, limit=limit, category=None if category == ALL else category)
                 render_retrieval(result, key="kb_search")
                 for hit in result.hits[:3]:
-                    with st.expander(f"#{hit.rank} · {hit.title} · similarity {hit.similarity:.3f}"):
+                    with st.expander(f"#{hit.rank} · {hit.title} · fused score {hit.rrf_score:.4f}"):
                         st.markdown(hit.content)
         else:
             st.info(

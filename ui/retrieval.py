@@ -6,9 +6,10 @@ agent ``retrieval`` event (agent/events.py), and shows, per hit, the vector
 rank, text rank, each branch's RRF contribution and the fused score, as a
 table and a stacked bar chart (teal = vector, amber = text). Both memory
 tiers look alike: slots (``memories``) name the slot, past conversation turns
-(``conversations``) say when and who. Knowledge hits show their rank and
-cosine similarity. `render_recall_tiers` puts a per-turn recall's two tiers
-side by side. The chat, voice, Memories, Knowledge and Sessions pages use it.
+(``conversations``) say when and who. Knowledge hits (the same hybrid search
+over the shared documents) add the title, category and cosine similarity.
+`render_recall_tiers` puts a per-turn recall's two tiers side by side. The chat,
+voice, Memories, Knowledge and Sessions pages use it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from ui.format import clip, ms
 
 VECTOR_COLOR = "#0f766e"
 TEXT_COLOR = "#d97706"
-KNOWLEDGE_COLOR = "#2563eb"
 _TRIGGERS = {
     "per_turn_recall": "per-turn recall",
     "tool:search_memories": "tool search_memories",
@@ -76,6 +76,8 @@ def view_of_search(search: MemorySearch | ConversationSearch | KnowledgeSearch) 
             kind="knowledge",
             query=search.query,
             hits=data["hits"],
+            mode="hybrid",
+            params=data["params"] or {},
             latency_ms=data["latency_ms"],
             embed_ms=data["embed_ms"],
         )
@@ -190,18 +192,28 @@ def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = N
 
 
 def knowledge_table(hits: list[dict[str, Any]]) -> pd.DataFrame:
+    """The documents in fused order, with why: each branch's rank and the fused score (like the memory
+    tables), and the cosine similarity the vector rank comes from."""
+    columns = ["Rank", "Title", "Category", "Vector rank", "Text rank", "Fused score", "Similarity"]
+    columns += ["Cosine distance", "Excerpt"]
     rows = [
         {
             "Rank": hit.get("rank"),
             "Title": hit.get("title"),
             "Category": hit.get("category"),
+            "Vector rank": hit.get("vector_rank"),
+            "Text rank": hit.get("text_rank"),
+            "Fused score": float(hit.get("rrf_score") or 0.0),
             "Similarity": float(hit.get("similarity") or 0.0),
             "Cosine distance": hit.get("distance"),
             "Excerpt": clip(hit.get("content"), 140),
         }
         for hit in hits
     ]
-    return pd.DataFrame(rows, columns=["Rank", "Title", "Category", "Similarity", "Cosine distance", "Excerpt"])
+    frame = pd.DataFrame(rows, columns=columns)
+    for column in ("Vector rank", "Text rank"):
+        frame[column] = frame[column].map(lambda rank: "—" if rank is None or rank != rank else str(int(rank)))
+    return frame
 
 
 def contribution_rows(hits: list[dict[str, Any]]) -> pd.DataFrame:
@@ -261,28 +273,12 @@ def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
             ),
             order=alt.Order("branch:N", sort="descending"),
             tooltip=[
-                alt.Tooltip("hit:N", title="memory"),
+                alt.Tooltip("hit:N", title="hit"),
                 alt.Tooltip("branch:N"),
                 alt.Tooltip("rank:Q", title="rank in branch"),
                 alt.Tooltip("contribution:Q", format=".5f"),
                 alt.Tooltip("fused:Q", format=".5f"),
             ],
-        )
-        .properties(height=alt.Step(26))
-    )
-
-
-def knowledge_chart(hits: list[dict[str, Any]]) -> alt.Chart:
-    data = pd.DataFrame(
-        {"hit": [str(h.get("title")) for h in hits], "similarity": [float(h.get("similarity") or 0.0) for h in hits]}
-    )
-    return (
-        alt.Chart(data)
-        .mark_bar(color=KNOWLEDGE_COLOR, cornerRadiusEnd=2)
-        .encode(
-            y=alt.Y("hit:N", sort=list(data["hit"]), title=None, axis=alt.Axis(labelLimit=200)),
-            x=alt.X("similarity:Q", title="cosine similarity", scale=alt.Scale(domain=[0, 1])),
-            tooltip=[alt.Tooltip("hit:N", title="document"), alt.Tooltip("similarity:Q", format=".3f")],
         )
         .properties(height=alt.Step(26))
     )
@@ -303,7 +299,7 @@ def _summary(view: RetrievalView) -> str:
     details = []
     if view.mode:
         details.append(view.mode)
-    if view.kind in ("memories", "conversations") and view.params:
+    if view.params:
         vw, tw, k = view.params.get("vector_weight"), view.params.get("text_weight"), view.params.get("k")
         if vw is not None and tw is not None and k is not None:
             details.append(f"w_vector {float(vw):g} · w_text {float(tw):g} · k {int(k)}")
@@ -404,21 +400,32 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
 
 def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
     table = knowledge_table(view.hits)
-    if compact:
-        table = table.drop(columns=["Cosine distance", "Excerpt"])
+    if compact:  # a side panel: the document and why it ranked where it did
+        table = table[["Rank", "Title", "Vector rank", "Text rank", "Fused score"]]
+    top = max(float(table["Fused score"].max()), 1e-9) if len(table) else 1.0
     st.dataframe(
         table,
         hide_index=True,
         key=f"{key}_table" if key else None,
         column_config={
-            "Rank": st.column_config.NumberColumn(format="%d", width="small"),
-            "Similarity": st.column_config.ProgressColumn(format="%.3f", min_value=0.0, max_value=1.0),
+            "Rank": st.column_config.NumberColumn(format="%d", width="small", help="Position in the fused order."),
+            "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest).", width="small"),
+            "Text rank": st.column_config.TextColumn(
+                help="Rank by full-text match; — = no keyword match.", width="small"
+            ),
+            "Fused score": st.column_config.ProgressColumn(
+                format="%.4f",
+                min_value=0.0,
+                max_value=top,
+                help="w_vector / (k + vector rank) + w_text / (k + text rank)",
+            ),
+            "Similarity": st.column_config.NumberColumn(format="%.3f", help="1 − cosine distance"),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
             "Excerpt": st.column_config.TextColumn(width="large"),
         },
     )
     if chart:
-        st.altair_chart(knowledge_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
+        st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
 
 
 def recall_pair(retrievals: list[RetrievalEvent]) -> tuple[list[tuple[RetrievalEvent, RetrievalEvent]], list]:

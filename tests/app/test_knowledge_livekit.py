@@ -42,6 +42,17 @@ def test_knowledge_search_shows_ranked_documents_with_scores(app):
     # ranked by the hybrid search (vector + text, fused): cosine similarity is one input, not the order
     assert table["Similarity"].between(-1, 1).all() and table["Similarity"].iloc[0] == table["Similarity"].max()
     assert "ship" in table.iloc[0]["Title"].lower()
+    # and why: each branch's rank and the fused score, in fused order, with the weights it ran with
+    assert table["Fused score"].is_monotonic_decreasing and (table["Fused score"] > 0).all()
+    assert {"Vector rank", "Text rank"} <= set(table.columns)
+    assert any("w_vector" in m.value and "k " in m.value for m in at.markdown)
+    # a code only the text branch tells apart ("E03" against the E01 article) ranks first, with a text rank
+    at.text_input(key="kb_query").set_value("my machine shows E03")
+    next(b for b in at.button if b.label == "Search" and b.form_id == "knowledge_search_form").click()
+    at.run()
+    table = next(df.value for df in at.dataframe if "Similarity" in df.value.columns)
+    assert "E03" in table.iloc[0]["Title"] and table.iloc[0]["Text rank"] in ("1", "2")
+    at.text_input(key="kb_query").set_value("how long does shipping take?")
     # filtering by category only returns that category
     at.selectbox(key="kb_category").set_value("payments")
     next(b for b in at.button if b.label == "Search" and b.form_id == "knowledge_search_form").click()

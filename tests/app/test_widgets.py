@@ -70,6 +70,14 @@ def test_retrieval_panel_shows_a_search_and_the_agents_event_for_it_alike(new_us
     view = view_of_event(event)
     assert view.kind == "knowledge" == view_of_search(knowledge).kind
     assert list(knowledge_table(view.hits)["Rank"]) == [1, 2, 3]
+    assert view.params == {
+        "vector_weight": knowledge.params.vector_weight,
+        "text_weight": knowledge.params.text_weight,
+        "k": knowledge.params.k,
+    }
+    table = knowledge_table(view.hits)
+    assert list(table["Fused score"]) == [hit.rrf_score for hit in knowledge.hits]
+    assert list(table["Vector rank"]) == [str(h.vector_rank) if h.vector_rank else "—" for h in knowledge.hits]
 
 
 def test_turn_grouping_and_reading_a_worker_report_without_agent_events():
