@@ -194,8 +194,8 @@ def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = N
 def knowledge_table(hits: list[dict[str, Any]]) -> pd.DataFrame:
     """The documents in fused order, with why: each branch's rank and the fused score (like the memory
     tables), and the cosine similarity the vector rank comes from."""
-    columns = ["Rank", "Title", "Category", "Vector rank", "Text rank", "Fused score", "Similarity"]
-    columns += ["Cosine distance", "Excerpt"]
+    columns = ["Rank", "Title", "Vector rank", "Text rank", "Fused score", "Category", "Similarity"]
+    columns += ["Cosine distance", "Excerpt"]  # after the why, so a narrow column still shows it
     rows = [
         {
             "Rank": hit.get("rank"),

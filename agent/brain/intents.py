@@ -165,6 +165,22 @@ def _remember_asked(said: _Utterance) -> Intent | None:
     return _remember(facts)
 
 
+def _support(said: _Utterance) -> Intent | None:
+    """A problem with the shop's products, reported or asked about: 'my machine shows E03', 'my grinder is
+    making a weird noise, what should I do?'. The knowledge base answers it; it is not a fact about the user."""
+    lower = said.lower
+    error_code = re.search(r"\b(?:error|shows?|says|showing|flashing|displays?|got)\b.*\be\d{2}\b", lower)  # E03
+    product = re.search(r"\b(?:machine|grinder|espresso|kestrel|tamper|pitcher|filter|steam wand|boiler|app)\b", lower)
+    asks_for_help = re.search(
+        r"\b(?:what (?:should|do|can) i do|what now|what does (?:it|that|this) mean|how (?:do|can) i (?:fix|stop|"
+        r"solve|clear|reset|get rid of)|why)\b",
+        lower,
+    )
+    if error_code or (product and asks_for_help):
+        return Intent("knowledge", calls=[("search_knowledge", {"query": said.body})])
+    return None
+
+
 def _statement(said: _Utterance) -> Intent | None:
     """A plain statement of a fact: 'I live in Denver'; one about oneself that fits no slot is kept as a note."""
     if _question(said.body):
@@ -243,7 +259,8 @@ def _knowledge(said: _Utterance) -> Intent | None:
 
 
 _RULES = (_identity, _order_with_number, _forget, _list, _past_conversation, _search, _profile, _recall,
-          _remember_asked, _statement, _order_without_number, _smalltalk, _personal_question, _knowledge)  # fmt: skip
+          _remember_asked, _support, _statement, _order_without_number, _smalltalk, _personal_question,
+          _knowledge)  # fmt: skip
 
 
 # --- helpers ---------------------------------------------------------------------------------------

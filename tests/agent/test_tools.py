@@ -124,6 +124,21 @@ async def test_knowledge_question_searches_the_knowledge_base(new_user):
     assert knowledge[0]["hits"][0]["similarity"] > knowledge[0]["hits"][-1]["similarity"]
 
 
+async def test_an_error_code_on_the_users_machine_is_looked_up_not_remembered(new_user):
+    """ "my machine shows E03, what does it mean?" is a support question, not a fact to search memories for."""
+    user = new_user()
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="my machine shows E03, what does it mean?")
+        result.expect.next_event().is_function_call(name="search_knowledge")
+        output = json.loads(result.expect.next_event().is_function_call_output(is_error=False).event().item.output)
+        reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
+        result.expect.no_more_events()
+    assert output["hits"][0]["title"] == "Error code E03: no water flow"  # the text branch finds the code
+    assert "water" in reply.lower()
+    knowledge = next(e for e in run.events("retrieval") if e["source"] == "knowledge")
+    assert knowledge["params"] is not None and knowledge["hits"][0]["text_rank"] is not None
+
+
 async def test_slow_knowledge_search_says_a_filler_and_fast_one_does_not(new_user, monkeypatch):
     user = new_user()
     real_search = retrieval.search_knowledge
