@@ -402,22 +402,20 @@ def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool,
     table = knowledge_table(view.hits)
     if compact:  # a side panel: the document and why it ranked where it did
         table = table[["Rank", "Title", "Vector rank", "Text rank", "Fused score"]]
-    top = max(float(table["Fused score"].max()), 1e-9) if len(table) else 1.0
     st.dataframe(
         table,
         hide_index=True,
         key=f"{key}_table" if key else None,
         column_config={
             "Rank": st.column_config.NumberColumn(format="%d", width="small", help="Position in the fused order."),
+            "Title": st.column_config.TextColumn(width="medium"),
             "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest).", width="small"),
             "Text rank": st.column_config.TextColumn(
                 help="Rank by full-text match; — = no keyword match.", width="small"
             ),
-            "Fused score": st.column_config.ProgressColumn(
-                format="%.4f",
-                min_value=0.0,
-                max_value=top,
-                help="w_vector / (k + vector rank) + w_text / (k + text rank)",
+            # a number, not a bar: narrower, so it stays in view beside the title (the chart below has the bars)
+            "Fused score": st.column_config.NumberColumn(
+                format="%.4f", help="w_vector / (k + vector rank) + w_text / (k + text rank)"
             ),
             "Similarity": st.column_config.NumberColumn(format="%.3f", help="1 − cosine distance"),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
