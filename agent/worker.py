@@ -169,7 +169,8 @@ async def entrypoint(ctx: JobContext) -> None:
 
     ctx.add_shutdown_callback(save_report)
     if speech_words.stt is not None:  # hear what other processes change (the app's Memories page), from now on
-        await asyncio.to_thread(memory_changes.follow_database, db.service_url())
+        # waits until it listens, but never holds the job's start up long (it keeps trying in the background)
+        await asyncio.to_thread(memory_changes.follow_database, db.service_url(), timeout=3.0)
     await speech_words.refresh()
     await ps.start(preload=preload, room=ctx.room)
 
