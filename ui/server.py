@@ -15,6 +15,7 @@ readiness probe and for the benchmark of the first visit.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,9 +31,17 @@ from core import db
 log = logging.getLogger("memory_playground.ui.server")
 
 
+# Imported here, on the main thread before any other thread runs: narwhals' modules import each other in a
+# cycle, and two threads importing it at once (a page importing altair, the warm-up thread's model loading
+# importing scikit-learn) made Python raise _DeadlockError in one of them (seen in a CI run).
+IMPORTED_AT_START = ("narwhals.stable.v1", "narwhals.stable.v2")
+
+
 @asynccontextmanager
 async def lifespan(app: Any) -> AsyncIterator[None]:
     plugins.register()
+    for module in IMPORTED_AT_START:
+        importlib.import_module(module)
     warmup.start()
     log.info("warming up in the background: %s", ", ".join(part.label for part in warmup.current().status()))
     yield

@@ -42,3 +42,29 @@ def test_the_server_warms_up_before_the_first_visitor_and_lets_go_of_the_databas
     finally:
         stop_streamlit(process)
     wait_until_stopped(pgdata)  # uvicorn skips atexit handlers: the lifespan's shutdown let go of it
+
+
+def test_narwhals_is_imported_on_the_main_thread_before_the_warm_up_starts():
+    """Two threads importing narwhals at once (a page's altair, the warm-up's scikit-learn) deadlocked in
+    a CI run; the lifespan imports it first. A fresh interpreter, so nothing imported it before."""
+    import subprocess
+    import sys
+
+    from tests.support.app import PROJECT_ROOT
+
+    script = """
+import asyncio, sys
+from ui import server
+seen = []
+server.warmup.start = lambda: seen.append("narwhals.stable.v2" in sys.modules)
+server.warmup.current = lambda: type("W", (), {"status": lambda self: []})()
+async def main():
+    async with server.lifespan(None):
+        pass
+server._stop = lambda: None
+asyncio.run(main())
+print("before" if "narwhals.stable.v2" not in sys.modules or not seen else ("imported" if seen[0] else "late"))
+"""
+    done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "imported"
