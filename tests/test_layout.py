@@ -8,6 +8,8 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 import agent
 from tests.support.app import PROJECT_ROOT
 
@@ -183,25 +185,23 @@ def test_no_file_in_agent_is_over_400_lines():
     assert {path: n for path, n in lengths.items() if n > MAX_AGENT_FILE_LINES} == {}
 
 
-def test_altair_is_imported_only_through_ui_charts():
-    """Two scripts importing altair (and narwhals' import cycle under it) at once deadlocked (ui/charts.py)."""
+# Libraries whose import races another thread, each imported through one module only:
+# altair: two scripts importing it (and narwhals' import cycle under it) at once deadlocked (ui/charts.py);
+# the component libraries: their import can lose a race in inspect.getmodule on a cold start, and
+# ui/components.py tries it again.
+ONE_IMPORTER = {
+    "ui.charts": {"altair", "narwhals"},
+    "ui.components": {"extra_streamlit_components", "streamlit_webrtc"},
+}
+
+
+@pytest.mark.parametrize("importer", sorted(ONE_IMPORTER))
+def test_racy_libraries_are_imported_only_through_their_module(importer):
     wrong = [
         f"{module}:{line} imports {name}"
         for module, path in SOURCES.items()
-        if module != "ui.charts"
+        if module != importer
         for name, line in _imported(module, path)
-        if name.split(".")[0] in {"altair", "narwhals"}
-    ]
-    assert wrong == []
-
-
-def test_component_libraries_are_imported_only_through_ui_components():
-    """Their import can lose a race in inspect.getmodule on a cold start; ui/components.py tries it again."""
-    wrong = [
-        f"{module}:{line} imports {name}"
-        for module, path in SOURCES.items()
-        if module != "ui.components"
-        for name, line in _imported(module, path)
-        if name.split(".")[0] in {"extra_streamlit_components", "streamlit_webrtc"}
+        if name.split(".")[0] in ONE_IMPORTER[importer]
     ]
     assert wrong == []
