@@ -43,9 +43,11 @@ def render_shell() -> auth.Visitor:
                 st.markdown("**Saved your memories with an email?** Sign in:")
                 sidebar.sign_in_form(key="gate_sign_in")
         st.stop()
-    sidebar.render(visitor)
     with st.sidebar:
+        # First, so that nothing drawn after it (slow on a cold start, or failing) keeps the browser from
+        # holding the identity: without the cookie, every reload would make a new anonymous visitor.
         auth.sync_cookie()
+    sidebar.render(visitor)
     return visitor
 
 

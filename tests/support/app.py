@@ -26,6 +26,7 @@ SERVER_SCRIPT = PROJECT_ROOT / "streamlit_app.py"  # the st.App: what `make run`
 APP_SCRIPT = PROJECT_ROOT / "app_script.py"  # the page script it runs (AppTest runs it directly)
 APP_TIMEOUT = 180  # first run loads the embedding model and starts the agent
 TEST_DATA = PROJECT_ROOT / "tests" / "data"
+SERVER_LOGS: dict[str, Path] = {}  # base URL of each server started here -> the file it logs to
 
 
 def free_port() -> int:
@@ -70,6 +71,7 @@ def start_streamlit(
         start_new_session=True,
     )
     url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    SERVER_LOGS[url] = Path(log.name)
     # a test's self-signed certificate: the health check only asks whether the server is up
     unverified = ssl._create_unverified_context() if tls else None
     deadline = time.monotonic() + timeout
@@ -84,6 +86,14 @@ def start_streamlit(
             time.sleep(0.5)
     stop_streamlit(process)
     raise RuntimeError(f"streamlit did not become healthy within {timeout} s; see {log.name}")
+
+
+def server_log_tail(page_url: str, lines: int = 60) -> str:
+    """The last `lines` lines the server behind `page_url` logged (for a failing test's message)."""
+    log_path = next((path for url, path in SERVER_LOGS.items() if page_url.startswith(url)), None)
+    if log_path is None or not log_path.exists():
+        return "(no log of this server)"
+    return "\n".join(log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
 def stop_streamlit(process: subprocess.Popen) -> None:

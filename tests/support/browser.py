@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from tests.support.app import APP_TIMEOUT, PROJECT_ROOT
+from tests.support.app import APP_TIMEOUT, PROJECT_ROOT, server_log_tail
 from tests.support.audio import piper_utterance, resample, write_wav
 from ui.auth import COOKIE_NAME
 
@@ -137,7 +137,11 @@ def wait_for_identity_cookie(page, timeout_ms: int = 30_000) -> None:
     deadline = time.monotonic() + timeout_ms / 1000
     while not any(c["name"] == COOKIE_NAME for c in page.context.cookies()):
         if time.monotonic() > deadline:
-            raise AssertionError(f"the browser never received the {COOKIE_NAME} cookie")
+            raise AssertionError(
+                f"the browser never received the {COOKIE_NAME} cookie in {timeout_ms / 1000:.0f} s.\n"
+                f"The page says:\n{page.locator('body').inner_text()[:2000]}\n"
+                f"The server's log ends:\n{server_log_tail(page.url)}"
+            )
         page.wait_for_timeout(200)
     page.wait_for_timeout(700)
     wait_for_app(page, timeout_ms)
