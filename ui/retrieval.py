@@ -366,9 +366,12 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
         return
     table = conversation_table(view.hits, view.injected) if turns else memory_table(view.hits, view.injected)
     text_column = "Said" if turns else "Memory"
-    if compact:  # "medium": no cosine distance, short text
+    if compact:  # "medium": no cosine distance, short text, and the score that orders the rows next to the text
+        # (a half-width column of a laptop screen shows about five columns without scrolling)
         table = table.drop(columns=["Cosine distance"])
         table[text_column] = table[text_column].map(lambda text: clip(text, 40))
+        label = table.columns[0]  # Slot, or When
+        table = table[[label, text_column, "Fused score", "Vector rank", "Text rank", "Vector RRF", "Text RRF"]]
     top = max(float(table["Fused score"].max()), 1e-9)
     narrow = "small" if compact else None
     label_width = "small" if compact else "medium"

@@ -62,6 +62,8 @@ def test_list_search_and_export(app, captured_downloads):
     _search(at, "what car do I drive?")
     table = next(df.value for df in at.dataframe if "Fused score" in df.value.columns)
     assert table.iloc[0]["Slot"] == "car"
+    # the score that orders the rows next to the memory: the half-width table scrolls past the fifth column
+    assert list(table.columns)[:3] == ["Slot", "Memory", "Fused score"]
     assert table.iloc[0]["Vector rank"] == "1"
     assert table["Fused score"].is_monotonic_decreasing
     assert table.iloc[0]["Fused score"] == pytest.approx(table.iloc[0]["Vector RRF"] + table.iloc[0]["Text RRF"])
