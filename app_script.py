@@ -9,7 +9,7 @@ import streamlit as st
 
 # An emoji, not a Material icon: Streamlit draws an emoji favicon in the page, but fetches a Material
 # one from fonts.gstatic.com, which an offline machine cannot reach (tests/app/test_browser_offline.py)
-st.set_page_config(page_title="Memory Playground", page_icon="🧠", layout="wide", initial_sidebar_state="expanded")
+st.set_page_config(page_title="Memory Playground", page_icon="🧠", layout="wide", initial_sidebar_state="auto")
 
 from ui import shell  # noqa: E402 - st.set_page_config must run before anything else Streamlit does
 

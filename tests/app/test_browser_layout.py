@@ -6,7 +6,8 @@ Chat: the newest reply stays in view while the panel beside it grows; the retrie
 and shows the remembered text; the per-turn recall's two tiers never overlap; every turn button is
 reachable; the suggestion chips are not cut; a long paste is kept with a message. Memories and Knowledge:
 no truncated button or metric label. Sidebar: no popover opens unless clicked, and each identity action
-says it succeeded. Voice: no empty video box.
+says it succeeded. Voice: no empty video box. A phone (390×844): the sidebar starts closed, so the
+conversation is what shows, and the identity is kept all the same.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from tests.support.browser import (
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SIZES = [(1440, 900), (1366, 768)]  # the laptop sizes issue #11 names
+PHONE = (390, 844)
 TEACH = [
     "I'm vegetarian",
     "my sister Ana lives in Porto",
@@ -98,6 +100,11 @@ def _new_visitor(new_browser_page, streamlit_server, size, path=""):
 
 def _search_button(page):
     return page.locator('[data-testid="stBaseButton-secondaryFormSubmit"]', has_text="Search").first
+
+
+def _sidebar_is_open(page) -> bool:
+    box = page.locator('[data-testid="stSidebar"]').bounding_box()
+    return box is not None and box["width"] > 100 and box["x"] >= 0
 
 
 def _open_popovers(page) -> int:
@@ -245,6 +252,7 @@ def test_memories_and_knowledge_have_no_truncated_labels(streamlit_server, new_b
 def test_no_popover_opens_by_itself_and_each_identity_action_says_it_worked(streamlit_server, new_browser_page, size):
     page = _new_visitor(new_browser_page, streamlit_server, size)
     sidebar = page.locator('[data-testid="stSidebar"]')
+    assert _sidebar_is_open(page)  # on a laptop the identity card shows from the start
     assert _open_popovers(page) == 0
 
     sidebar.get_by_role("button", name=re.compile("Save my memories with an email")).click()
@@ -279,3 +287,23 @@ def test_voice_page_has_no_empty_video_box(streamlit_server, new_browser_page, s
     assert placeholder.count() == 0 or not placeholder.first.is_visible()
     assert button["y"] + button["height"] <= iframe["y"] + iframe["height"] + 1  # the button is not cut off
     screenshot(page, _shot("voice-idle", size))
+
+
+def test_on_a_phone_the_conversation_shows_first_and_the_identity_is_kept(streamlit_server, new_browser_page):
+    # initial_sidebar_state="expanded" opened the sidebar over the whole chat on a phone
+    page = _new_visitor(new_browser_page, streamlit_server, PHONE)
+    assert not _sidebar_is_open(page)
+    message_box = page.locator('[data-testid="stChatInput"] textarea').bounding_box()
+    assert message_box["x"] >= 0 and message_box["x"] + message_box["width"] <= PHONE[0]
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE[0]  # no sideways scrolling
+    assert "teal" in send(page, "my favorite color is teal").lower()
+    screenshot(page, "chat-phone")
+
+    # the cookie writer lives in the closed sidebar: the identity still survives a reload
+    page.locator('[data-testid="stExpandSidebarButton"]').click()
+    visitor = user_id_of(page)
+    page.reload()
+    wait_for_identity_cookie(page)
+    if not _sidebar_is_open(page):  # Streamlit may remember that it was opened
+        page.locator('[data-testid="stExpandSidebarButton"]').click()
+    assert user_id_of(page) == visitor
