@@ -24,6 +24,13 @@ div[data-testid="stLayoutWrapper"]:has(> div[class*="_conversations_tier"]) {
   flex: 1 1 22rem !important; min-width: 22rem !important;
 }
 div[class*="_slots_tier"], div[class*="_conversations_tier"] { min-width: 0 !important; width: 100%; }
+/* On a phone the chat's columns stack (Streamlit's 640 px breakpoint): the panel under the conversation
+   then grows with the page instead of being a second scroll box inside the scrolling page. */
+@media (max-width: 640px) {
+  .st-key-u_chat_panel, div:has(> .st-key-u_chat_panel) {
+    height: auto !important; max-height: none !important; overflow: visible !important;
+  }
+}
 </style>
 """
 

@@ -102,6 +102,14 @@ def _search_button(page):
     return page.locator('[data-testid="stBaseButton-secondaryFormSubmit"]', has_text="Search").first
 
 
+# The chat's panel and the block holding it are as tall as the panel's content (no scroll box inside the page).
+_PANEL_GROWS_WITH_THE_PAGE = """() => {
+  const panel = document.querySelector('.st-key-u_chat_panel'), holder = panel.parentElement;
+  return panel.scrollHeight <= panel.clientHeight + 1
+    && holder.getBoundingClientRect().height + 1 >= panel.getBoundingClientRect().height;
+}"""
+
+
 def _sidebar_is_open(page) -> bool:
     box = page.locator('[data-testid="stSidebar"]').bounding_box()
     return box is not None and box["width"] > 100 and box["x"] >= 0
@@ -293,10 +301,13 @@ def test_on_a_phone_the_conversation_shows_first_and_the_identity_is_kept(stream
     # initial_sidebar_state="expanded" opened the sidebar over the whole chat on a phone
     page = _new_visitor(new_browser_page, streamlit_server, PHONE)
     assert not _sidebar_is_open(page)
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)  # the greeting (send() counts answers)
     message_box = page.locator('[data-testid="stChatInput"] textarea').bounding_box()
     assert message_box["x"] >= 0 and message_box["x"] + message_box["width"] <= PHONE[0]
     assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE[0]  # no sideways scrolling
     assert "teal" in send(page, "my favorite color is teal").lower()
+    # the panel, stacked under the conversation, grows with the page instead of scrolling inside it
+    assert page.evaluate(_PANEL_GROWS_WITH_THE_PAGE)
     screenshot(page, "chat-phone")
 
     # the cookie writer lives in the closed sidebar: the identity still survives a reload
