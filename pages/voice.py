@@ -32,7 +32,16 @@ from ui.shell import run_page, stayed_on_page
 from ui.sidebar import model_rows
 from ui.style import page_header
 from ui.turn_panel import render_turn_details
-from ui.voice import ice_servers, keep_call_across_reruns, latest_answered_turn, level_fraction, live_transcript
+from ui.voice import (
+    MICROPHONE_HELP,
+    MICROPHONE_MESSAGES,
+    ice_servers,
+    keep_call_across_reruns,
+    latest_answered_turn,
+    level_fraction,
+    live_transcript,
+    microphone_blocked_reason,
+)
 
 _ENDED = "u_voice_ended"  # (session_id, saved, pipeline) of the call that just ended
 _CALL_KEY = "u_voice_call_key"
@@ -284,7 +293,7 @@ def _webrtc(key: str, ice: list[dict]):
         source_audio_track=speaker,
         sink_audio_track=mic_sink,
         audio_html_attrs={"autoPlay": True, "controls": False},
-        translations={"start": "Start call", "stop": "End call"},
+        translations={"start": "Start call", "stop": "End call", **MICROPHONE_MESSAGES},
     )
 
 
@@ -314,12 +323,12 @@ def _end(key: str, last: VoiceCall) -> None:
         st.session_state[_ENDED] = (last.session_id, report is not None, last.pipeline)
 
 
-def _before_a_call(settings: Settings, playing: bool, ice: list[dict]) -> None:
+def _before_a_call(settings: Settings, playing: bool, ice: list[dict], *, microphone_blocked: bool) -> None:
     _ended_notice()
     if playing:
         return
     st.caption(
-        "Press **Start call** and allow the microphone. "
+        ("" if microphone_blocked else "Press **Start call** and allow the microphone. ")
         + (
             "Audio stays on this machine: speech recognition, the agent and the voice all run locally."
             if not settings.livekit_configured
@@ -331,6 +340,8 @@ def _before_a_call(settings: Settings, playing: bool, ice: list[dict]) -> None:
             ":material/lan: No STUN/TURN servers are configured, which is right when the browser "
             "and the app share a machine or network; see docs/VOICE.md for remote use."
         )
+    with st.expander("The call does not start?", icon=":material/mic_off:"):
+        st.markdown(MICROPHONE_HELP)
 
 
 def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
@@ -372,11 +383,14 @@ def main() -> None:
     if st.session_state.get(_CALL_KEY) not in (None, key):  # the identity changed: end the old call
         end_call(st.session_state[_CALL_KEY])
     st.session_state[_CALL_KEY] = key
+    blocked = microphone_blocked_reason(st.context.url)
+    if blocked:
+        st.warning(blocked, icon=":material/mic_off:")
     ice = ice_servers(settings)
     ctx = _webrtc(key, ice)
     call = _follow_browser(ctx.state.playing, key, visitor)
     if call is None:
-        _before_a_call(settings, ctx.state.playing, ice)
+        _before_a_call(settings, ctx.state.playing, ice, microphone_blocked=blocked is not None)
     else:
         _during_a_call(call, key, visitor)
 

@@ -1,11 +1,12 @@
 """What the Voice page shows of a call, in plain Python (no Streamlit): the live transcript, meter
-levels, and the WebRTC ICE servers from the settings."""
+levels, the WebRTC ICE servers from the settings, and whether the browser will give the page a microphone."""
 
 from __future__ import annotations
 
 import json
 import logging
 from typing import Any
+from urllib.parse import urlsplit
 
 from agent import Event, events
 from core.config import Settings, get_settings
@@ -40,6 +41,52 @@ def ice_servers(settings: Settings | None = None) -> list[dict[str, Any]]:
     if len(valid) != len(servers):
         log.warning("VOICE_ICE_SERVERS: ignoring entries without 'urls'")
     return valid
+
+
+# Hosts a browser treats as a secure context over plain http (the W3C "potentially trustworthy" origins).
+_LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1"}
+
+# What the WebRTC component says in its device form when the browser refuses it the microphone
+# (its start button shows the browser's own error name; MICROPHONE_HELP explains those).
+MICROPHONE_MESSAGES = {
+    "media_api_not_available": "This browser gives no page a microphone over plain http from another "
+    "machine: open the app on https, or at http://localhost on the machine that runs it.",
+    "device_ask_permission": "Allow the microphone when the browser asks.",
+    "device_access_denied": "The microphone is blocked for this site: allow it in the address bar "
+    "(the icon left of the address) and press Start call again.",
+    "device_not_available": "No microphone was found: connect one and press Start call again.",
+}
+MICROPHONE_HELP = """\
+- **NotAllowedError: Permission denied** — the microphone is blocked for this site. Allow it from the icon
+  left of the address (site settings) and press **Start call** again.
+- **NotFoundError: Requested device not found** — the browser sees no microphone. Connect one (or pick
+  another with **Select device**) and try again.
+- **NotReadableError** — another program is using the microphone; close it and try again.
+- **navigator.mediaDevices is undefined** — the page is served over plain http from another machine:
+  browsers give a microphone only on https or on localhost.
+
+The **Chat** page needs no microphone: it is the same agent, by text."""
+
+
+def microphone_blocked_reason(page_url: str | None) -> str | None:
+    """Why a browser will refuse this page the microphone whatever the visitor allows, or None.
+
+    Browsers expose getUserMedia only in a secure context: https, or http on a loopback host. The app
+    opened over http by a LAN address (a demo on a phone) is neither, and the WebRTC component then only
+    says "navigator.mediaDevices is undefined"."""
+    if not page_url:
+        return None
+    parts = urlsplit(page_url)
+    host = (parts.hostname or "").lower()
+    if parts.scheme != "http" or host in _LOOPBACK_HOSTS or host.endswith(".localhost") or host.startswith("127."):
+        return None
+    port = f":{parts.port}" if parts.port else ""
+    return (
+        f"Your browser will not give this page a microphone: it is served over plain http from {host}, "
+        "and browsers allow the microphone only on https or on localhost. Open "
+        f"http://localhost{port} on the machine that runs the app, or serve the app over https "
+        '(docs/VOICE.md, "Using it"). The Chat page works without a microphone.'
+    )
 
 
 def live_transcript(call_events: list[Event]) -> list[dict[str, Any]]:

@@ -13,7 +13,14 @@ from streamlit_webrtc.component import WebRtcStreamerContext, WebRtcStreamerStat
 from agent.voice.latency import latency_summary, per_turn_latency
 from core import config
 from core.config import Settings
-from ui.voice import ice_servers, keep_call_across_reruns, latest_answered_turn, level_fraction, live_transcript
+from ui.voice import (
+    ice_servers,
+    keep_call_across_reruns,
+    latest_answered_turn,
+    level_fraction,
+    live_transcript,
+    microphone_blocked_reason,
+)
 
 
 def metric(name, value, turn, ts):
@@ -184,3 +191,33 @@ def test_without_the_guard_streamlit_webrtc_ends_a_call_whose_run_count_jumped(r
     run_count["value"] = 7
     _get_or_create_context("k_plain")
     assert worker.stopped and context._get_worker() is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        None,
+        "http://localhost:8501/voice",
+        "http://127.0.0.1:8501/voice",
+        "http://127.0.1.1:8501/",
+        "http://[::1]:8501/voice",
+        "http://demo.localhost:8501/voice",
+        "https://playground.example.com/voice",
+        "https://192.168.1.20:8443/voice",
+    ],
+)
+def test_the_microphone_is_not_called_blocked_where_browsers_allow_it(url):
+    assert microphone_blocked_reason(url) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "host", "local"),
+    [
+        ("http://192.168.1.20:8501/voice", "192.168.1.20", "http://localhost:8501"),
+        ("http://demo.example.com/voice", "demo.example.com", "http://localhost "),
+        ("http://LAPTOP.local:8080/", "laptop.local", "http://localhost:8080"),
+    ],
+)
+def test_plain_http_from_another_machine_says_why_the_microphone_is_refused(url, host, local):
+    reason = microphone_blocked_reason(url)
+    assert reason is not None and f"plain http from {host}," in reason and f"Open {local}" in reason
