@@ -127,6 +127,15 @@ class AgentRuntime:
             conversation = self._conversations.get(key)
         return conversation.close() if conversation else None
 
+    def close_session(self, user_id: uuid.UUID | str, session_id: str) -> list[concurrent.futures.Future]:
+        """Close the user's conversations that are session `session_id` (in any browser session of this
+        process): a session deleted while still open is ended first, so nothing of it is written after the
+        deletion. Each future is done once that conversation's report is saved."""
+        user_id = parse_user_id(user_id)
+        with self._lock:
+            matching = [c for c in self._conversations.values() if c.user_id == user_id and c.session_id == session_id]
+        return [conversation.close() for conversation in matching]
+
     def release(self, conversation: Conversation) -> None:
         """Forget a conversation that is closing (Conversation.close calls it)."""
         with self._lock:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from psycopg import sql
 
-from core import turn_indexer
+from core import sessions, turn_indexer
 from core.config import get_settings
 from core.db import Scope, transaction
 
@@ -56,23 +56,37 @@ def pending_reports_dir() -> Path:
     return get_settings().data_dir / "pending_reports"
 
 
-def delete_pending_reports(user_id: uuid.UUID) -> int:
-    """Delete the user's session reports still waiting on disk, or set aside (``rejected/``); returns how many."""
+def delete_pending_reports(user_id: uuid.UUID, *, session_id: str | None = None) -> int:
+    """Delete the user's session reports (of `session_id` only, if given) still waiting on disk, or set
+    aside (``rejected/``); returns how many."""
     directory = pending_reports_dir()
     if not directory.is_dir():
         return 0
     deleted = 0
     for path in [*directory.rglob("*.json"), *directory.rglob("*.bad")]:
         try:
-            owner = json.loads(path.read_text(encoding="utf-8")).get("user_id")
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            owner, session = payload.get("user_id"), payload.get("session_id")
         except (OSError, ValueError, AttributeError) as exc:
             log.warning("pending report %s could not be read while erasing a user: %s", path.name, exc)
             continue
-        if owner == str(user_id):
+        if owner == str(user_id) and (session_id is None or session == session_id):
             path.unlink(missing_ok=True)
             path.with_suffix(".reason.txt").unlink(missing_ok=True)  # a rejected report's note beside it
             deleted += 1
     return deleted
+
+
+def delete_session(scope: Scope, session_id: str) -> int:
+    """Delete one of `scope`'s sessions: its report, every turn of it (queued turns are stored first, so they
+    go too instead of bringing the session back) and a report of it still waiting on disk. Returns how many
+    turns went with it; NotFound if the user has no such session. A conversation or call still running this
+    session is the caller's to end first (ui/erase.py), or its report would bring the session back."""
+    if not turn_indexer.flush_queued():
+        log.warning("some conversation turns were still queued when deleting session %s", session_id)
+    turns = sessions.delete_session(scope, session_id)
+    delete_pending_reports(scope.user_id, session_id=session_id)
+    return turns
 
 
 def delete_everything(scope: Scope) -> Erased:

@@ -136,14 +136,21 @@ def get_session(scope: Scope, session_id: str) -> SessionRecord:
     return SessionRecord(**row)
 
 
-def delete_session(scope: Scope, session_id: str) -> None:
-    """Delete one of the scope's sessions: its report and every turn of its conversation."""
+def delete_session(scope: Scope, session_id: str) -> int:
+    """Delete one of the scope's sessions: its report and every turn of its conversation (they cascade);
+    returns how many turns went with it. (core.erasure.delete_session also takes what waits in queues.)"""
     session_id = clean_text(session_id, what="session id", max_length=200)
     with transaction(scope) as cur:
+        cur.execute(
+            "select count(*) as n from public.conversation_turns where session_id = %s and user_id = %s",
+            (session_id, scope.user_id),
+        )
+        turns = int(cur.fetchone()["n"])
         cur.execute("delete from public.sessions where session_id = %s and user_id = %s", (session_id, scope.user_id))
         deleted = cur.rowcount
     if not deleted:
         raise NotFound(f"Session {session_id} not found.")
+    return turns
 
 
 def delete_all_sessions(scope: Scope) -> int:

@@ -252,14 +252,17 @@ def _tool_calls(view: ReportView) -> None:
     )
 
 
-def _detail(scope, record, view: ReportView) -> None:
+def _detail(visitor, record, view: ReportView) -> None:
     head, action = st.columns([5, 1], vertical_alignment="bottom")
     head.subheader(f"Session {record.session_id}", anchor=False)
     with action.popover("Delete…", icon=":material/delete:"):
-        st.markdown("Delete this session: its report and every turn of its transcript. It cannot be undone.")
+        st.markdown(
+            "Delete this session: its report and every turn of its transcript. It cannot be undone."
+            + (" It is still open, so it is ended first (the chat starts a new session)." if record.is_open else "")
+        )
         if st.button("Delete this session", key="u_session_delete", type="primary"):
-            with reported():
-                sessions.delete_session(scope, record.session_id)
+            with reported(), st.spinner("Deleting…"):
+                erase.delete_session(visitor, record.session_id)
                 st.session_state[FLASH] = f"Deleted session {record.session_id} and its transcript."
                 st.session_state.pop(PICK, None)
                 st.rerun()
@@ -285,7 +288,7 @@ def _detail(scope, record, view: ReportView) -> None:
     left, right = st.columns([1, 1], gap="large")
     with left:
         st.markdown("##### :material/forum: Transcript")
-        _transcript(scope, record, view)
+        _transcript(visitor.scope, record, view)
     with right:
         st.markdown("##### :material/timer: Latency per turn")
         chart = _latency_chart(view)
@@ -434,7 +437,7 @@ def main() -> None:
     view = read_report(record.report)
     if record.is_open:
         view.user_turns = conversations.count_user_turns(visitor.scope, [record.session_id]).get(record.session_id, 0)
-    _detail(visitor.scope, record, view)
+    _detail(visitor, record, view)
 
 
 run_page(main)

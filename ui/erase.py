@@ -1,18 +1,24 @@
-""" "Delete everything about me": a typed confirmation, then core.erasure as the user.
+""" "Delete everything about me": a typed confirmation, then core.erasure as the user; and deleting one session.
 
 On the Memories page and in the sidebar. The open conversation and the visitor's voice calls (in any
 tab) are ended first (their reports and post-session facts are written), then everything is erased, so
-nothing written on the way out survives; the next conversation meets a stranger.
+nothing written on the way out survives; the next conversation meets a stranger. Deleting one session
+that is still open (this tab's chat, another tab's, a call) ends that conversation first in the same way:
+otherwise its report, written when it ends, would bring the deleted session and its turns back.
 """
 
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
 
-from agent import end_calls_of
+from agent import end_calls_of, get_runtime
 from core import erasure
 from ui import chat_state
 from ui.errors import reported
+
+log = logging.getLogger("memory_playground.ui.erase")
 
 CONFIRM_PHRASE = "DELETE"
 FLASH_KEY = "mp_erase_flash"  # survives the identity's "u_" state being dropped
@@ -50,3 +56,18 @@ def show_flash() -> None:
     message = st.session_state.pop(FLASH_KEY, None)
     if message:
         st.success(message + " The agent will meet you as a stranger.", icon=":material/check_circle:")
+
+
+def delete_session(visitor, session_id: str) -> int:
+    """End the session if it is still running in this process, then delete it; returns the turns deleted."""
+    ending = []
+    if (current := chat_state.current_chat_session()) is not None and current.session_id == session_id:
+        ending.append(chat_state.close_chat_session(reason="its session was deleted"))  # this tab: a new chat
+    ending += end_calls_of(visitor.user_id, session_id=session_id)
+    ending += get_runtime().close_session(visitor.user_id, session_id)  # another tab's chat
+    for future in ending:
+        try:
+            future.result(timeout=chat_state.close_timeout_seconds())
+        except Exception as exc:  # a report that failed to save waits on disk: erasure.delete_session removes it
+            log.warning("ending session %s before deleting it: %s", session_id, exc)
+    return erasure.delete_session(visitor.scope, session_id)

@@ -126,10 +126,15 @@ def end_call(key: str) -> concurrent.futures.Future | None:
     return None if call is None else call.stop()
 
 
-def end_calls_of(user_id: Any) -> list[concurrent.futures.Future]:
-    """Stop every call of `user_id`, in whichever browser session it runs ("delete everything about me" ends
-    them before erasing, so no report is written after); each future is done once that call's report is saved."""
+def end_calls_of(user_id: Any, *, session_id: str | None = None) -> list[concurrent.futures.Future]:
+    """Stop every call of `user_id` (only the one that is session `session_id`, if given), in whichever
+    browser session it runs ("delete everything about me", or deleting that session, ends them first, so no
+    report is written after); each future is done once that call's report is saved."""
     with _calls_lock:
-        keys = [key for key, call in _calls.items() if str(call.user_id) == str(user_id)]
+        keys = [
+            key
+            for key, call in _calls.items()
+            if str(call.user_id) == str(user_id) and (session_id is None or call.session_id == session_id)
+        ]
         ended = [_calls.pop(key) for key in keys]
     return [call.stop() for call in ended]

@@ -30,6 +30,21 @@ def test_one_session_per_key_and_a_second_key_gets_its_own(runtime, new_user):
     assert runtime.conversation_count == 2
 
 
+def test_closing_a_session_closes_only_that_users_conversation_of_it(runtime, new_user):
+    user, other = new_user(), new_user()
+    doomed = runtime.open_conversation("tab-a", user.user_id)
+    sibling = runtime.open_conversation("tab-b", user.user_id)
+    theirs = runtime.open_conversation("tab-c", other.user_id)
+    for conversation in (doomed, sibling, theirs):
+        conversation.ready.result(timeout=60)
+    assert runtime.close_session(other.user_id, doomed.session_id) == []  # another user's session id: nothing
+    [closing] = runtime.close_session(user.user_id, doomed.session_id)
+    closing.result(timeout=60)  # done once its report is saved
+    assert doomed.closed and not sibling.closed and not theirs.closed
+    assert sessions.get_session(user.scope, doomed.session_id).report  # ended properly, not dropped
+    assert runtime.close_session(user.user_id, doomed.session_id) == []  # closed once
+
+
 def test_reruns_from_many_threads_never_build_a_second_session(runtime, new_user):
     user = new_user()
     found: list = []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agent import get_runtime
-from core import memories, sessions
+from core import conversations, memories, sessions, turn_indexer
 from core.retrieval import RrfParams
 from tests.app.conftest import settle
 from tests.support.panels import expand
@@ -224,3 +224,40 @@ def test_the_resend_mark_is_read_back_exactly(seen):
     )
     assert resend.already_received("a", 1, ["a", "b"]) is False
     assert resend.already_received("b", 1, ["a", "b"]) is True
+
+
+def test_deleting_the_session_still_open_in_the_chat_ends_it_and_nothing_of_it_comes_back(app):
+    # it used to stay open: the next turns and the report saved at its end brought the deleted
+    # session back, with the deleted turns in its report
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    _say(at, "my favorite color is teal")
+    _say(at, "I went hiking on the Cedar Ridge trail with Nora")
+    deleted = at.session_state["u_chat_session"].session_id
+    assert turn_indexer.flush_queued()  # the turns are stored off the turn's path; the page lists them once stored
+
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert at.selectbox(key="u_sessions_pick").value == deleted
+    assert any("still open, so it is ended first" in m.value for m in at.markdown)
+    at.button(key="u_session_delete").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert any(f"Deleted session {deleted}" in s.value for s in at.success)
+    assert chat_state.current_chat_session() is None or at.session_state["u_chat_session"].closed
+
+    at.switch_page("pages/chat.py")
+    at.run()
+    _say(at, "what is my favorite color?")
+    kept = at.session_state["u_chat_session"].session_id
+    assert kept != deleted
+    at.button(key="u_chat_end").click()
+    at.run()
+    assert any("ended and its report was saved" in s.value for s in at.success)
+
+    assert [record.session_id for record in sessions.list_sessions(visitor.scope)] == [kept]
+    report = sessions.get_session(visitor.scope, kept).report
+    assert report["playground"]["turns"] == 1  # the deleted turns are not carried into the next session
+    said = [turn.content for turn in conversations.list_turns(visitor.scope, kept)]
+    assert said and not any("Cedar Ridge" in text for text in said)
+    assert conversations.list_turns(visitor.scope, deleted) == []

@@ -236,3 +236,45 @@ def test_delete_everything_ends_the_visitors_voice_calls_first_and_their_reports
             ended = end_call(key)
             if ended is not None:
                 ended.result(timeout=60)
+
+
+@pytest.mark.slow
+def test_deleting_the_session_of_a_call_still_going_ends_that_call_only(app):
+    """Deleting, on the Sessions page, the session of a call still going in another tab ends that call first
+    (its report is saved, then deleted with the rest) so it cannot bring the session back; the visitor's
+    other call goes on."""
+    from agent.voice.calls import end_call, get_call, open_call
+    from core import turn_indexer
+    from tests.support.audio import FakeBrowser
+
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    calls = {"doomed": f"test-{uuid.uuid4().hex}", "sibling": f"test-{uuid.uuid4().hex}"}
+    doomed = open_call(calls["doomed"], visitor.verified, greet=False)
+    sibling = open_call(calls["sibling"], visitor.verified, greet=False)
+    try:
+        with FakeBrowser(doomed):
+            doomed.ready.result(timeout=120)
+            doomed.submit_text("I went hiking on the Cedar Ridge trail").result(timeout=120)
+        sibling.ready.result(timeout=120)
+        assert turn_indexer.flush_queued()
+        deleted = doomed.session_id
+
+        at.switch_page("pages/sessions.py")
+        at.run()
+        at.selectbox(key="u_sessions_pick").set_value(deleted)
+        at.run()
+        at.button(key="u_session_delete").click()
+        at.run()
+        assert not at.exception, at.exception
+        assert not doomed.active and get_call(calls["doomed"]) is None
+        assert doomed.report is not None  # saved first, so deleted with the session
+        assert get_call(calls["sibling"]) is sibling
+        assert deleted not in {record.session_id for record in sessions.list_sessions(visitor.scope)}
+    finally:
+        for key in calls.values():
+            ended = end_call(key)
+            if ended is not None:
+                ended.result(timeout=60)
+    assert turn_indexer.flush_queued()
+    assert deleted not in {record.session_id for record in sessions.list_sessions(visitor.scope)}

@@ -55,11 +55,11 @@ def _fill(user) -> None:
         sessions.save_report(db.Scope.service(user.user_id), session_id, {"transcript": ["call me Jo"]})
 
 
-def _pending(user_id: uuid.UUID, sub: str = "") -> object:
+def _pending(user_id: uuid.UUID, sub: str = "", session_id: str = "s") -> object:
     directory = erasure.pending_reports_dir() / sub
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{uuid.uuid4().hex}.json"
-    path.write_text(json.dumps({"user_id": str(user_id), "session_id": "s", "report": {"said": "call me Jo"}}))
+    path.write_text(json.dumps({"user_id": str(user_id), "session_id": session_id, "report": {"said": "call me Jo"}}))
     return path
 
 
@@ -118,3 +118,26 @@ def test_a_user_deletes_one_of_their_sessions_and_never_someone_elses(database_u
     assert sessions.get_session(other.scope, f"one-{other.user_id}")
     sessions.delete_session(user.scope, f"one-{user.user_id}")
     assert sessions.list_sessions(user.scope) == []
+
+
+def test_deleting_one_session_takes_its_queued_turns_and_waiting_report_and_nothing_else(database_uri):
+    """A turn still in the indexer would otherwise be stored after the deletion and bring the session back
+    (its row is made by the first turn stored), and a report waiting on disk would be saved again."""
+    user = sign_in()
+    doomed, kept = f"doomed-{user.user_id}", f"kept-{user.user_id}"
+    indexer = turn_indexer.get_indexer()
+    for session_id in (doomed, kept):
+        assert indexer.submit(user.user_id, session_id, 0, "user", f"my locker code is 4417 ({session_id})")
+    assert indexer.flush(30)
+    assert indexer.submit(user.user_id, doomed, 1, "user", "and the spare key is under the mat")  # still queued
+    waiting, other_session = _pending(user.user_id, session_id=doomed), _pending(user.user_id, session_id=kept)
+
+    assert erasure.delete_session(user.scope, doomed) == 2  # both turns: the queued one was stored first
+
+    assert indexer.flush(30)
+    assert [record.session_id for record in sessions.list_sessions(user.scope)] == [kept]
+    assert _rows_for("conversation_turns", "user_id", user.user_id) == 1
+    assert not waiting.exists() and other_session.exists()
+    with pytest.raises(NotFound):
+        erasure.delete_session(user.scope, doomed)  # gone, and not brought back
+    other_session.unlink()
