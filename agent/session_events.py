@@ -21,7 +21,11 @@ def publish_session_events(session: AgentSession, bus: EventBus) -> None:
     session.on("agent_state_changed", publisher.agent_state_changed)
     session.on("user_state_changed", publisher.user_state_changed)
     session.on("speech_created", publisher.speech_created)
-    session.on("metrics_collected", publisher.metrics_collected)
+    # each model's own metrics: the session's "metrics_collected" forwards the same ones but is deprecated
+    # (livekit-agents 1.8 logs a warning per subscription, one per conversation)
+    for model in (session.stt, session.llm):
+        if model is not None and hasattr(model, "on"):
+            model.on("metrics_collected", publisher.model_metrics)
     session.on("error", publisher.error)
     session.on("function_tools_executed", publisher.function_tools_executed)
 
@@ -64,8 +68,7 @@ class _Publisher:
             return  # fillers and say() do not end a turn
         ev.speech_handle.add_done_callback(lambda _handle: self.bus.finish_turn())
 
-    def metrics_collected(self, ev) -> None:
-        metrics = ev.metrics
+    def model_metrics(self, metrics) -> None:
         kind = getattr(metrics, "type", "")
         if kind == "stt_metrics" and metrics.duration > 0:
             # speech is transcribed before its user message is committed (which starts the turn)

@@ -222,3 +222,13 @@ def test_a_message_in_its_turn_is_waiting_only_until_its_user_message_is_among_t
     assert chat.waiting_messages(upto=before) == ["my favorite color is teal"]  # a page drawn before it started
     turn.result(timeout=60)
     assert chat.waiting_messages() == []
+
+
+def test_a_turn_gets_the_models_metrics_without_livekits_deprecation_warning(runtime, new_user, caplog):
+    # the metrics come from the models themselves; the session-level "metrics_collected" they used to come
+    # from is deprecated, and livekit logged a warning for it in every conversation
+    conversation = runtime.open_conversation("metrics", new_user().user_id)
+    conversation.ready.result(timeout=60)
+    result = conversation.send("my favorite color is teal").result(timeout=60)
+    assert result.timings["llm_duration_ms"] > 0
+    assert not [record for record in caplog.records if "deprecated" in record.getMessage()]
