@@ -37,6 +37,7 @@ _WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy), when the page started
 _DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until it is sent or discarded
 _ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
 _INSPECT = "u_chat_inspect_turn"
+MAX_TURN_BUTTONS = 12  # two rows of turn buttons beside the conversation; more turns get a drop-down
 _ANSWERED = "u_chat_answered_turns"  # how many turns were answered when the page was last drawn
 _INPUT = "u_chat_input"
 _RECEIVED = "u_chat_received"  # every message typed in this browser session, as received (ui/resend.py)
@@ -260,8 +261,12 @@ def _inspector(turns: list[Turn], visitor) -> None:
     wanted = st.session_state.get(_INSPECT)
     if wanted not in numbers:
         st.session_state[_INSPECT] = numbers[-1]
-    chosen = (
-        st.segmented_control(
+    if len(numbers) > MAX_TURN_BUTTONS:
+        # a long conversation: rows of buttons would push the panel's contents off the screen
+        said = {t.number: t.user_text for t in answered}
+        chosen = st.selectbox("Turn", numbers, key=_INSPECT, format_func=lambda n: f"Turn {n} · “{clip(said[n], 70)}”")
+    elif len(numbers) > 1:
+        chosen = st.segmented_control(
             "Turn",
             numbers,
             key=_INSPECT,
@@ -270,11 +275,11 @@ def _inspector(turns: list[Turn], visitor) -> None:
             width="stretch",
             wrap=True,  # every turn's button stays reachable, on as many rows as it takes
         )
-        if len(numbers) > 1
-        else numbers[0]
-    )
+    else:
+        chosen = numbers[0]
     turn = next(t for t in answered if t.number == (chosen or numbers[-1]))
-    st.caption(f"“{clip(turn.user_text, 90)}” · {turn.summary}")
+    # the drop-down already names what was said
+    st.caption(turn.summary if len(numbers) > MAX_TURN_BUTTONS else f"“{clip(turn.user_text, 90)}” · {turn.summary}")
     render_turn_details(turn, key=f"u_chat_turn{turn.number}", scope=visitor.scope, params=rrf.current_params())
 
 

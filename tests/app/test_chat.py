@@ -261,3 +261,24 @@ def test_deleting_the_session_still_open_in_the_chat_ends_it_and_nothing_of_it_c
     said = [turn.content for turn in conversations.list_turns(visitor.scope, kept)]
     assert said and not any("Cedar Ridge" in text for text in said)
     assert conversations.list_turns(visitor.scope, deleted) == []
+
+
+def test_a_long_conversation_picks_the_turn_to_inspect_from_a_drop_down(app):
+    # more than MAX_TURN_BUTTONS turn buttons filled the panel's height before its contents began
+    from pages.chat import MAX_TURN_BUTTONS
+
+    at = app()
+    asked = ["what is my favorite color?", "where is order 1001?", "how long is the warranty?"]
+    for number in range(1, MAX_TURN_BUTTONS + 1):
+        _say(at, asked[number % len(asked)])
+    assert not [box for box in at.selectbox if box.key == "u_chat_inspect_turn"]  # still buttons
+
+    _say(at, "my favorite color is teal")
+    picker = at.selectbox(key="u_chat_inspect_turn")
+    assert picker.value == MAX_TURN_BUTTONS + 1  # the newest turn, as with the buttons
+    assert len(picker.options) == MAX_TURN_BUTTONS + 1
+    assert picker.options[-1] == f"Turn {MAX_TURN_BUTTONS + 1} · “my favorite color is teal”"
+    picker.set_value(2)
+    at.run()
+    assert at.selectbox(key="u_chat_inspect_turn").value == 2
+    assert any("1 tool call (search_knowledge)" in caption.value for caption in at.caption)  # turn 2's
