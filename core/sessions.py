@@ -123,6 +123,12 @@ def list_sessions(scope: Scope, *, limit: int = 100) -> list[SessionRecord]:
         return [SessionRecord(**row) for row in cur.fetchall()]
 
 
+def count_sessions(scope: Scope) -> int:
+    with transaction(scope) as cur:
+        cur.execute("select count(*) as n from public.sessions where user_id = %s", (scope.user_id,))
+        return int(cur.fetchone()["n"])
+
+
 def get_session(scope: Scope, session_id: str) -> SessionRecord:
     session_id = clean_text(session_id, what="session id", max_length=200)
     with transaction(scope) as cur:

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from core import conversations, sessions
+from core.errors import NotFound
 from core.retrieval import search_conversations
 from ui import auth, erase
 from ui.charts import alt
@@ -23,6 +24,7 @@ from ui.retrieval import render_retrieval
 from ui.shell import run_page
 from ui.style import empty_state, page_header
 
+LISTED = 100  # sessions in the table and the picker, newest first (each carries its whole report)
 REQUEST = "u_sessions_request"  # another page sets a session id here before switching to this page
 PICK = "u_sessions_pick"
 SEARCH = "u_sessions_search"
@@ -398,10 +400,22 @@ def main() -> None:
     flash = st.session_state.pop(FLASH, None)
     if flash:
         st.success(flash, icon=":material/check_circle:")
-    records = sessions.list_sessions(visitor.scope)
+    records = sessions.list_sessions(visitor.scope, limit=LISTED)
+    total = sessions.count_sessions(visitor.scope) if len(records) == LISTED else len(records)
+    wanted = st.session_state.pop(REQUEST, None)
+    listed = {record.session_id for record in records}
+    for older in dict.fromkeys((wanted, st.session_state.get(PICK))):
+        # a search hit or a memory in a session older than the listed ones, or the one picked that way on
+        # the run before: shown all the same
+        if older and older not in listed:
+            try:
+                records.append(sessions.get_session(visitor.scope, older))
+                listed.add(older)
+            except NotFound:
+                pass  # deleted meanwhile: the newest is shown instead
     if records:
         _search_panel(visitor.scope)
-        _delete_everything(visitor, len(records))
+        _delete_everything(visitor, total)
     if not records:
         empty_state(
             ":material/history_toggle_off:",
@@ -418,6 +432,11 @@ def main() -> None:
     for record, view in zip(records, views, strict=True):
         if record.is_open:
             view.user_turns = said.get(record.session_id, 0)
+    if total > LISTED:
+        st.caption(
+            f"The newest {LISTED} of your {total:,} sessions; **Search all my transcripts** reaches every one "
+            "of them, and its **Open** shows an older one here."
+        )
     st.dataframe(
         _overview(records, views),
         hide_index=True,
@@ -425,7 +444,6 @@ def main() -> None:
         column_config={"Session": st.column_config.TextColumn(width="small")},
     )
     ids = [record.session_id for record in records]
-    wanted = st.session_state.pop(REQUEST, None)
     if wanted in ids:
         st.session_state[PICK] = wanted
     elif st.session_state.get(PICK) not in ids:

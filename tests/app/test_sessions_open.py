@@ -64,3 +64,31 @@ def test_turns_are_counted_per_session_for_their_owner_only(new_user):
     assert conversations.count_user_turns(user.scope, [mine, theirs]) == {mine: 2}  # as the user: RLS
     assert conversations.count_user_turns(user.service, [mine, theirs]) == {mine: 2}  # the service: by user id
     assert conversations.count_user_turns(user.scope, []) == {}
+
+
+def test_past_the_listed_sessions_the_page_says_so_and_still_opens_an_older_one(app):
+    """Only the newest LISTED sessions are listed; a search hit or a memory in an older one still opens it,
+    and it stays open across the reruns that follow."""
+    from pages.sessions import LISTED, REQUEST
+
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    ids = [f"old-{number:03d}-{uuid.uuid4().hex[:8]}" for number in range(LISTED + 2)]
+    for session_id in ids:  # created in this order: ids[0] is the oldest
+        sessions.save_report(service, session_id, {"playground": {"turns": 1, "mode": "text"}})
+
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert any(f"The newest {LISTED} of your {LISTED + 2:,} sessions" in c.value for c in at.caption)
+    assert len(at.dataframe[0].value) == LISTED and ids[0] not in set(at.dataframe[0].value["Session"])
+    assert any(f"{LISTED + 2} sessions with their transcripts" in c.value for c in at.caption)  # delete everything
+
+    at.session_state[REQUEST] = ids[0]  # what a search hit's Open (or a memory's) sets
+    at.run()
+    assert at.selectbox(key="u_sessions_pick").value == ids[0]
+    assert any(ids[0] in header.value for header in at.subheader)
+    at.run()  # any later interaction
+    assert at.selectbox(key="u_sessions_pick").value == ids[0]
+    delete_everything(visitor.scope)
