@@ -21,6 +21,10 @@ DELETE_ALL_PHRASE = "DELETE"
 _EDITING = "u_mem_editing"  # id of the memory being edited
 _CONFIRM_DELETE = "u_mem_confirm_delete"  # id of the memory awaiting delete confirmation
 _FLASH = "u_mem_flash"
+_SHOWN = "u_mem_shown"  # how many cards the list shows
+_FILTER = "u_mem_filter"
+PAGE = 30  # cards shown at first and added by "Show more": every card has its buttons, and each
+# interaction draws them all again (300 took seconds per click)
 
 
 def _flash(message: str) -> None:
@@ -31,6 +35,29 @@ def _and_mentions(count: int) -> str:
     if not count:
         return ""
     return f" and {count} past conversation message{'s' if count != 1 else ''} that mentioned it"
+
+
+def _memory_list(scope, items) -> None:
+    """The cards, newest first, PAGE at a time; with more than PAGE, a filter on slot and text."""
+    shown = items
+    if len(items) > PAGE:
+        wanted = st.text_input(
+            "Filter your memories", key=_FILTER, placeholder="a slot or a word, e.g. dog", icon=":material/filter_list:"
+        ).strip()
+        if wanted:
+            words = wanted.casefold().split()
+            shown = [m for m in items if all(w in f"{m.memory_type} {m.content}".casefold() for w in words)]
+            if not shown:
+                st.caption(f"No memory's slot or text contains “{clip(wanted, 60)}”.")
+    limit = max(PAGE, int(st.session_state.get(_SHOWN, PAGE)))
+    for memory in shown[:limit]:
+        _memory_card(scope, memory)
+    if len(shown) > limit:
+        st.caption(f"Showing {limit} of {len(shown)}, newest first.")
+        more = min(PAGE, len(shown) - limit)
+        if st.button(f"Show {more} more", key="u_mem_show_more", icon=":material/expand_more:"):
+            st.session_state[_SHOWN] = limit + PAGE
+            st.rerun()
 
 
 def _memory_card(scope, memory) -> None:
@@ -211,8 +238,7 @@ def main() -> None:
                 "It will show up here, and you can edit or delete it.",
                 link=("pages/chat.py", "Go to Chat", ":material/chat:"),
             )
-        for memory in items:
-            _memory_card(scope, memory)
+        _memory_list(scope, items)
     with search_col:
         _search_panel(scope)
     st.caption(

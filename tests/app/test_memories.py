@@ -278,3 +278,37 @@ def test_deleting_the_session_of_a_call_still_going_ends_that_call_only(app):
                 ended.result(timeout=60)
     assert turn_indexer.flush_queued()
     assert deleted not in {record.session_id for record in sessions.list_sessions(visitor.scope)}
+
+
+def test_a_long_list_shows_a_page_at_a_time_and_filters_by_slot_or_word(app):
+    # every card was drawn on every click: with 300 memories a click took seconds
+    from pages.memories import PAGE
+
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    for number in range(PAGE + 12):
+        memories.remember(service, f"note_{number:03d}", f"a thing worth keeping, number {number}")
+    memories.remember(service, "dog_name", "Pixel")
+    at.switch_page("pages/memories.py")
+    at.run()
+
+    def cards():
+        return [button.key for button in at.button if (button.key or "").startswith("u_mem_edit_")]
+
+    assert at.metric[0].value == str(PAGE + 13)  # the count is of all of them
+    assert len(cards()) == PAGE
+    assert any(c.value == f"Showing {PAGE} of {PAGE + 13}, newest first." for c in at.caption)
+    at.button(key="u_mem_show_more").click()
+    at.run()
+    assert len(cards()) == PAGE + 13 and not [b for b in at.button if b.key == "u_mem_show_more"]
+
+    at.text_input(key="u_mem_filter").set_value("DOG")
+    at.run()
+    assert cards() == [f"u_mem_edit_{memories.recall(visitor.scope, 'dog_name').id}"]
+    at.text_input(key="u_mem_filter").set_value("number 7")
+    at.run()
+    assert len(cards()) == 4  # every word, anywhere: numbers 7, 17, 27 and 37
+    at.text_input(key="u_mem_filter").set_value("cat")
+    at.run()
+    assert not cards() and any("No memory's slot or text contains “cat”" in c.value for c in at.caption)
