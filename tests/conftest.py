@@ -60,6 +60,23 @@ from tests.support.users import SignedInUser, sign_in  # noqa: E402 - after the 
 pytest_plugins = ["tests.support.app", "tests.support.browser"]
 
 
+_SECOND_TRIES: list[str] = []  # why a test marked flaky needed its documented second try
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.outcome == "rerun":
+        errors = [line for line in (report.longreprtext or "").splitlines() if line.startswith("E ")]
+        _SECOND_TRIES.append(f"{report.nodeid}: {errors[0][1:].strip()[:300] if errors else 'no message'}")
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Say why each second try was needed: a rerun that passes is green, but its cause should be on record."""
+    if _SECOND_TRIES:
+        terminalreporter.section("why the second tries were needed")
+        for line in _SECOND_TRIES:
+            terminalreporter.write_line(line)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Browser tests last: while Playwright's sync API is open it leaves an asyncio loop marked as running
     on the main thread, which breaks any async test run after it. With the browser tests at the end, the
