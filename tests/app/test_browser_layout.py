@@ -308,7 +308,6 @@ def test_on_a_phone_the_conversation_shows_first_and_the_identity_is_kept(stream
     assert "teal" in send(page, "my favorite color is teal").lower()
     # the panel, stacked under the conversation, grows with the page instead of scrolling inside it
     assert page.evaluate(_PANEL_GROWS_WITH_THE_PAGE)
-    screenshot(page, "chat-phone")
 
     # the cookie writer lives in the closed sidebar: the identity still survives a reload
     page.locator('[data-testid="stExpandSidebarButton"]').click()

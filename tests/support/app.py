@@ -90,7 +90,7 @@ def start_streamlit(
 
 def server_log_tail(page_url: str, lines: int = 60) -> str:
     """The last `lines` lines the server behind `page_url` logged (for a failing test's message)."""
-    log_path = next((path for url, path in SERVER_LOGS.items() if page_url.startswith(url)), None)
+    log_path = next((path for url, path in SERVER_LOGS.items() if f"{page_url}/".startswith(f"{url}/")), None)
     if log_path is None or not log_path.exists():
         return "(no log of this server)"
     return "\n".join(log_path.read_text(errors="replace").splitlines()[-lines:])
