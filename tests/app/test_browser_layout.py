@@ -307,7 +307,8 @@ def test_on_a_phone_the_conversation_shows_first_and_the_identity_is_kept(stream
     assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE[0]  # no sideways scrolling
     assert "teal" in send(page, "my favorite color is teal").lower()
     # the panel, stacked under the conversation, grows with the page instead of scrolling inside it
-    assert page.evaluate(_PANEL_GROWS_WITH_THE_PAGE)
+    # (waited for: the panel's contents are redrawn for a moment after the answer shows)
+    page.wait_for_function(_PANEL_GROWS_WITH_THE_PAGE, timeout=10_000)
 
     # the cookie writer lives in the closed sidebar: the identity still survives a reload
     page.locator('[data-testid="stExpandSidebarButton"]').click()
