@@ -68,6 +68,8 @@ def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user
     section = report["playground"]
     assert section["models"]["llm_backend"] == "openai" and section["errors"] == []
     assert section["extraction"]["method"] == "llm"  # the model answered the extraction prompt
+    # the model's own metrics events reach the report through a real OpenAI-compatible LLM too
+    assert section["metrics_summary"]["llm_duration_ms"]["count"] >= len(lines)
     extracted = [w for w in section["memories_written"] if w["source"] == "extraction"]
     assert [(w["memory_type"], w["content"]) for w in extracted] == [("home_city", "Denver")]
     assert memories.recall(user.scope, "home_city").content == "Denver"
