@@ -7,7 +7,9 @@ audio comes back to the browser (WebRTC getStats)."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import tempfile
 import time
 import uuid
@@ -18,6 +20,7 @@ from playwright.sync_api import expect
 
 from core import memories, sessions
 from core.db import Scope
+from tests.support.app import SERVER_PIDS, server_log_tail
 from tests.support.browser import WEBRTC_FRAME, drop_first_message, open_page, screenshot, wait_for_app
 
 # A WebRTC call between headless Chromium and aiortc on this 2-core machine, at the end of the full suite,
@@ -67,6 +70,13 @@ WATCH_USER_TRANSCRIPT = """
 }
 """
 
+# The last connection state the Voice page's fix in the WebRTC frame noted (pages/voice.py).
+LAST_CONNECTION_STATE = """(() => {
+  const frame = [...document.querySelectorAll('iframe')].find(f => f.src.includes('webrtc_streamer'));
+  const states = (frame && frame.contentWindow.__mpConnectionStates) || [];
+  return states.length ? states[states.length - 1].state : null;
+})()"""
+
 INBOUND_AUDIO_STATS = """
 async () => {
   const out = [];
@@ -88,9 +98,27 @@ RESEND_STATE = """
 """
 
 
+def _webrtc_frame(page):
+    return next(f for f in page.frames if "webrtc_streamer" in f.url)
+
+
+def _connection_states(page) -> list[str]:
+    """The call's connection states, in order, as the Voice page's fix in the WebRTC frame noted them."""
+    return [s["state"] for s in _webrtc_frame(page).evaluate("() => window.__mpConnectionStates || []")]
+
+
+def _what_the_call_went_through(page, server_url: str) -> str:
+    """For a failing test's message: the resend script's state, the connection's states, the page, the log."""
+    return (
+        f"the page's resend state: {page.evaluate(RESEND_STATE)}\n"
+        f"the connection's states: {_connection_states(page)}\n"
+        f"The page says:\n{page.locator('body').inner_text()[:3000]}\n"
+        f"The server's log ends:\n{server_log_tail(server_url, 120)}"
+    )
+
+
 def _inbound_audio(page) -> dict:
-    frame = next(f for f in page.frames if "webrtc_streamer" in f.url)
-    stats = frame.evaluate(INBOUND_AUDIO_STATS)
+    stats = _webrtc_frame(page).evaluate(INBOUND_AUDIO_STATS)
     return {"bytes": sum(s["bytes"] for s in stats), "energy": sum(s["energy"] for s in stats)}
 
 
@@ -180,10 +208,52 @@ def test_a_message_typed_while_the_call_connects_is_shown_at_once_and_answered(s
     try:
         expect(mine.first).to_be_visible(timeout=30_000 if lost else 15_000)
     except AssertionError as exc:
-        raise AssertionError(f"not shown; the page's resend state: {page.evaluate(RESEND_STATE)}") from exc
+        raise AssertionError(f"not shown; {_what_the_call_went_through(page, streamlit_server)}") from exc
     assert bool(dropped) == lost
     answer = messages.filter(has_text="1003").filter(has_not_text=message)
     expect(answer.first).to_be_visible(timeout=CALL_TIMEOUT_MS)
     expect(mine).to_have_count(1)
+    webrtc.get_by_role("button", name="End call").click()
+    page.get_by_text("its report (transcript, tool calls, per-turn latencies) was saved").wait_for(timeout=90_000)
+
+
+def test_a_call_rides_out_seconds_without_packets(streamlit_server, new_mic_page):
+    """streamlit-webrtc ended a call as soon as the browser's connection said "disconnected", a state
+    ICE leaves by itself when packets flow again: a Wi-Fi hiccup or a busy machine ended the demo.
+    The app's process is paused for 12 s (nothing reaches the browser): the connection goes
+    disconnected and comes back, and the call goes on: still up, and a message typed after is answered."""
+    page = new_mic_page((1600, 1000))
+    page.goto(streamlit_server)
+    wait_for_app(page)
+    open_page(page, "Voice")
+    webrtc = page.frame_locator(WEBRTC_FRAME)
+    webrtc.get_by_role("button", name="Start call").click(timeout=60_000)
+    box = page.locator('[data-testid="stChatInputTextArea"]')
+    box.wait_for(state="visible", timeout=60_000)
+    page.wait_for_function(f"() => {LAST_CONNECTION_STATE} === 'connected'", timeout=60_000)
+
+    server = SERVER_PIDS[streamlit_server]
+    os.kill(server, signal.SIGSTOP)
+    try:
+        time.sleep(12)  # Chromium says "disconnected" after about 7 s, and gives up ("failed") about 10 s later
+    finally:
+        os.kill(server, signal.SIGCONT)
+    try:
+        page.wait_for_function(f"() => {LAST_CONNECTION_STATE} === 'connected'", timeout=20_000)
+    except Exception as exc:
+        raise AssertionError(f"not connected again; {_what_the_call_went_through(page, streamlit_server)}") from exc
+    states = _connection_states(page)
+    assert "disconnected" in states, states  # the pause was long enough to matter
+    assert states[-2:] == ["disconnected", "connected"], states
+
+    expect(box).to_be_visible()
+    expect(page.get_by_text("ended; its report")).to_have_count(0)
+    box.fill("Where is order 1002?")
+    box.press("Enter")
+    answer = page.locator('[data-testid="stChatMessage"]').filter(has_text="1002").filter(has_not_text="Where is")
+    try:
+        expect(answer.first).to_be_visible(timeout=CALL_TIMEOUT_MS)
+    except AssertionError as exc:
+        raise AssertionError(f"not answered; {_what_the_call_went_through(page, streamlit_server)}") from exc
     webrtc.get_by_role("button", name="End call").click()
     page.get_by_text("its report (transcript, tool calls, per-turn latencies) was saved").wait_for(timeout=90_000)
