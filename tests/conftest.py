@@ -65,8 +65,11 @@ _SECOND_TRIES: list[str] = []  # why a test marked flaky needed its documented s
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.outcome == "rerun":
-        errors = [line for line in (report.longreprtext or "").splitlines() if line.startswith("E ")]
-        _SECOND_TRIES.append(f"{report.nodeid}: {errors[0][1:].strip()[:300] if errors else 'no message'}")
+        # the last exception of a chain is the test's own message (with what the page and the server said)
+        last = (report.longreprtext or "").split("The above exception was the direct cause")[-1]
+        errors = [line[1:].strip() for line in last.splitlines() if line.startswith("E ")]
+        why = "\n    ".join(errors)[:6000] if errors else "no message"
+        _SECOND_TRIES.append(f"{report.nodeid}: {why}")
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
