@@ -131,9 +131,10 @@ def wait_for_app(page, timeout_ms: int = APP_TIMEOUT * 1000) -> None:
     page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
 
 
-def wait_for_identity_cookie(page, timeout_ms: int = 30_000) -> None:
+def wait_for_identity_cookie(page, timeout_ms: int = 90_000) -> None:
     """Wait until the browser holds the identity cookie and the reruns its writer
-    triggers are over (clicks during those reruns can be lost)."""
+    triggers are over (clicks during those reruns can be lost). 90 s: the first visit of a cold server
+    runs the page while the warm-up loads torch; once, in a CI run, the cookie had not come after 30 s."""
     deadline = time.monotonic() + timeout_ms / 1000
     while not any(c["name"] == COOKIE_NAME for c in page.context.cookies()):
         if time.monotonic() > deadline:
