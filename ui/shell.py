@@ -18,7 +18,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from core.errors import AuthError, AuthUnavailable
-from ui import auth, sidebar, style
+from ui import auth, recovery, sidebar, style
 from ui.errors import run_guarded, show_error
 
 # The auth server refuses new anonymous visitors; saved accounts can still sign in.
@@ -47,6 +47,7 @@ def render_shell() -> auth.Visitor:
         # First, so that nothing drawn after it (slow on a cold start, or failing) keeps the browser from
         # holding the identity: without the cookie, every reload would make a new anonymous visitor.
         auth.sync_cookie()
+        recovery.install()  # a page whose frontend crashed reloads instead of staying blank
     sidebar.render(visitor)
     return visitor
 
