@@ -35,6 +35,7 @@ from ui.turn_panel import render_turn_details
 from ui.voice import (
     MICROPHONE_HELP,
     MICROPHONE_MESSAGES,
+    WEBRTC_FRAME_FIXES,
     ice_servers,
     keep_call_across_reruns,
     latest_answered_turn,
@@ -57,61 +58,6 @@ _KEEP_WEBRTC_VISIBLE = """<style>
 .element-container:has(iframe[title="streamlit_webrtc.component.webrtc_streamer"]),
 .st-key-u_voice_webrtc { display: block !important; }
 </style>"""
-# Two fixes inside streamlit-webrtc's iframe (same origin), applied by a sweep over its frames:
-# - It draws a video placeholder (a grey box with a screen icon) above its buttons until the call's output
-#   stream arrives, even with video off: a style rule hides it and the iframe is fitted to what is left.
-# - It ends the call the moment the connection reports "disconnected", a state ICE leaves by itself once
-#   packets flow again: a few seconds without packets (Wi-Fi, a busy machine) ended the call, and with it
-#   a message typed during it. The page's listener hears "disconnected" only if the connection is still
-#   disconnected DISCONNECT_GRACE_MS later; "failed" and "closed" still end the call at once. Every state
-#   change is noted in the frame's `__mpConnectionStates` (a failing test prints it).
-DISCONNECT_GRACE_MS = 15_000
-_WEBRTC_FRAME_FIXES = """<script>
-(() => {
-  const rule = '.MuiPaper-root:has([data-testid="VideoLabelIcon"]) { display: none !important; }';
-  const audioOnly = (frame, doc) => {
-    if (!doc.getElementById('mp-audio-only')) {
-      const style = doc.createElement('style');
-      style.id = 'mp-audio-only';
-      style.textContent = rule;
-      doc.head.appendChild(style);
-    }
-    const height = Math.ceil(doc.body.scrollHeight);
-    if (height > 0 && Math.abs(frame.getBoundingClientRect().height - height) > 1) frame.height = String(height);
-  };
-  const rideOutDisconnects = (win) => {
-    const proto = win.RTCPeerConnection && win.RTCPeerConnection.prototype;
-    if (!proto || proto.mpPatient) return;
-    proto.mpPatient = true;
-    const states = win.__mpConnectionStates = [];
-    const add = proto.addEventListener;
-    proto.addEventListener = function (type, listener, options) {
-      if (type !== 'connectionstatechange' || typeof listener !== 'function') {
-        return add.call(this, type, listener, options);
-      }
-      const pc = this;
-      const patient = function (event) {
-        states.push({state: pc.connectionState, at: Date.now()});
-        if (pc.connectionState !== 'disconnected') return listener.call(pc, event);
-        win.setTimeout(() => { if (pc.connectionState === 'disconnected') listener.call(pc, event); }, GRACE_MS);
-      };
-      return add.call(this, type, patient, options);
-    };
-  };
-  const fix = (frame) => {
-    const doc = frame.contentDocument;
-    if (!doc || !doc.body) return;
-    rideOutDisconnects(frame.contentWindow);
-    audioOnly(frame, doc);
-  };
-  const sweep = () => parent.document
-    .querySelectorAll('iframe[title="streamlit_webrtc.component.webrtc_streamer"]')
-    .forEach(fix);
-  const host = parent.window;
-  if (!host.mpWebrtcFixes) host.mpWebrtcFixes = host.setInterval(sweep, 200);
-  sweep();
-})();
-</script>""".replace("GRACE_MS", str(DISCONNECT_GRACE_MS))
 STATE_BADGES = {
     "initializing": ("Starting", "gray", ":material/hourglass_top:"),
     "idle": ("Idle", "gray", ":material/pause_circle:"),
@@ -309,7 +255,7 @@ def _webrtc(key: str, ice: list[dict]):
         callback=_speaker_callback(key), key="u_voice_speaker", sample_rate=WEBRTC_SAMPLE_RATE
     )
     st.html(_KEEP_WEBRTC_VISIBLE)
-    st.html(_WEBRTC_FRAME_FIXES, unsafe_allow_javascript=True)
+    st.html(WEBRTC_FRAME_FIXES, unsafe_allow_javascript=True)
     keep_call_across_reruns(st.session_state.get(_WEBRTC), stayed_on_page=stayed_on_page())
     return webrtc.webrtc_streamer(
         key=_WEBRTC,

@@ -159,3 +159,61 @@ def keep_call_across_reruns(webrtc_context: Any, *, stayed_on_page: bool) -> Non
     back from another page, the check stays."""
     if stayed_on_page and webrtc_context is not None and hasattr(webrtc_context, "_last_rendered_run_count"):
         webrtc_context._last_rendered_run_count = None
+
+
+# Two fixes inside streamlit-webrtc's iframe (same origin), applied by a sweep over its frames (the Voice
+# page puts the script in the page):
+# - It draws a video placeholder (a grey box with a screen icon) above its buttons until the call's output
+#   stream arrives, even with video off: a style rule hides it and the iframe is fitted to what is left.
+# - It ends the call the moment the connection reports "disconnected", a state ICE leaves by itself once
+#   packets flow again: a few seconds without packets (Wi-Fi, a busy machine) ended the call, and with it
+#   a message typed during it. The page's listener hears "disconnected" only if the connection is still
+#   disconnected DISCONNECT_GRACE_MS later; "failed" and "closed" still end the call at once. Every state
+#   change is noted in the frame's `__mpConnectionStates` (a failing test prints it).
+DISCONNECT_GRACE_MS = 15_000
+WEBRTC_FRAME_FIXES = """<script>
+(() => {
+  const rule = '.MuiPaper-root:has([data-testid="VideoLabelIcon"]) { display: none !important; }';
+  const audioOnly = (frame, doc) => {
+    if (!doc.getElementById('mp-audio-only')) {
+      const style = doc.createElement('style');
+      style.id = 'mp-audio-only';
+      style.textContent = rule;
+      doc.head.appendChild(style);
+    }
+    const height = Math.ceil(doc.body.scrollHeight);
+    if (height > 0 && Math.abs(frame.getBoundingClientRect().height - height) > 1) frame.height = String(height);
+  };
+  const rideOutDisconnects = (win) => {
+    const proto = win.RTCPeerConnection && win.RTCPeerConnection.prototype;
+    if (!proto || proto.mpPatient) return;
+    proto.mpPatient = true;
+    const states = win.__mpConnectionStates = [];
+    const add = proto.addEventListener;
+    proto.addEventListener = function (type, listener, options) {
+      if (type !== 'connectionstatechange' || typeof listener !== 'function') {
+        return add.call(this, type, listener, options);
+      }
+      const pc = this;
+      const patient = function (event) {
+        states.push({state: pc.connectionState, at: Date.now()});
+        if (pc.connectionState !== 'disconnected') return listener.call(pc, event);
+        win.setTimeout(() => { if (pc.connectionState === 'disconnected') listener.call(pc, event); }, GRACE_MS);
+      };
+      return add.call(this, type, patient, options);
+    };
+  };
+  const fix = (frame) => {
+    const doc = frame.contentDocument;
+    if (!doc || !doc.body) return;
+    rideOutDisconnects(frame.contentWindow);
+    audioOnly(frame, doc);
+  };
+  const sweep = () => parent.document
+    .querySelectorAll('iframe[title="streamlit_webrtc.component.webrtc_streamer"]')
+    .forEach(fix);
+  const host = parent.window;
+  if (!host.mpWebrtcFixes) host.mpWebrtcFixes = host.setInterval(sweep, 200);
+  sweep();
+})();
+</script>""".replace("GRACE_MS", str(DISCONNECT_GRACE_MS))
