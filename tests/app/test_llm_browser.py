@@ -31,6 +31,7 @@ from tests.support.browser import (
     user_id_of,
     wait_for_app,
     wait_for_identity_cookie,
+    what_the_page_went_through,
 )
 from tests.support.llm_requests import (
     NO_RECALL_SKIPS,
@@ -195,10 +196,13 @@ def test_voice_call_with_the_llm(llm_app, new_mic_page):
             if attempt == 2:
                 raise
     webrtc = page.frame_locator(WEBRTC_FRAME)
-    webrtc.get_by_role("button", name="Start call").click(timeout=60_000)
-    webrtc.get_by_role("button", name="End call").wait_for(timeout=60_000)
     messages = page.locator('[data-testid="stChatMessage"]')
-    messages.filter(has_text=re.compile(r"remember.*teal", re.I)).first.wait_for(timeout=150_000)
+    try:
+        webrtc.get_by_role("button", name="Start call").click(timeout=60_000)
+        webrtc.get_by_role("button", name="End call").wait_for(timeout=60_000)
+        messages.filter(has_text=re.compile(r"remember.*teal", re.I)).first.wait_for(timeout=150_000)
+    except Exception as exc:
+        raise AssertionError(f"the call did not get that far; {what_the_page_went_through(page)}") from exc
     assert memories.recall(Scope.service(user_id), "favorite_color").content == "teal"
 
     webrtc.get_by_role("button", name="End call").click()

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from playwright.sync_api import sync_playwright
 
@@ -91,6 +92,29 @@ def mic_browser(playwright, fake_microphone):
     launched.close()
 
 
+@pytest.fixture(scope="session")
+def quiet_mic_browser(playwright) -> Iterator[object]:
+    """A browser whose microphone hears only silence: for calls that are about typing, where the looped
+    sentence would talk over (and interrupt) the answers the test waits for."""
+    directory = Path(tempfile.mkdtemp(prefix="mp-quiet-microphone-"))
+    silence = write_wav(directory / "silence.wav", np.zeros(0, np.int16), 48_000, tail_silence=10.0)
+    args = [*CHROMIUM_ARGS, *FAKE_MICROPHONE_ARGS, f"--use-file-for-fake-audio-capture={silence}"]
+    launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
+    yield launched
+    launched.close()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+PAGE_ERRORS: dict[int, list[str]] = {}  # id(page) -> the page's uncaught errors and console errors
+
+
+def _keep_page_errors(page) -> None:
+    """Note the page's uncaught exceptions and console errors (a failing test prints them)."""
+    errors = PAGE_ERRORS.setdefault(id(page), [])
+    page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"[:2000]))
+    page.on("console", lambda message: message.type == "error" and errors.append(f"console: {message.text}"[:2000]))
+
+
 def _page_factory(launched, *, microphone: bool) -> Iterator[Callable[..., object]]:
     contexts = []
 
@@ -101,10 +125,14 @@ def _page_factory(launched, *, microphone: bool) -> Iterator[Callable[..., objec
         if init_script:
             context.add_init_script(init_script)
         contexts.append(context)
-        return context.new_page()
+        page = context.new_page()
+        _keep_page_errors(page)
+        return page
 
     yield make
     for context in contexts:
+        for page in context.pages:
+            PAGE_ERRORS.pop(id(page), None)
         context.close()
 
 
@@ -112,6 +140,12 @@ def _page_factory(launched, *, microphone: bool) -> Iterator[Callable[..., objec
 def new_browser_page(browser):
     """Factory: a page in a brand-new browser context (a new visitor with no cookies)."""
     yield from _page_factory(browser, microphone=False)
+
+
+@pytest.fixture
+def new_quiet_mic_page(quiet_mic_browser):
+    """Factory: like new_mic_page, with a microphone that hears only silence."""
+    yield from _page_factory(quiet_mic_browser, microphone=True)
 
 
 @pytest.fixture
@@ -210,6 +244,55 @@ def table_rows(page) -> list[list[str]]:
     return page.evaluate(
         "() => [...document.querySelectorAll('[data-testid=stTable] tr')].map(r => "
         "[...r.querySelectorAll('th,td')].map(c => c.textContent.trim()))"
+    )
+
+
+# What the page's own scripts note: the resend script's state per chat input (ui/resend.py) and the
+# WebRTC call's connection states (pages/voice.py).
+_PAGE_SCRIPTS_STATE = """() => {
+  const frame = [...document.querySelectorAll('iframe')].find(f => f.src.includes('webrtc_streamer'));
+  const states = frame && frame.contentWindow ? frame.contentWindow.__mpConnectionStates : null;
+  return {resend: window.__mpResend || null,
+          connection: states ? states.map(s => s.state) : null,
+          running: !!document.querySelector('[data-testid=stStatusWidget]'),
+          boxes: [...document.querySelectorAll('[data-testid=stChatInputTextArea]')].map(b => b.value)};
+}"""
+
+
+_DOCUMENT_OUTLINE = """() => JSON.stringify({
+  url: location.href,
+  visibility: document.visibilityState,
+  html: document.documentElement.outerHTML.length,
+  app: !!document.querySelector('[data-testid=stApp]'),
+  main: (document.querySelector('[data-testid=stMain]') || {}).textContent?.slice(0, 1500) ?? null,
+  hidden: [...document.querySelectorAll('body, [data-testid=stApp], [data-testid=stMain]')]
+    .map(e => [e.tagName, e.dataset.testid || '', getComputedStyle(e).display, getComputedStyle(e).visibility]),
+})"""
+
+
+def _first_and_last(errors: list[str], each: int = 6) -> list[str]:
+    if len(errors) <= 2 * each:
+        return errors
+    return [*errors[:each], f"... {len(errors) - 2 * each} more ...", *errors[-each:]]
+
+
+def what_the_page_went_through(page) -> str:
+    """For a failing browser test's message: what the page's scripts noted, its text, its server's log."""
+    try:
+        scripts = page.evaluate(_PAGE_SCRIPTS_STATE)
+        text = page.locator("body").inner_text()[:3000]
+        if not text.strip():  # nothing visible: say what the document holds
+            text = "(nothing visible) " + page.evaluate(_DOCUMENT_OUTLINE)
+        shot = Path(tempfile.gettempdir()) / f"mp-failure-{time.strftime('%H%M%S')}.png"
+        page.screenshot(path=str(shot))
+    except Exception as exc:  # a page that is gone still gets the server's log
+        scripts, text, shot = f"(not readable: {exc})", "", None
+    return (
+        f"the page's errors: {_first_and_last(PAGE_ERRORS.get(id(page), []))}\n"
+        f"the page's scripts noted: {scripts}\n"
+        f"The page says:\n{text}\n"
+        f"(screenshot: {shot})\n"
+        f"The server's log ends:\n{server_log_tail(page.url, 120)}"
     )
 
 
