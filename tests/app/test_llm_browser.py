@@ -27,6 +27,7 @@ from tests.support.browser import (
     open_page,
     screenshot,
     send,
+    start_call,
     table_rows,
     user_id_of,
     wait_for_app,
@@ -197,12 +198,11 @@ def test_voice_call_with_the_llm(llm_app, new_mic_page):
                 raise
     webrtc = page.frame_locator(WEBRTC_FRAME)
     messages = page.locator('[data-testid="stChatMessage"]')
+    start_call(page)
     try:
-        webrtc.get_by_role("button", name="Start call").click(timeout=60_000)
-        webrtc.get_by_role("button", name="End call").wait_for(timeout=60_000)
         messages.filter(has_text=re.compile(r"remember.*teal", re.I)).first.wait_for(timeout=150_000)
     except Exception as exc:
-        raise AssertionError(f"the call did not get that far; {what_the_page_went_through(page)}") from exc
+        raise AssertionError(f"the memory was not confirmed; {what_the_page_went_through(page)}") from exc
     assert memories.recall(Scope.service(user_id), "favorite_color").content == "teal"
 
     webrtc.get_by_role("button", name="End call").click()

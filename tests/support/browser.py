@@ -296,6 +296,21 @@ def what_the_page_went_through(page) -> str:
     )
 
 
+def start_call(page, *, until_connected: bool = True, timeout_ms: int = 60_000) -> None:
+    """Press the Voice page's **Start call** and (`until_connected`) wait for **End call**, which shows once
+    the connection is up; if either does not show, fail with what the page went through."""
+    webrtc = page.frame_locator(WEBRTC_FRAME)
+    try:
+        webrtc.get_by_role("button", name="Start call").click(timeout=timeout_ms)
+    except Exception as exc:
+        raise AssertionError(f"no Start call to press; {what_the_page_went_through(page)}") from exc
+    if until_connected:
+        try:
+            webrtc.get_by_role("button", name="End call").wait_for(timeout=timeout_ms)
+        except Exception as exc:
+            raise AssertionError(f"the call did not connect; {what_the_page_went_through(page)}") from exc
+
+
 def open_page(page, title: str) -> None:
     """Navigate with the app's own top navigation (the browser session stays the same)."""
     heading = page.get_by_role("heading", name=re.compile(title)).first

@@ -23,6 +23,7 @@ from tests.support.browser import (
     drop_first_message,
     open_page,
     screenshot,
+    start_call,
     wait_for_app,
     what_the_page_went_through,
 )
@@ -118,8 +119,7 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
 
     page.evaluate(WATCH_USER_TRANSCRIPT)
     webrtc = page.frame_locator(WEBRTC_FRAME)
-    webrtc.get_by_role("button", name="Start call").click(timeout=60_000)
-    webrtc.get_by_role("button", name="End call").wait_for(timeout=60_000)  # the connection is up
+    start_call(page)
 
     messages = page.locator('[data-testid="stChatMessage"]')
     try:
@@ -177,7 +177,7 @@ def test_a_message_typed_while_the_call_connects_is_shown_at_once_and_answered(
     wait_for_app(page)
     open_page(page, "Voice")
     webrtc = page.frame_locator(WEBRTC_FRAME)
-    webrtc.get_by_role("button", name="Start call").click(timeout=60_000)
+    start_call(page, until_connected=False)  # the text box is used the moment it shows
 
     box = page.locator('[data-testid="stChatInputTextArea"]')  # shown with the call
     box.wait_for(state="visible", timeout=60_000)
