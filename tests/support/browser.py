@@ -248,7 +248,7 @@ def table_rows(page) -> list[list[str]]:
 
 
 # What the page's own scripts note: the resend script's state per chat input (ui/resend.py) and the
-# WebRTC call's connection states (pages/voice.py).
+# WebRTC call's connection states (ui/voice.WEBRTC_FRAME_FIXES).
 _PAGE_SCRIPTS_STATE = """() => {
   const frame = [...document.querySelectorAll('iframe')].find(f => f.src.includes('webrtc_streamer'));
   const states = frame && frame.contentWindow ? frame.contentWindow.__mpConnectionStates : null;
