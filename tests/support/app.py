@@ -27,7 +27,6 @@ APP_SCRIPT = PROJECT_ROOT / "app_script.py"  # the page script it runs (AppTest 
 APP_TIMEOUT = 180  # first run loads the embedding model and starts the agent
 TEST_DATA = PROJECT_ROOT / "tests" / "data"
 SERVER_LOGS: dict[str, Path] = {}  # base URL of each server started here -> the file it logs to
-SERVER_PIDS: dict[str, int] = {}  # base URL of each server started here -> its process id
 
 
 def free_port() -> int:
@@ -73,7 +72,6 @@ def start_streamlit(
     )
     url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     SERVER_LOGS[url] = Path(log.name)
-    SERVER_PIDS[url] = process.pid
     # a test's self-signed certificate: the health check only asks whether the server is up
     unverified = ssl._create_unverified_context() if tls else None
     deadline = time.monotonic() + timeout

@@ -173,9 +173,8 @@ def wait_for_identity_cookie(page, timeout_ms: int = 90_000) -> None:
     while not any(c["name"] == COOKIE_NAME for c in page.context.cookies()):
         if time.monotonic() > deadline:
             raise AssertionError(
-                f"the browser never received the {COOKIE_NAME} cookie in {timeout_ms / 1000:.0f} s.\n"
-                f"The page says:\n{page.locator('body').inner_text()[:2000]}\n"
-                f"The server's log ends:\n{server_log_tail(page.url)}"
+                f"the browser never received the {COOKIE_NAME} cookie in {timeout_ms / 1000:.0f} s; "
+                f"{what_the_page_went_through(page)}"
             )
         page.wait_for_timeout(200)
     page.wait_for_timeout(700)
