@@ -28,24 +28,12 @@ from agent.prompts import PAST_TURNS_LEAD, RECALL_LEAD
 from core import embeddings, retrieval
 from core.db import Scope
 from core.errors import PlaygroundError
-from core.retrieval import ConversationHit, MemoryHit, RrfParams
+from core.retrieval import ConversationHit, MemoryHit, RrfParams, is_relevant
 
 log = logging.getLogger(__name__)
 
-# Cosine distance above which a hit found only by the vector branch is noise for all-MiniLM-L6-v2.
-RELEVANT_MAX_DISTANCE = 0.75
 # A past turn is quoted up to this many characters in the recall block.
 TURN_QUOTE_CHARS = 280
-
-
-def is_relevant(text_rank: int | None, vector_distance: float | None, rrf_score: float | None = None) -> bool:
-    """Whether a hit (a memory or a past turn) is worth showing the model (or, for the offline brain, mentioning):
-    the one rule.
-    It matched on text, or it is close in vector space; and the fusion gave it a score (a branch weighted 0
-    contributes nothing, so a hit only that branch found scores 0 and is not put into context)."""
-    if rrf_score is not None and rrf_score <= 0:
-        return False
-    return text_rank is not None or (vector_distance is not None and vector_distance <= RELEVANT_MAX_DISTANCE)
 
 
 def estimate_tokens(text: str) -> int:

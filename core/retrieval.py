@@ -22,6 +22,34 @@ from core.text import clean_choice, clean_float, clean_int, clean_text
 MAX_QUERY_LENGTH = 1000
 SearchMode = Literal["hybrid", "vector", "text"]
 
+# Cosine distance above which a hit found only by the vector branch is noise for all-MiniLM-L6-v2: the
+# vector branch always returns the nearest rows, however far ("pizza recipe" finds "My dog is called
+# Pretzel" at 0.83). The agent leaves such hits out of its context and the pages show them apart.
+# Checked on the dev splits by `python -m bench.search_relevance` (docs/RETRIEVAL.md).
+RELEVANT_MAX_DISTANCE = 0.75
+MatchKind = Literal["words and meaning", "words", "meaning", "nearest only"]
+
+
+def is_relevant(text_rank: int | None, vector_distance: float | None, rrf_score: float | None = None) -> bool:
+    """Whether a hit (a memory, a past turn, a document) matches its search: the one rule, for the agent's
+    context and for the pages. It matched on text, or it is close in vector space; and the fusion gave it a
+    score (a branch weighted 0 contributes nothing, so a hit only that branch found scores 0)."""
+    if rrf_score is not None and rrf_score <= 0:
+        return False
+    return text_rank is not None or (vector_distance is not None and vector_distance <= RELEVANT_MAX_DISTANCE)
+
+
+def match_kind(hit: dict[str, Any]) -> MatchKind:
+    """How a hit (as_dict() of any hit, or a retrieval event's hit) matches its search: shared words,
+    closeness in meaning (the distance `is_relevant` allows), both, or neither: then it is listed only
+    because the vector branch always returns the nearest rows there are."""
+    distance = hit.get("vector_distance", hit.get("distance"))
+    words = hit.get("text_rank") is not None
+    meaning = distance is not None and distance <= RELEVANT_MAX_DISTANCE
+    if words and meaning:
+        return "words and meaning"
+    return "words" if words else "meaning" if meaning else "nearest only"
+
 
 @dataclass(frozen=True)
 class RrfParams:

@@ -14,7 +14,7 @@ import streamlit as st
 
 from core import conversations, sessions
 from core.errors import NotFound
-from core.retrieval import search_conversations
+from core.retrieval import match_kind, search_conversations
 from ui import auth, erase
 from ui.charts import alt
 from ui.errors import reported
@@ -347,6 +347,20 @@ def _detail(visitor, record, view: ReportView) -> None:
                 st.error(f"{error.get('where') or 'agent'}: {error.get('message')}")
 
 
+def _search_hit(hit, index: int) -> None:
+    with st.container(border=True, key=f"u_sessions_hit_{index}"):
+        text_col, open_col = st.columns([6, 1], vertical_alignment="center")
+        text_col.markdown(
+            f"**{when(hit.created_at)}** · {hit.speaker} · turn {hit.turn_index}  \n{clip(hit.content, 220)}"
+        )
+        ranks = f"vector #{hit.vector_rank or '—'} · text #{hit.text_rank or '—'}"
+        text_col.caption(f"{ranks} · RRF {hit.rrf_score:.4f} · session {hit.session_id}")
+        if open_col.button("Open", key=f"u_sessions_open_{index}", icon=":material/arrow_forward:"):
+            st.session_state[REQUEST] = hit.session_id
+            st.session_state[JUMP] = (hit.session_id, hit.turn_index)
+            st.rerun()
+
+
 def _search_panel(scope) -> None:
     """Search every turn of every one of my sessions (hybrid, as the user); Open jumps to the turn."""
     with st.form("u_sessions_search_form", border=False):
@@ -361,21 +375,23 @@ def _search_panel(scope) -> None:
         found = search_conversations(scope, query, limit=8)
         if found.degraded_reason:
             st.warning(found.degraded_reason, icon=":material/warning:")
-        if not found.hits:
+        matches = [hit for hit in found.hits if match_kind(hit.as_dict()) != "nearest only"]
+        loose = [hit for hit in found.hits if hit not in matches]
+        if not matches:
             st.caption("No turn of your transcripts matches that.")
+        for index, hit in enumerate(matches):
+            _search_hit(hit, index)
+        if loose:
+            # the vector branch always returns the nearest turns, however far: kept, but apart
+            with st.expander(
+                f"{len(loose)} loosely related turn{'s' if len(loose) != 1 else ''} (no shared word, not close "
+                "in meaning)",
+                icon=":material/search_off:",
+            ):
+                for index, hit in enumerate(loose, start=len(matches)):
+                    _search_hit(hit, index)
+        if not found.hits:
             return
-        for index, hit in enumerate(found.hits):
-            with st.container(border=True, key=f"u_sessions_hit_{index}"):
-                text_col, open_col = st.columns([6, 1], vertical_alignment="center")
-                text_col.markdown(
-                    f"**{when(hit.created_at)}** · {hit.speaker} · turn {hit.turn_index}  \n{clip(hit.content, 220)}"
-                )
-                ranks = f"vector #{hit.vector_rank or '—'} · text #{hit.text_rank or '—'}"
-                text_col.caption(f"{ranks} · RRF {hit.rrf_score:.4f} · session {hit.session_id}")
-                if open_col.button("Open", key=f"u_sessions_open_{index}", icon=":material/arrow_forward:"):
-                    st.session_state[REQUEST] = hit.session_id
-                    st.session_state[JUMP] = (hit.session_id, hit.turn_index)
-                    st.rerun()
         with st.expander("How these were ranked"):
             render_retrieval(found, key="u_sessions_search_scores", compact="medium")
 

@@ -21,7 +21,7 @@ import pandas as pd
 import streamlit as st
 
 from agent import RetrievalEvent
-from core.retrieval import ConversationSearch, KnowledgeSearch, MemorySearch
+from core.retrieval import RELEVANT_MAX_DISTANCE, ConversationSearch, KnowledgeSearch, MemorySearch, match_kind
 from ui.charts import alt
 from ui.format import clip, ms
 
@@ -142,6 +142,7 @@ def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -
             "Vector RRF": float(hit.get("vector_rrf") or 0.0),
             "Text RRF": float(hit.get("text_rrf") or 0.0),
             "Fused score": float(hit.get("rrf_score") or 0.0),
+            "Match": match_kind(hit),
             "Cosine distance": hit.get("vector_distance"),
         }
         for hit in hits
@@ -151,6 +152,7 @@ def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -
         columns=[
             "Slot",
             "Memory",
+            "Match",
             "Vector rank",
             "Text rank",
             "Vector RRF",
@@ -171,7 +173,8 @@ def turn_label(hit: dict[str, Any]) -> str:
 
 
 def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
-    columns = ["When", "Said", "Vector rank", "Text rank", "Vector RRF", "Text RRF", "Fused score", "Cosine distance"]
+    columns = ["When", "Said", "Match", "Vector rank", "Text rank", "Vector RRF", "Text RRF", "Fused score"]
+    columns += ["Cosine distance"]
     rows = [
         {
             "When": ("★ " if starred(hit, injected) else "") + turn_label(hit),
@@ -181,6 +184,7 @@ def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = N
             "Vector RRF": float(hit.get("vector_rrf") or 0.0),
             "Text RRF": float(hit.get("text_rrf") or 0.0),
             "Fused score": float(hit.get("rrf_score") or 0.0),
+            "Match": match_kind(hit),
             "Cosine distance": hit.get("vector_distance"),
         }
         for hit in hits
@@ -194,7 +198,7 @@ def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = N
 def knowledge_table(hits: list[dict[str, Any]]) -> pd.DataFrame:
     """The documents in fused order, with why: each branch's rank and the fused score (like the memory
     tables), and the cosine similarity the vector rank comes from."""
-    columns = ["Rank", "Title", "Vector rank", "Text rank", "Fused score", "Category", "Similarity"]
+    columns = ["Rank", "Title", "Match", "Vector rank", "Text rank", "Fused score", "Category", "Similarity"]
     columns += ["Cosine distance", "Excerpt"]  # after the why, so a narrow column still shows it
     rows = [
         {
@@ -205,6 +209,7 @@ def knowledge_table(hits: list[dict[str, Any]]) -> pd.DataFrame:
             "Text rank": hit.get("text_rank"),
             "Fused score": float(hit.get("rrf_score") or 0.0),
             "Similarity": float(hit.get("similarity") or 0.0),
+            "Match": match_kind(hit),
             "Cosine distance": hit.get("distance"),
             "Excerpt": clip(hit.get("content"), 140),
         }
@@ -289,6 +294,36 @@ def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
 # ---------------------------------------------------------------------------
 
 
+MATCH_HELP = (
+    "words = shares a word with the search; meaning = close in meaning (cosine distance ≤ "
+    f"{RELEVANT_MAX_DISTANCE:g}); nearest only = neither: listed because the vector branch always returns the "
+    "nearest rows there are. The agent leaves those out of its context."
+)
+MATCH_COLUMN = st.column_config.TextColumn(help=MATCH_HELP, width=130)  # px: "words and meaning" whole
+
+
+def loose_hits(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [hit for hit in hits if match_kind(hit) == "nearest only"]
+
+
+def loose_hits_note(view: RetrievalView) -> str | None:
+    """What to say when some or all hits of a search are only the nearest there are (None when all match)."""
+    loose = loose_hits(view.hits)
+    if not loose:
+        return None
+    what = {"memories": "memory", "conversations": "turn"}.get(view.kind, "document")
+    limit = f"{RELEVANT_MAX_DISTANCE:g}"
+    if len(loose) == len(view.hits):
+        return (
+            f"Nothing matches “{clip(view.query, 60)}”: no {what} shares a word with it, and none is close in "
+            f"meaning (all above cosine distance {limit}). These are only the nearest there are."
+        )
+    return (
+        f"{len(loose)} of {len(view.hits)} are *nearest only*: no shared word and cosine distance above "
+        f"{limit}, listed because the vector branch always returns the nearest rows."
+    )
+
+
 def _summary(view: RetrievalView) -> str:
     what = {"memories": "Memories", "conversations": "Past conversations"}.get(view.kind, "Knowledge")
     parts = [f"**{what}**"]
@@ -343,7 +378,14 @@ def render_retrieval(
                 view.kind, "No memories matched."
             )
         )
-    elif view.kind in ("memories", "conversations"):
+        return view
+    # a search the visitor ran says which hits are only the nearest there are (the agent's show it per row)
+    note = loose_hits_note(view) if searched else None
+    if note and len(loose_hits(view.hits)) == len(view.hits):
+        st.info(note, icon=":material/search_off:")
+    elif note:
+        st.caption(note)
+    if view.kind in ("memories", "conversations"):
         _render_memory_hits(view, key=key, chart=chart, compact=compact)
     else:
         _render_knowledge_hits(view, key=key, chart=chart, compact=compact)
@@ -371,7 +413,9 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
         table = table.drop(columns=["Cosine distance"])
         table[text_column] = table[text_column].map(lambda text: clip(text, 40))
         label = table.columns[0]  # Slot, or When
-        table = table[[label, text_column, "Fused score", "Vector rank", "Text rank", "Vector RRF", "Text RRF"]]
+        table = table[
+            [label, text_column, "Fused score", "Match", "Vector rank", "Text rank", "Vector RRF", "Text RRF"]
+        ]
     top = max(float(table["Fused score"].max()), 1e-9)
     narrow = "small" if compact else None
     label_width = "small" if compact else "medium"
@@ -395,6 +439,7 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
                 format="%.4f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF", width=narrow
             ),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
+            "Match": MATCH_COLUMN,
         },
     )
     if chart:
@@ -404,7 +449,7 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
 def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
     table = knowledge_table(view.hits)
     if compact:  # a side panel: the document and why it ranked where it did
-        table = table[["Rank", "Title", "Vector rank", "Text rank", "Fused score"]]
+        table = table[["Rank", "Title", "Vector rank", "Text rank", "Fused score", "Match"]]
     st.dataframe(
         table,
         hide_index=True,
@@ -423,6 +468,7 @@ def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool,
             "Similarity": st.column_config.NumberColumn(format="%.3f", help="1 − cosine distance"),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
             "Excerpt": st.column_config.TextColumn(width="large"),
+            "Match": MATCH_COLUMN,
         },
     )
     if chart:

@@ -15,7 +15,7 @@ from livekit.agents import llm
 from agent.brain.facts import describe_fact, search_query, slot_words
 from agent.brain.text import STOPWORDS, clean, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
-from agent.recall import is_relevant
+from core.retrieval import is_relevant
 
 # (tool name, arguments, output, is_error) for each tool call answered this turn
 ToolResult = tuple[str, dict[str, Any], str, bool]

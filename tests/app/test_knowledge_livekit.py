@@ -52,6 +52,15 @@ def test_knowledge_search_shows_ranked_documents_with_scores(app):
     at.run()
     table = next(df.value for df in at.dataframe if "Similarity" in df.value.columns)
     assert "E03" in table.iloc[0]["Title"] and table.iloc[0]["Text rank"] in ("1", "2")
+    assert table.iloc[0]["Match"] in ("words", "words and meaning")
+    assert not any(i.value.startswith("Nothing matches") for i in at.info)
+    # a question the knowledge base knows nothing about: the nearest documents, said to be only that
+    at.text_input(key="kb_query").set_value("how many moons does Jupiter have")
+    next(b for b in at.button if b.label == "Search" and b.form_id == "knowledge_search_form").click()
+    at.run()
+    table = next(df.value for df in at.dataframe if "Similarity" in df.value.columns)
+    assert set(table["Match"]) == {"nearest only"}
+    assert any(i.value.startswith("Nothing matches “how many moons does Jupiter have”") for i in at.info)
     at.text_input(key="kb_query").set_value("how long does shipping take?")
     # filtering by category only returns that category
     at.selectbox(key="kb_category").set_value("payments")

@@ -68,6 +68,16 @@ def test_list_search_and_export(app, captured_downloads):
     assert table["Fused score"].is_monotonic_decreasing
     assert table.iloc[0]["Fused score"] == pytest.approx(table.iloc[0]["Vector RRF"] + table.iloc[0]["Text RRF"])
 
+    assert table.iloc[0]["Match"] != "nearest only"
+    assert not any(i.value.startswith("Nothing matches") for i in at.info)
+
+    # nothing matches: the table still ranks the nearest, and says they are only that
+    _search(at, "pizza dough recipe")
+    table = next(df.value for df in at.dataframe if "Fused score" in df.value.columns)
+    assert set(table["Match"]) == {"nearest only"} and len(table) == 3
+    assert any(i.value.startswith("Nothing matches “pizza dough recipe”") for i in at.info)
+    _search(at, "what car do I drive?")
+
     at.segmented_control(key="u_mem_mode").set_value("text")
     at.run()
     table = next(df.value for df in at.dataframe if "Fused score" in df.value.columns)

@@ -92,3 +92,37 @@ def test_past_the_listed_sessions_the_page_says_so_and_still_opens_an_older_one(
     at.run()  # any later interaction
     assert at.selectbox(key="u_sessions_pick").value == ids[0]
     delete_everything(visitor.scope)
+
+
+def _search_transcripts(at, query: str) -> None:
+    at.text_input(key="u_sessions_search").set_value(query)
+    next(b for b in at.button if b.label == "Search" and b.form_id == "u_sessions_search_form").click()
+    at.run()
+    assert not at.exception, at.exception
+
+
+def test_the_transcript_search_lists_matches_and_puts_the_merely_nearest_turns_apart(app):
+    """The vector branch returns the nearest turns however far: "pizza dough recipe" listed every turn of a
+    conversation about colors and hiking as hits. Only a shared word or a close meaning makes a match now;
+    the rest stay reachable, apart."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    conversations.store_turns(Scope.service(visitor.user_id), _said(f"text-{uuid.uuid4().hex[:16]}"))
+    at.switch_page("pages/sessions.py")
+    at.run()
+
+    _search_transcripts(at, "pizza dough recipe")
+    assert any(c.value == "No turn of your transcripts matches that." for c in at.caption)
+    apart = [e for e in at.expander if "loosely related" in e.label]
+    assert len(apart) == 1 and apart[0].label.startswith("4 loosely related turns")
+    assert len(apart[0].button) == 4  # each still opens its session
+    assert any(i.value.startswith("Nothing matches “pizza dough recipe”") for i in at.info)
+
+    _search_transcripts(at, "the trail I hiked")
+    assert not any(c.value == "No turn of your transcripts matches that." for c in at.caption)
+    assert not any(i.value.startswith("Nothing matches") for i in at.info)
+    listed = [m.value for m in at.markdown if " · turn " in m.value]
+    apart = [m.value for e in at.expander if "loosely related" in e.label for m in e.markdown if " · turn " in m.value]
+    assert any("Bear Creek" in text for text in listed)  # the match, listed outside the expander
+    assert not any("Bear Creek" in text for text in apart) and len(apart) < len(listed)
+    delete_everything(visitor.scope)

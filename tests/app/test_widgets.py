@@ -8,15 +8,23 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent import events
-from agent.recall import is_relevant
 from core import memories
-from core.retrieval import RrfParams, search_knowledge, search_memories
+from core.retrieval import (
+    RELEVANT_MAX_DISTANCE,
+    RrfParams,
+    is_relevant,
+    match_kind,
+    search_knowledge,
+    search_memories,
+)
 from ui import format as fmt
 from ui.report_view import read_report
 from ui.retrieval import (
+    RetrievalView,
     compact_memory_table,
     contribution_rows,
     knowledge_table,
+    loose_hits_note,
     memory_chart,
     memory_table,
     view_of_event,
@@ -181,3 +189,28 @@ def test_the_chart_bars_end_at_the_tables_fused_scores_in_vector_mode(new_user):
     spec = memory_chart(hits).to_dict()
     assert spec["encoding"]["x"]["field"] == "start" and spec["encoding"]["x2"]["field"] == "end"
     assert spec["encoding"]["y"]["sort"] == [f"{n + 1}. {hit['memory_type']}" for n, hit in enumerate(hits)]
+
+
+def test_each_hit_says_how_it_matches_and_the_merely_nearest_are_named_so():
+    """The vector branch returns the nearest rows however far; a table row says whether the hit shares a
+    word with the search, is close in meaning (cosine distance <= RELEVANT_MAX_DISTANCE), both, or neither."""
+    near, far = RELEVANT_MAX_DISTANCE - 0.01, RELEVANT_MAX_DISTANCE + 0.01
+    hits = [
+        {**_hit("a", 1, 1, 0.1, 0.1), "vector_distance": near},
+        {**_hit("b", None, 2, 0.0, 0.1), "vector_distance": far},
+        {**_hit("c", 2, None, 0.1, 0.0), "vector_distance": near},
+        {**_hit("d", 3, None, 0.1, 0.0), "vector_distance": far},
+    ]
+    assert [match_kind(h) for h in hits] == ["words and meaning", "words", "meaning", "nearest only"]
+    assert list(memory_table(hits)["Match"]) == ["words and meaning", "words", "meaning", "nearest only"]
+    # the agent's rule agrees: only the last would be left out of its context
+    assert [is_relevant(h["text_rank"], h["vector_distance"], h["rrf_score"]) for h in hits] == [True] * 3 + [False]
+    view = RetrievalView(kind="memories", query="pizza dough recipe", hits=hits)
+    assert loose_hits_note(view).startswith("1 of 4 are *nearest only*")
+    view.hits = hits[3:]
+    assert loose_hits_note(view).startswith("Nothing matches “pizza dough recipe”: no memory shares a word")
+    view.hits = hits[:3]
+    assert loose_hits_note(view) is None
+    # knowledge hits carry `distance`, not `vector_distance`
+    assert match_kind({"text_rank": None, "distance": far, "vector_rank": 1}) == "nearest only"
+    assert match_kind({"text_rank": None, "distance": near, "vector_rank": 1}) == "meaning"
