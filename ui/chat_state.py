@@ -2,9 +2,12 @@
 
 One agent Conversation per browser session and verified user, kept
 across reruns: the runtime finds it again by a key made of the Streamlit
-session id and the user id. The runtime closes sessions idle for 30 minutes
-and all sessions at exit; the watcher here also closes (and so reports) a
-conversation soon after its browser session has gone away.
+session id and the user id. A reload makes a new Streamlit session: the
+new one takes over the visitor's conversation whose browser session has just
+gone away, so a reload (or the page recovering from a frontend crash) shows
+the same conversation and goes on with it. The runtime closes sessions idle
+for 30 minutes and all sessions at exit; the watcher here also closes (and so
+reports) a conversation soon after its browser session has gone away.
 """
 
 from __future__ import annotations
@@ -48,10 +51,47 @@ def get_chat_session(visitor, rrf=None) -> Conversation:
     chat = st.session_state.get(CHAT_KEY)
     if chat is not None and chat.user_id == visitor.user_id and not chat.closed:
         return chat
-    key = session_key(visitor.user_id)
-    chat = get_runtime().open_conversation(key, visitor.user_id, rrf=rrf)
+    chat = take_over_left_conversation(visitor.user_id, browser_session_id(), _session_is_connected)
+    if chat is None:
+        key = session_key(visitor.user_id)
+        chat = get_runtime().open_conversation(key, visitor.user_id, rrf=rrf)
+        _track(key, browser_session_id())
     st.session_state[CHAT_KEY] = chat
-    _track(key, browser_session_id())
+    return chat
+
+
+def _session_is_connected(streamlit_session_id: str) -> bool:
+    # AppTest / bare mode has no browser sessions to tell apart: every one counts as connected
+    return not Runtime.exists() or Runtime.instance().is_active_session(streamlit_session_id)
+
+
+def take_over_left_conversation(user_id, streamlit_session_id: str, is_connected) -> Conversation | None:
+    """The visitor's open conversation whose browser session is disconnected (the newest, if several),
+    now tracked as this browser session's; None if there is none. A reload or a second tab of a closed
+    one lands here; a tab that is still open keeps its own conversation (`is_connected`). The user id is
+    the verified visitor's: a conversation is only ever taken over by its own user."""
+    runtime = get_runtime()
+    with _watch_lock:
+        left = [
+            (key, sid, chat)
+            for key, sid in _tracked.items()
+            if (chat := runtime.get_conversation(key)) is not None
+            and not chat.closed
+            and str(chat.user_id) == str(user_id)
+            and sid != streamlit_session_id
+            and not is_connected(sid)
+        ]
+        if not left:
+            return None
+        key, sid, chat = max(left, key=lambda item: item[2].last_active)
+        _tracked[key] = streamlit_session_id  # under the lock: two new tabs cannot both take it
+        _inactive_since.pop(key, None)
+    log.info(
+        "browser session %s takes over conversation %s (its browser session %s left)",
+        streamlit_session_id,
+        chat.session_id,
+        sid,
+    )
     return chat
 
 

@@ -29,6 +29,13 @@ from tests.support.panels import branch
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
+def _session_shown(page) -> str:
+    """The chat session the Chat page's header names."""
+    match = re.search(r"session (text-[0-9a-f]{16})", page.locator('[data-testid="stMain"]').inner_text())
+    assert match, "the Chat page names no session"
+    return match.group(1)
+
+
 def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page):
     page = new_browser_page((1920, 1080))
     page.goto(streamlit_server)
@@ -57,8 +64,19 @@ def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page
     assert page.locator('[data-testid="stVegaLiteChart"]').count() >= 1  # the stacked RRF bars
     # the README's chat, memories and knowledge screenshots come from tests/app/test_browser_layout.py (laptop sizes)
 
+    # a reload is a new browser session: it takes the conversation over, shows it and goes on with it
+    # (until 2026-11-26 it showed an empty chat and started another session)
+    session_id = _session_shown(page)
+    turns_before = answered_turns(page).count()
+    page.reload()
+    wait_for_identity_cookie(page)
+    expect(answered_turns(page)).to_have_count(turns_before, timeout=30_000)
+    assert _session_shown(page) == session_id
+    expect(page.get_by_text("my favorite color is teal").first).to_be_visible()
+
     # end the conversation: its report is saved and shows on the Sessions page
     send(page, "where is order 1001?")
+    assert _session_shown(page) == session_id
     page.get_by_role("button", name="End session").click()
     page.get_by_text("report was saved").wait_for(timeout=TURN_TIMEOUT_MS)
 

@@ -282,3 +282,31 @@ def test_a_long_conversation_picks_the_turn_to_inspect_from_a_drop_down(app):
     at.run()
     assert at.selectbox(key="u_chat_inspect_turn").value == 2
     assert any("1 tool call (search_knowledge)" in caption.value for caption in at.caption)  # turn 2's
+
+
+def test_a_reloaded_page_takes_over_its_conversation_and_only_its_own_users(new_user):
+    """A reload makes a new Streamlit session; it takes over the visitor's conversation whose browser session
+    left, so the conversation goes on. A tab still open keeps its own; another user's is never taken."""
+    user, other = new_user(), new_user()
+    key = f"text:left-tab:{user.user_id}"
+    chat = get_runtime().open_conversation(key, user.user_id)
+    chat.ready.result(timeout=120)
+    chat_state._track(key, "left-tab")
+
+    def connected(sid):
+        return sid != "left-tab"
+
+    # still open in its tab: a second tab starts its own
+    assert chat_state.take_over_left_conversation(user.user_id, "second-tab", lambda sid: True) is None
+    # another user never gets it, left or not
+    assert chat_state.take_over_left_conversation(other.user_id, "other-tab", connected) is None
+    # the tab reloaded: the new session takes it over, and is now the one watched
+    assert chat_state.take_over_left_conversation(user.user_id, "reloaded-tab", connected) is chat
+    assert chat_state._tracked[key] == "reloaded-tab"
+    # once taken, it is the reloaded tab's (connected): nobody else takes it
+    assert chat_state.take_over_left_conversation(user.user_id, "third-tab", connected) is None
+    # an ended conversation is never taken over
+    chat_state._track(key, "left-tab")
+    chat.close().result(timeout=60)
+    assert chat_state.take_over_left_conversation(user.user_id, "fourth-tab", connected) is None
+    chat_state._tracked.pop(key, None)
