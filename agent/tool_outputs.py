@@ -1,7 +1,9 @@
 """What each tool hands back to the model: core's result as a small JSON-able dict.
 
 The model reads these (the offline brain's replies too, agent/brain/replies.py), so they keep only what
-an answer needs: no ids, no embeddings, scores rounded.
+an answer needs: no ids, no embeddings, scores rounded. Every search hit says how it matches
+(core.retrieval.match_kind): a model cannot tell from a cosine distance of 0.83 that the hit is only the
+nearest row there is, not an answer.
 """
 
 from __future__ import annotations
@@ -11,14 +13,20 @@ from typing import Any
 from core.memories import Forgotten, Memory, Remembered
 from core.orders import Order
 from core.profiles import Profile
-from core.retrieval import ConversationSearch, KnowledgeSearch, MemorySearch
+from core.retrieval import ConversationSearch, KnowledgeSearch, MemorySearch, match_kind
 
 
 def knowledge_found(search: KnowledgeSearch) -> dict[str, Any]:
     return {
         "query": search.query,
         "hits": [
-            {"title": h.title, "category": h.category, "similarity": round(h.similarity, 4), "content": h.content}
+            {
+                "title": h.title,
+                "category": h.category,
+                "similarity": round(h.similarity, 4),
+                "match": match_kind(h.as_dict()),
+                "content": h.content,
+            }
             for h in search.hits
         ],
     }
@@ -58,6 +66,7 @@ def memories_found(search: MemorySearch) -> dict[str, Any]:
                 "vector_rank": h.vector_rank,
                 "text_rank": h.text_rank,
                 "vector_distance": None if h.vector_distance is None else round(h.vector_distance, 4),
+                "match": match_kind(h.as_dict()),
             }
             for h in search.hits
         ],
@@ -78,6 +87,7 @@ def conversations_found(search: ConversationSearch) -> dict[str, Any]:
                 "vector_rank": h.vector_rank,
                 "text_rank": h.text_rank,
                 "vector_distance": None if h.vector_distance is None else round(h.vector_distance, 4),
+                "match": match_kind(h.as_dict()),
             }
             for h in search.hits
         ],

@@ -89,6 +89,23 @@ async def test_tools_only_see_the_sessions_user(new_user):
     assert hits == []
 
 
+async def test_search_hits_tell_the_model_how_they_match(new_user):
+    """A model cannot tell from a cosine distance that a hit is only the nearest memory there is: each hit
+    says "words", "meaning", both, or "nearest only" (the agent's relevance rule)."""
+    user = new_user()
+    memories.remember(user.scope, "favorite_color", "teal")
+    memories.remember(user.scope, "car", "Drives a blue 2019 Subaru Outback")
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="search my memories for Subaru")
+        result.expect.next_event().is_function_call(name="search_memories")
+        hits = json.loads(result.expect.next_event().is_function_call_output().event().item.output)["hits"]
+        result = await run.session.run(user_input="search my memories for pizza dough")
+        result.expect.next_event().is_function_call(name="search_memories")
+        far = json.loads(result.expect.next_event().is_function_call_output().event().item.output)["hits"]
+    assert hits[0]["memory_type"] == "car" and hits[0]["match"] in ("words", "words and meaning")
+    assert {h["memory_type"]: h["match"] for h in far} == {"car": "nearest only", "favorite_color": "nearest only"}
+
+
 async def test_order_found_and_not_found(new_user):
     user = new_user()
     async with agent_session(user.user_id) as run:
