@@ -110,6 +110,13 @@ def _branch(rank: Any, contribution: Any) -> str:
     return f"#{int(rank)} · {float(contribution or 0.0):.5f}"
 
 
+def _mark(hit: dict[str, Any], injected: set[str] | None) -> str:
+    """The narrow tables' mark in front of a hit: ★ put into the model's context, ○ nearest only."""
+    if starred(hit, injected):
+        return "★ "
+    return "○ " if match_kind(hit) == "nearest only" else ""
+
+
 def compact_memory_table(
     hits: list[dict[str, Any]], injected: set[str] | None = None, *, turns: bool = False
 ) -> pd.DataFrame:
@@ -119,7 +126,7 @@ def compact_memory_table(
     text_column = "Said" if turns else "Memory"
     rows = [
         {
-            text_column: ("★ " if starred(hit, injected) else "")
+            text_column: _mark(hit, injected)
             + (turn_label(hit) if turns else str(hit.get("memory_type")))
             + ": "
             + clip(hit.get("content"), 60),
@@ -299,6 +306,7 @@ MATCH_HELP = (
     f"{RELEVANT_MAX_DISTANCE:g}); nearest only = neither: listed because the vector branch always returns the "
     "nearest rows there are. The agent leaves those out of its context."
 )
+LOOSE_LEGEND = f" ○ = nearest only: no shared word with the search, cosine distance above {RELEVANT_MAX_DISTANCE:g}."
 MATCH_COLUMN = st.column_config.TextColumn(help=MATCH_HELP, width=130)  # px: "words and meaning" whole
 
 
@@ -401,7 +409,7 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
         st.table(table, hide_index=True, border="horizontal")
         st.caption(
             "Vector / Text: the branch's rank · its RRF contribution w / (k + rank); — = not found by that "
-            "branch. Fused score = the two added."
+            "branch. Fused score = the two added." + (LOOSE_LEGEND if loose_hits(view.hits) else "")
         )
         if chart:
             st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
@@ -449,7 +457,8 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
 def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
     table = knowledge_table(view.hits)
     if compact:  # a side panel: the document and why it ranked where it did
-        table = table[["Rank", "Title", "Vector rank", "Text rank", "Fused score", "Match"]]
+        table = table[["Rank", "Title", "Vector rank", "Text rank", "Fused score"]]
+        table["Title"] = [_mark(hit, None) + str(title) for hit, title in zip(view.hits, table["Title"], strict=True)]
     st.dataframe(
         table,
         hide_index=True,
@@ -471,6 +480,8 @@ def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool,
             "Match": MATCH_COLUMN,
         },
     )
+    if compact and loose_hits(view.hits):
+        st.caption(LOOSE_LEGEND.strip())
     if chart:
         st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
 

@@ -203,6 +203,9 @@ def test_each_hit_says_how_it_matches_and_the_merely_nearest_are_named_so():
     ]
     assert [match_kind(h) for h in hits] == ["words and meaning", "words", "meaning", "nearest only"]
     assert list(memory_table(hits)["Match"]) == ["words and meaning", "words", "meaning", "nearest only"]
+    # the narrow side-panel tables mark it instead: ○, unless the agent put it into the context (★)
+    assert [t.split(":")[0] for t in compact_memory_table(hits)["Memory"]] == ["a", "b", "c", "○ d"]
+    assert compact_memory_table(hits, {"a"})["Memory"][0].startswith("★ a")
     # the agent's rule agrees: only the last would be left out of its context
     assert [is_relevant(h["text_rank"], h["vector_distance"], h["rrf_score"]) for h in hits] == [True] * 3 + [False]
     view = RetrievalView(kind="memories", query="pizza dough recipe", hits=hits)
