@@ -50,34 +50,22 @@ def _share(values: list[bool]) -> float:
     return sum(values) / len(values) if values else float("nan")
 
 
-def _turn_set(name: str) -> dict:
-    split = EVAL / name / "dev"
-    turns = ev.load_turns(split / "turns.jsonl")
-    queries = ev.load_queries(split / "queries.jsonl", {t.user for t in turns})
-    qrels = ev.load_qrels(split / "qrels.jsonl", queries, turns)
+def _labelled_set(folder: Path, *, as_turns: bool) -> dict:
+    """Load one labelled set (turns or slot memories) into a throwaway database and measure its searches."""
+    rows = ev.load_turns(folder / "turns.jsonl") if as_turns else ev.load_memories(folder / "memories.jsonl")
+    queries = ev.load_queries(folder / "queries.jsonl", {r.user for r in rows})
+    qrels = ev.load_qrels(folder / "qrels.jsonl", queries, rows)
+    insert, embed, search_rows = (
+        (ev.insert_turns, ev.embed_turns, search_conversations)
+        if as_turns
+        else (ev.insert_memories, ev.embed_memories, search_memories)
+    )
     with ev.throwaway_embedded() as uri:
-        users = ev.create_users(uri, sorted({t.user for t in turns}))
-        row_ids = ev.insert_turns(uri, turns, ev.embed_turns(turns), users)
+        users = ev.create_users(uri, sorted({r.user for r in rows}))
+        row_ids = insert(uri, rows, embed(rows), users)
 
         def search(user: str, text: str) -> list[dict]:
-            found = search_conversations(
-                db.Scope.service(users[user]), text, limit=TOP, params=RrfParams.from_settings(), conninfo=uri
-            )
-            return [{**hit.as_dict(), "eval_id": row_ids.get(hit.id)} for hit in found.hits]
-
-        return _measure(search, queries, qrels, sorted(users))
-
-
-def _slot_set() -> dict:
-    memories = ev.load_memories(EVAL / "memories.jsonl")
-    queries = ev.load_queries(EVAL / "queries.jsonl", {m.user for m in memories})
-    qrels = ev.load_qrels(EVAL / "qrels.jsonl", queries, memories)
-    with ev.throwaway_embedded() as uri:
-        users = ev.create_users(uri, sorted({m.user for m in memories}))
-        row_ids = ev.insert_memories(uri, memories, ev.embed_memories(memories), users)
-
-        def search(user: str, text: str) -> list[dict]:
-            found = search_memories(
+            found = search_rows(
                 db.Scope.service(users[user]), text, limit=TOP, params=RrfParams.from_settings(), conninfo=uri
             )
             return [{**hit.as_dict(), "eval_id": row_ids.get(hit.id)} for hit in found.hits]
@@ -140,9 +128,9 @@ def _measure(search, queries, qrels, users: list[str], key: str = "eval_id") -> 
 
 def main() -> int:
     sets = {
-        "slots (docs/eval, all)": _slot_set,
-        "conversations dev": lambda: _turn_set("conversations"),
-        "multisession dev": lambda: _turn_set("multisession"),
+        "slots (docs/eval, all)": lambda: _labelled_set(EVAL, as_turns=False),
+        "conversations dev": lambda: _labelled_set(EVAL / "conversations" / "dev", as_turns=True),
+        "multisession dev": lambda: _labelled_set(EVAL / "multisession" / "dev", as_turns=True),
         "knowledge (40 questions)": _knowledge_set,
     }
     print(f"The rule: a shared word, or cosine distance <= {RELEVANT_MAX_DISTANCE}; top {TOP} hits per search.\n")
