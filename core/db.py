@@ -32,7 +32,7 @@ _lock = threading.RLock()
 _embedded_servers: dict[Path, Any] = {}  # pgdata -> embedded_pg.LockedDownServer
 _server_of: dict[str, Any] = {}  # every URI of an embedded server -> that server
 _claims_keys: dict[str, bytes] = {}  # app-role URI -> the key its database checks claims with
-_pools: dict[str, ConnectionPool] = {}
+_pools: dict[tuple[str, str], ConnectionPool] = {}
 POOL_TIMEOUT_SECONDS = 5.0  # how long a request waits for a pooled connection (it queues under load)
 
 
@@ -242,11 +242,13 @@ def _after_failure(conninfo: str, exc: BaseException) -> DatabaseUnavailable:
 # ---------------------------------------------------------------------------
 
 
-def get_pool(conninfo: str | None = None) -> ConnectionPool:
-    """The pool for `conninfo` (default: the user scopes' connection)."""
+def get_pool(conninfo: str | None = None, *, purpose: str = "queries") -> ConnectionPool:
+    """The pool for `conninfo` (default: the user scopes' connection). Connections that hold a
+    lock while their holder queries on (purpose "locks") come from a pool of their own, so that
+    holders waiting for a second connection can never use up the pool they wait on."""
     conninfo = conninfo or app_url()
     with _lock:
-        pool = _pools.get(conninfo)
+        pool = _pools.get((conninfo, purpose))
         if pool is None:
             pool = ConnectionPool(
                 conninfo,
@@ -255,10 +257,10 @@ def get_pool(conninfo: str | None = None) -> ConnectionPool:
                 kwargs={"autocommit": True},
                 check=ConnectionPool.check_connection,  # drop dead connections after a restart
                 open=False,
-                name="memory-playground",
+                name=f"memory-playground-{purpose}",
             )
             pool.open(wait=False)
-            _pools[conninfo] = pool
+            _pools[(conninfo, purpose)] = pool
         return pool
 
 
@@ -278,11 +280,11 @@ def close_pools() -> None:
 
 
 @contextmanager
-def pooled_connection(conninfo: str) -> Iterator[psycopg.Connection]:
+def pooled_connection(conninfo: str, *, purpose: str = "queries") -> Iterator[psycopg.Connection]:
     """A pooled autocommit connection; any failure to reach the database becomes DatabaseUnavailable."""
     _before_connecting(conninfo)
     try:
-        with get_pool(conninfo).connection(timeout=POOL_TIMEOUT_SECONDS) as conn:
+        with get_pool(conninfo, purpose=purpose).connection(timeout=POOL_TIMEOUT_SECONDS) as conn:
             yield conn
     except (psycopg.OperationalError, PoolTimeout, PoolClosed) as exc:
         if isinstance(exc, psycopg.errors.QueryCanceled):

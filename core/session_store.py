@@ -21,21 +21,29 @@ the auth server's reuse detection).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
+import psycopg
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from core.db import service_connection
+from core.db import pooled_connection, service_connection, service_url
 from core.identity import AuthSession, hash_refresh_token
+
+log = logging.getLogger(__name__)
 
 _INFO = b"memory-playground session hand-off v1"
 MAX_CHAIN = 64  # rotations followed at most in one walk
 _TABLE = "memory_playground_private.session_handoffs"
+_LOCK_SPACE = 0x6D70_0001  # first key of the families' advisory locks (the second: the family's hash)
+LOCK_WAIT_SECONDS = 15.0
 
 
 def _key(token: str) -> bytes:
@@ -118,6 +126,28 @@ def record(family: str, replaced_token: str, successor: AuthSession) -> AuthSess
             (hash_refresh_token(successor.refresh_token), family, successor.user_id),
         )
     return successor
+
+
+@contextmanager
+def family_lock(family: str, *, wait_seconds: float | None = None) -> Iterator[bool]:
+    """Hold the family's lock in every app process at once (a Postgres advisory lock) for
+    one exchange: read the newest token, refresh it, record the successor. Two processes
+    renewing one browser's session at the same moment would otherwise both present the
+    same token, and the second would trip the auth server's reuse detection whenever its
+    reuse interval is shorter than the race. Yields False when the lock was not had within
+    `wait_seconds` (the holder is stuck on a slow auth server): the caller goes on unlocked,
+    as it did before there was a lock, rather than fail the page."""
+    wait = LOCK_WAIT_SECONDS if wait_seconds is None else wait_seconds
+    with pooled_connection(service_url(), purpose="locks") as conn, conn.transaction():
+        conn.execute("select set_config('lock_timeout', %s, true)", (f"{max(1, int(wait * 1000))}ms",))
+        try:
+            with conn.transaction():  # a savepoint: a timeout leaves the outer transaction usable
+                conn.execute("select pg_advisory_xact_lock(%s::int, hashtext(%s))", (_LOCK_SPACE, family))
+            held = True
+        except psycopg.errors.LockNotAvailable:
+            log.warning("session family lock not had within %.0f s; renewing without it", wait)
+            held = False
+        yield held  # released when this transaction ends
 
 
 def lookup(token: str) -> tuple[str, float | None] | None:

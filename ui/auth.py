@@ -20,6 +20,8 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -103,19 +105,27 @@ _family_locks_guard = threading.Lock()
 
 
 def _lock_for(family: str) -> threading.Lock:
-    """One renewal at a time per family in this process (across processes, the auth server's
-    reuse interval covers two renewals of the same token at once)."""
+    """One renewal at a time per family in this process; `_one_exchange_at_a_time` adds the
+    lock shared by every process."""
     with _family_locks_guard:
         if len(_family_locks) > 10_000:
             _family_locks.clear()
         return _family_locks.setdefault(family, threading.Lock())
 
 
+@contextmanager
+def _one_exchange_at_a_time(family: str) -> Iterator[None]:
+    """The family's lock in this process, then in the database (every app process): two
+    processes renewing the same browser at once would otherwise present the same token."""
+    with _lock_for(family), session_store.family_lock(family):
+        yield
+
+
 def renew(auth: AuthSession, family: str, *, margin: float = REFRESH_MARGIN_SECONDS) -> AuthSession:
     """A session for the same user valid for at least `margin` seconds: a newer one
     another tab of this family already obtained, else a refresh of the family's
     newest refresh token. Raises AuthError if refreshing fails."""
-    with _lock_for(family):
+    with _one_exchange_at_a_time(family):
         newest = session_store.newest(auth.refresh_token, user_id=auth.user_id) or auth
         if newest.refresh_token != auth.refresh_token and newest.expires_at - time.time() >= margin:
             return newest
@@ -174,8 +184,12 @@ def restore_or_sign_in(
     if stored_refresh_token:
         try:
             known = session_store.lookup(stored_refresh_token)
-            family = known[0] if known else uuid.uuid4().hex
-            with _lock_for(family):
+            # An unknown token locks on its own hash: two processes restoring it at once are then
+            # one exchange and one hand-off, seen by the lookup again under the lock.
+            lock_key = known[0] if known else identity.hash_refresh_token(stored_refresh_token)
+            with _one_exchange_at_a_time(lock_key):
+                known = session_store.lookup(stored_refresh_token)
+                family = known[0] if known else uuid.uuid4().hex
                 if known is not None and known[1] is not None and known[1] <= REUSE_INTERVAL_SECONDS:
                     # A parallel tab or a reload that raced the cookie write.
                     latest = session_store.newest(stored_refresh_token)

@@ -3,11 +3,18 @@ the real entry point against the real embedded database and issuer."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import time
 import uuid
+from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
-from core import identity, memories
+from core import identity, memories, session_store
 from core.db import Scope, admin_connection
 from core.errors import AuthError, DatabaseUnavailable
 from ui import auth as ui_auth
@@ -96,6 +103,86 @@ def test_two_tabs_of_one_browser_renew_without_tripping_reuse_detection(database
     for session in (renewed_first, renewed_second):
         assert identity.verify(session.access_token).user_id == first_tab.user_id
     identity.refresh(renewed_first.refresh_token)  # the newest token is still good
+
+
+# One app process taking one step for a browser's session (a renewal, or a restore from its cookie),
+# started as its own Python process. The auth server here has no reuse interval and is slow to answer, so
+# two processes taking the step at once are both inside the exchange together: without a lock shared by
+# the processes, both present the same token, and the second is refused as a replay
+# ("refresh_token_already_used"): its tab signed out, or its reload made a new anonymous visitor.
+_STEP_IN_ITS_OWN_PROCESS = """
+import json, sys, time, uuid
+from core import identity
+from core.errors import AuthError
+from ui import auth as ui_auth
+
+identity.REFRESH_REUSE_INTERVAL_SECONDS = 0.0
+exchange = identity.refresh
+def slow_exchange(token):
+    time.sleep(0.6)
+    return exchange(token)
+identity.refresh = slow_exchange
+given = json.loads(sys.argv[1])
+held = identity.AuthSession(**{**given["auth"], "user_id": uuid.UUID(given["auth"]["user_id"])})
+print("ready", flush=True)
+sys.stdin.readline()  # both processes take their step together
+try:
+    if given["step"] == "renew":
+        session, notice = ui_auth.renew(held, given["family"], margin=10**9), None
+    else:
+        session, notice, _ = ui_auth.restore_or_sign_in(held.refresh_token)
+    print(json.dumps({"user_id": str(session.user_id), "refresh_token": session.refresh_token, "notice": notice}))
+except AuthError as exc:
+    print(json.dumps({"refused": exc.code}))
+"""
+
+
+@pytest.mark.parametrize("step", ["renew", "restore"])
+def test_two_app_processes_renewing_or_restoring_one_browser_at_once_keep_it_signed_in(database_uri, step):
+    tab, _, family = ui_auth.restore_or_sign_in(None)
+    given = {"auth": {**asdict(tab), "user_id": str(tab.user_id)}, "family": family, "step": step}
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _STEP_IN_ITS_OWN_PROCESS, json.dumps(given)],
+            cwd=Path(__file__).resolve().parents[2],
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    for process in processes:
+        assert process.stdout.readline().strip() == "ready", process.stderr.read()[-3000:]
+    for process in processes:
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    outcomes = []
+    for process in processes:
+        out, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err[-3000:]
+        outcomes.append(json.loads(out.strip().splitlines()[-1]))
+    # both tabs are still this visitor, and neither was told its identity was lost
+    assert all(o.get("user_id") == str(tab.user_id) and o.get("notice") is None for o in outcomes), outcomes
+    # one exchange, then the other process took what it obtained: the family's newest token is still good
+    not_yet_exchanged = {o["refresh_token"] for o in outcomes if session_store.lookup(o["refresh_token"])[1] is None}
+    assert len(not_yet_exchanged) == 1, outcomes
+    assert identity.refresh(not_yet_exchanged.pop()).user_id == tab.user_id
+
+
+def test_a_stuck_renewal_delays_the_next_one_of_its_family_only_and_never_fails_it(database_uri):
+    family = uuid.uuid4().hex
+    with session_store.family_lock(family) as first:
+        assert first is True
+        started = time.monotonic()
+        with session_store.family_lock(family, wait_seconds=0.5) as second:
+            assert second is False  # waited its time, then goes on without the lock instead of failing the page
+        assert time.monotonic() - started >= 0.45
+        with session_store.family_lock(uuid.uuid4().hex, wait_seconds=0.5) as other_family:
+            assert other_family is True
+    with session_store.family_lock(family, wait_seconds=0.5) as after:
+        assert after is True  # released with its transaction
 
 
 def test_upgrade_keeps_the_user_id_and_email_sign_in_returns_to_it(app):
