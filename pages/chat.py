@@ -425,8 +425,19 @@ def main() -> None:
     events, cursor = chat.events_since(0)
     waiting = chat.waiting_messages(cursor) + list(_outbox())
     turns = group_turns(events)
+    moved = st.session_state.get(chat_state.MOVED_KEY)
+    if moved is not None and (waiting or any(t.user_text for t in turns)):
+        st.session_state.pop(chat_state.MOVED_KEY, None)  # shown until this tab's new conversation starts
+        moved = None
     conversation, inspector = st.columns([1, 1], gap="medium")
     with conversation:
+        if moved is not None:
+            which = f"Your conversation `{short_id(moved, 16)}`" if moved else "Your conversation"
+            st.info(
+                f"{which} went on in another tab of this browser while this tab was disconnected, and "
+                "continues there. This tab starts a new conversation.",
+                icon=":material/tab:",
+            )
         _start_failed(chat)
         box = st.container(height=CONVERSATION_HEIGHT, border=True, autoscroll=True, key="u_chat_box")
         _message_input()

@@ -26,6 +26,7 @@ from agent import Conversation, get_runtime, llm_wait_seconds
 log = logging.getLogger("memory_playground.ui.chat")
 
 CHAT_KEY = "u_chat_session"  # "u_" prefix: dropped when the identity changes (after closing it)
+MOVED_KEY = "u_chat_moved"  # the session id of this tab's conversation that another tab took over
 START_TIMEOUT_SECONDS = 90  # first use loads the embedding model
 CLOSE_TIMEOUT_SECONDS = 60
 GONE_GRACE_SECONDS = 120  # a reload reconnects within this; after it the browser session is gone
@@ -50,14 +51,31 @@ def get_chat_session(visitor, rrf=None) -> Conversation:
     """The open conversation for this browser session and the verified user (created once)."""
     chat = st.session_state.get(CHAT_KEY)
     if chat is not None and chat.user_id == visitor.user_id and not chat.closed:
-        return chat
+        if owned_by(chat.key, browser_session_id()):
+            return chat
+        # This tab lost its connection for a while, and another tab of the visitor took the conversation
+        # over meanwhile: it goes on there only, never in two tabs at once. This tab starts a new one.
+        log.info("conversation %s went on in another browser session; a new one starts here", chat.session_id)
+        st.session_state.pop(CHAT_KEY, None)
+        st.session_state[MOVED_KEY] = chat.session_id or ""
     chat = take_over_left_conversation(visitor.user_id, browser_session_id(), _session_is_connected)
     if chat is None:
-        key = session_key(visitor.user_id)
+        key = base = session_key(visitor.user_id)
+        for generation in range(1, 1000):  # a key another tab took over stays its: this tab takes the next
+            if owned_by(key, browser_session_id()):
+                break
+            key = f"{base}:{generation}"
         chat = get_runtime().open_conversation(key, visitor.user_id, rrf=rrf)
         _track(key, browser_session_id())
     st.session_state[CHAT_KEY] = chat
     return chat
+
+
+def owned_by(key: str, streamlit_session_id: str) -> bool:
+    """Whether the conversation `key` is (still) this browser session's: not taken over by another."""
+    with _watch_lock:
+        owner = _tracked.get(key)
+    return owner is None or owner == streamlit_session_id
 
 
 def _session_is_connected(streamlit_session_id: str) -> bool:

@@ -11,6 +11,7 @@ from core.retrieval import RrfParams
 from tests.app.conftest import settle
 from tests.support.panels import expand
 from ui import chat_state, resend
+from ui.format import short_id
 
 
 def _say(at, text):
@@ -310,3 +311,33 @@ def test_a_reloaded_page_takes_over_its_conversation_and_only_its_own_users(new_
     chat.close().result(timeout=60)
     assert chat_state.take_over_left_conversation(user.user_id, "fourth-tab", connected) is None
     chat_state._tracked.pop(key, None)
+
+
+def test_a_tab_whose_conversation_another_tab_took_over_starts_a_new_one(app):
+    """A tab that loses its connection for a while, as another tab of the visitor opens: the new tab takes the
+    conversation over (it looked left). When the first tab is back, the conversation goes on in one tab only:
+    the first says where it went and starts a new one, instead of both tabs showing and sending into it."""
+    at = app()
+    _say(at, "my favorite color is teal")
+    chat = at.session_state[chat_state.CHAT_KEY]
+    assert chat_state.owned_by(chat.key, "another-tab") is False  # this tab's
+    with chat_state._watch_lock:
+        chat_state._tracked[chat.key] = "another-tab"  # what take_over_left_conversation does for the new tab
+    try:
+        at.run()
+        settle(at)
+        assert not at.exception, at.exception
+        here = at.session_state[chat_state.CHAT_KEY]
+        assert here is not chat and here.session_id != chat.session_id
+        assert not chat.closed  # it goes on in the other tab
+        notices = [i.value for i in at.info if "went on in another tab" in i.value]
+        assert notices and short_id(chat.session_id, 16) in notices[0]
+        assert not any("teal" in text for text in _assistant_texts(at))  # this tab shows its new conversation
+        _say(at, "what is my favorite color?")  # memories are the visitor's: the new conversation knows them
+        assert any("teal" in text.lower() for text in _assistant_texts(at))
+        assert not [i for i in at.info if "went on in another tab" in i.value]  # said until the new one starts
+        assert at.session_state[chat_state.CHAT_KEY] is here
+    finally:
+        chat.close().result(timeout=60)
+        with chat_state._watch_lock:
+            chat_state._tracked.pop(chat.key, None)
