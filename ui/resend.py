@@ -9,6 +9,13 @@ seconds later, no script is running and the box is empty, the script puts the te
 it again, with an invisible mark that carries that count. The server drops a marked message it
 already has (received after the count the browser saw, with the same text), so a slow
 acknowledgement never makes a duplicate.
+
+A reload (by the visitor, or by the page recovering from a frontend crash, ui/recovery.py) starts a new
+window, and with it a new count: a message sent but not yet acknowledged, or text typed but not sent,
+would be lost with the old window. So both are also kept in the tab's sessionStorage, and a new window
+whose box is empty puts the text back into the box, *not sent*: the visitor sees it and presses Enter.
+A sent message that shows in the conversation after the reload (the new page took the conversation
+over, ui/chat_state.py) arrived, and is not put back.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ _BITS = {"\u200b": "0", "\u200c": "1"}
 
 RESEND_AFTER_MS = 4000
 MAX_RESENDS = 3
+RESTORE_AFTER_MS = 1500  # a new window waits this long for the page (and its conversation) to be drawn
+KEPT_FOR_MS = 30 * 60 * 1000  # text kept for a reload older than this is not put back
 
 
 def unmark(text: str) -> tuple[str, int | None]:
@@ -63,8 +72,22 @@ SCRIPT = """<script>
   const w = window.parent || window;
   const all = w.__mpResend = w.__mpResend || {};  // one state per chat input (Chat and Voice pages)
   const state = all['%(input_key)s'] = all['%(input_key)s'] || {pending: null};
+  // what a reload must not lose, in the tab's sessionStorage: the unsent draft and the unacknowledged message
+  const kept = {draft: 'mpDraft:%(input_key)s', sent: 'mpSent:%(input_key)s'};
+  const keep = (name, text) => {
+    try {
+      if (text && text.trim()) w.sessionStorage.setItem(kept[name], JSON.stringify({text, at: Date.now()}));
+      else w.sessionStorage.removeItem(kept[name]);
+    } catch (e) { /* storage full or blocked: the page works as before */ }
+  };
+  const stored = name => {
+    try {
+      const item = JSON.parse(w.sessionStorage.getItem(kept[name]) || 'null');
+      return item && Date.now() - item.at < %(kept_for_ms)d ? item.text : null;
+    } catch (e) { return null; }
+  };
   state.received = %(received)d;
-  if (state.pending && state.received > state.pending.seen) state.pending = null;
+  if (state.pending && state.received > state.pending.seen) { state.pending = null; keep('sent', null); }
   if (state.installed) return;
   state.installed = true;
   const doc = w.document;
@@ -74,6 +97,8 @@ SCRIPT = """<script>
     const b = box();
     if (state.resending || !b || !b.value.trim()) return;
     state.pending = {text: b.value, seen: state.received, at: Date.now(), tries: 0};
+    keep('sent', b.value);
+    keep('draft', null);
   };
   doc.addEventListener('keydown', e => {
     if (e.key === 'Enter' && !e.shiftKey && !e.isComposing && e.target === box()) remember();
@@ -81,19 +106,49 @@ SCRIPT = """<script>
   doc.addEventListener('click', e => {
     if (e.target.closest && e.target.closest('.st-key-%(input_key)s [data-testid=stChatInputSubmitButton]')) remember();
   }, true);
+  doc.addEventListener('input', e => {
+    if (!state.resending && e.target === box()) keep('draft', e.target.value);
+  }, true);
+  const setBox = (b, text) => {
+    const setValue = Object.getOwnPropertyDescriptor(w.HTMLTextAreaElement.prototype, 'value').set;
+    setValue.call(b, text);
+    b.dispatchEvent(new Event('input', {bubbles: true}));
+  };
+  // a new window (a reload): put back what the last one had not got through, once the page is drawn
+  const restoring = {draft: stored('draft'), sent: stored('sent'), since: Date.now()};
+  keep('sent', null);
+  const shown = t => Array.from(doc.querySelectorAll('[data-testid=stChatMessage]'))
+    .some(m => m.innerText.includes(t.trim()));
+  const putBack = (b, text) => {  // into an empty box, not sent
+    if (!text || !text.trim() || b.value.trim()) return;
+    setBox(b, text);
+    keep('draft', text);
+  };
+  const restore = w.setInterval(() => {
+    const b = box(), waited = Date.now() - restoring.since;
+    if (waited > 120000) { w.clearInterval(restore); return; }
+    if (!b || b.disabled || waited < %(restore_after_ms)d || doc.querySelector('[data-testid=stStatusWidget]')) return;
+    w.clearInterval(restore);
+    putBack(b, [restoring.sent, restoring.draft].filter(t => t && t.trim() && !shown(t)).join('\\n\\n'));
+  }, 250);
   const bits = n => n.toString(2).split('').map(b => b === '1' ? '\\u200c' : '\\u200b').join('');
   w.setInterval(() => {
     const p = state.pending, b = box();
     if (!p || !b) return;
-    if (state.received > p.seen) { state.pending = null; return; }
+    if (state.received > p.seen) { state.pending = null; keep('sent', null); return; }
     if (Date.now() - p.at < %(after_ms)d) return;
     if (doc.querySelector('[data-testid=stStatusWidget]') || b.disabled || b.value.trim()) return;
-    if (p.tries >= %(max_tries)d) { state.pending = null; return; }
+    if (p.tries >= %(max_tries)d) {  // it never got through: the text goes back into the box, not lost
+      state.pending = null;
+      keep('sent', null);
+      if (!shown(p.text)) putBack(b, p.text);
+      return;
+    }
     p.tries += 1;
     p.at = Date.now();
-    const setValue = Object.getOwnPropertyDescriptor(w.HTMLTextAreaElement.prototype, 'value').set;
-    setValue.call(b, p.text + '\\u2063' + bits(p.seen) + '\\u2063');
-    b.dispatchEvent(new Event('input', {bubbles: true}));
+    state.resending = true;
+    setBox(b, p.text + '\\u2063' + bits(p.seen) + '\\u2063');
+    state.resending = false;
     w.setTimeout(() => {
       state.resending = true;
       const enter = {key: 'Enter', code: 'Enter', keyCode: 13, which: 13, bubbles: true};
@@ -112,4 +167,6 @@ def script(received: int, *, input_key: str) -> str:
         "input_key": input_key,
         "after_ms": RESEND_AFTER_MS,
         "max_tries": MAX_RESENDS,
+        "restore_after_ms": RESTORE_AFTER_MS,
+        "kept_for_ms": KEPT_FOR_MS,
     }

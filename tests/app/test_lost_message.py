@@ -21,6 +21,7 @@ from tests.support.browser import (
     wait_for_identity_cookie,
 )
 from tests.support.users import stored_rows
+from ui import resend
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CHAT_INPUT = '[data-testid="stChatInputTextArea"]'
@@ -53,6 +54,24 @@ def test_a_message_lost_on_its_way_is_sent_again_and_kept_once(streamlit_server,
     assert [m["content"] for m in stored] == ["ochre"]  # stored once, without the mark
 
 
+def test_a_message_that_never_gets_through_goes_back_into_the_box(streamlit_server, new_browser_page):
+    """The first submission and every one of the page's tries are lost: the text is put back into the box,
+    unsent, instead of disappearing."""
+    page = new_browser_page()
+    dropped = drop_first_message(page, b"russet", times=1 + resend.MAX_RESENDS)
+    page.goto(streamlit_server)
+    wait_for_identity_cookie(page)
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    message = "my favorite color is russet"
+    box = page.locator(CHAT_INPUT)
+    box.fill(message)
+    box.press("Enter")
+    expect(box).to_have_value("")
+    expect(box).to_have_value(message, timeout=(resend.MAX_RESENDS + 3) * resend.RESEND_AFTER_MS + 10_000)
+    assert len(dropped) == 1 + resend.MAX_RESENDS
+    expect(page.locator('[data-testid="stChatMessage"]', has_text=message)).to_have_count(0)
+
+
 def test_a_message_that_arrived_is_not_sent_again(streamlit_server, new_browser_page):
     """Nothing dropped: several quick messages, each kept once (the resend script stays quiet)."""
     page = new_browser_page()
@@ -69,3 +88,56 @@ def test_a_message_that_arrived_is_not_sent_again(streamlit_server, new_browser_
     for message in messages:
         expect(page.locator('[data-testid="stChatMessage"]', has_text=message)).to_have_count(1)
     expect(answered_turns(page)).to_have_count(len(messages) + 1)
+
+
+def test_a_draft_survives_a_reload_unsent(streamlit_server, new_browser_page):
+    """Text typed but not sent is put back into the box after a reload (the visitor's, or the page recovering
+    from a frontend crash), and is not sent by itself."""
+    page = new_browser_page()
+    page.goto(streamlit_server)
+    wait_for_identity_cookie(page)
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    draft = "my sister Ana moved to Porto last"
+    page.locator(CHAT_INPUT).fill(draft)
+    page.reload()
+    wait_for_identity_cookie(page)
+    expect(page.locator(CHAT_INPUT)).to_have_value(draft, timeout=30_000)
+    page.wait_for_timeout(3000)
+    expect(page.locator('[data-testid="stChatMessage"]', has_text="Ana moved")).to_have_count(0)  # not sent
+
+
+def test_a_lost_message_is_put_back_after_a_reload_and_one_that_arrived_is_not(streamlit_server, new_browser_page):
+    """A message lost on its way, with the page reloaded before it was sent again: the new page puts it back into
+    the box, unsent, and it can be sent from there. A message that arrived is never put back."""
+    page = new_browser_page()
+    dropped = drop_first_message(page, b"sienna")
+    page.goto(streamlit_server)
+    wait_for_identity_cookie(page)
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    visitor = user_id_of(page)
+
+    message = "my favorite color is sienna"
+    box = page.locator(CHAT_INPUT)
+    box.fill(message)
+    box.press("Enter")
+    expect(box).to_have_value("")
+    page.wait_for_timeout(1000)  # before the page would send it again
+    assert dropped, "the submission was not dropped: the test did not test anything"
+    page.reload()
+    wait_for_identity_cookie(page)
+    box = page.locator(CHAT_INPUT)
+    expect(box).to_have_value(message, timeout=30_000)  # back in the box
+    bubbles = page.locator('[data-testid="stChatMessage"]', has_text=message)
+    page.wait_for_timeout(3000)
+    expect(bubbles).to_have_count(0)  # and not sent by itself
+    assert not [m for m in stored_rows(uuid.UUID(visitor))["memories"] if m["memory_type"] == "favorite_color"]
+
+    box.press("Enter")  # the visitor sends it
+    expect(answered_turns(page).filter(has_text="sienna").first).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    page.reload()  # it arrived: the reloaded page shows it in the conversation, and the box stays empty
+    wait_for_identity_cookie(page)
+    expect(bubbles).to_have_count(1, timeout=30_000)
+    page.wait_for_timeout(3000)
+    expect(page.locator(CHAT_INPUT)).to_have_value("")
+    stored = [m for m in stored_rows(uuid.UUID(visitor))["memories"] if m["memory_type"] == "favorite_color"]
+    assert [m["content"] for m in stored] == ["sienna"]

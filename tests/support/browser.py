@@ -327,9 +327,9 @@ def open_page(page, title: str) -> None:
                 raise
 
 
-def drop_first_message(page, needle: bytes) -> list[float]:
-    """Route the app's websocket through Playwright; the first message from the page holding `needle`
-    is not forwarded. Returns the list that records when it was dropped (empty until then)."""
+def drop_first_message(page, needle: bytes, *, times: int = 1) -> list[float]:
+    """Route the app's websocket through Playwright; the first `times` messages from the page holding
+    `needle` are not forwarded. Returns the list that records when each was dropped (empty until then)."""
     dropped: list[float] = []
 
     def route(ws) -> None:
@@ -337,7 +337,7 @@ def drop_first_message(page, needle: bytes) -> list[float]:
 
         def from_page(message) -> None:
             data = message if isinstance(message, bytes) else message.encode()
-            if not dropped and needle in data:
+            if len(dropped) < times and needle in data:
                 dropped.append(time.monotonic())
                 return
             server.send(message)
