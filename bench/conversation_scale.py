@@ -359,7 +359,7 @@ def single_turn_stores(uri: str, user_id: uuid.UUID, vector: np.ndarray, n: int 
     timings = []
     original = db.get_pool
     # every pool the write path asks for (it names the service login's URI) is the throwaway server's
-    db.get_pool = lambda conninfo=None: original(uri)
+    db.get_pool = lambda conninfo=None, *, purpose="queries": original(uri, purpose=purpose)
     try:
         for i in range(n):
             started = time.perf_counter()
