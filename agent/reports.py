@@ -45,7 +45,7 @@ from core import sessions
 from core.config import get_settings
 from core.db import Scope, parse_user_id
 from core.erasure import pending_reports_dir
-from core.errors import DatabaseUnavailable, InvalidInput, PlaygroundError
+from core.errors import DatabaseUnavailable, InvalidInput, PlaygroundError, SessionDeleted
 from core.private_files import private_dir, write_private
 from core.text import sanitize_json
 
@@ -190,6 +190,10 @@ def save(
         record = sessions.save_report(
             Scope.service(user_id), session_id, report, room_name=room_name, started_at=started, ended_at=ended
         )
+    except SessionDeleted:
+        # its owner deleted it while it ran (here or in another process): what it said last goes with it
+        log.info("session %s was deleted by its owner while it ran; its report is not kept", session_id)
+        return None
     except InvalidInput as exc:
         # too large or otherwise unstorable: keep a slimmer copy rather than nothing
         log.error("session report %s rejected (%s); saving it without the raw livekit events", session_id, exc)
@@ -238,6 +242,10 @@ def flush_pending() -> int:
             except DatabaseUnavailable as exc:
                 log.warning("pending session report %s still not saved: %s", path.name, exc)
                 break  # the database is still down; try again later
+            except SessionDeleted:
+                log.info("pending session report %s is of a session its owner deleted; dropped", path.name)
+                path.unlink(missing_ok=True)
+                continue
             except OSError as exc:
                 log.warning("pending session report %s could not be read: %s", path.name, exc)
                 continue

@@ -19,7 +19,7 @@ import numpy as np
 
 from core import db, embeddings
 from core.db import Scope, transaction, vector_literal
-from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
+from core.errors import EmbeddingUnavailable, InvalidInput, NotFound, SessionDeleted
 from core.retrieval import ConversationSearch, RrfParams, SearchMode, search_conversations
 from core.text import clean_text
 
@@ -108,7 +108,9 @@ def store_turns(
 
     Idempotent per (session, turn index): storing the same turn again returns the
     stored one; different text for a stored turn is refused. A session id that
-    belongs to another user is refused and nothing is written.
+    belongs to another user is refused and nothing is written. Turns of a session
+    its owner deleted (said late, by a call still running it) are not stored and
+    not returned: the database skips them.
     """
     _require_service(scope)
     if not turns:
@@ -150,14 +152,19 @@ def store_turns(
             (scope.user_id, [k[0] for k in keys], [k[1] for k in keys]),
         )
         stored = {(row["session_id"], row["turn_index"]): ConversationTurn(**row) for row in cur.fetchall()}
+        skipped = sorted({t.session_id for t in cleaned if (t.session_id, t.turn_index) not in stored})
+        if skipped:
+            log.info("turns of deleted session(s) %s not stored", ", ".join(skipped))
         for t in cleaned:
-            turn = stored[(t.session_id, t.turn_index)]
+            turn = stored.get((t.session_id, t.turn_index))
+            if turn is None:
+                continue
             if (turn.speaker, turn.content) != (t.speaker, t.content):
                 raise InvalidInput(
                     f"Turn {t.turn_index} of session {t.session_id} is already stored with "
                     "different text; turns cannot be changed."
                 )
-    return [stored[key] for key in keys]
+    return [stored[key] for key in keys if key in stored]
 
 
 def store_turn(
@@ -170,8 +177,11 @@ def store_turn(
     created_at: datetime | None = None,
     embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed,
 ) -> ConversationTurn:
-    """Store one turn as it happens (service scope). See store_turns."""
-    return store_turns(scope, [TurnInput(session_id, turn_index, speaker, content, created_at)], embed=embed)[0]
+    """Store one turn as it happens (service scope). See store_turns; SessionDeleted for a deleted session."""
+    stored = store_turns(scope, [TurnInput(session_id, turn_index, speaker, content, created_at)], embed=embed)
+    if not stored:
+        raise SessionDeleted(f"Session {session_id} was deleted by its owner; its turns are not kept.")
+    return stored[0]
 
 
 def embed_pending(

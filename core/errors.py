@@ -16,6 +16,10 @@ class NotFound(PlaygroundError, LookupError):
     """The thing asked for does not exist (or is not the caller's)."""
 
 
+class SessionDeleted(NotFound):
+    """The session was deleted by its owner: a late report or turn of it is not kept."""
+
+
 class DatabaseUnavailable(PlaygroundError, ConnectionError):
     """The database could not be reached; retrying later may work."""
 

@@ -15,7 +15,7 @@ from psycopg import errors as pg_errors
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from core.db import Scope, transaction
-from core.errors import DatabaseUnavailable, InvalidInput, NotFound
+from core.errors import DatabaseUnavailable, InvalidInput, NotFound, SessionDeleted
 from core.text import clean_int, clean_text, sanitize_json
 
 log = logging.getLogger(__name__)
@@ -93,8 +93,34 @@ def save_report(
     except psycopg.DataError as exc:  # anything else Postgres cannot store
         raise InvalidInput(f"The database refused the session report ({str(exc).strip().splitlines()[0]}).") from None
     if row is None:
+        if was_deleted(scope, session_id):
+            raise SessionDeleted(f"Session {session_id} was deleted by its owner; its report is not kept.")
         raise InvalidInput(f"Session {session_id} belongs to another user.")
     return SessionRecord(**row)
+
+
+DELETED_IDS_KEPT_DAYS = 30  # longer than a call lasts or a report waits on disk for the database
+
+
+def prune_deleted(conn, older_than_days: float = DELETED_IDS_KEPT_DAYS) -> int:
+    """Forget the ids of sessions deleted more than `older_than_days` ago (the cleanup job, as the owner)."""
+    return conn.execute(
+        "delete from memory_playground_private.deleted_sessions where deleted_at < now() - make_interval(days => %s)",
+        (older_than_days,),
+    ).rowcount
+
+
+def was_deleted(scope: Scope, session_id: str) -> bool:
+    """Whether the scope's user deleted this session (in the last 30 days): a session or turn inserted under its
+    id is skipped by the database (supabase/migrations/20261127000000_deleted_sessions_stay_deleted.sql)."""
+    if not scope.is_service:
+        raise InvalidInput("Deleted sessions are looked up by the service, not as the user.")
+    with transaction(scope) as cur:
+        cur.execute(
+            "select 1 from memory_playground_private.deleted_sessions where session_id = %s and user_id = %s",
+            (session_id, scope.user_id),
+        )
+        return cur.fetchone() is not None
 
 
 def _upsert_report(scope: Scope, session_id: str, encoded: str, room_name, started_at, ended_at):

@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 import uuid
 
+import psycopg
 import pytest
 
+from agent import reports
 from core import conversations, db, erasure, memories, profiles, sessions, turn_indexer
-from core.errors import NotFound
+from core.errors import NotFound, SessionDeleted
 from core.profiles import preload
 from tests.support.users import sign_in
 
@@ -141,3 +143,46 @@ def test_deleting_one_session_takes_its_queued_turns_and_waiting_report_and_noth
     with pytest.raises(NotFound):
         erasure.delete_session(user.scope, doomed)  # gone, and not brought back
     other_session.unlink()
+
+
+def test_a_deleted_session_stays_deleted_when_a_call_still_running_it_saves_later(database_uri):
+    """A LiveKit worker (another process the app cannot reach) still runs the session its owner deletes: when
+    the call ends it stores its last turns and saves its report. Those writes are skipped, so the session does
+    not come back; the same holds after "delete everything". Another user's session ids are not affected."""
+    user, other = sign_in(), sign_in()
+    service = db.Scope.service(user.user_id)
+    live = f"erase-live-{user.user_id}"
+    conversations.store_turn(service, live, 0, "user", "my locker code is 4417")
+    erasure.delete_session(user.scope, live)  # as the user, under RLS
+
+    assert sessions.was_deleted(service, live)
+    with pytest.raises(SessionDeleted):
+        conversations.store_turn(service, live, 1, "assistant", "Got it: 4417.")
+    assert conversations.store_turns(service, [conversations.TurnInput(live, 2, "user", "and 5521")]) == []
+    with pytest.raises(SessionDeleted):
+        sessions.save_report(service, live, {"transcript": ["my locker code is 4417"]})
+    assert [s.session_id for s in sessions.list_sessions(user.scope)] == []
+    assert _rows_for("conversation_turns", "user_id", user.user_id) == 0
+
+    # a report of it kept on disk during an outage is dropped when retried, not saved and not rejected
+    _pending(user.user_id, session_id=live)
+    assert reports.flush_pending() == 0
+    assert not [p for p in erasure.pending_reports_dir().rglob("*.json") if str(user.user_id) in p.read_text()]
+    assert sessions.list_sessions(user.scope) == []
+
+    # "delete everything" does the same for every session it deleted
+    other_live = f"erase-live-2-{user.user_id}"
+    conversations.store_turn(service, other_live, 0, "user", "my dog is Pixel")
+    erasure.delete_everything(user.scope)
+    assert reports.save(user.user_id, other_live, {"transcript": ["my dog is Pixel"]}) is None
+    assert sessions.list_sessions(user.scope) == []
+
+    # the user's new sessions, and the other user's, are stored as ever
+    conversations.store_turn(service, f"erase-new-{user.user_id}", 0, "user", "hello again")
+    conversations.store_turn(db.Scope.service(other.user_id), f"erase-other-{other.user_id}", 0, "user", "hi")
+    assert len(sessions.list_sessions(user.scope)) == 1 and len(sessions.list_sessions(other.scope)) == 1
+    assert not sessions.was_deleted(db.Scope.service(other.user_id), live)
+
+    # the user cannot read or write the list of deleted ids themselves
+    with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction(user.scope) as cur:
+        cur.execute("select * from memory_playground_private.deleted_sessions")

@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 
 from core import db, embeddings, memories, profiles, sessions
 from core.db import Scope, transaction, vector_literal
-from core.errors import InvalidInput, NotFound
+from core.errors import InvalidInput, NotFound, SessionDeleted
 from core.retrieval import search_memories
 from tests.support.users import sign_in, stored_rows
 
@@ -320,6 +320,11 @@ def test_sessions_cannot_be_written_by_users_even_their_own_but_they_can_delete_
     own = before_a["sessions"][0]
     assert run_as(a.scope, "delete from public.sessions")[0] == len(before_a["sessions"])  # a blanket delete: A's only
     assert stored_rows(b.user_id) == before_b
+    # a deleted session stays deleted: a late report of it is not kept (tests/core/test_erasure.py)
+    with pytest.raises(SessionDeleted):
+        sessions.save_report(Scope.service(a.user_id), own["session_id"], own["report"])
+    with db.admin_connection() as conn:  # the fixture's data is shared by later tests: undo the deletion as the owner
+        conn.execute("delete from memory_playground_private.deleted_sessions where user_id = %s", (a.user_id,))
     sessions.save_report(  # restore what the blanket delete removed
         Scope.service(a.user_id), own["session_id"], own["report"], room_name=own["room_name"]
     )
