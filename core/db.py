@@ -7,6 +7,7 @@ command line (`python -m core status|migrate|seed|reset|uri`) is core/__main__.p
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import hmac
 import json
@@ -57,6 +58,10 @@ def _start_server(pgdata: Path, cleanup_mode: str | None):
                     f"See {pgdata / 'log'} for the server's own log."
                 ) from exc
             _embedded_servers[pgdata] = server
+            # atexit runs the last registered first: the pools close before pgserver's own handler (registered
+            # by the start above) stops the server, instead of reconnecting to a stopping server ("server closed
+            # the connection unexpectedly" in every short command's output, now and then)
+            atexit.register(close_pools)
         _register(server)
         return server
 
