@@ -13,6 +13,7 @@ database: every change to memories or a profile name sends a notification on the
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import uuid
@@ -114,18 +115,24 @@ class DatabaseFeed:
 
 
 _feed: DatabaseFeed | None = None
+_stops_at_exit = False
 _feed_lock = threading.Lock()  # not _lock: a feed being stopped may be waiting for _lock in notify()
 
 
 def follow_database(conninfo: str, timeout: float = 10.0) -> DatabaseFeed:
     """Start this process's listener on the database (once; later calls return it) and wait until it
     listens, so that nothing committed after this returns is missed."""
-    global _feed
+    global _feed, _stops_at_exit
     with _feed_lock:
         if _feed is None or _feed.conninfo != conninfo:
             if _feed is not None:
                 _feed.stop()
             _feed = DatabaseFeed(conninfo).start()
+            if not _stops_at_exit:
+                # atexit runs the last registered first: the feed stops before an embedded server started
+                # earlier is stopped, instead of warning that the server closed its connection
+                atexit.register(stop_following)
+                _stops_at_exit = True
         feed = _feed
     if not feed.listening.wait(timeout):
         log.warning("not yet listening for memory changes after %.0f s; changes made elsewhere may be late", timeout)

@@ -42,6 +42,7 @@ from agent.voice.mic import WebRTCAudioInput
 from agent.voice.speaker import WebRTCAudioOutput
 from agent.voice.speech_vocabulary import SpeechVocabulary
 from agent.voice.threads import apply_process_budget
+from core import db, memory_changes
 from core.db import parse_user_id
 
 log = logging.getLogger(__name__)
@@ -178,6 +179,10 @@ class LocalVoiceCall:
         tts = self._models["tts"] or build_tts()
         self.stt = stt
         self.vocabulary = SpeechVocabulary(stt, self.user_id, self.loop)
+        if self.vocabulary.stt is not None:
+            # hear what other app processes change (a Memories page served by another process), as a LiveKit
+            # worker does: waits until it listens, but never holds the call's start up long
+            await asyncio.to_thread(memory_changes.follow_database, db.service_url(), timeout=3.0)
         # the browser cancels the echo (getUserMedia echoCancellation), so the agent need not
         # ignore the user for its first seconds of speech (livekit's default AEC warm-up replaces
         # the user's audio with silence then, losing the start of a barge-in)

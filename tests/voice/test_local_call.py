@@ -12,7 +12,7 @@ import pytest
 
 from agent.voice.calls import VoiceCall, end_call, open_call
 from agent.voice.local_tts import SAMPLE_RATE, synthesize_pcm
-from core import memories, sessions
+from core import db, memories, sessions
 from core.errors import InvalidInput
 from tests.support.audio import FakeBrowser, piper_utterance
 from tests.support.events import wait_for_event
@@ -131,3 +131,22 @@ def test_speaking_over_the_agent_stops_its_audio(local_call):
         assert heard < whole_greeting / 2, (heard, whole_greeting)  # the rest was dropped
         tool = wait_for_event(call, lambda e: e["type"] == "tool_call" and e["name"] == "remember_detail", timeout=60)
         assert tool["arguments"]["memory_type"] == "allergies"
+
+
+def test_a_memory_another_app_process_writes_reaches_a_running_call(local_call):
+    """Two app processes behind a load balancer: the Memories page in one, the call in the other. A name saved
+    there reaches this call's Whisper prompt through the database's notifications (a LiveKit worker hears them
+    the same way), not only the changes this process makes itself."""
+    _, call, user = local_call()
+    with FakeBrowser(call):
+        call.ready.result(timeout=120)  # the greeting is played out to the browser
+        assert "Thibault" not in (call.stt.prompt or "")
+        with db.admin_connection() as conn:  # another process's write: this process's own notify() never runs
+            conn.execute(
+                "insert into public.memories (user_id, memory_type, content, embedding) values (%s, %s, %s, %s)",
+                (user.user_id, "partner", "Thibault", "[" + ",".join(["0"] * 384) + "]"),
+            )
+        deadline = time.monotonic() + 15
+        while "Thibault" not in (call.stt.prompt or "") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "Thibault" in (call.stt.prompt or ""), call.stt.prompt
