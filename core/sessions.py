@@ -105,8 +105,8 @@ DELETED_IDS_KEPT_DAYS = 30  # longer than a call lasts or a report waits on disk
 def prune_deleted(conn, older_than_days: float = DELETED_IDS_KEPT_DAYS) -> int:
     """Forget the ids of sessions deleted more than `older_than_days` ago (the cleanup job, as the owner)."""
     return conn.execute(
-        "delete from memory_playground_private.deleted_sessions where deleted_at < now() - make_interval(days => %s)",
-        (older_than_days,),
+        "delete from memory_playground_private.deleted_sessions where deleted_at < now() - make_interval(secs => %s)",
+        (float(older_than_days) * 86400,),
     ).rowcount
 
 

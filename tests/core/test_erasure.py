@@ -186,3 +186,21 @@ def test_a_deleted_session_stays_deleted_when_a_call_still_running_it_saves_late
     # the user cannot read or write the list of deleted ids themselves
     with pytest.raises(psycopg.errors.InsufficientPrivilege), db.transaction(user.scope) as cur:
         cur.execute("select * from memory_playground_private.deleted_sessions")
+
+
+def test_the_ids_of_deleted_sessions_are_forgotten_after_30_days(database_uri):
+    user = sign_in()
+    service = db.Scope.service(user.user_id)
+    old, recent = f"erase-old-{user.user_id}", f"erase-recent-{user.user_id}"
+    for session_id in (old, recent):
+        conversations.store_turn(service, session_id, 0, "user", "hello")
+        erasure.delete_session(user.scope, session_id)
+    with db.admin_connection() as conn:
+        conn.execute(
+            "update memory_playground_private.deleted_sessions set deleted_at = now() - interval '31 days' "
+            "where session_id = %s",
+            (old,),
+        )
+        assert sessions.prune_deleted(conn) >= 1
+        assert sessions.prune_deleted(conn, 0.5) == 0  # a fraction of a day works too; nothing that old is left
+    assert not sessions.was_deleted(service, old) and sessions.was_deleted(service, recent)
