@@ -138,16 +138,25 @@ def family_lock(family: str, *, wait_seconds: float | None = None) -> Iterator[b
     `wait_seconds` (the holder is stuck on a slow auth server): the caller goes on unlocked,
     as it did before there was a lock, rather than fail the page."""
     wait = LOCK_WAIT_SECONDS if wait_seconds is None else wait_seconds
-    with pooled_connection(service_url(), purpose="locks") as conn, conn.transaction():
-        conn.execute("select set_config('lock_timeout', %s, true)", (f"{max(1, int(wait * 1000))}ms",))
+    key = (_LOCK_SPACE, family)
+    # A session-level lock on an autocommit connection, not a transaction's: no transaction stays open
+    # while the holder waits on the auth server (a server's idle-in-transaction timeout would end it).
+    with pooled_connection(service_url(), purpose="locks") as conn:
+        conn.execute("select set_config('lock_timeout', %s, false)", (f"{max(1, int(wait * 1000))}ms",))
         try:
-            with conn.transaction():  # a savepoint: a timeout leaves the outer transaction usable
-                conn.execute("select pg_advisory_xact_lock(%s::int, hashtext(%s))", (_LOCK_SPACE, family))
+            conn.execute("select pg_advisory_lock(%s::int, hashtext(%s))", key)
             held = True
         except psycopg.errors.LockNotAvailable:
             log.warning("session family lock not had within %.0f s; renewing without it", wait)
             held = False
-        yield held  # released when this transaction ends
+        try:
+            yield held
+        finally:
+            if held:
+                try:
+                    conn.execute("select pg_advisory_unlock(%s::int, hashtext(%s))", key)
+                except psycopg.Error as exc:  # the connection is gone, and the lock with it
+                    log.warning("could not release a session family lock: %s", exc)
 
 
 def lookup(token: str) -> tuple[str, float | None] | None:
