@@ -41,6 +41,7 @@ MAX_TURN_BUTTONS = 12  # two rows of turn buttons beside the conversation; more 
 _ANSWERED = "u_chat_answered_turns"  # how many turns were answered when the page was last drawn
 _INPUT = "u_chat_input"
 _RECEIVED = "u_chat_received"  # every message typed in this browser session, as received (ui/resend.py)
+_ARRIVALS = "u_chat_arrivals"  # when each of them arrived, and whether the page had sent it again
 
 SUGGESTIONS = [
     "My favorite color is teal",
@@ -61,10 +62,21 @@ def _queue(text: str | None) -> None:
         st.session_state.setdefault(_OUTBOX, []).append(text)
 
 
+def _still_waiting() -> list[str]:
+    """Messages kept but not yet taken up by the agent: in the outbox, or sent and waiting for their turn."""
+    chat = chat_state.current_chat_session()
+    return list(_outbox()) + (chat.waiting_messages() if chat is not None else [])
+
+
 def _typed() -> None:
     """The message box's submit: a message over the limit goes to the draft, whole, not to the agent.
     A message the browser sent again because it looked lost is dropped if it had arrived after all."""
-    text = resend.take(st.session_state.get(_INPUT), st.session_state.setdefault(_RECEIVED, []))
+    text = resend.take(
+        st.session_state.get(_INPUT),
+        st.session_state.setdefault(_RECEIVED, []),
+        st.session_state.setdefault(_ARRIVALS, []),
+        still_waiting=_still_waiting(),
+    )
     if text is None:
         return
     if len(text) > MAX_MESSAGE_LENGTH:

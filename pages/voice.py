@@ -50,6 +50,7 @@ _LAST_CALL = "u_voice_last_call"  # the call this browser session started, until
 _OUTBOX = "u_voice_outbox"  # typed during the call and not yet handed to it (see _typed)
 _INPUT = "u_voice_text"
 _RECEIVED = "u_voice_received"  # every message typed in this browser session, as received (ui/resend.py)
+_ARRIVALS = "u_voice_arrivals"  # when each of them arrived, and whether the page had sent it again
 _WEBRTC = "u_voice_webrtc"  # streamlit-webrtc keeps its context (the call's connection) under this key
 # The cookie writer (extra-streamlit-components) hides every element container whose
 # iframe has height 0, and a component's iframe starts at 0 until it reports its size:
@@ -101,11 +102,21 @@ def _ended_by_browser(key: str):
     return on_ended
 
 
+def _still_waiting() -> list[str]:
+    """Messages typed during the call and not yet handed to it."""
+    return list(st.session_state.get(_OUTBOX) or [])
+
+
 def _typed() -> None:
     """Keep a message typed during the call until the call has taken it. Streamlit runs this callback at the
     start of the next run, before the script, so a run cut short (a rerun, the call still connecting)
     cannot drop it."""
-    text = resend.take(st.session_state.get(_INPUT), st.session_state.setdefault(_RECEIVED, []))
+    text = resend.take(
+        st.session_state.get(_INPUT),
+        st.session_state.setdefault(_RECEIVED, []),
+        st.session_state.setdefault(_ARRIVALS, []),
+        still_waiting=_still_waiting(),
+    )
     if text and text.strip():
         st.session_state.setdefault(_OUTBOX, []).append(text)
 

@@ -21,7 +21,8 @@ over, ui/chat_state.py) arrived, and is not put back.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Collection, Sequence
 
 # U+2063 (invisible separator) around the count in binary, U+200B for 0 and U+200C for 1: nothing
 # shows while the text sits in the box for a moment, and nobody types these.
@@ -29,6 +30,8 @@ _MARK = re.compile("\u2063([\u200b\u200c]+)\u2063$")
 _BITS = {"\u200b": "0", "\u200c": "1"}
 
 RESEND_AFTER_MS = 4000
+DOUBLE_SUBMIT_SECONDS = 1.5  # the same plain message again this soon is one submission handed over twice
+LATE_ORIGINAL_SECONDS = 30.0  # a plain message equal to a resend kept this recently is its late original
 MAX_RESENDS = 3
 RESTORE_AFTER_MS = 1500  # a new window waits this long for the page (and its conversation) to be drawn
 KEPT_FOR_MS = 30 * 60 * 1000  # text kept for a reload older than this is not put back
@@ -54,13 +57,40 @@ def already_received(text: str, seen: int, received: Sequence[str]) -> bool:
     return text in received[seen:]
 
 
-def take(submitted: str | None, received: list[str]) -> str | None:
+def take(
+    submitted: str | None,
+    received: list[str],
+    arrivals: list[tuple[float, bool]] | None = None,
+    *,
+    still_waiting: Collection[str] = (),
+    now: float | None = None,
+) -> str | None:
     """What a chat input's submit callback keeps: the message without the mark, appended to `received`
-    (the page's count); None when it is a resend of one that had arrived after all."""
+    (the page's count); None when it is a second copy of one already kept:
+
+    - a resend (marked) of one that had arrived after all;
+    - the visitor's own submission arriving after the resend of it was kept (the original was held up
+      on its way, so the page sent it again first), within LATE_ORIGINAL_SECONDS;
+    - the same plain message again within DOUBLE_SUBMIT_SECONDS while the first copy is `still_waiting`
+      (not yet handed to the agent): one submission handed to the callback twice. On 2026-11-27 a
+      fresh-clone run stored the first message of a cold start twice, both plain, with no resend left in
+      the browser (tests/app/test_first_visit.py); only a second handing over or a late original explains
+      that. A message repeated once the first was sent is always kept.
+
+    `arrivals` (kept beside `received`) holds (time.monotonic(), was a resend) of each kept message."""
     text, seen = unmark(submitted or "")
     if seen is not None and already_received(text, seen, received):
         return None
+    now = time.monotonic() if now is None else now
+    if seen is None and arrivals:
+        for kept, (at, resent) in zip(reversed(received), reversed(arrivals), strict=False):
+            if now - at > LATE_ORIGINAL_SECONDS:
+                break
+            if kept == text and (resent or (now - at <= DOUBLE_SUBMIT_SECONDS and text in still_waiting)):
+                return None
     received.append(text)
+    if arrivals is not None:
+        arrivals.append((now, seen is not None))
     return text
 
 

@@ -227,6 +227,28 @@ def test_the_resend_mark_is_read_back_exactly(seen):
     assert resend.already_received("b", 1, ["a", "b"]) is True
 
 
+def test_one_submission_handed_over_twice_or_its_late_original_is_kept_once():
+    """A cold start once stored the first message twice, both copies plain (tests/app/test_first_visit.py):
+    the same submission handed to the callback twice, or the original arriving after the page's resend of it.
+    Both are dropped; the visitor repeating a message once the first was sent never is."""
+    received, arrivals = [], []
+    sepia = "my favorite color is sepia"
+    assert resend.take(sepia, received, arrivals, now=100.0) == sepia
+    # handed over again while the first copy still waits for the agent (a cold start): one submission
+    assert resend.take(sepia, received, arrivals, still_waiting=[sepia], now=100.4) is None
+    # the first was sent already: the visitor said it again, however soon
+    assert resend.take(sepia, received, arrivals, now=100.8) == sepia
+    assert resend.take("yes", received, arrivals, still_waiting=["yes"], now=103.0) == "yes"
+    assert resend.take("yes", received, arrivals, still_waiting=["yes"], now=106.0) == "yes"  # 3 s later: kept
+    # the original held up on its way: the page's resend of it is kept first, then the original arrives
+    order = "where is order 1001?"
+    assert resend.take(resend.mark(order, len(received)), received, arrivals, now=110.0) == order
+    assert resend.take(order, received, arrivals, now=115.0) is None
+    assert resend.take(order, received, arrivals, now=150.0) == order  # half a minute later: said again
+    assert received == [sepia, sepia, "yes", "yes", order, order]
+    assert [resent for _, resent in arrivals] == [False, False, False, False, True, False]
+
+
 def test_deleting_the_session_still_open_in_the_chat_ends_it_and_nothing_of_it_comes_back(app):
     # it used to stay open: the next turns and the report saved at its end brought the deleted
     # session back, with the deleted turns in its report
