@@ -261,12 +261,18 @@ def get_pool(conninfo: str | None = None, *, purpose: str = "queries") -> Connec
                 max_size=get_settings().db_pool_max_size,
                 kwargs={"autocommit": True},
                 check=ConnectionPool.check_connection,  # drop dead connections after a restart
+                # a lock connection goes back to the pool holding no session-level lock, whatever its holder did
+                reset=_release_advisory_locks if purpose == "locks" else None,
                 open=False,
                 name=f"memory-playground-{purpose}",
             )
             pool.open(wait=False)
             _pools[(conninfo, purpose)] = pool
         return pool
+
+
+def _release_advisory_locks(conn: psycopg.Connection) -> None:
+    conn.execute("select pg_advisory_unlock_all()")
 
 
 def _reset_pools() -> None:

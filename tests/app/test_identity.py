@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from core import identity, memories, session_store
+from core import db, identity, memories, session_store
 from core.db import Scope, admin_connection
 from core.errors import AuthError, DatabaseUnavailable
 from ui import auth as ui_auth
@@ -182,7 +182,23 @@ def test_a_stuck_renewal_delays_the_next_one_of_its_family_only_and_never_fails_
         with session_store.family_lock(uuid.uuid4().hex, wait_seconds=0.5) as other_family:
             assert other_family is True
     with session_store.family_lock(family, wait_seconds=0.5) as after:
-        assert after is True  # released with its transaction
+        assert after is True  # released when its holder was done
+
+    # a holder that leaves without unlocking (it cannot, through family_lock; a bug could) does not keep the
+    # lock: its connection is reset on its way back into the pool
+    def held_family_locks() -> int:
+        with admin_connection() as conn:
+            return conn.execute(
+                "select count(*) from pg_locks where locktype = 'advisory' and objsubid = 2 and classid = %s::oid",
+                (session_store._LOCK_SPACE,),
+            ).fetchone()[0]
+
+    with db.pooled_connection(db.service_url(), purpose="locks") as conn:
+        conn.execute("select pg_advisory_lock(%s::int, hashtext(%s))", (session_store._LOCK_SPACE, family))
+        assert held_family_locks() == 1
+    assert held_family_locks() == 0
+    with session_store.family_lock(family, wait_seconds=0.5) as again:
+        assert again is True
 
 
 def test_upgrade_keeps_the_user_id_and_email_sign_in_returns_to_it(app):
