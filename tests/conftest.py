@@ -52,7 +52,7 @@ from agent import plugins  # noqa: E402 - after the settings above
 
 plugins.register()
 
-from core import config, db, identity  # noqa: E402 - after the settings above
+from core import config, db, identity, memory_changes  # noqa: E402 - after the settings above
 from core.seed import demo_user_file, seed_all  # noqa: E402 - after the settings above
 from tests.support.supabase_standin import SupabaseAuthStandIn  # noqa: E402 - after the settings above
 from tests.support.users import SignedInUser, sign_in  # noqa: E402 - after the settings above
@@ -120,6 +120,14 @@ def _remove_empty_data_dir() -> None:
 
 
 atexit.register(_remove_empty_data_dir)
+
+
+@pytest.fixture(autouse=True)
+def _no_database_feed_left_running() -> Iterator[None]:
+    """A voice call starts this process's listener on the database's memory changes (core.memory_changes,
+    as in the app); it ends with the test, so the next test gets no notices it did not ask for."""
+    yield
+    memory_changes.stop_following()
 
 
 @pytest.fixture
