@@ -33,6 +33,7 @@ _EXPORTS = {
     "Conversation": "agent.conversation",
     "TurnResult": "agent.conversation",
     "MAX_MESSAGE_LENGTH": "agent.conversation",
+    "SESSION_DELETED": "agent.conversation",
     # the agent itself, for benchmarks that drive it directly
     "PlaygroundAgent": "agent.playground_agent",
     "PlaygroundSession": "agent.session",
@@ -80,6 +81,7 @@ _RENAMED = {"prewarm_voice": "prewarm", "save_report": "save", "flush_pending_re
 
 __all__ = [
     "MAX_MESSAGE_LENGTH",
+    "SESSION_DELETED",
     "SPECULATE_AFTER_SECONDS",
     "VAD_MIN_SILENCE",
     "WEBRTC_FRAME_SAMPLES",
@@ -140,7 +142,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from agent import events, plugins, warmup
     from agent.chat_format import recall_block
-    from agent.conversation import MAX_MESSAGE_LENGTH, Conversation, TurnResult
+    from agent.conversation import MAX_MESSAGE_LENGTH, SESSION_DELETED, Conversation, TurnResult
     from agent.event_bus import EventBus, QueueSink
     from agent.events import (
         ErrorEvent,

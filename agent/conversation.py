@@ -30,6 +30,7 @@ from core.text import clean_text
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_LENGTH = 2000
+SESSION_DELETED = "its session was deleted"  # Conversation.close_reason when its owner deleted the session
 SessionFactory = Callable[[QueueSink], Awaitable[PlaygroundSession]]
 
 
@@ -80,6 +81,7 @@ class _Sent:
 @dataclass
 class _Closing:
     future: concurrent.futures.Future | None = None
+    reason: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -195,10 +197,16 @@ class Conversation:
             self._unanswered.append(sent)
         return self.runtime.submit(self._send(sent))
 
-    def close(self) -> concurrent.futures.Future[dict[str, Any] | None]:
+    @property
+    def close_reason(self) -> str | None:
+        """Why it was closed (the first close's `reason`; SESSION_DELETED: its owner deleted it); None while open."""
+        return self._closing.reason
+
+    def close(self, *, reason: str = "ended") -> concurrent.futures.Future[dict[str, Any] | None]:
         """End the conversation and save its report (idempotent: later calls get the same future)."""
         with self._closing.lock:
             if self._closing.future is None:
+                self._closing.reason = reason
                 self._closing.future = self.runtime.submit(self._close())
                 self.runtime.release(self)
             return self._closing.future

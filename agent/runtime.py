@@ -50,9 +50,9 @@ from collections.abc import Awaitable
 from typing import Any
 
 from agent import reports
-from agent.conversation import Conversation, SessionFactory
-from core import embeddings
-from core.db import parse_user_id
+from agent.conversation import SESSION_DELETED, Conversation, SessionFactory
+from core import db, embeddings, memory_changes, session_deletions, sessions
+from core.db import Scope, parse_user_id
 from core.errors import PlaygroundError
 from core.retrieval import RrfParams
 
@@ -73,6 +73,9 @@ class AgentRuntime:
         self._thread.start()
         self.warm = self.submit(self._warm_up())  # done once the embedding model is loaded
         self._reaper = self.submit(self._reap_forever())
+        # a session deleted in another app process (behind a load balancer) ends here too: see session_deleted
+        session_deletions.subscribe(self)
+        self.following = self.submit(asyncio.to_thread(memory_changes.follow_database, db.service_url(), 3.0))
 
     @property
     def stopped(self) -> bool:
@@ -127,14 +130,33 @@ class AgentRuntime:
             conversation = self._conversations.get(key)
         return conversation.close() if conversation else None
 
-    def close_session(self, user_id: uuid.UUID | str, session_id: str) -> list[concurrent.futures.Future]:
+    def close_session(
+        self, user_id: uuid.UUID | str, session_id: str, *, reason: str = SESSION_DELETED
+    ) -> list[concurrent.futures.Future]:
         """Close the user's conversations that are session `session_id` (in any browser session of this
         process): a session deleted while still open is ended first, so nothing of it is written after the
         deletion. Each future is done once that conversation's report is saved."""
         user_id = parse_user_id(user_id)
         with self._lock:
             matching = [c for c in self._conversations.values() if c.user_id == user_id and c.session_id == session_id]
-        return [conversation.close() for conversation in matching]
+        return [conversation.close(reason=reason) for conversation in matching]
+
+    def session_deleted(self, user_id: uuid.UUID | None, session_id: str | None) -> None:
+        """core.session_deletions: the owner deleted a session, maybe in another process; a conversation of it
+        running here ends (its tab says why). None, None: deletions may have been missed; each open
+        conversation asks the database."""
+        if user_id is not None and session_id is not None:
+            if self.close_session(user_id, session_id):
+                log.info("session %s was deleted by its owner; its conversation here ends", session_id)
+            return
+        with self._lock:
+            running = [(c.user_id, c.session_id) for c in self._conversations.values() if c.session_id]
+        for owner, running_id in running:
+            try:
+                if sessions.was_deleted(Scope.service(owner), running_id):
+                    self.close_session(owner, running_id)
+            except PlaygroundError as exc:  # the database went away again: the next reconnect asks again
+                log.warning("could not check whether session %s was deleted: %s", running_id, exc)
 
     def release(self, conversation: Conversation) -> None:
         """Forget a conversation that is closing (Conversation.close calls it)."""
@@ -165,6 +187,7 @@ class AgentRuntime:
                 return
             self._stopped = True
             conversations = list(self._conversations.values())
+        session_deletions.unsubscribe(self)
         futures = [conversation.close() for conversation in conversations]
         concurrent.futures.wait(futures, timeout=timeout)
         self._reaper.cancel()

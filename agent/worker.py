@@ -32,7 +32,7 @@ from agent.model_factory import build_llm, build_stt, build_tts, build_vad
 from agent.playground_agent import load_preload
 from agent.session import PlaygroundSession
 from agent.voice.speech_vocabulary import SpeechVocabulary
-from core import db, embeddings, memory_changes
+from core import db, embeddings, memory_changes, session_deletions, sessions
 from core.config import get_settings, speech_backend
 from core.db import Scope, parse_user_id
 from core.errors import InvalidInput, NotFound, PlaygroundError
@@ -132,6 +132,30 @@ def prewarm(proc: JobProcess) -> None:
     embeddings.get_model()
 
 
+class EndWhenDeleted:
+    """core.session_deletions listener: the job ends when its owner deletes its session (on the app's Sessions
+    page, in another process), instead of talking on into a session that keeps nothing."""
+
+    REASON = "its session was deleted by its owner"
+
+    def __init__(self, ctx: JobContext, user_id: uuid.UUID, session_id: str) -> None:
+        self.ctx, self.user_id, self.session_id = ctx, user_id, session_id
+        self.loop = asyncio.get_running_loop()
+
+    def session_deleted(self, user_id: uuid.UUID | None, session_id: str | None) -> None:  # the feed's thread
+        if session_id is None:  # deletions may have been missed while the database was away: ask it
+            try:
+                deleted = sessions.was_deleted(Scope.service(self.user_id), self.session_id)
+            except PlaygroundError as exc:
+                log.warning("could not check whether session %s was deleted: %s", self.session_id, exc)
+                return
+        else:
+            deleted = user_id == self.user_id and session_id == self.session_id
+        if deleted:
+            log.info("session %s was deleted by its owner; the job ends", self.session_id)
+            self.loop.call_soon_threadsafe(self.ctx.shutdown, self.REASON)
+
+
 async def entrypoint(ctx: JobContext) -> None:
     try:
         start = await begin_job(ctx)
@@ -160,7 +184,11 @@ async def entrypoint(ctx: JobContext) -> None:
     )
     log.info("session %s for user %s (%s)", ps.session_id, start.user_id, start.source)
 
+    ends_when_deleted = EndWhenDeleted(ctx, start.user_id, ps.session_id)
+    session_deletions.subscribe(ends_when_deleted)  # held weakly there: save_report below keeps it alive
+
     async def save_report() -> None:
+        session_deletions.unsubscribe(ends_when_deleted)
         speech_words.close()
         try:
             await ps.finish(base_report=lambda: ctx.make_session_report(ps.session).to_dict())
@@ -168,9 +196,9 @@ async def entrypoint(ctx: JobContext) -> None:
             await sink.aclose()
 
     ctx.add_shutdown_callback(save_report)
-    if speech_words.stt is not None:  # hear what other processes change (the app's Memories page), from now on
-        # waits until it listens, but never holds the job's start up long (it keeps trying in the background)
-        await asyncio.to_thread(memory_changes.follow_database, db.service_url(), timeout=3.0)
+    # hear what other processes change (the app's Memories and Sessions pages), from now on; waits until it
+    # listens, but never holds the job's start up long (it keeps trying in the background)
+    await asyncio.to_thread(memory_changes.follow_database, db.service_url(), timeout=3.0)
     await speech_words.refresh()
     await ps.start(preload=preload, room=ctx.room)
 

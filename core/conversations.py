@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from core import db, embeddings
+from core import db, embeddings, session_deletions
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound, SessionDeleted
 from core.retrieval import ConversationSearch, RrfParams, SearchMode, search_conversations
@@ -164,6 +164,8 @@ def store_turns(
                     f"Turn {t.turn_index} of session {t.session_id} is already stored with "
                     "different text; turns cannot be changed."
                 )
+    for session_id in skipped:  # whatever still runs it here ends, also when the database feed missed the deletion
+        session_deletions.notify(scope.user_id, session_id)
     return [stored[key] for key in keys if key in stored]
 
 

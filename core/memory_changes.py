@@ -8,7 +8,8 @@ listener is logged and never fails the change.
 Changes made by another process (the app's Memories page, seen from a LiveKit worker) come from the
 database: every change to memories or a profile name sends a notification on the channel
 ``memory_changes`` (supabase/migrations/20261126000000_memory_change_notifications.sql), and
-:func:`follow_database` starts this process's one listener on it, which tells the same listeners.
+:func:`follow_database` starts this process's one listener on it, which tells the same listeners. The same
+connection hears deleted sessions (channel ``session_deletions``) for :mod:`core.session_deletions`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from typing import Protocol
 
 import psycopg
 
+from core import session_deletions
+
 log = logging.getLogger(__name__)
 
 CHANNEL = "memory_changes"
+APPLICATION_NAME = "memory-playground feed"  # how its connection shows in pg_stat_activity
 RETRY_SECONDS = (0.5, 1, 2, 5, 10, 30)  # reconnecting after the database went away, then every 30 s
 
 
@@ -62,9 +66,9 @@ def notify_everyone() -> None:
 
 
 class DatabaseFeed:
-    """One connection listening on the database's ``memory_changes`` channel, on its own thread, which
-    tells this process's listeners. Reconnects when the database goes away, and then tells every
-    listener to refresh (what changed meanwhile was not heard)."""
+    """One connection listening on the database's ``memory_changes`` and ``session_deletions`` channels, on
+    its own thread, which tells this process's listeners. Reconnects when the database goes away, and then
+    tells every listener to refresh or check (what happened meanwhile was not heard)."""
 
     def __init__(self, conninfo: str) -> None:
         self.conninfo = conninfo
@@ -84,16 +88,24 @@ class DatabaseFeed:
         failures = 0
         while not self._stopping.is_set():
             try:
-                with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=10) as conn:
+                with psycopg.connect(
+                    self.conninfo, autocommit=True, connect_timeout=10, application_name=APPLICATION_NAME
+                ) as conn:
                     conn.execute(f"listen {CHANNEL}")
+                    conn.execute(f"listen {session_deletions.CHANNEL}")
                     self.listening.set()
                     if failures:
-                        log.info("listening for memory changes again")
+                        log.info("listening for memory changes and deleted sessions again")
                         notify_everyone()
+                        session_deletions.notify_missed()
                     failures = 0
                     while not self._stopping.is_set():
                         for note in conn.notifies(timeout=1.0):  # wakes every second to see whether to stop
-                            self._deliver(note.payload)
+                            if note.channel == session_deletions.CHANNEL:
+                                if (deleted := session_deletions.parse_payload(note.payload)) is not None:
+                                    session_deletions.notify(*deleted)
+                            else:
+                                self._deliver(note.payload)
             except psycopg.Error as exc:
                 self.listening.clear()
                 delay = RETRY_SECONDS[min(failures, len(RETRY_SECONDS) - 1)]

@@ -441,6 +441,10 @@ def main() -> None:
     if moved is not None and (waiting or any(t.user_text for t in turns)):
         st.session_state.pop(chat_state.MOVED_KEY, None)  # shown until this tab's new conversation starts
         moved = None
+    deleted = st.session_state.get(chat_state.DELETED_KEY)
+    if deleted is not None and any(t.user_text and t.done for t in turns):
+        st.session_state.pop(chat_state.DELETED_KEY, None)  # shown until the new conversation's first answer
+        deleted = None
     conversation, inspector = st.columns([1, 1], gap="medium")
     with conversation:
         if moved is not None:
@@ -449,6 +453,13 @@ def main() -> None:
                 f"{which} went on in another tab of this browser while this tab was disconnected, and "
                 "continues there. This tab starts a new conversation.",
                 icon=":material/tab:",
+            )
+        if deleted is not None:
+            which = f"Your conversation `{short_id(deleted, 16)}`" if deleted else "Your conversation"
+            st.info(
+                f"{which} was deleted on the Sessions page (in another tab or window), so it ended here and "
+                "nothing of it is kept. This is a new conversation.",
+                icon=":material/delete:",
             )
         _start_failed(chat)
         box = st.container(height=CONVERSATION_HEIGHT, border=True, autoscroll=True, key="u_chat_box")

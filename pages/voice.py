@@ -15,6 +15,7 @@ import numpy as np
 import streamlit as st
 
 from agent import (
+    SESSION_DELETED,
     WEBRTC_FRAME_SAMPLES,
     WEBRTC_SAMPLE_RATE,
     VoiceCall,
@@ -44,7 +45,7 @@ from ui.voice import (
     microphone_blocked_reason,
 )
 
-_ENDED = "u_voice_ended"  # (session_id, saved, pipeline) of the call that just ended
+_ENDED = "u_voice_ended"  # (session_id, saved or SESSION_DELETED, pipeline) of the call that just ended
 _CALL_KEY = "u_voice_call_key"
 _LAST_CALL = "u_voice_last_call"  # the call this browser session started, until its end is shown
 _OUTBOX = "u_voice_outbox"  # typed during the call and not yet handed to it (see _typed)
@@ -162,6 +163,9 @@ def _state_badge(state: str) -> None:
 def _live_status(key: str, who: str) -> None:
     call = get_call(key)
     if call is None:
+        last = st.session_state.get(_LAST_CALL)
+        if last is not None and last.ended_because == SESSION_DELETED:
+            st.rerun()  # the whole page: it says why, and the call goes on in a new session
         return
     _hand_over(call)
     session = f"call `{short_id(call.session_id, 16)}` · " if call.session_id else ""
@@ -235,7 +239,13 @@ def _ended_notice() -> None:
     if not ended:
         return
     session_id, saved, pipeline = ended
-    if pipeline == "livekit":
+    if saved == SESSION_DELETED:
+        st.info(
+            f"Call `{short_id(session_id, 16)}` ended: its session was deleted on the Sessions page (in another "
+            "tab or window), and nothing of it is kept. A call going on below is a new session.",
+            icon=":material/delete:",
+        )
+    elif pipeline == "livekit":
         st.info(
             "You left the LiveKit room. The agent worker saves the session report when the room closes.",
             icon=":material/call_end:",
@@ -288,6 +298,9 @@ def _follow_browser(playing: bool, key: str, visitor) -> VoiceCall | None:
     call = get_call(key)
     if playing and call is None:
         st.session_state.pop(_ENDED, None)
+        last = st.session_state.get(_LAST_CALL)
+        if last is not None and last.ended_because == SESSION_DELETED:  # deleted in another tab or app process
+            st.session_state[_ENDED] = (last.session_id, SESSION_DELETED, last.pipeline)
         with reported():
             call = open_call(key, visitor.verified)
             st.session_state[_LAST_CALL] = call
@@ -299,6 +312,10 @@ def _follow_browser(playing: bool, key: str, visitor) -> VoiceCall | None:
 
 
 def _end(key: str, last: VoiceCall) -> None:
+    if last.ended_because == SESSION_DELETED:  # nothing to save: its session was deleted meanwhile
+        end_call(key) or last.stop()
+        st.session_state[_ENDED] = (last.session_id, SESSION_DELETED, last.pipeline)
+        return
     with st.spinner("Ending the call and saving its report…"):
         report = None
         try:
@@ -331,6 +348,9 @@ def _before_a_call(settings: Settings, playing: bool, ice: list[dict], *, microp
 
 
 def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
+    ended = st.session_state.get(_ENDED)
+    if ended and ended[1] == SESSION_DELETED:  # the call's last session was deleted elsewhere: this is a new one
+        _ended_notice()
     _hand_over(call)
     _live_status(key, visitor.short_id)
     left, right = st.columns([1, 1], gap="large")

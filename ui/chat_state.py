@@ -21,12 +21,13 @@ import streamlit as st
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from agent import Conversation, get_runtime, llm_wait_seconds
+from agent import SESSION_DELETED, Conversation, get_runtime, llm_wait_seconds
 
 log = logging.getLogger("memory_playground.ui.chat")
 
 CHAT_KEY = "u_chat_session"  # "u_" prefix: dropped when the identity changes (after closing it)
 MOVED_KEY = "u_chat_moved"  # the session id of this tab's conversation that another tab took over
+DELETED_KEY = "u_chat_deleted"  # the session id of this tab's conversation whose session was deleted elsewhere
 START_TIMEOUT_SECONDS = 90  # first use loads the embedding model
 CLOSE_TIMEOUT_SECONDS = 60
 GONE_GRACE_SECONDS = 120  # a reload reconnects within this; after it the browser session is gone
@@ -58,6 +59,10 @@ def get_chat_session(visitor, rrf=None) -> Conversation:
         log.info("conversation %s went on in another browser session; a new one starts here", chat.session_id)
         st.session_state.pop(CHAT_KEY, None)
         st.session_state[MOVED_KEY] = chat.session_id or ""
+    elif chat is not None and chat.close_reason == SESSION_DELETED:
+        # deleted on the Sessions page (another tab, another app process): this tab goes on in a new one
+        st.session_state.pop(CHAT_KEY, None)
+        st.session_state[DELETED_KEY] = chat.session_id or ""
     chat = take_over_left_conversation(visitor.user_id, browser_session_id(), _session_is_connected)
     if chat is None:
         key = base = session_key(visitor.user_id)

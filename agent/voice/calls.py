@@ -44,6 +44,11 @@ class VoiceCall(Protocol):
     def active(self) -> bool: ...
 
     @property
+    def ended_because(self) -> str | None:
+        """Why the call ended without the page ending it (SESSION_DELETED: its session was deleted
+        elsewhere); None while it runs or when nothing says."""
+
+    @property
     def error(self) -> str | None: ...
 
     @property

@@ -352,3 +352,7 @@ class LiveKitVoiceBridge:
     @property
     def active(self) -> bool:
         return not self._closed and self.error is None
+
+    @property
+    def ended_because(self) -> str | None:
+        return None  # the worker ends its own job (a deleted session included); the room says no more

@@ -257,6 +257,9 @@ class LocalVoiceCall:
         self.mic.push_av_frame(frame)
 
     def read_samples(self, count: int = WEBRTC_FRAME_SAMPLES) -> np.ndarray:
+        # the browser reads every 20 ms while it is connected: a call it still streams is not idle, spoken or
+        # typed (the runtime closes conversations idle for 30 minutes)
+        self.conversation.last_active = time.monotonic()
         return self.speaker.read_samples(count)
 
     def events_since(self, cursor: int = 0) -> tuple[list[Event], int]:
@@ -301,7 +304,12 @@ class LocalVoiceCall:
 
     @property
     def active(self) -> bool:
-        return self._stop_future is None
+        # its conversation closed on its own: its session was deleted (another app process), or idle too long
+        return self._stop_future is None and not self.conversation.closed
+
+    @property
+    def ended_because(self) -> str | None:
+        return self.conversation.close_reason
 
     def stop(self) -> concurrent.futures.Future:
         """End the call and save its report (idempotent)."""

@@ -6,16 +6,17 @@ import asyncio
 import concurrent.futures
 import json
 import threading
+import time
 import uuid
 
 import pytest
 
 from agent import reports
-from agent.conversation import TurnResult
+from agent.conversation import SESSION_DELETED, TurnResult
 from agent.events import decode_event, encode_event
 from agent.session import PlaygroundSession
-from core import memories, sessions
-from core.errors import DatabaseUnavailable, InvalidInput
+from core import db, memories, memory_changes, sessions, turn_indexer
+from core.errors import DatabaseUnavailable, InvalidInput, NotFound
 from core.retrieval import RrfParams
 
 
@@ -43,6 +44,43 @@ def test_closing_a_session_closes_only_that_users_conversation_of_it(runtime, ne
     assert doomed.closed and not sibling.closed and not theirs.closed
     assert sessions.get_session(user.scope, doomed.session_id).report  # ended properly, not dropped
     assert runtime.close_session(user.user_id, doomed.session_id) == []  # closed once
+
+
+def _until(check, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not check():
+        time.sleep(0.05)
+    return check()
+
+
+def test_a_session_deleted_in_another_process_ends_its_conversation_here(runtime, new_user):
+    """Another app process (or a SQL client) deletes the session: the database announces it, and the
+    conversation running it here ends, saying why, instead of talking on into a session that keeps nothing."""
+    user = new_user()
+    runtime.following.result(timeout=30)  # the runtime follows the database from its start
+    doomed = runtime.open_conversation("tab-a", user.user_id)
+    sibling = runtime.open_conversation("tab-b", user.user_id)
+    for conversation in (doomed, sibling):
+        conversation.ready.result(timeout=60)
+        conversation.send("my favorite color is teal").result(timeout=60)
+    assert turn_indexer.flush_queued()
+
+    with db.admin_connection() as conn:  # what another process does
+        conn.execute("delete from public.sessions where session_id = %s", (doomed.session_id,))
+    assert _until(lambda: doomed.closed), "the conversation of the deleted session is still open"
+    assert doomed.close_reason == SESSION_DELETED and not sibling.closed
+    doomed.close().result(timeout=60)  # its end wrote nothing: the session stays deleted
+    with pytest.raises(NotFound):
+        sessions.get_session(user.scope, doomed.session_id)
+
+    # deletions made while the feed was away are not heard; on reconnecting, each conversation asks
+    memory_changes.stop_following()
+    with db.admin_connection() as conn:
+        conn.execute("delete from public.sessions where session_id = %s", (sibling.session_id,))
+    time.sleep(0.5)
+    assert not sibling.closed
+    runtime.session_deleted(None, None)
+    assert _until(lambda: sibling.closed) and sibling.close_reason == SESSION_DELETED
 
 
 def test_reruns_from_many_threads_never_build_a_second_session(runtime, new_user):

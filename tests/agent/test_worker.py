@@ -22,7 +22,8 @@ from agent.event_bus import EventBus, RoomTextStreamSink
 from agent.events import EVENTS_TOPIC, decode_event
 from agent.session import PlaygroundSession
 from agent.voice import local_stt, local_tts
-from core import config, conversations, db, memories, memory_changes, sessions
+from core import config, conversations, db, memories, memory_changes, session_deletions, sessions, turn_indexer
+from core.errors import NotFound
 from tests.support.app import PROJECT_ROOT
 from tests.support.llm_requests import (
     NO_RECALL_SKIPS,
@@ -390,6 +391,38 @@ async def test_a_job_with_the_local_whisper_is_told_the_users_words_and_learns_n
         for callback in ctx._shutdown_callbacks:
             await callback("room closed")
         memory_changes.stop_following()
+
+
+async def test_a_job_ends_when_its_owner_deletes_its_session_in_the_app(new_user, monkeypatch):
+    """The app's Sessions page is another process: the deletion comes through the database, and the job
+    ends (its room closes) instead of talking on into a session that keeps nothing."""
+    user = new_user()
+    for builder in ("build_stt", "build_tts", "build_vad"):
+        monkeypatch.setattr(worker, builder, lambda: None)
+    monkeypatch.setattr(memory_changes, "_feed", None)  # the job starts this process's feed; stopped below
+    shutdowns: list[str] = []
+    with fake_job_context(job_id="job-deleted-1", job_metadata=json.dumps({"user_id": str(user.user_id)})) as ctx:
+        ctx._on_shutdown = shutdowns.append  # what ctx.shutdown asks of the job's process
+        await worker.entrypoint(ctx)
+        session = ctx.primary_session
+        await session.run(user_input="my favorite color is teal")
+        assert await asyncio.to_thread(turn_indexer.flush_queued)
+        session_deletions.notify(user.user_id, "lk-some-other-job")  # another session of the same user
+        session_deletions.notify(uuid.uuid4(), "lk-job-deleted-1")  # the same id under another user
+        await asyncio.sleep(0.2)
+        assert shutdowns == []
+
+        await asyncio.to_thread(sessions.delete_session, user.scope, "lk-job-deleted-1")  # as the user (RLS)
+        for _ in range(200):
+            if shutdowns:
+                break
+            await asyncio.sleep(0.05)
+        assert shutdowns == [worker.EndWhenDeleted.REASON]
+        for callback in ctx._shutdown_callbacks:  # the job's end: its report is not written
+            await callback(shutdowns[0])
+        memory_changes.stop_following()
+    with pytest.raises(NotFound):
+        sessions.get_session(user.scope, "lk-job-deleted-1")
 
 
 def test_local_models_can_be_forced_beside_livekit_credentials(model_env):

@@ -3,10 +3,12 @@ retrieval panel and RRF sliders, ending a session, and the Sessions page."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from agent import get_runtime
-from core import conversations, memories, sessions, turn_indexer
+from agent import SESSION_DELETED, get_runtime
+from core import conversations, db, memories, memory_changes, sessions, turn_indexer
 from core.retrieval import RrfParams
 from tests.app.conftest import settle
 from tests.support.panels import expand
@@ -363,3 +365,35 @@ def test_a_tab_whose_conversation_another_tab_took_over_starts_a_new_one(app):
         chat.close().result(timeout=60)
         with chat_state._watch_lock:
             chat_state._tracked.pop(chat.key, None)
+
+
+def test_a_tab_whose_session_was_deleted_elsewhere_says_so_and_goes_on_in_a_new_one(app):
+    """Deleted in another app process (or another tab): the database announces it, the conversation ends,
+    and the tab says why on its next run instead of silently showing an empty new conversation."""
+    at = app()
+    _say(at, "my favorite color is teal")
+    chat = at.session_state[chat_state.CHAT_KEY]
+    assert turn_indexer.flush_queued()
+    memory_changes.follow_database(db.service_url())
+    with db.admin_connection() as conn:  # what another app process's Sessions page does, as far as this one sees
+        conn.execute("delete from public.sessions where session_id = %s", (chat.session_id,))
+    deadline = time.monotonic() + 10
+    while not chat.closed and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert chat.closed and chat.close_reason == SESSION_DELETED
+
+    at.run()
+    settle(at)
+    assert not at.exception, at.exception
+    notices = [i.value for i in at.info if "was deleted on the Sessions page" in i.value]
+    assert notices and short_id(chat.session_id, 16) in notices[0]
+    here = at.session_state[chat_state.CHAT_KEY]
+    assert here is not chat and here.session_id != chat.session_id
+    assert not any("teal" in text for text in _assistant_texts(at))
+    _say(at, "what is my favorite color?")  # the memory is the visitor's, not the session's: still known
+    assert any("teal" in text.lower() for text in _assistant_texts(at))
+    assert not [i for i in at.info if "was deleted on the Sessions page" in i.value]  # said until the first answer
+    chat.close().result(timeout=60)
+    assert turn_indexer.flush_queued()
+    visitor = at.session_state["mp_visitor"]
+    assert [record.session_id for record in sessions.list_sessions(visitor.scope)] == [here.session_id]

@@ -91,8 +91,8 @@ def test_a_process_following_the_database_hears_changes_it_did_not_make(new_user
         # whatever changed meanwhile was not heard
         with db.admin_connection() as conn:
             ended = conn.execute(
-                "select pg_terminate_backend(pid) from pg_stat_activity where query = %s",
-                (f"listen {memory_changes.CHANNEL}",),
+                "select pg_terminate_backend(pid) from pg_stat_activity where application_name = %s",
+                (memory_changes.APPLICATION_NAME,),
             ).fetchall()
         assert ended and all(row[0] for row in ended)
         assert _until(lambda: seen[-1:] == [None], timeout=10), seen

@@ -10,10 +10,11 @@ import time
 
 import pytest
 
-from agent.voice.calls import VoiceCall, end_call, open_call
+from agent import SESSION_DELETED, get_runtime
+from agent.voice.calls import VoiceCall, end_call, get_call, open_call
 from agent.voice.local_tts import SAMPLE_RATE, synthesize_pcm
-from core import db, memories, sessions
-from core.errors import InvalidInput
+from core import db, memories, sessions, turn_indexer
+from core.errors import InvalidInput, NotFound
 from tests.support.audio import FakeBrowser, piper_utterance
 from tests.support.events import wait_for_event
 
@@ -150,3 +151,44 @@ def test_a_memory_another_app_process_writes_reaches_a_running_call(local_call):
         while "Thibault" not in (call.stt.prompt or "") and time.monotonic() < deadline:
             time.sleep(0.1)
         assert "Thibault" in (call.stt.prompt or ""), call.stt.prompt
+
+
+def test_a_call_whose_session_is_deleted_elsewhere_ends_and_the_next_one_is_new(local_call):
+    """The Sessions page of another app process deletes the session of this running call: the call ends
+    (the Voice page then says why and, while the browser still streams, goes on in a new session)."""
+    key, call, user = local_call()
+    with FakeBrowser(call):
+        call.ready.result(timeout=120)
+        assert turn_indexer.flush_queued()  # the greeting is stored: the session exists
+        deleted = call.session_id
+        with db.admin_connection() as conn:
+            assert conn.execute("delete from public.sessions where session_id = %s", (deleted,)).rowcount == 1
+        deadline = time.monotonic() + 15
+        while call.active and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not call.active and call.ended_because == SESSION_DELETED
+        assert get_call(key) is None  # the page's next run opens a new call for the same browser
+    again = open_call(key, user.verified)
+    try:
+        assert again is not call and again.active
+        with FakeBrowser(again):
+            again.ready.result(timeout=120)  # its greeting is played out to the browser
+        assert again.session_id != deleted
+    finally:
+        end_call(key).result(timeout=60)
+    call.stop().result(timeout=60)
+    with pytest.raises(NotFound):
+        sessions.get_session(user.scope, deleted)
+
+
+def test_a_call_the_browser_streams_to_is_never_closed_as_idle(local_call):
+    """The runtime closes conversations idle for 30 minutes; a spoken call types nothing, so it counted as
+    idle from its start, and a call longer than that lost its session mid-sentence."""
+    _, call, _ = local_call()
+    with FakeBrowser(call):
+        call.ready.result(timeout=120)
+        time.sleep(1.5)  # frames keep flowing, nothing typed
+        closed = get_runtime().close_idle(max_idle=1.0)
+        assert call.conversation.key not in closed and call.active
+    time.sleep(1.5)  # the browser left (the page ends the call then; here nobody does): now it is idle
+    assert call.conversation.key in get_runtime().close_idle(max_idle=1.0)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from core import memories, sessions
+from core import db, memories, sessions
 from core.db import Scope
 from tests.support.browser import (
     WEBRTC_FRAME,
@@ -249,3 +249,44 @@ def test_a_call_hears_disconnected_only_when_it_lasts(streamlit_server, new_brow
     assert frame.evaluate(heard)["blip"][-1] == "failed"  # at once
     states = [s["state"] for s in frame.evaluate("() => window.__mpConnectionStates")]
     assert states.count("disconnected") == 2 and states[-1] == "failed"
+
+
+def _voice_sessions(user_id: uuid.UUID) -> list[str]:
+    return [r.session_id for r in sessions.list_sessions(Scope.service(user_id)) if r.session_id.startswith("voice-")]
+
+
+def _until(check, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check() and time.monotonic() < deadline:
+        time.sleep(0.25)
+    return check()
+
+
+def test_a_call_whose_session_is_deleted_elsewhere_says_so_and_goes_on_in_a_new_session(
+    streamlit_server, new_quiet_mic_page
+):
+    """The session of a running call is deleted by another app process (here: SQL straight to the database):
+    the call's conversation ends, and the page says why and goes on in a new session while the browser
+    still streams, instead of going silent."""
+    page = new_quiet_mic_page((1600, 1000))
+    page.goto(streamlit_server)
+    wait_for_app(page)
+    page.get_by_text("User id").first.wait_for(timeout=60_000)
+    user_id = uuid.UUID(re.search(r"User id:\s*([0-9a-f-]{36})", page.inner_text("body")).group(1))
+    open_page(page, "Voice")
+    start_call(page)
+    assert _until(lambda: len(_voice_sessions(user_id)) == 1, timeout=60), "the call's greeting was not stored"
+    [deleted] = _voice_sessions(user_id)
+    with db.admin_connection() as conn:
+        conn.execute("delete from public.sessions where session_id = %s", (deleted,))
+
+    notice = page.get_by_text("its session was deleted on the Sessions page")
+    try:
+        notice.first.wait_for(timeout=30_000)
+    except Exception as exc:
+        raise AssertionError(f"no notice; {what_the_page_went_through(page)}") from exc
+    assert _until(lambda: len(_voice_sessions(user_id)) == 1 and _voice_sessions(user_id) != [deleted], timeout=90)
+    [new] = _voice_sessions(user_id)
+    page.frame_locator(WEBRTC_FRAME).get_by_role("button", name="End call").click()
+    page.get_by_text("its report (transcript, tool calls, per-turn latencies) was saved").wait_for(timeout=90_000)
+    assert _voice_sessions(user_id) == [new] and sessions.get_session(Scope.service(user_id), new).report
