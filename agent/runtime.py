@@ -75,7 +75,7 @@ class AgentRuntime:
         self._reaper = self.submit(self._reap_forever())
         # a session deleted in another app process (behind a load balancer) ends here too: see session_deleted
         session_deletions.subscribe(self)
-        self.following = self.submit(asyncio.to_thread(memory_changes.follow_database, db.service_url(), 3.0))
+        self.following = self.submit(self._follow_database())
 
     @property
     def stopped(self) -> bool:
@@ -191,6 +191,7 @@ class AgentRuntime:
         futures = [conversation.close() for conversation in conversations]
         concurrent.futures.wait(futures, timeout=timeout)
         self._reaper.cancel()
+        self.following.cancel()
         self.warm.cancel()
         try:
             self.submit(_cancel_everything_on(self.loop)).result(timeout=5)
@@ -206,6 +207,12 @@ class AgentRuntime:
             await asyncio.to_thread(reports.flush_pending)
         except PlaygroundError as exc:
             log.warning("runtime warm-up: %s", exc)
+
+    async def _follow_database(self) -> None:
+        try:  # waits until it listens, at most 3 s (it keeps trying in the background); never fails the runtime
+            await asyncio.to_thread(memory_changes.follow_database, db.service_url(), 3.0)
+        except Exception as exc:
+            log.warning("not following the database's deleted sessions and memory changes: %s", exc)
 
     async def _reap_forever(self) -> None:
         while True:

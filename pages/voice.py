@@ -349,8 +349,10 @@ def _before_a_call(settings: Settings, playing: bool, ice: list[dict], *, microp
 
 def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
     ended = st.session_state.get(_ENDED)
-    if ended and ended[1] == SESSION_DELETED:  # the call's last session was deleted elsewhere: this is a new one
-        _ended_notice()
+    # always a slot, so the fragments below keep their place in the page whether the notice shows or not
+    with st.container():
+        if ended and ended[1] == SESSION_DELETED:  # the call's last session was deleted elsewhere: a new one
+            _ended_notice()
     _hand_over(call)
     _live_status(key, visitor.short_id)
     left, right = st.columns([1, 1], gap="large")
