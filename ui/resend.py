@@ -147,8 +147,10 @@ SCRIPT = """<script>
   // a new window (a reload): put back what the last one had not got through, once the page is drawn
   const restoring = {draft: stored('draft'), sent: stored('sent'), since: Date.now()};
   keep('sent', null);
-  const shown = t => Array.from(doc.querySelectorAll('[data-testid=stChatMessage]'))
-    .some(m => m.innerText.includes(t.trim()));
+  // compared as plain words: a bubble shows Markdown rendered ("**teal**" as "teal"), the box held its source
+  const words = t => ' ' + t.toLowerCase().replace(/[^\\p{L}\\p{N}]+/gu, ' ').trim() + ' ';
+  const shown = t => words(t).trim() !== '' && Array.from(doc.querySelectorAll('[data-testid=stChatMessage]'))
+    .some(m => m.querySelector('[data-testid=stChatMessageAvatarUser]') && words(m.innerText).includes(words(t)));
   const putBack = (b, text) => {  // into an empty box, not sent
     if (!text || !text.trim() || b.value.trim()) return;
     setBox(b, text);

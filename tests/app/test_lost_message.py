@@ -27,6 +27,17 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 CHAT_INPUT = '[data-testid="stChatInputTextArea"]'
 
 
+def _send_after_the_greeting(page, server: str, message: str):
+    """Open the app as a new visitor, wait for the agent's greeting, send `message`; returns the chat box."""
+    page.goto(server)
+    wait_for_identity_cookie(page)
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    box = page.locator(CHAT_INPUT)
+    box.fill(message)
+    box.press("Enter")
+    return box
+
+
 def test_a_message_lost_on_its_way_is_sent_again_and_kept_once(streamlit_server, new_browser_page):
     page = new_browser_page()
     dropped = drop_first_message(page, b"ochre")
@@ -59,13 +70,8 @@ def test_a_message_that_never_gets_through_goes_back_into_the_box(streamlit_serv
     unsent, instead of disappearing."""
     page = new_browser_page()
     dropped = drop_first_message(page, b"russet", times=1 + resend.MAX_RESENDS)
-    page.goto(streamlit_server)
-    wait_for_identity_cookie(page)
-    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
     message = "my favorite color is russet"
-    box = page.locator(CHAT_INPUT)
-    box.fill(message)
-    box.press("Enter")
+    box = _send_after_the_greeting(page, streamlit_server, message)
     expect(box).to_have_value("")
     expect(box).to_have_value(message, timeout=(resend.MAX_RESENDS + 3) * resend.RESEND_AFTER_MS + 10_000)
     assert len(dropped) == 1 + resend.MAX_RESENDS
@@ -141,3 +147,23 @@ def test_a_lost_message_is_put_back_after_a_reload_and_one_that_arrived_is_not(s
     expect(page.locator(CHAT_INPUT)).to_have_value("")
     stored = [m for m in stored_rows(uuid.UUID(visitor))["memories"] if m["memory_type"] == "favorite_color"]
     assert [m["content"] for m in stored] == ["sienna"]
+
+
+def test_a_message_that_arrived_in_markdown_is_not_put_back_after_a_reload(streamlit_server, new_browser_page):
+    """The reload came between the message's arrival and the page hearing of it (the tab still holds it as
+    unacknowledged). The reloaded conversation shows it, rendered: "**teal**" reads "teal" in the bubble,
+    and it must still count as shown (compared as the words the visitor sees), not be put back."""
+    page = new_browser_page()
+    message = "my favorite color is **teal** — _really_"
+    _send_after_the_greeting(page, streamlit_server, message)
+    expect(answered_turns(page).filter(has_text="teal").first).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    # what the tab holds when the reload wins the race with the page's acknowledgement
+    page.evaluate(
+        "text => sessionStorage.setItem('mpSent:u_chat_input', JSON.stringify({text, at: Date.now()}))", message
+    )
+    page.reload()
+    wait_for_identity_cookie(page)
+    bubbles = page.locator('[data-testid="stChatMessage"]', has_text="my favorite color is teal")
+    expect(bubbles).to_have_count(1, timeout=30_000)  # the conversation was taken over, rendered
+    page.wait_for_timeout(resend.RESTORE_AFTER_MS + 3000)
+    expect(page.locator(CHAT_INPUT)).to_have_value("")
