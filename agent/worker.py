@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from livekit.agents import AgentServer, JobContext, JobProcess, cli
 
-from agent import plugins
+from agent import events, plugins
 from agent.event_bus import RoomTextStreamSink
 from agent.model_factory import build_llm, build_stt, build_tts, build_vad
 from agent.playground_agent import load_preload
@@ -137,9 +137,13 @@ class EndWhenDeleted:
     page, in another process), instead of talking on into a session that keeps nothing."""
 
     REASON = "its session was deleted by its owner"
+    # what the caller's page shows (the LiveKit bridge forwards the job's events) before the agent leaves
+    MESSAGE = (
+        "This call's session was deleted on the Sessions page, so the agent ended the call; nothing of it is kept."
+    )
 
-    def __init__(self, ctx: JobContext, user_id: uuid.UUID, session_id: str) -> None:
-        self.ctx, self.user_id, self.session_id = ctx, user_id, session_id
+    def __init__(self, ctx: JobContext, ps: PlaygroundSession) -> None:
+        self.ctx, self.bus, self.user_id, self.session_id = ctx, ps.bus, ps.user_id, ps.session_id
         self.loop = asyncio.get_running_loop()
 
     def session_deleted(self, user_id: uuid.UUID | None, session_id: str | None) -> None:  # the feed's thread
@@ -153,7 +157,11 @@ class EndWhenDeleted:
             deleted = user_id == self.user_id and session_id == self.session_id
         if deleted:
             log.info("session %s was deleted by its owner; the job ends", self.session_id)
-            self.loop.call_soon_threadsafe(self.ctx.shutdown, self.REASON)
+            self.loop.call_soon_threadsafe(self._end)
+
+    def _end(self) -> None:  # on the job's loop
+        self.bus.emit(events.error(self.MESSAGE, where="session", kind="session_deleted", recoverable=False))
+        self.ctx.shutdown(reason=self.REASON)
 
 
 async def entrypoint(ctx: JobContext) -> None:
@@ -184,7 +192,7 @@ async def entrypoint(ctx: JobContext) -> None:
     )
     log.info("session %s for user %s (%s)", ps.session_id, start.user_id, start.source)
 
-    ends_when_deleted = EndWhenDeleted(ctx, start.user_id, ps.session_id)
+    ends_when_deleted = EndWhenDeleted(ctx, ps)
     session_deletions.subscribe(ends_when_deleted)  # held weakly there: save_report below keeps it alive
 
     async def save_report() -> None:

@@ -418,6 +418,9 @@ async def test_a_job_ends_when_its_owner_deletes_its_session_in_the_app(new_user
                 break
             await asyncio.sleep(0.05)
         assert shutdowns == [worker.EndWhenDeleted.REASON]
+        # the caller's page is told why, through the room's events topic, before the agent leaves
+        said = [e for e in session.current_agent.bus.events if e["type"] == "error"]
+        assert [(e["kind"], e["message"]) for e in said] == [("session_deleted", worker.EndWhenDeleted.MESSAGE)]
         for callback in ctx._shutdown_callbacks:  # the job's end: its report is not written
             await callback(shutdowns[0])
         memory_changes.stop_following()
