@@ -241,8 +241,8 @@ def _ended_notice() -> None:
     session_id, saved, pipeline = ended
     if saved == SESSION_DELETED:
         st.info(
-            f"Call `{short_id(session_id, 16)}` ended: its session was deleted on the Sessions page (in another "
-            "tab or window), and nothing of it is kept. A call going on below is a new session.",
+            f"Call `{short_id(session_id, 16)}` ended: its session was deleted on the Sessions page, and nothing "
+            "of it is kept. A call going on below is a new session.",
             icon=":material/delete:",
         )
     elif pipeline == "livekit":
@@ -299,7 +299,7 @@ def _follow_browser(playing: bool, key: str, visitor) -> VoiceCall | None:
     if playing and call is None:
         st.session_state.pop(_ENDED, None)
         last = st.session_state.get(_LAST_CALL)
-        if last is not None and last.ended_because == SESSION_DELETED:  # deleted in another tab or app process
+        if last is not None and last.ended_because == SESSION_DELETED:  # deleted on a Sessions page meanwhile
             st.session_state[_ENDED] = (last.session_id, SESSION_DELETED, last.pipeline)
         with reported():
             call = open_call(key, visitor.verified)
