@@ -4,8 +4,10 @@ A deleted session stays deleted whoever still runs it (the database skips its la
 a call that goes on talking into it keeps nothing and tells the user nothing. Deleting a session sends a
 notification from the database (supabase/migrations/20261127120000_session_deletion_notifications.sql),
 which this process's database feed (:func:`core.memory_changes.follow_database`) hands to the listeners
-here: the app's agent runtime, its voice calls, a LiveKit worker's job. Listeners are held weakly and
-called on the feed's thread; a failing listener is logged and never stops the others.
+here: the app's agent runtime (its chats and voice calls) and a LiveKit worker's job. A turn the database
+skipped because its session was deleted tells them too (core.conversations.store_turns), should the feed have
+missed the notice. Listeners are held weakly and called on the feed's thread (or the turn indexer's); a
+failing listener is logged and never stops the others.
 """
 
 from __future__ import annotations
