@@ -18,12 +18,12 @@ import atexit
 import logging
 import threading
 import uuid
-import weakref
 from typing import Protocol
 
 import psycopg
 
 from core import session_deletions
+from core.listeners import Listeners
 
 log = logging.getLogger(__name__)
 
@@ -37,28 +37,13 @@ class Listener(Protocol):
         """``user_id`` changed; None: anyone's may have (changes were missed while the database was away)."""
 
 
-_listeners: weakref.WeakSet[Listener] = weakref.WeakSet()
-_lock = threading.Lock()
-
-
-def subscribe(listener: Listener) -> None:
-    with _lock:
-        _listeners.add(listener)
-
-
-def unsubscribe(listener: Listener) -> None:
-    with _lock:
-        _listeners.discard(listener)
+_listeners = Listeners("memories_changed")
+subscribe = _listeners.subscribe
+unsubscribe = _listeners.unsubscribe
 
 
 def notify(user_id: uuid.UUID | None) -> None:
-    with _lock:
-        listeners = list(_listeners)
-    for listener in listeners:
-        try:
-            listener.memories_changed(user_id)
-        except Exception:  # the change itself is committed; a listener's trouble is its own
-            log.exception("a memory-change listener failed for %s", user_id)
+    _listeners.notify(user_id)
 
 
 def notify_everyone() -> None:
@@ -128,7 +113,7 @@ class DatabaseFeed:
 
 _feed: DatabaseFeed | None = None
 _stops_at_exit = False
-_feed_lock = threading.Lock()  # not _lock: a feed being stopped may be waiting for _lock in notify()
+_feed_lock = threading.Lock()  # not the listeners' lock: a feed being stopped may be telling them
 
 
 def follow_database(conninfo: str, timeout: float = 10.0) -> DatabaseFeed:

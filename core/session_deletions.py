@@ -6,18 +6,18 @@ notification from the database (supabase/migrations/20261127120000_session_delet
 which this process's database feed (:func:`core.memory_changes.follow_database`) hands to the listeners
 here: the app's agent runtime (its chats and voice calls) and a LiveKit worker's job. A turn the database
 skipped because its session was deleted tells them too (core.conversations.store_turns), should the feed have
-missed the notice. Listeners are held weakly and called on the feed's thread (or the turn indexer's); a
-failing listener is logged and never stops the others.
+missed the notice. Listeners (:class:`core.listeners.Listeners`) are called on the feed's thread or on the turn
+indexer's.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import threading
 import uuid
-import weakref
 from typing import Protocol
+
+from core.listeners import Listeners
 
 log = logging.getLogger(__name__)
 
@@ -31,28 +31,13 @@ class Listener(Protocol):
         (`core.sessions.was_deleted`)."""
 
 
-_listeners: weakref.WeakSet[Listener] = weakref.WeakSet()
-_lock = threading.Lock()
-
-
-def subscribe(listener: Listener) -> None:
-    with _lock:
-        _listeners.add(listener)
-
-
-def unsubscribe(listener: Listener) -> None:
-    with _lock:
-        _listeners.discard(listener)
+_listeners = Listeners("session_deleted")
+subscribe = _listeners.subscribe
+unsubscribe = _listeners.unsubscribe
 
 
 def notify(user_id: uuid.UUID | None, session_id: str | None) -> None:
-    with _lock:
-        listeners = list(_listeners)
-    for listener in listeners:
-        try:
-            listener.session_deleted(user_id, session_id)
-        except Exception:  # the deletion is committed; a listener's trouble is its own
-            log.exception("a session-deletion listener failed for %s", session_id)
+    _listeners.notify(user_id, session_id)
 
 
 def notify_missed() -> None:

@@ -150,4 +150,4 @@ def test_a_failing_listener_does_not_keep_the_others_from_hearing(recorder, capl
     finally:
         session_deletions.unsubscribe(broken)
     assert recorder.heard == [(someone, "s-1")]
-    assert "a session-deletion listener failed" in caplog.text
+    assert "a session_deleted listener failed" in caplog.text and "broken listener" in caplog.text
