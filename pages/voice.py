@@ -168,6 +168,7 @@ def _live_status(key: str, who: str) -> None:
             st.rerun()  # the whole page: it says why, and the call goes on in a new session
         return
     _hand_over(call)
+    _deleted_notice(call)
     session = f"call `{short_id(call.session_id, 16)}` · " if call.session_id else ""
     st.caption(f"{session}{call.pipeline} pipeline · you are `{who}`")
     state_col, mic_col, out_col = st.columns([1, 2, 2], vertical_alignment="center")
@@ -187,6 +188,18 @@ def _live_status(key: str, who: str) -> None:
         st.error(call.error, icon=":material/error:")
     elif not (call.ready and call.ready.done()):
         st.caption(":material/hourglass_top: Connecting the agent (the first call loads the speech models)…")
+
+
+def _deleted_notice(call: VoiceCall) -> None:
+    """The call goes on in a new session because the last one was deleted: say so until the visitor's first
+    turn in it (as the Chat page does), then drop the notice."""
+    ended = st.session_state.get(_ENDED)
+    if not (ended and ended[1] == SESSION_DELETED):
+        return
+    if latest_answered_turn(call.events_since(0)[0]) is None:
+        _ended_notice()
+    else:
+        st.session_state.pop(_ENDED, None)
 
 
 # twice a second: an interim transcript of the user's words lives about a second before the next replaces it
@@ -348,11 +361,6 @@ def _before_a_call(settings: Settings, playing: bool, ice: list[dict], *, microp
 
 
 def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
-    ended = st.session_state.get(_ENDED)
-    # always a slot, so the fragments below keep their place in the page whether the notice shows or not
-    with st.container():
-        if ended and ended[1] == SESSION_DELETED:  # the call's last session was deleted elsewhere: a new one
-            _ended_notice()
     _hand_over(call)
     _live_status(key, visitor.short_id)
     left, right = st.columns([1, 1], gap="large")

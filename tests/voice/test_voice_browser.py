@@ -267,7 +267,7 @@ def test_a_call_whose_session_is_deleted_elsewhere_says_so_and_goes_on_in_a_new_
 ):
     """The session of a running call is deleted by another app process (here: SQL straight to the database):
     the call's conversation ends, and the page says why and goes on in a new session while the browser
-    still streams, instead of going silent."""
+    still streams, instead of going silent; the notice goes once the visitor has said something in it."""
     page = new_quiet_mic_page((1600, 1000))
     page.goto(streamlit_server)
     wait_for_app(page)
@@ -287,6 +287,14 @@ def test_a_call_whose_session_is_deleted_elsewhere_says_so_and_goes_on_in_a_new_
         raise AssertionError(f"no notice; {what_the_page_went_through(page)}") from exc
     assert _until(lambda: len(_voice_sessions(user_id)) == 1 and _voice_sessions(user_id) != [deleted], timeout=90)
     [new] = _voice_sessions(user_id)
+    # the notice stays until the visitor's first turn in the new session, then goes
+    expect(notice.first).to_be_visible()
+    box = page.locator('[data-testid="stChatInputTextArea"]')
+    box.fill("Where is order 1003?")
+    box.press("Enter")
+    answer = page.locator('[data-testid="stChatMessage"]').filter(has_text="1003").filter(has_not_text="Where is")
+    expect(answer.first).to_be_visible(timeout=CALL_TIMEOUT_MS)
+    expect(notice).to_have_count(0, timeout=10_000)
     page.frame_locator(WEBRTC_FRAME).get_by_role("button", name="End call").click()
     page.get_by_text("its report (transcript, tool calls, per-turn latencies) was saved").wait_for(timeout=90_000)
     assert _voice_sessions(user_id) == [new] and sessions.get_session(Scope.service(user_id), new).report
