@@ -16,6 +16,7 @@ from core.errors import InvalidInput
 from ui import auth, chat_state, resend, rrf
 from ui.errors import reported, show_error
 from ui.format import clip, ms, short_id
+from ui.fragments import timed_fragment
 from ui.shell import run_page
 from ui.sidebar import model_rows
 from ui.style import page_header
@@ -409,7 +410,7 @@ def _conversation(box, chat: Conversation, shown: _Drawn, turns: list[Turn], wai
         since = st.session_state.get(_WAITING_SINCE)
         if since is None or since[0] != state:
             since = st.session_state[_WAITING_SINCE] = (state, time.monotonic())
-        st.fragment(run_every=POLL_SECONDS)(_live_status)(chat, shown, since[1])
+        timed_fragment(run_every=POLL_SECONDS)(_live_status)(chat, shown, since[1])
 
 
 def main() -> None:

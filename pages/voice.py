@@ -29,6 +29,7 @@ from core.config import Settings, get_settings
 from ui import auth, chat_state, components, resend
 from ui.errors import reported, show_error
 from ui.format import clip, ms, short_id
+from ui.fragments import timed_fragment
 from ui.shell import run_page, stayed_on_page
 from ui.sidebar import model_rows
 from ui.style import page_header
@@ -159,7 +160,7 @@ def _state_badge(state: str) -> None:
     st.badge(label, icon=icon, color=color)
 
 
-@st.fragment(run_every=0.5)
+@timed_fragment(run_every=0.5)
 def _live_status(key: str, who: str) -> None:
     call = get_call(key)
     if call is None:
@@ -203,7 +204,7 @@ def _deleted_notice(call: VoiceCall) -> None:
 
 
 # twice a second: an interim transcript of the user's words lives about a second before the next replaces it
-@st.fragment(run_every=0.5)
+@timed_fragment(run_every=0.5)
 def _live_transcript(key: str) -> None:
     call = get_call(key)
     if call is None:
@@ -228,7 +229,7 @@ def _live_transcript(key: str) -> None:
                 st.markdown(text)
 
 
-@st.fragment(run_every=2.0)
+@timed_fragment(run_every=2.0)
 def _live_turns(key: str) -> None:
     call = get_call(key)
     if call is None:

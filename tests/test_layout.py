@@ -205,3 +205,17 @@ def test_racy_libraries_are_imported_only_through_their_module(importer):
         if name.split(".")[0] in ONE_IMPORTER[importer]
     ]
     assert wrong == []
+
+
+def test_fragments_are_made_only_through_ui_fragments():
+    """A fragment called straight in the page can lose its output of a page run, and the elements after it
+    then move up one place (ui/fragments.py): every fragment goes through `timed_fragment`, which gives it
+    a container of the page run's own."""
+    wrong = [
+        f"{module}:{node.lineno}"
+        for module, path in SOURCES.items()
+        if module != "ui.fragments"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr == "fragment" and getattr(node.value, "id", None) == "st"
+    ]
+    assert wrong == []

@@ -13,6 +13,7 @@ import streamlit as st
 
 from core import db
 from core.errors import AuthError, DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound, PlaygroundError
+from ui.fragments import timed_fragment
 
 log = logging.getLogger("memory_playground.ui")
 DB_RETRY_SECONDS = 2  # the page is back within a few seconds of the database (see docs/SECURITY.md)
@@ -53,7 +54,7 @@ def database_down(exc: BaseException) -> None:
     _watch_database()
 
 
-@st.fragment(run_every=DB_RETRY_SECONDS)
+@timed_fragment(run_every=DB_RETRY_SECONDS)
 def _watch_database() -> None:
     # The first call happens inside the failing run itself: checking then could loop
     # (reachable database, failing page). Check only on the timed reruns.

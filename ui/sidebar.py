@@ -15,6 +15,7 @@ from core import doctor
 from core.config import get_settings
 from ui import auth, erase
 from ui.errors import reported
+from ui.fragments import timed_fragment
 
 log = logging.getLogger("memory_playground.ui.sidebar")
 
@@ -189,10 +190,10 @@ def _status() -> None:
         # quick: no tokens spent, no hosted user created, no voice model loaded on a page load
         checks.start(doctor.QUICK)
     # Poll only while a run is in progress; the page itself never waits for a check.
-    st.fragment(run_every=CHECKS_POLL_SECONDS if checks.running else None)(_check_rows)()
+    timed_fragment(run_every=CHECKS_POLL_SECONDS if checks.running else None)(_check_rows)()
     warming = warmup.current()
     if warming is not None and not warming.done:
-        st.fragment(run_every=WARMUP_POLL_SECONDS)(_warmup_rows)()
+        timed_fragment(run_every=WARMUP_POLL_SECONDS)(_warmup_rows)()
     llm = next(row for row in model_rows() if row["role"] == "LLM")
     if llm["demo_brain"]:
         st.info(
