@@ -167,7 +167,8 @@ def voice_section(result: dict) -> str:
             f"final transcript, {spec.get('discarded', 0)} discarded because speech resumed, "
             f"{spec.get('fresh_finals', 0)} turns decoded after the end of speech; {spec.get('interims', 0)} "
             f"interim transcripts shown, {spec.get('interims_skipped', 0)} skipped because a turn-ending decode was "
-            "waiting.",
+            f"waiting; {spec.get('redecodes', 0)} turn decodes (speculative ones included) were unsure enough to be "
+            "decoded again with a beam of 5 (`STT_REDECODE_BELOW`).",
             "### Where the time goes (per turn)",
             table(["step", "p50", "p95"], rows),
             "The transcript row now overlaps the VAD's silence: the decode starts during it.",
@@ -356,6 +357,31 @@ SECTION_TITLES = {
 RENDERED_FROM_JSON = "the recorded full run)"  # always rendered again from FULL_SCALE_JSON, never kept
 
 
+MEASURED_ON = re.compile(r"<!-- measured on (\d{4}-\d{2}-\d{2}) -->")  # the last line of each section
+
+
+def _measured_on(section: str, fallback: str) -> str:
+    """The date a section was measured: its own marker, else (older files) the date of the file's header."""
+    match = MEASURED_ON.search(section)
+    return match.group(1) if match else fallback
+
+
+def _dated(section: str, date: str) -> str:
+    """`section` ending with the date it was measured on (as it is if it says so already; a full run rendered
+    from its JSON says its own date)."""
+    if MEASURED_ON.search(section) or section.splitlines()[0].endswith(RENDERED_FROM_JSON):
+        return section
+    return f"{section}\n\n<!-- measured on {date} -->"
+
+
+def _kept_sentence(kept: dict[str, str], fallback: str) -> str:
+    return (
+        "Kept from earlier runs (skipped in this one; each measured on its run's machine, under its load): "
+        + ", ".join(f"“{title}” ({_measured_on(text, fallback)})" for title, text in kept.items())
+        + "."
+    )
+
+
 def _written_on(output: Path) -> str:
     """The date the header of the last run's output names."""
     match = re.search(r"\bon (\d{4}-\d{2}-\d{2})\b", output.read_text(encoding="utf-8")) if output.exists() else None
@@ -461,7 +487,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: voice section load average {load['before']:.2f} → {load['after']:.2f}")
         sections.append(voice_section({**result, "load": load}))
     if "wer" not in skip:
-        sections.append(wer.section(wer.run(beam_size=get_settings().stt_beam_size)))
+        settings = get_settings()
+        sections.append(
+            wer.section(wer.run(beam_size=settings.stt_beam_size, redecode_below=settings.stt_redecode_below))
+        )
     if "capacity" not in skip:
         counts = [int(x) for x in args.calls.split(",") if x.strip()]
         sections.append(capacity_section(capacity.run(counts, args.turns_per_call)))
@@ -533,8 +562,7 @@ def main(argv: list[str] | None = None) -> int:
             *(
                 [
                     "",
-                    f"Kept from the run of {kept_from} (skipped in this one; measured on that run's "
-                    "machine, under its load): " + ", ".join(f"“{title}”" for title in kept) + ".",
+                    _kept_sentence(kept, kept_from),
                 ]
                 if kept
                 else []
@@ -542,7 +570,8 @@ def main(argv: list[str] | None = None) -> int:
         ]
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    sections += kept.values()
+    today = f"{dt.datetime.now(dt.UTC):%Y-%m-%d}"
+    sections = [_dated(section, today) for section in sections] + [_dated(text, kept_from) for text in kept.values()]
     args.output.write_text(header + "\n\n" + "\n\n".join(sections) + "\n", encoding="utf-8")
     print(f"wrote {args.output}")
     return 0

@@ -1,6 +1,6 @@
 """`python -m bench --skip …` keeps the skipped sections of docs/BENCHMARKS.md as the last run wrote them."""
 
-from bench.__main__ import _kept_sections
+from bench.__main__ import _dated, _kept_sections, _kept_sentence
 
 EARLIER_RUN = """# Benchmarks
 
@@ -52,13 +52,14 @@ def _wer_result(domain_after: float, generic_after: float) -> dict:
     return {
         "split": "test",
         "beam_size": 1,
+        "redecode_below": 0.65,
         "rows": [
-            row | {"kind": "domain", "before": 0.5, "prompt": 0.3, "after": domain_after},
-            row | {"kind": "generic", "before": 0.1, "prompt": 0.1, "after": generic_after},
+            row | {"kind": "domain", "before": 0.5, "redecoded": 0.4, "prompt": 0.3, "after": domain_after},
+            row | {"kind": "generic", "before": 0.1, "redecoded": 0.1, "prompt": 0.1, "after": generic_after},
         ],
-        "by_voice": [{"voice": "piper joe 1.0x", "before": 0.2, "prompt": 0.1, "after": 0.08}],
+        "by_voice": [{"voice": "piper joe 1.0x", "before": 0.2, "redecoded": 0.15, "prompt": 0.1, "after": 0.08}],
         "terms": 3,
-        "decode_seconds": {"before": 2.0, "prompt": 2.4},
+        "decode_seconds": {"before": 2.0, "redecoded": 2.8, "prompt": 2.4},
         "examples": [("Call me Siobhan.", "piper joe 1.0x", "Call me Chivon.", "Call me Siobhan.")],
         "respelled": [("order 108", "order 1008")],
         "respelled_generic": 0,
@@ -69,10 +70,26 @@ def test_the_word_error_rate_section_says_which_goals_are_met():
     from bench.wer import section
 
     unmet = section(_wer_result(domain_after=0.29, generic_after=0.12))
-    assert "| domain (1 sentences, 4 clips) | 50.0% | 30.0% | 29.0% | 1.72× lower |" in unmet
-    assert "| generic (1 sentences, 4 clips) | 10.0% | 10.0% | 12.0% | 1.20× higher |" in unmet
+    assert "| domain (1 sentences, 4 clips) | 50.0% | 40.0% | 30.0% | 29.0% | 1.72× lower | 1.38× lower |" in unmet
+    assert "| generic (1 sentences, 4 clips) | 10.0% | 10.0% | 10.0% | 12.0% | 1.20× higher | 1.20× higher |" in unmet
     assert "domain WER halved — **not met**; generic no worse — **not met**" in unmet
     assert "| `order 108` | `order 1008` |" in unmet
-    assert "250 ms per clip on average before and 300 ms with the prompt" in unmet  # 8 clips
+    assert "250 ms per clip on average before, 350 ms re-decoded and 300 ms with the prompt" in unmet  # 8 clips
+    assert "less sure than 0.65" in unmet
     met = section(_wer_result(domain_after=0.25, generic_after=0.1))
     assert "domain WER halved — **met**; generic no worse — **met**" in met
+
+
+def test_each_kept_section_says_the_date_it_was_measured_on_not_the_last_runs(tmp_path):
+    """A section kept through several runs keeps its own date (the header used to name the last run's)."""
+    output = tmp_path / "BENCHMARKS.md"
+    older = _dated("## Voice: end of user speech → first agent audio\n\nvoice figures", "2026-11-20")
+    output.write_text(EARLIER_RUN.replace("## Voice: end of user speech → first agent audio\n\nvoice figures", older))
+    kept = _kept_sections(output, {"voice", "conversation-scale"})
+    assert kept["Voice: end of user speech → first agent audio"].endswith("<!-- measured on 2026-11-20 -->")
+    sentence = _kept_sentence(kept, "2026-11-23")  # the file's header date, for a section without its own
+    assert "“Voice: end of user speech → first agent audio” (2026-11-20)" in sentence
+    assert "“Conversation memory at scale (50,000 turns, this run)” (2026-11-23)" in sentence
+    assert _dated(older, "2026-11-27") == older  # kept again: still its own date
+    full = "## Conversation memory at scale (1,000,000 turns, the recorded full run)\n\nfull"
+    assert _dated(full, "2026-11-27") == full  # rendered from its JSON, which says when it ran
