@@ -190,7 +190,7 @@ def build_stt(settings: Settings | None = None, *, vad=None):
         )
     if backend == "openai":
         return plugin("openai").STT(model=settings.stt_model or DEFAULT_OPENAI_STT, api_key=settings.openai_api_key)
-    return LocalWhisperSTT(vad=vad, beam_size=settings.stt_beam_size)
+    return LocalWhisperSTT(vad=vad, beam_size=settings.stt_beam_size, redecode_below=settings.stt_redecode_below)
 
 
 def build_tts(settings: Settings | None = None):

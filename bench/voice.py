@@ -180,7 +180,7 @@ def whisper_alone(stt: LocalWhisperSTT, recordings: list[np.ndarray], repeats: i
     for _ in range(repeats):
         for pcm in recordings:
             audio = np.concatenate([lead, resample(pcm, PIPER_RATE, WHISPER_SAMPLE_RATE).astype(np.float32) / 32768])
-            times.append(stt.transcribe_sync(audio).decode_seconds * 1000)
+            times.append(stt.transcribe_sync(audio, redecode=False).decode_seconds * 1000)  # one decode
     return times
 
 

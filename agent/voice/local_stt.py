@@ -66,6 +66,7 @@ PROMPT_TOKEN_LIMIT = 223
 # either way). A discarded decode costs CPU, and time only if it is still running when the turn ends.
 SPECULATE_AFTER_SECONDS = 0.08
 INTERIM_EVERY_SECONDS = 1.0
+REDECODE_BEAM_SIZE = 5  # the beam an unsure greedy decode is decoded again with (docs/VOICE.md)
 
 _models: dict[int, object] = {}
 _model_lock = threading.Lock()
@@ -158,6 +159,7 @@ class Transcript:
     confidence: float
     audio_seconds: float
     decode_seconds: float
+    redecoded: bool = False  # the greedy decode was unsure, so this is the beam search's
 
 
 @dataclass
@@ -170,6 +172,7 @@ class SpeculationStats:
     fresh_finals: int = 0  # the turn ended with no usable speculation: decoded after the end of speech
     interims: int = 0
     interims_skipped: int = 0  # a turn-ending decode was waiting in the process
+    redecodes: int = 0  # turn decodes unsure enough to be decoded again with a beam
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -190,6 +193,7 @@ class LocalWhisperSTT(stt.STT):
         speculate_after: float = SPECULATE_AFTER_SECONDS,
         interim_every: float | None = INTERIM_EVERY_SECONDS,
         respell: bool = True,
+        redecode_below: float = 0.0,
     ) -> None:
         super().__init__(
             capabilities=stt.STTCapabilities(streaming=vad is not None, interim_results=interim_every is not None)
@@ -199,6 +203,7 @@ class LocalWhisperSTT(stt.STT):
         budget = thread_budget()
         self._language = language
         self._beam_size = beam_size
+        self._redecode_below = redecode_below
         self._cpu_threads = cpu_threads or budget.whisper
         self._interim_threads = budget.whisper_interim
         self._no_speech_threshold = no_speech_threshold
@@ -224,6 +229,10 @@ class LocalWhisperSTT(stt.STT):
         return self._beam_size
 
     @property
+    def redecode_below(self) -> float:
+        return self._redecode_below
+
+    @property
     def prompt(self) -> str | None:
         return self._prompt
 
@@ -247,16 +256,34 @@ class LocalWhisperSTT(stt.STT):
         if self._vad is not None and self.interim_every is not None:
             load_model(self._interim_threads)
 
-    def transcribe_sync(self, pcm: np.ndarray, *, cpu_threads: int | None = None) -> Transcript:
-        """Blocking transcription of 16 kHz mono float32 (runs on a worker thread)."""
+    def transcribe_sync(self, pcm: np.ndarray, *, cpu_threads: int | None = None, redecode: bool = True) -> Transcript:
+        """Blocking transcription of 16 kHz mono float32 (runs on a worker thread). A greedy decode whose
+        confidence is under `redecode_below` is decoded again with a beam of 5 (`redecode`: not for interim
+        transcripts): the beam costs about as much again, so only the unsure decodes pay for it."""
         started = time.perf_counter()
         model = load_model(cpu_threads or self._cpu_threads)
         if pcm.size < WHISPER_SAMPLE_RATE // 10:  # under 100 ms: nothing to say
             return Transcript("", 0.0, pcm.size / WHISPER_SAMPLE_RATE, 0.0)
+        text, confidence = self._decode(model, pcm, self._beam_size)
+        redecoded = bool(
+            redecode and text and confidence < self._redecode_below and self._beam_size < REDECODE_BEAM_SIZE
+        )
+        if redecoded:
+            text, confidence = self._decode(model, pcm, REDECODE_BEAM_SIZE)
+        return Transcript(
+            self.respell(text),
+            min(confidence, 1.0),
+            pcm.size / WHISPER_SAMPLE_RATE,
+            time.perf_counter() - started,
+            redecoded,
+        )
+
+    def _decode(self, model, pcm: np.ndarray, beam_size: int) -> tuple[str, float]:
+        """(text, confidence) of one decode; ("", 0.0) when Whisper thinks it was silence."""
         segments, _info = model.transcribe(
             pcm,
             language=self._language,
-            beam_size=self._beam_size,
+            beam_size=beam_size,
             vad_filter=False,  # the session's Silero VAD already cut the utterance
             condition_on_previous_text=False,
             without_timestamps=True,
@@ -269,9 +296,9 @@ class LocalWhisperSTT(stt.STT):
             if segment.no_speech_prob > self._no_speech_threshold and segment.avg_logprob < -1.0:
                 continue
             kept.append(segment)
-        text = self.respell(normalize_transcript(" ".join(s.text.strip() for s in kept).strip()))
+        text = normalize_transcript(" ".join(s.text.strip() for s in kept).strip())
         confidence = float(np.mean([math.exp(s.avg_logprob) for s in kept])) if kept else 0.0
-        return Transcript(text, min(confidence, 1.0), pcm.size / WHISPER_SAMPLE_RATE, time.perf_counter() - started)
+        return text, confidence
 
     async def decode(self, pcm: np.ndarray, *, interim: bool = False) -> Transcript:
         """Transcribe on the matching worker thread; a failure becomes an APIConnectionError."""
@@ -284,7 +311,11 @@ class LocalWhisperSTT(stt.STT):
             with _turn_decodes_lock:
                 _turn_decodes += 1
         try:
-            return await loop.run_in_executor(executor, lambda: self.transcribe_sync(pcm, cpu_threads=threads))
+            result = await loop.run_in_executor(
+                executor, lambda: self.transcribe_sync(pcm, cpu_threads=threads, redecode=not interim)
+            )
+            self.speculation.redecodes += result.redecoded
+            return result
         except APIConnectionError:
             raise
         except Exception as exc:  # a decode failure must not kill the session

@@ -209,7 +209,10 @@ def test_offline_speech_uses_the_local_adapters(model_env):
 def test_the_local_stt_beam_comes_from_the_settings(model_env, monkeypatch):
     assert model_factory.build_stt(model_env()).beam_size == 1  # greedy: the latency goal's default
     assert model_factory.build_stt(model_env(STT_BEAM_SIZE="5")).beam_size == 5
+    assert model_factory.build_stt(model_env()).redecode_below == 0.65  # unsure decodes get the beam
+    assert model_factory.build_stt(model_env(STT_REDECODE_BELOW="0")).redecode_below == 0
     monkeypatch.delenv("STT_BEAM_SIZE")
+    monkeypatch.delenv("STT_REDECODE_BELOW")
     model_env()  # later tests get the default back
 
 

@@ -173,6 +173,7 @@ def test_relative_data_dir_is_under_the_project(env):
         ("RRF_TEXT_WEIGHT", "11"),
         ("ACCESS_TOKEN_TTL_SECONDS", "5"),
         ("STT_BEAM_SIZE", "0"),
+        ("STT_REDECODE_BELOW", "1.5"),
     ],
 )
 def test_out_of_range_values_are_refused(env, name, value):

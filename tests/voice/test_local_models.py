@@ -169,3 +169,26 @@ async def test_whisper_spells_the_users_words_once_it_knows_them():
     stt.set_vocabulary(["1008", "Thibault"])
     heard = (await stt.recognize(frame)).alternatives[0].text
     assert "Thibault" in heard and "1008" in heard, heard
+
+
+async def test_an_unsure_decode_is_decoded_again_with_a_beam_and_only_a_turn_decode():
+    """`redecode_below`: a greedy decode less sure than it is replaced by a beam-5 decode of the same audio;
+    never for silence, nor for an interim transcript (`redecode=False`), nor a sure decode."""
+    audio = piper_utterance("My partner Thibault asked about order 1008.")
+    pcm = resample(audio, SAMPLE_RATE, WHISPER_SAMPLE_RATE).astype(np.float32) / 32768
+    greedy = LocalWhisperSTT().transcribe_sync(pcm)
+    beam = LocalWhisperSTT(beam_size=5).transcribe_sync(pcm)
+    assert not greedy.redecoded and not beam.redecoded and 0 < greedy.confidence < 1
+    assert greedy.confidence != pytest.approx(beam.confidence)
+
+    unsure = LocalWhisperSTT(redecode_below=greedy.confidence + 0.01)
+    again = unsure.transcribe_sync(pcm)
+    assert again.redecoded and (again.text, again.confidence) == (beam.text, pytest.approx(beam.confidence))
+    assert not unsure.transcribe_sync(pcm, redecode=False).redecoded  # an interim transcript
+    assert not unsure.transcribe_sync(np.zeros(WHISPER_SAMPLE_RATE, np.float32)).redecoded  # silence
+    sure = LocalWhisperSTT(redecode_below=greedy.confidence - 0.01).transcribe_sync(pcm)
+    assert not sure.redecoded and sure.text == greedy.text
+
+    await unsure.decode(pcm, interim=True)
+    assert unsure.speculation.redecodes == 0
+    assert (await unsure.decode(pcm)).redecoded and unsure.speculation.redecodes == 1
