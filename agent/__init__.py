@@ -67,6 +67,7 @@ _EXPORTS = {
     "LocalWhisperSTT": "agent.voice.local_stt",
     "WHISPER_SAMPLE_RATE": "agent.voice.local_stt",
     "SPECULATE_AFTER_SECONDS": "agent.voice.local_stt",
+    "REDECODE_BEAM_SIZE": "agent.voice.local_stt",
     "VAD_MIN_SILENCE": "agent.voice.local_call",
     "WEBRTC_SAMPLE_RATE": "agent.voice.audio",
     "WEBRTC_FRAME_SAMPLES": "agent.voice.audio",
@@ -81,6 +82,7 @@ _RENAMED = {"prewarm_voice": "prewarm", "save_report": "save", "flush_pending_re
 
 __all__ = [
     "MAX_MESSAGE_LENGTH",
+    "REDECODE_BEAM_SIZE",
     "SESSION_DELETED",
     "SPECULATE_AFTER_SECONDS",
     "VAD_MIN_SILENCE",

@@ -265,9 +265,7 @@ class LocalWhisperSTT(stt.STT):
         if pcm.size < WHISPER_SAMPLE_RATE // 10:  # under 100 ms: nothing to say
             return Transcript("", 0.0, pcm.size / WHISPER_SAMPLE_RATE, 0.0)
         text, confidence = self._decode(model, pcm, self._beam_size)
-        redecoded = bool(
-            redecode and text and confidence < self._redecode_below and self._beam_size < REDECODE_BEAM_SIZE
-        )
+        redecoded = redecode and self.unsure(text, confidence)
         if redecoded:
             text, confidence = self._decode(model, pcm, REDECODE_BEAM_SIZE)
         return Transcript(
@@ -277,6 +275,10 @@ class LocalWhisperSTT(stt.STT):
             time.perf_counter() - started,
             redecoded,
         )
+
+    def unsure(self, text: str, confidence: float) -> bool:
+        """Whether a decode (its text before respelling) is one to decode again with the beam."""
+        return bool(text) and confidence < self._redecode_below and self._beam_size < REDECODE_BEAM_SIZE
 
     def _decode(self, model, pcm: np.ndarray, beam_size: int) -> tuple[str, float]:
         """(text, confidence) of one decode; ("", 0.0) when Whisper thinks it was silence."""

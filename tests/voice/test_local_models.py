@@ -182,6 +182,7 @@ async def test_an_unsure_decode_is_decoded_again_with_a_beam_and_only_a_turn_dec
     assert greedy.confidence != pytest.approx(beam.confidence)
 
     unsure = LocalWhisperSTT(redecode_below=greedy.confidence + 0.01)
+    assert unsure.unsure(greedy.text, greedy.confidence) and not unsure.unsure("", 0.0)  # the rule bench/wer uses
     again = unsure.transcribe_sync(pcm)
     assert again.redecoded and (again.text, again.confidence) == (beam.text, pytest.approx(beam.confidence))
     assert not unsure.transcribe_sync(pcm, redecode=False).redecoded  # an interim transcript
