@@ -112,6 +112,7 @@ def load_model(cpu_threads: int | None = None):
                     )
                 model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=cpu_threads)
                 model.cpu_threads = cpu_threads  # for the thread-budget test and the logs
+                model.encode = LastEncoding(model.encode)  # faster-whisper calls self.encode(segment)
                 _models[cpu_threads] = model
                 log.info(
                     "loaded Whisper tiny.en (%d threads) from %s in %.2fs",
@@ -120,6 +121,29 @@ def load_model(cpu_threads: int | None = None):
                     time.perf_counter() - started,
                 )
     return model
+
+
+class LastEncoding:
+    """A Whisper model's `encode`, remembering its last input and output: decoding the same audio again
+    (the beam re-decode of an unsure turn) reuses the encoder's work, most of a decode's time on a CPU
+    (about 350 of 450 ms on two cores here), and pays only for the decoder."""
+
+    def __init__(self, encode) -> None:
+        self._encode = encode
+        self._lock = threading.Lock()
+        self._last: tuple[np.ndarray, object] | None = None
+        self.reused = 0
+
+    def __call__(self, features: np.ndarray):
+        with self._lock:
+            last = self._last
+            if last is not None and last[0].shape == features.shape and np.array_equal(last[0], features):
+                self.reused += 1
+                return last[1]
+        output = self._encode(features)
+        with self._lock:
+            self._last = (features.copy(), output)
+        return output
 
 
 _DIGIT_GROUPS = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")

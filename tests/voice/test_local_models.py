@@ -10,7 +10,13 @@ import pytest
 from livekit import rtc
 from livekit.agents import metrics
 
-from agent.voice.local_stt import WHISPER_SAMPLE_RATE, LocalWhisperSTT, normalize_transcript, to_whisper_input
+from agent.voice.local_stt import (
+    WHISPER_SAMPLE_RATE,
+    LocalWhisperSTT,
+    load_model,
+    normalize_transcript,
+    to_whisper_input,
+)
 from agent.voice.local_tts import SAMPLE_RATE, LocalPiperTTS, split_first_clause
 from tests.support.audio import piper_utterance, resample, rms
 
@@ -176,17 +182,23 @@ async def test_an_unsure_decode_is_decoded_again_with_a_beam_and_only_a_turn_dec
     never for silence, nor for an interim transcript (`redecode=False`), nor a sure decode."""
     audio = piper_utterance("My partner Thibault asked about order 1008.")
     pcm = resample(audio, SAMPLE_RATE, WHISPER_SAMPLE_RATE).astype(np.float32) / 32768
+    encode = load_model().encode  # LastEncoding: the encoder's output for the last audio it read
+    beam = LocalWhisperSTT(beam_size=5).transcribe_sync(pcm)  # encodes this audio afresh
     greedy = LocalWhisperSTT().transcribe_sync(pcm)
-    beam = LocalWhisperSTT(beam_size=5).transcribe_sync(pcm)
     assert not greedy.redecoded and not beam.redecoded and 0 < greedy.confidence < 1
     assert greedy.confidence != pytest.approx(beam.confidence)
 
     unsure = LocalWhisperSTT(redecode_below=greedy.confidence + 0.01)
     assert unsure.unsure(greedy.text, greedy.confidence) and not unsure.unsure("", 0.0)  # the rule bench/wer uses
+    reused = encode.reused
     again = unsure.transcribe_sync(pcm)
+    # the same beam decode as from a fresh encoding, for the price of the decoder alone
     assert again.redecoded and (again.text, again.confidence) == (beam.text, pytest.approx(beam.confidence))
+    assert encode.reused == reused + 2  # this audio was the last encoded: neither decode encoded it again
     assert not unsure.transcribe_sync(pcm, redecode=False).redecoded  # an interim transcript
+    reused = encode.reused
     assert not unsure.transcribe_sync(np.zeros(WHISPER_SAMPLE_RATE, np.float32)).redecoded  # silence
+    assert encode.reused == reused  # other audio: encoded, not mistaken for the last
     sure = LocalWhisperSTT(redecode_below=greedy.confidence - 0.01).transcribe_sync(pcm)
     assert not sure.redecoded and sure.text == greedy.text
 
