@@ -52,7 +52,7 @@ PHRASE_STARTS = frozenset(
 FIRST_PIECE_WORDS = 6  # ~1.5 s of speech: Piper returns it in under 100 ms on two cores
 # Replies often start alike ("Got it,", "You told me,", "Sure,"), and a reply's first piece is what its first
 # audio waits for: the audio of short pieces is kept, so a reply that starts like an earlier one starts at once.
-SPOKEN_PIECES_KEPT = 256  # about 40 KB each
+SPOKEN_PIECES_KEPT = 256  # up to ~110 KB each (8 words of speech): under 30 MB in all
 SPOKEN_PIECE_MAX_WORDS = 8
 _WEEKDAYS = frozenset(calendar.day_name)
 _MONTHS = frozenset(calendar.month_name[1:])
