@@ -69,6 +69,7 @@ _EXPORTS = {
     "SPECULATE_AFTER_SECONDS": "agent.voice.local_stt",
     "REDECODE_BEAM_SIZE": "agent.voice.local_stt",
     "VAD_MIN_SILENCE": "agent.voice.local_call",
+    "spoken_pieces_reused": "agent.voice.local_tts",
     "WEBRTC_SAMPLE_RATE": "agent.voice.audio",
     "WEBRTC_FRAME_SAMPLES": "agent.voice.audio",
     # session reports and the worker's check of a job's user (bench/security.py probes them)
@@ -123,6 +124,7 @@ __all__ = [
     "resolve_user_id",
     "save_report",
     "shutdown_runtime",
+    "spoken_pieces_reused",
     "warmup",
 ]  # the keys of _EXPORTS (tests/agent/test_layout.py checks)
 
@@ -167,4 +169,5 @@ if TYPE_CHECKING:
     from agent.voice.local_call import VAD_MIN_SILENCE
     from agent.voice.local_call import prewarm as prewarm_voice
     from agent.voice.local_stt import SPECULATE_AFTER_SECONDS, WHISPER_SAMPLE_RATE, LocalWhisperSTT
+    from agent.voice.local_tts import spoken_pieces_reused
     from agent.worker import JobRefused, resolve_user_id

@@ -26,8 +26,15 @@ from typing import Any
 
 import numpy as np
 
-from agent import WHISPER_SAMPLE_RATE, LocalWhisperSTT, end_call, open_call, per_turn_latency, prewarm_voice
-from agent.voice import local_tts
+from agent import (
+    WHISPER_SAMPLE_RATE,
+    LocalWhisperSTT,
+    end_call,
+    open_call,
+    per_turn_latency,
+    prewarm_voice,
+    spoken_pieces_reused,
+)
 from core import identity
 from core.db import admin_connection
 from tests.support.audio import FakeBrowser, piper_utterance, resample, trim_silence
@@ -108,7 +115,7 @@ def _user_finals(call, cursor: int) -> list[dict]:
 def say_and_measure(call, browser: FakeBrowser, text: str, pcm: np.ndarray, log, *, pause: float | None = None):
     record = VoiceTurn(text=text, pause=pause)
     cursor = call.events_since(0)[1]
-    kept_before = local_tts.spoken_pieces.hits
+    kept_before = spoken_pieces_reused()
     browser.say(pcm, PIPER_RATE, lead_silence=0.2, tail_silence=0.0)
     said = _wait(
         call, lambda e: e["type"] == "transcript" and e["role"] == "user" and e.get("final"), cursor, timeout=30
@@ -124,7 +131,7 @@ def say_and_measure(call, browser: FakeBrowser, text: str, pcm: np.ndarray, log,
     _wait_quiet(call)
     finals = _user_finals(call, cursor)
     record.finals = len(finals)
-    record.kept_pieces = local_tts.spoken_pieces.hits - kept_before
+    record.kept_pieces = spoken_pieces_reused() - kept_before
     if len(finals) > 1:
         record.heard = " | ".join(e["text"] for e in finals)
     speech_end = browser.speech_ended_at[-1]

@@ -40,6 +40,7 @@ from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConn
 from livekit.agents.utils import AudioBuffer, is_given, shortuuid
 
 from agent.voice.audio import to_whisper_input
+from agent.voice.last_encoding import LastEncoding
 from agent.voice.speculative_stt import SpeculativeRecognizeStream
 from core.transcript_correction import TranscriptCorrector, load_word_frequencies
 
@@ -121,29 +122,6 @@ def load_model(cpu_threads: int | None = None):
                     time.perf_counter() - started,
                 )
     return model
-
-
-class LastEncoding:
-    """A Whisper model's `encode`, remembering its last input and output: decoding the same audio again
-    (the beam re-decode of an unsure turn) reuses the encoder's work, most of a decode's time on a CPU
-    (about 350 of 450 ms on two cores here), and pays only for the decoder."""
-
-    def __init__(self, encode) -> None:
-        self._encode = encode
-        self._lock = threading.Lock()
-        self._last: tuple[np.ndarray, object] | None = None
-        self.reused = 0
-
-    def __call__(self, features: np.ndarray):
-        with self._lock:
-            last = self._last
-            if last is not None and last[0].shape == features.shape and np.array_equal(last[0], features):
-                self.reused += 1
-                return last[1]
-        output = self._encode(features)
-        with self._lock:
-            self._last = (features.copy(), output)
-        return output
 
 
 _DIGIT_GROUPS = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")

@@ -144,6 +144,11 @@ class SpokenPieces:
 spoken_pieces = SpokenPieces()
 
 
+def spoken_pieces_reused() -> int:
+    """How many pieces this process has said from kept audio so far (the benchmark counts them per turn)."""
+    return spoken_pieces.hits
+
+
 def load_voice():
     """The process-wide PiperVoice, loaded on first use."""
     global _voice
