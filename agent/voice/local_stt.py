@@ -62,10 +62,12 @@ STYLE_PROMPT = (
 PROMPT_TOKEN_LIMIT = 223
 
 # A short silence inside a turn: decode what was said so far, speculatively; the turn ends at the VAD's
-# min_silence (agent/voice/local_call.py). Three Silero windows (32 ms each): with four (0.12 s) every turn
-# waited 32 ms longer, and the benchmark's utterances had no more discarded decodes with three (13 of 45
-# either way). A discarded decode costs CPU, and time only if it is still running when the turn ends.
-SPECULATE_AFTER_SECONDS = 0.08
+# min_silence (agent/voice/local_call.py). One Silero window (32 ms) below the speech probability: Silero
+# already lags the end of speech by 60-100 ms, so the audio decoded holds the last word whole (development
+# clips: the same WER as after three windows), and each window waited is 32 ms more on every turn. The price
+# is more decodes discarded because speech went on (10 of 160 development utterances against 5 with three
+# windows); a discarded decode costs CPU, and time only if it is still running when the turn ends.
+SPECULATE_AFTER_SECONDS = 0.03
 INTERIM_EVERY_SECONDS = 1.0
 REDECODE_BEAM_SIZE = 5  # the beam an unsure greedy decode is decoded again with (docs/VOICE.md)
 
