@@ -225,7 +225,10 @@ async def test_an_unsure_decode_is_decoded_again_with_a_beam_and_only_a_turn_dec
     audio = piper_utterance("My partner Thibault asked about order 1008.")
     pcm = resample(audio, SAMPLE_RATE, WHISPER_SAMPLE_RATE).astype(np.float32) / 32768
     encode = load_model().encode  # LastEncoding: the encoder's output for the last audio it read
-    beam = LocalWhisperSTT(beam_size=5).transcribe_sync(pcm)  # encodes this audio afresh
+    LocalWhisperSTT().transcribe_sync(np.zeros(WHISPER_SAMPLE_RATE, np.float32))  # the test before read this audio
+    reused = encode.reused
+    beam = LocalWhisperSTT(beam_size=5).transcribe_sync(pcm)
+    assert encode.reused == reused  # a fresh encoding of this audio, to compare the re-decode with
     greedy = LocalWhisperSTT().transcribe_sync(pcm)
     assert not greedy.redecoded and not beam.redecoded and 0 < greedy.confidence < 1
     assert greedy.confidence != pytest.approx(beam.confidence)
