@@ -5,7 +5,7 @@ utterances into a LocalVoiceCall in real time, as 48 kHz stereo 20 ms frames,
 and reads the agent's audio back every 20 ms like a WebRTC track. For each
 turn it notes when the last speech frame was sent (the synthesizer's silence
 around the words is trimmed, so that is the end of the last word) and when the
-first non-silent agent frame came back. The session's own per-turn metrics say
+first audible agent frame came back (a sample above -40 dBFS). The session's own per-turn metrics say
 where the time went.
 
 In the same run:

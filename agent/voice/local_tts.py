@@ -54,6 +54,10 @@ FIRST_PIECE_WORDS = 6  # ~1.5 s of speech: Piper returns it in under 100 ms on t
 # audio waits for: the audio of short pieces is kept, so a reply that starts like an earlier one starts at once.
 SPOKEN_PIECES_KEPT = 256  # up to ~110 KB each (8 words of speech): under 30 MB in all
 SPOKEN_PIECE_MAX_WORDS = 8
+# Piper starts each sentence with 40-70 ms of near-silence (peaks below 300 of 32767, -40 dBFS): the listener
+# hears nothing there, so a sentence starts this long before its first audible sample and not sooner
+AUDIBLE_PEAK = 300
+LEAD_KEPT_SECONDS = 0.01
 _WEEKDAYS = frozenset(calendar.day_name)
 _MONTHS = frozenset(calendar.month_name[1:])
 
@@ -107,6 +111,17 @@ def split_first_clause(
         if clause_ends_after(size):
             return pieces(size)
     return [text]
+
+
+def without_leading_silence(audio: bytes, *, keep: float = LEAD_KEPT_SECONDS) -> bytes:
+    """`audio` (int16 mono at SAMPLE_RATE) from `keep` seconds before its first audible sample (all of it when
+    nothing in it is audible)."""
+    samples = np.frombuffer(audio, dtype=np.int16)
+    loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > AUDIBLE_PEAK)
+    if loud.size == 0:
+        return audio
+    start = max(0, int(loud[0]) - int(keep * SAMPLE_RATE))
+    return audio[start * 2 :]
 
 
 class SpokenPieces:
@@ -256,10 +271,12 @@ class PiperChunkedStream(tts.ChunkedStream):
         loop = asyncio.get_running_loop()
         pieces = split_first_clause(text) if self._piper_tts._split_first_clause else [text]
         length_scale = self._piper_tts._length_scale
-        for piece in pieces:
+        for index, piece in enumerate(pieces):
+            # the text starts at its first audible sample; the lead of a later piece is the breath between phrases
+            trim_lead = index == 0
             kept = spoken_pieces.get(piece, length_scale)
             if kept is not None:
-                output_emitter.push(kept)
+                output_emitter.push(without_leading_silence(kept) if trim_lead else kept)
                 continue
             audio = [] if spoken_pieces.worth_keeping(piece) else None
             sentences = await loop.run_in_executor(_executor, self._start, piece)
@@ -269,7 +286,9 @@ class PiperChunkedStream(tts.ChunkedStream):
                     chunk = await loop.run_in_executor(_executor, next, sentences, _DONE)
                     if chunk is _DONE:
                         break
-                    output_emitter.push(chunk.audio_int16_bytes)
+                    sentence_audio = chunk.audio_int16_bytes
+                    output_emitter.push(without_leading_silence(sentence_audio) if trim_lead else sentence_audio)
+                    trim_lead = False
                     self.sentences_done += 1
                     if audio is not None:
                         audio.append(chunk.audio_int16_bytes)

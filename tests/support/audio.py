@@ -16,6 +16,10 @@ from livekit import rtc
 from agent.voice.audio import MonoResampler, pcm_bytes
 from agent.voice.local_tts import synthesize_pcm
 
+# What the fake browser counts as agent audio: a 20 ms read with a sample above -40 dBFS. Near-silence (a
+# synthesizer's lead-in, a resampler's ringing) is not heard, so it does not count as the agent speaking.
+HEARD_PEAK = 300
+
 WEBRTC_RATE = 48_000
 WEBRTC_FRAME_SAMPLES = 960  # 20 ms, what aiortc's Opus decoder produces
 
@@ -98,7 +102,7 @@ class FakeBrowser:
         self.stop_event = threading.Event()
         self.queue: list[tuple[bytes, int]] = []
         self.queue_lock = threading.Lock()
-        self.sound_at: list[float] = []  # monotonic time of each non-silent 20 ms read
+        self.sound_at: list[float] = []  # monotonic time of each audible 20 ms read (HEARD_PEAK)
         self.speech_ended_at: list[float] = []  # monotonic time the last speech frame of each utterance was sent
         self.speech_started_at: list[float] = []  # monotonic time the first speech frame of each utterance was sent
         self.sent_frames = 0
@@ -154,7 +158,7 @@ class FakeBrowser:
         next_at = time.monotonic()
         while not self.stop_event.is_set():
             samples = self.call.read_samples(WEBRTC_FRAME_SAMPLES)
-            if samples.any():
+            if samples.size and int(np.abs(samples.astype(np.int32)).max()) > HEARD_PEAK:
                 self.sound_at.append(time.monotonic())
             next_at += self.period
             time.sleep(max(0.0, next_at - time.monotonic()))

@@ -167,7 +167,7 @@ async def test_a_reply_that_starts_like_an_earlier_one_starts_without_piper():
         again_audio.append(event.frame.data.tobytes())
     assert done_at_first_audio == 0 and again.sentences_done == 1  # only the new rest went to Piper
     assert local_tts.spoken_pieces.hits == 1
-    head = len(local_tts.spoken_pieces.get("Got it,", None))
+    head = len(local_tts.without_leading_silence(local_tts.spoken_pieces.get("Got it,", None)))
     assert b"".join(again_audio)[:head] == b"".join(first_audio)[:head]
 
     # a longer piece is not kept, nor one spoken more slowly mistaken for it
@@ -177,6 +177,38 @@ async def test_a_reply_that_starts_like_an_earlier_one_starts_without_piper():
     slower = LocalPiperTTS(length_scale=1.3).synthesize("Got it, I'll remember that.")
     await slower.collect()
     assert slower.sentences_done == 2 and local_tts.spoken_pieces.get("Got it,", 1.3) is not None  # both to Piper
+
+
+def _first_audible(samples: np.ndarray) -> int:
+    return int(np.flatnonzero(np.abs(samples.astype(np.int32)) > local_tts.AUDIBLE_PEAK)[0])
+
+
+def test_audio_starts_10_ms_before_its_first_audible_sample():
+    lead_in = (np.random.default_rng(1).normal(0, 40, 1500)).astype(np.int16)  # quiet: peaks far below 300
+    speech = _sine(220, SAMPLE_RATE, 0.2)
+    trimmed = np.frombuffer(local_tts.without_leading_silence(np.concatenate([lead_in, speech]).tobytes()), np.int16)
+    assert _first_audible(trimmed) == int(0.01 * SAMPLE_RATE)
+    assert np.array_equal(trimmed[_first_audible(trimmed) :], speech[_first_audible(speech) :])
+    assert local_tts.without_leading_silence(lead_in.tobytes()) == lead_in.tobytes()  # nothing audible: all kept
+
+
+async def test_a_reply_starts_at_its_first_audible_sample_and_keeps_the_pause_between_its_pieces(monkeypatch):
+    """Piper starts every text with 40-70 ms of near-silence: the listener would wait for nothing."""
+    text = "You told me your favorite color is teal."  # said in two pieces: "You told me," and the rest
+
+    async def said() -> np.ndarray:
+        local_tts.spoken_pieces = SpokenPieces()
+        frames = [event.frame.data.tobytes() async for event in LocalPiperTTS().synthesize(text)]
+        return np.frombuffer(b"".join(frames), np.int16)
+
+    trimmed = await said()
+    assert _first_audible(trimmed) == int(0.01 * SAMPLE_RATE)
+    # the rest keeps its lead-in: the breath between the two phrases
+    head = local_tts.without_leading_silence(local_tts.spoken_pieces.get("You told me,", None))
+    assert _first_audible(trimmed[len(head) // 2 :]) > 0.03 * SAMPLE_RATE
+
+    monkeypatch.setattr(local_tts, "without_leading_silence", lambda audio: audio)
+    assert _first_audible(await said()) > 0.03 * SAMPLE_RATE  # what Piper gives
 
 
 def test_spoken_pieces_keep_the_most_recently_used():
