@@ -42,7 +42,7 @@ import numpy as np
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from core import db, embeddings, identity
+from core import ctranslate2_cpu, db, embeddings, identity
 from core.config import (
     DEFAULT_INFERENCE_LLM,
     DEFAULT_INFERENCE_STT,
@@ -998,6 +998,7 @@ def _check_stt(ctx: _Context) -> CheckResult:
         )
     from faster_whisper import WhisperModel
 
+    ctranslate2_cpu.use_avx512_where_available()  # as the app does: the first model fixes it for the process
     started = time.perf_counter()
     try:
         model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=2)

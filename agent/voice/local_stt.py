@@ -42,6 +42,7 @@ from livekit.agents.utils import AudioBuffer, is_given, shortuuid
 from agent.voice.audio import to_whisper_input
 from agent.voice.last_encoding import LastEncoding
 from agent.voice.speculative_stt import SpeculativeRecognizeStream
+from core import ctranslate2_cpu
 from core.transcript_correction import TranscriptCorrector, load_word_frequencies
 
 log = logging.getLogger(__name__)
@@ -106,6 +107,7 @@ def load_model(cpu_threads: int | None = None):
             if model is None:
                 from faster_whisper import WhisperModel
 
+                ctranslate2_cpu.use_avx512_where_available()
                 started = time.perf_counter()
                 path = model_dir()
                 if not (path / "model.bin").exists():
