@@ -43,7 +43,7 @@ from agent import events, tool_outputs
 from agent.chat_format import DEFAULT_RECALL_PLACEMENT, PRELOAD_MESSAGE_ID, RecallPlacement, shape
 from agent.event_bus import EventBus
 from agent.prompts import FILLER_TEXT, INSTRUCTIONS, greeting_instruction, preload_message
-from agent.recall import recall
+from agent.recall import Searches, recall, start_searches
 from core import memories, orders, profiles, retrieval
 from core.config import get_settings
 from core.db import Scope, parse_user_id
@@ -100,6 +100,7 @@ class PlaygroundAgent(Agent):
         self.recall_placement = recall_placement
         self.greeting_instruction: str | None = None  # what the greeting was generated from
         self._recalls: OrderedDict[str, str | None] = OrderedDict()  # user message id -> recall block text
+        self._early_searches: Searches | None = None  # started from a voice turn's speculative transcript
         chat_ctx = llm.ChatContext.empty()
         if preload is not None:
             chat_ctx.add_message(role="system", content=preload_message(preload.as_context()), id=PRELOAD_MESSAGE_ID)
@@ -162,8 +163,18 @@ class PlaygroundAgent(Agent):
             while len(self._recalls) > 256:  # a very long call: the oldest turns lose their block
                 self._recalls.popitem(last=False)
 
+    def start_recall_early(self, text: str) -> None:
+        """Speech recognition's speculative transcript of a voice turn that has not ended yet: start the
+        recall's searches now, so the turn, when it ends with these words, waits only for what is left."""
+        if self._early_searches is not None:
+            self._early_searches.cancel()
+        self._early_searches = start_searches(
+            self.scope, text.strip(), params=self.rrf, limit=self.recall_limit, session_id=self.session_id
+        )
+
     async def recall(self, text: str) -> str | None:
         """Hybrid-search both memory tiers with the user's words; the recall text with the top hits, or None."""
+        early, self._early_searches = self._early_searches, None
         return await recall(
             self.scope,
             text,
@@ -175,6 +186,7 @@ class PlaygroundAgent(Agent):
             session_id=self.session_id,
             inject_turns=self.recall_inject_turns,
             token_budget=self.recall_token_budget,
+            started_searches=early,
         )
 
     # ------------------------------------------------------------------ tool plumbing

@@ -6,7 +6,10 @@
 
 Both searches run at once, sharing one query embedding, within one time
 budget: a search that is slower is skipped for this turn (its ``retrieval``
-event says so) and the turn goes on with what the other found. The best
+event says so) and the turn goes on with what the other found. A voice turn's
+searches may start before the turn ends (``start_searches`` with the
+recognizer's speculative transcript): the turn then waits only for what is
+left of them. The best
 relevant hits of each tier go in front of the user's message (agent/chat_format.py
 puts them there, in ``<recall>`` tags): slots first, then past turns with
 their date, as many as fit in the token budget.
@@ -108,31 +111,26 @@ class _SharedEmbedding:
             return self._vector
 
 
-async def recall(
-    scope: Scope,
-    text: str,
-    *,
-    params: RrfParams,
-    bus: EventBus,
-    budget_ms: float,
-    limit: int,
-    inject: int,
-    session_id: str | None = None,
-    inject_turns: int = 3,
-    token_budget: int = 400,
-) -> str | None:
-    """Search both tiers of `scope`'s user with `text` within `budget_ms`; publish one ``retrieval`` event per
-    tier (slots first) and ``recall_ms``; return the recall text, or None when nothing relevant fits.
-    `session_id` is the current session, left out of the conversation search."""
-    started = time.perf_counter()
+@dataclass
+class Searches:
+    """Both tiers' searches for one text, under way (on the running loop)."""
 
-    def elapsed_ms() -> float:
-        return (time.perf_counter() - started) * 1000
+    text: str
+    started: float  # time.perf_counter() when they started
+    slots: asyncio.Future
+    conversations: asyncio.Future
 
+    def cancel(self) -> None:
+        for work in (self.slots, self.conversations):
+            work.add_done_callback(lambda f: f.cancelled() or f.exception())  # finish quietly in the background
+
+
+def start_searches(
+    scope: Scope, text: str, *, params: RrfParams, limit: int, session_id: str | None = None
+) -> Searches | None:
+    """Start both tiers' searches for `text` (None when there is nothing to search for)."""
     query = text[: retrieval.MAX_QUERY_LENGTH]
     if not query.strip():
-        for tier in ("slots", "conversations"):
-            bus.emit(events.skipped_recall(text, params, reason="nothing to search for", latency_ms=0.0, tier=tier))
         return None
     embed = _SharedEmbedding()
     slot_work = asyncio.ensure_future(
@@ -149,8 +147,43 @@ async def recall(
             embed=embed,
         )
     )
-    await asyncio.wait({slot_work, turn_work}, timeout=budget_ms / 1000)
-    took = elapsed_ms()
+    return Searches(text, time.perf_counter(), slot_work, turn_work)
+
+
+async def recall(
+    scope: Scope,
+    text: str,
+    *,
+    params: RrfParams,
+    bus: EventBus,
+    budget_ms: float,
+    limit: int,
+    inject: int,
+    session_id: str | None = None,
+    inject_turns: int = 3,
+    token_budget: int = 400,
+    started_searches: Searches | None = None,
+) -> str | None:
+    """Search both tiers of `scope`'s user with `text` within `budget_ms`; publish one ``retrieval`` event per
+    tier (slots first) and ``recall_ms``; return the recall text, or None when nothing relevant fits.
+    `session_id` is the current session, left out of the conversation search. `started_searches`, when they
+    are for this `text`, are used instead of new ones (the budget counts from their start); ``recall_ms`` is
+    what the turn waited, each event's ``latency_ms`` what its searches took."""
+    waited_from = time.perf_counter()
+    if started_searches is not None and started_searches.text == text:
+        searches = started_searches
+    else:
+        if started_searches is not None:
+            started_searches.cancel()
+        searches = start_searches(scope, text, params=params, limit=limit, session_id=session_id)
+    if searches is None:
+        for tier in ("slots", "conversations"):
+            bus.emit(events.skipped_recall(text, params, reason="nothing to search for", latency_ms=0.0, tier=tier))
+        return None
+    slot_work, turn_work = searches.slots, searches.conversations
+    left = budget_ms / 1000 - (time.perf_counter() - searches.started)
+    await asyncio.wait({slot_work, turn_work}, timeout=max(0.0, left))
+    took = (time.perf_counter() - searches.started) * 1000
     found: dict[str, object] = {}
     for tier, work in (("slots", slot_work), ("conversations", turn_work)):
         if not work.done():
@@ -192,5 +225,5 @@ async def recall(
                 turn_search, trigger=events.RECALL_TRIGGER, query=text, latency_ms=took, injected=injection.turns
             )
         )
-    bus.metric("recall_ms", took)
+    bus.metric("recall_ms", (time.perf_counter() - waited_from) * 1000)
     return injection.text

@@ -204,6 +204,8 @@ class LocalVoiceCall:
         ps.session.output.transcription = AgentTranscriptOutput(self)
         await self.vocabulary.refresh()
         self.greeting = await ps.start()
+        if isinstance(stt, LocalWhisperSTT):  # a turn's recall starts with its speculative transcript
+            stt.on_speculative_transcript = ps.agent.start_recall_early
         return ps
 
     def _voice_report(self) -> dict[str, Any]:

@@ -29,6 +29,7 @@ import math
 import re
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,6 +222,9 @@ class LocalWhisperSTT(stt.STT):
         self.speculate_after = speculate_after
         self.interim_every = interim_every
         self.speculation = SpeculationStats()
+        # told each speculative transcript that still holds when its decode ends (the turn may not have ended
+        # yet): the call starts the turn's recall with it (PlaygroundAgent.start_recall_early)
+        self.on_speculative_transcript: Callable[[str], None] | None = None
 
     @property
     def model(self) -> str:

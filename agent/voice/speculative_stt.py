@@ -114,7 +114,20 @@ class SpeculativeRecognizeStream(stt.RecognizeStream):
         if utterance.speculation is None and utterance.silence >= self._whisper.speculate_after:
             utterance.speculation_frames = len(utterance.frames)
             utterance.speculation = asyncio.create_task(self._whisper.decode(utterance.pcm()))
+            utterance.speculation.add_done_callback(lambda task: self._speculated(utterance, task))
             stats.started += 1
+
+    def _speculated(self, utterance: _Utterance, task: asyncio.Task) -> None:
+        """A speculative decode ended: if the user has not gone on since, tell who wants the words early."""
+        hook = self._whisper.on_speculative_transcript
+        if hook is None or task.cancelled() or task.exception() is not None or utterance.speculation is not task:
+            return
+        text = task.result().text.strip()
+        if text:
+            try:
+                hook(text)
+            except Exception:  # the early start is an optimisation: the turn still gets its transcript
+                log.exception("the speculative transcript's listener failed")
 
     def _maybe_interim(self, utterance: _Utterance) -> None:
         every = self._whisper.interim_every

@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
+from agent import recall as recall_module
 from agent.prompts import PAST_TURNS_LEAD, RECALL_HEADER
 from agent.recall import Injection, choose, estimate_tokens, turn_line
 from core import conversations, embeddings, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope
 from core.errors import EmbeddingUnavailable
-from core.retrieval import search_conversations, search_memories
+from core.retrieval import MAX_QUERY_LENGTH, search_conversations, search_memories
 from core.turn_indexer import get_indexer
 from tests.support.agent_run import agent_session, reply_text
 
@@ -118,6 +120,49 @@ async def test_recall_leaves_out_the_current_session_and_puts_slots_before_past_
     assert all(hit["session_id"] != run.agent.session_id for hit in turns["hits"])
     block = request.text_content
     assert block.index("- favorite_hike: Cedar Creek Loop") < block.index(PAST_TURNS_LEAD) < block.index(TRAIL)
+
+
+async def test_a_recall_started_from_the_speculative_transcript_is_the_one_the_turn_uses(new_user, monkeypatch):
+    """A voice turn's recall starts with speech recognition's speculative transcript, before the turn ends; the
+    turn then uses those searches when it ends with the same words, and searches afresh when it does not."""
+    user = new_user()
+    memories.remember(Scope.service(user.user_id), "favorite_hike", "Cedar Creek Loop")
+    searched: list[str] = []
+
+    def counting_search(scope, query, **options):
+        searched.append(query)
+        return search_memories(scope, query, **options)
+
+    # the recall's own searches (a tool the brain calls searches too)
+    monkeypatch.setattr(
+        recall_module,
+        "retrieval",
+        SimpleNamespace(
+            MAX_QUERY_LENGTH=MAX_QUERY_LENGTH,
+            search_memories=counting_search,
+            search_conversations=search_conversations,
+        ),
+    )
+    async with agent_session(user.user_id) as run:
+        run.agent.start_recall_early("tell me about my favorite hike")
+        await asyncio.sleep(0.5)  # the searches finish while the user is still (supposedly) silent
+        await run.session.run(user_input="tell me about my favorite hike")
+        assert searched == ["tell me about my favorite hike"]  # no second search
+        [slots] = [
+            e for e in run.events("retrieval", turn=1) if e["tier"] == "slots" and e["trigger"] == "per_turn_recall"
+        ]
+        assert slots["hits"][0]["memory_type"] == "favorite_hike" and slots["injected"]
+        waited = [e["value"] for e in run.events("metric", turn=1) if e["name"] == "recall_ms"]
+        assert waited and waited[0] < slots["latency_ms"]  # the turn waited less than the searches took
+
+        # the user went on after the speculative transcript: the turn's own words are searched
+        run.agent.start_recall_early("tell me about")
+        await run.session.run(user_input="tell me about my favorite hike again")
+        assert searched[1:] == ["tell me about", "tell me about my favorite hike again"]
+        [slots] = [
+            e for e in run.events("retrieval", turn=2) if e["tier"] == "slots" and e["trigger"] == "per_turn_recall"
+        ]
+        assert slots["query"] == "tell me about my favorite hike again"
 
 
 def test_the_token_budget_keeps_slots_first_and_drops_what_does_not_fit(new_user):

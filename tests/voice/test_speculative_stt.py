@@ -77,6 +77,8 @@ def vad():
 
 async def test_speculation_is_discarded_when_the_user_goes_on_after_a_pause(vad):
     stt = LocalWhisperSTT(vad=vad, interim_every=None)
+    told: list[str] = []
+    stt.on_speculative_transcript = told.append
     pcm = np.concatenate([speech("I live in"), silence(0.3), speech("Albuquerque.")])
     events = await recognize(stt, pcm)
 
@@ -88,13 +90,17 @@ async def test_speculation_is_discarded_when_the_user_goes_on_after_a_pause(vad)
     stats = stt.speculation
     assert stats.discarded >= 1 and stats.started == stats.discarded + 1
     assert stats.committed == 1 and stats.fresh_finals == 0
+    # whoever starts work early on a speculative transcript was last told the one that held
+    assert told and told[-1] == text
 
 
 async def test_speculation_becomes_the_final_transcript_when_the_turn_ends(vad):
     stt = LocalWhisperSTT(vad=vad, interim_every=None)
+    told: list[str] = []
+    stt.on_speculative_transcript = told.append  # the call starts the turn's recall with it
     events = await recognize(stt, speech("Where is order 1003?"))
     assert kinds(events) == [Kind.START_OF_SPEECH, Kind.END_OF_SPEECH, Kind.FINAL_TRANSCRIPT]
-    assert finals(events) == ["Where is order 1003?"]
+    assert finals(events) == ["Where is order 1003?"] == told
     final = next(e for e in events if e.type == Kind.FINAL_TRANSCRIPT)
     assert final.speech_end_time is not None and final.speech_end_time <= time.time()
     assert stt.speculation.committed == 1 and stt.speculation.fresh_finals == 0
