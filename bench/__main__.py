@@ -179,7 +179,8 @@ def voice_section(result: dict) -> str:
             f"waiting; {spec.get('redecodes', 0)} turn decodes (speculative ones included) were unsure enough to be "
             "decoded again with a beam of 5 (`STT_REDECODE_BELOW`).",
             f"Kept audio: {len(kept)} of {len(heard)} replies used the audio of a piece Piper had already said in "
-            'this call ("Got it,", "You told me,"; `SpokenPieces` keeps the audio of short pieces; marked '
+            'this process ("Got it,", "You told me,"; `SpokenPieces` keeps the audio of short pieces, and the '
+            "voice warm-up says the offline brain's usual openers once; marked "
             '"kept" below), so a reply that began with one did not wait for Piper. The benchmark says every '
             "utterance twice, so its second round repeats whole replies more often than a conversation would: "
             "the row without them is the conservative figure.",

@@ -31,6 +31,16 @@ SECRET_REPLY = (
     "Tell me something else about you, like your favorite coffee."
 )
 ASK_ORDER_NUMBER = "Sure, which order number? They look like 1001."
+# How the replies heard most begin, cut where a voice call's Piper cuts them (agent/voice/local_tts.py
+# `split_first_clause`): the voice warm-up says them once, so even a process's first call starts these
+# replies without waiting for Piper.
+SPOKEN_OPENERS = (
+    "Got it,",
+    "You told me,",
+    "Here's what I remember about you:",
+    "From the Kestrel Coffee knowledge base,",
+    "Done, I've forgotten,",
+)
 MAX_LISTED = 12
 # what the brain says when memory had nothing; never said while the per-turn recall put a memory into context
 NOTHING_FOUND_REPLY = "I don't remember you telling me that. Tell me and I'll remember it."

@@ -28,6 +28,7 @@ import numpy as np
 from livekit.agents.voice import io
 
 from agent import events, reports
+from agent.brain.replies import SPOKEN_OPENERS
 from agent.event_bus import EventBus, QueueSink
 from agent.events import Event
 from agent.model_factory import build_stt, build_tts
@@ -37,7 +38,7 @@ from agent.session import PlaygroundSession
 from agent.voice.audio import SILENCE_DBFS, WEBRTC_FRAME_SAMPLES
 from agent.voice.latency import latency_summary, per_turn_latency
 from agent.voice.local_stt import LocalWhisperSTT, load_model
-from agent.voice.local_tts import load_voice
+from agent.voice.local_tts import keep_spoken, load_voice
 from agent.voice.mic import WebRTCAudioInput
 from agent.voice.speaker import WebRTCAudioOutput
 from agent.voice.speech_vocabulary import SpeechVocabulary
@@ -83,12 +84,14 @@ def shared_vad():
 
 
 def prewarm() -> None:
-    """Load VAD, Whisper (turn-ending and interim) and Piper now (blocking), so the first call does not wait."""
+    """Load VAD, Whisper (turn-ending and interim) and Piper now (blocking), so the first call does not wait;
+    Piper says the offline brain's openers once, so replies that begin with one start at once."""
     budget = apply_process_budget()
     shared_vad()
     load_model(budget.whisper)
     load_model(budget.whisper_interim)
     load_voice()
+    keep_spoken(SPOKEN_OPENERS)
 
 
 class AgentTranscriptOutput(io.TextOutput):

@@ -137,10 +137,10 @@ class SpokenPieces:
     def worth_keeping(text: str) -> bool:
         return len(text.split()) <= SPOKEN_PIECE_MAX_WORDS
 
-    def get(self, text: str, length_scale: float | None) -> bytes | None:
+    def get(self, text: str, length_scale: float | None, *, count: bool = True) -> bytes | None:
         with self._lock:
             audio = self._audio.get((text, length_scale))
-            if audio is not None:
+            if audio is not None and count:
                 self._audio.move_to_end((text, length_scale))
                 self.hits += 1
             return audio
@@ -157,6 +157,17 @@ class SpokenPieces:
 
 
 spoken_pieces = SpokenPieces()
+
+
+def keep_spoken(pieces: tuple[str, ...] | list[str], *, length_scale: float | None = None) -> int:
+    """Blocking: say each piece not kept yet and keep its audio, as if a call had said it (the warm-up does this
+    for the offline brain's openers); how many Piper synthesised."""
+    said = 0
+    for piece in pieces:
+        if spoken_pieces.worth_keeping(piece) and spoken_pieces.get(piece, length_scale, count=False) is None:
+            spoken_pieces.put(piece, length_scale, synthesize_pcm(piece, length_scale=length_scale).tobytes())
+            said += 1
+    return said
 
 
 def spoken_pieces_reused() -> int:

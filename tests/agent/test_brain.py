@@ -277,3 +277,23 @@ def test_recalled_memories_are_read_from_the_recall_block():
     text = "<recall>\nPossibly relevant memories:\n- diet: vegetarian\n- sister: Ana lives in Porto\n</recall>\nhi"
     assert recalled_memories(text) == [("diet", "vegetarian"), ("sister", "Ana lives in Porto")]
     assert recalled_memories("no block here") == []
+
+
+async def test_the_openers_piper_says_at_warm_up_are_how_the_brains_replies_begin(new_user):
+    """The voice warm-up keeps Piper's audio of SPOKEN_OPENERS; they help only if a reply's first piece is one."""
+    from agent.brain.replies import SPOKEN_OPENERS
+    from agent.voice.local_tts import split_first_clause
+    from tests.support.agent_run import agent_session, reply_text
+
+    user = new_user()
+    said = [
+        "my favorite color is teal",
+        "what is my favorite color?",
+        "what do you know about me?",
+        "how long does shipping take?",
+        "forget my favorite color",
+    ]
+    async with agent_session(user.user_id) as run:
+        replies = [reply_text(await run.session.run(user_input=text)) for text in said]
+    heads = [split_first_clause(reply)[0] for reply in replies]
+    assert heads == list(SPOKEN_OPENERS), replies

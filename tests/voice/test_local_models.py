@@ -211,6 +211,26 @@ async def test_a_reply_starts_at_its_first_audible_sample_and_keeps_the_pause_be
     assert _first_audible(await said()) > 0.03 * SAMPLE_RATE  # what Piper gives
 
 
+async def test_a_piece_said_at_warm_up_starts_a_reply_at_once():
+    assert local_tts.keep_spoken(["Got it,", "a piece far too long to be worth keeping in memory at all"]) == 1
+    assert local_tts.keep_spoken(["Got it,"]) == 0  # already kept: Piper is not asked again
+    assert local_tts.spoken_pieces.hits == 0  # warming up is not a reuse
+    reply = LocalPiperTTS().synthesize("Got it, I'll remember that you live in Denver.")
+    done_at_first_audio = None
+    async for _event in reply:
+        if done_at_first_audio is None:
+            done_at_first_audio = reply.sentences_done
+    assert done_at_first_audio == 0 and reply.sentences_done == 1 and local_tts.spoken_pieces.hits == 1
+
+
+def test_the_voice_warm_up_says_the_brains_openers():
+    from agent.brain.replies import SPOKEN_OPENERS
+    from agent.voice.local_call import prewarm
+
+    prewarm()
+    assert all(local_tts.spoken_pieces.get(opener, None, count=False) for opener in SPOKEN_OPENERS)
+
+
 def test_spoken_pieces_keep_the_most_recently_used():
     pieces = SpokenPieces(size=2)
     pieces.put("Got it,", None, b"a")
