@@ -167,7 +167,7 @@ class PlaygroundAgent(Agent):
         """Speech recognition's speculative transcript of a voice turn that has not ended yet: start the
         recall's searches now, so the turn, when it ends with these words, waits only for what is left."""
         if self._early_searches is not None:
-            self._early_searches.cancel()
+            self._early_searches.abandon()
         self._early_searches = start_searches(
             self.scope, text.strip(), params=self.rrf, limit=self.recall_limit, session_id=self.session_id
         )

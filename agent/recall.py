@@ -116,13 +116,19 @@ class Searches:
     """Both tiers' searches for one text, under way (on the running loop)."""
 
     text: str
+    params: RrfParams
     started: float  # time.perf_counter() when they started
     slots: asyncio.Future
     conversations: asyncio.Future
 
-    def cancel(self) -> None:
+    def serves(self, text: str, params: RrfParams) -> bool:
+        """Whether these searches answer a recall of `text` with `params`."""
+        return self.text == text and self.params == params
+
+    def abandon(self) -> None:
+        """Not needed after all: they finish in the background (a thread cannot be stopped), quietly."""
         for work in (self.slots, self.conversations):
-            work.add_done_callback(lambda f: f.cancelled() or f.exception())  # finish quietly in the background
+            work.add_done_callback(lambda f: f.cancelled() or f.exception())
 
 
 def start_searches(
@@ -147,7 +153,7 @@ def start_searches(
             embed=embed,
         )
     )
-    return Searches(text, time.perf_counter(), slot_work, turn_work)
+    return Searches(text, params, time.perf_counter(), slot_work, turn_work)
 
 
 async def recall(
@@ -170,11 +176,11 @@ async def recall(
     are for this `text`, are used instead of new ones (the budget counts from their start); ``recall_ms`` is
     what the turn waited, each event's ``latency_ms`` what its searches took."""
     waited_from = time.perf_counter()
-    if started_searches is not None and started_searches.text == text:
+    if started_searches is not None and started_searches.serves(text, params):
         searches = started_searches
     else:
         if started_searches is not None:
-            started_searches.cancel()
+            started_searches.abandon()
         searches = start_searches(scope, text, params=params, limit=limit, session_id=session_id)
     if searches is None:
         for tier in ("slots", "conversations"):

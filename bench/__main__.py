@@ -84,7 +84,9 @@ def voice_section(result: dict) -> str:
             t.metrics.get("transcription_delay_ms") for t in heard
         ],
         "… Whisper decode of the committed transcript (speculative or not)": [t.metrics.get("stt_ms") for t in heard],
-        "per-turn memory recall (embed + hybrid SQL)": [t.metrics.get("recall_ms") for t in heard],
+        "per-turn memory recall (embed + hybrid SQL; what the turn waited, the searches may start earlier)": [
+            t.metrics.get("recall_ms") for t in heard
+        ],
         "tools (DB reads/writes, embeddings)": [t.tools_ms for t in heard],
         f"LLM time to first token ({brain})": [t.metrics.get("llm_ttft_ms") for t in heard],
         "TTS time to first audio (Piper, first clause)": [t.metrics.get("tts_ttfb_ms") for t in heard],

@@ -17,7 +17,7 @@ from core import conversations, embeddings, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope
 from core.errors import EmbeddingUnavailable
-from core.retrieval import MAX_QUERY_LENGTH, search_conversations, search_memories
+from core.retrieval import MAX_QUERY_LENGTH, RrfParams, search_conversations, search_memories
 from core.turn_indexer import get_indexer
 from tests.support.agent_run import agent_session, reply_text
 
@@ -163,6 +163,16 @@ async def test_a_recall_started_from_the_speculative_transcript_is_the_one_the_t
             e for e in run.events("retrieval", turn=2) if e["tier"] == "slots" and e["trigger"] == "per_turn_recall"
         ]
         assert slots["query"] == "tell me about my favorite hike again"
+
+        # the fusion settings changed in between (the panel's sliders): searched again with the new ones
+        run.agent.start_recall_early("and my favorite hike?")
+        run.agent.set_rrf(RrfParams(vector_weight=0.7, text_weight=0.3, k=5))
+        await run.session.run(user_input="and my favorite hike?")
+        assert searched[3:] == ["and my favorite hike?", "and my favorite hike?"]
+        [slots] = [
+            e for e in run.events("retrieval", turn=3) if e["tier"] == "slots" and e["trigger"] == "per_turn_recall"
+        ]
+        assert slots["params"] == {"vector_weight": 0.7, "text_weight": 0.3, "k": 5}
 
 
 def test_the_token_budget_keeps_slots_first_and_drops_what_does_not_fit(new_user):
