@@ -3,6 +3,7 @@ progress on the Sessions page, with the turns said so far, instead of a report o
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -81,9 +82,13 @@ def test_past_the_listed_sessions_the_page_says_so_and_still_opens_an_older_one(
     at.switch_page("pages/sessions.py")
     at.run()
     assert not at.exception, at.exception
-    assert any(f"The newest {LISTED} of your {LISTED + 2:,} sessions" in c.value for c in at.caption)
+    [newest] = [c.value for c in at.caption if c.value.startswith(f"The newest {LISTED} of your ")]
+    total = int(re.search(r"of your ([\d,]+) sessions", newest).group(1).replace(",", ""))
+    # the app's first page opened a chat session for the visitor, stored by now or not yet (a fresh-clone run
+    # under load counted it): 2 or 3 sessions are past the listed ones
+    assert total in (LISTED + 2, LISTED + 3)
     assert len(at.dataframe[0].value) == LISTED and ids[0] not in set(at.dataframe[0].value["Session"])
-    assert any(f"{LISTED + 2} sessions with their transcripts" in c.value for c in at.caption)  # delete everything
+    assert any(f"{total} sessions with their transcripts" in c.value for c in at.caption)  # delete everything
 
     at.session_state[REQUEST] = ids[0]  # what a search hit's Open (or a memory's) sets
     at.run()
