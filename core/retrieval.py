@@ -243,6 +243,9 @@ class ConversationHit:
     vector_rrf: float
     text_rrf: float
     rrf_score: float
+    # The text weight text_rrf was computed with: the asked one scaled by how much of the query's word
+    # weight the best text hit holds (full from half of it); the same on every hit of a search.
+    text_weight_used: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

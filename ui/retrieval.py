@@ -332,7 +332,16 @@ def loose_hits_note(view: RetrievalView) -> str | None:
     )
 
 
-def _summary(view: RetrievalView) -> str:
+def _text_weight(view: RetrievalView, asked: float) -> str:
+    """The text weight as asked, and what the search used when it scaled it down (past turns: the best
+    word match held less than half of the question's word weight)."""
+    used = view.hits[0].get("text_weight_used") if view.hits else None
+    if used is None or abs(float(used) - asked) < 0.0005:
+        return f"{asked:g}"
+    return f"{asked:g} ({float(used):.2f} used: the best word match holds little of the question)"
+
+
+def summary_line(view: RetrievalView) -> str:
     what = {"memories": "Memories", "conversations": "Past conversations"}.get(view.kind, "Knowledge")
     parts = [f"**{what}**"]
     if view.trigger:
@@ -345,7 +354,7 @@ def _summary(view: RetrievalView) -> str:
     if view.params:
         vw, tw, k = view.params.get("vector_weight"), view.params.get("text_weight"), view.params.get("k")
         if vw is not None and tw is not None and k is not None:
-            details.append(f"w_vector {float(vw):g} · w_text {float(tw):g} · k {int(k)}")
+            details.append(f"w_vector {float(vw):g} · w_text {_text_weight(view, float(tw))} · k {int(k)}")
     if view.latency_ms is not None:
         timing = ms(view.latency_ms)
         if view.embed_ms is not None:
@@ -373,7 +382,7 @@ def render_retrieval(
     searched = isinstance(found, MemorySearch | ConversationSearch | KnowledgeSearch)
     view = view_of_search(found) if searched else view_of_event(found)
     if show_summary:
-        st.markdown(_summary(view))
+        st.markdown(summary_line(view))
     if view.degraded_reason:
         st.warning(view.degraded_reason, icon=":material/warning:")
     if view.note:

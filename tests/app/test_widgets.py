@@ -8,12 +8,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent import events
-from core import memories
+from core import conversations, memories
+from core.conversations import TurnInput
 from core.retrieval import (
     RELEVANT_MAX_DISTANCE,
     RrfParams,
     is_relevant,
     match_kind,
+    search_conversations,
     search_knowledge,
     search_memories,
 )
@@ -27,6 +29,7 @@ from ui.retrieval import (
     loose_hits_note,
     memory_chart,
     memory_table,
+    summary_line,
     view_of_event,
     view_of_search,
 )
@@ -86,6 +89,33 @@ def test_retrieval_panel_shows_a_search_and_the_agents_event_for_it_alike(new_us
     table = knowledge_table(view.hits)
     assert list(table["Fused score"]) == [hit.rrf_score for hit in knowledge.hits]
     assert list(table["Vector rank"]) == [str(h.vector_rank) if h.vector_rank else "—" for h in knowledge.hits]
+
+
+def test_the_panel_says_when_a_search_of_past_turns_used_less_text_weight(new_user):
+    user = new_user()
+    said = [
+        ("user", "Quick update: the neighbours are drilling again."),
+        ("user", "My doctor says I must keep away from sesame and poppy."),
+        *[("assistant", f"Happy to help with question number {i}.") for i in range(10)],
+    ]
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    conversations.store_turns(
+        user.service,
+        [TurnInput("earlier", i, who, text, start + timedelta(minutes=i)) for i, (who, text) in enumerate(said)],
+    )
+    params = RrfParams(0.5, 0.5, 2)
+    # only "quick" of the question is in a turn: the text branch counts for less, and the panel says so
+    asked = search_conversations(user.scope, "Quick, remind me which seeds I should avoid?", params=params)
+    used = asked.hits[0].text_weight_used
+    assert used is not None and 0 < used < 0.5
+    event = events.stamped(
+        events.conversation_search_retrieval(asked, trigger="per_turn_recall"), ts=1.0, session_id="s", turn=1, seq=1
+    )
+    for view in (view_of_event(event), view_of_search(asked)):
+        assert f"w_text 0.5 ({used:.2f} used" in summary_line(view)
+    named = search_conversations(user.scope, "sesame and poppy", params=params)
+    assert named.hits[0].text_weight_used == 0.5
+    assert "w_text 0.5 · k 2" in summary_line(view_of_search(named))
 
 
 def test_turn_grouping_and_reading_a_worker_report_without_agent_events():

@@ -142,12 +142,15 @@ def expected_hybrid(
         # statistics include every session); a turn scores the sum of the kept words it contains.
         n = len(turns)
         df = {}
+        unsaid = []  # the query's words this user never said
         for lexeme in set(query_lexemes(query_text)):
             count = sum(1 for t in turns if lexeme in t["lexemes"])
             if count:
                 df[lexeme] = count
+            else:
+                unsaid.append(lexeme)
         with db.admin_connection() as conn:
-            rarity = english_rarity(conn, df)
+            rarity = english_rarity(conn, [*df, *unsaid])
         idf = {x: rarity[x] + math.log(1 + (n - c + 0.5) / (c + 0.5)) for x, c in df.items()}
         heaviest = sorted(df, key=lambda x: (-idf[x], x))[:8]
         # words in more than 10% of the user's turns are left out, unless it is the heaviest one
@@ -159,6 +162,11 @@ def expected_hybrid(
                 scores[t["id"]] = sum(matched)
         order = sorted(scores, key=lambda i: (-scores[i], i))[:candidates]
         text = {i: (rank, scores[i]) for rank, i in enumerate(order, start=1)}
+        # In a hybrid search the text weight is scaled by how much of the query's word weight the best
+        # text hit holds, full from half of it; an unsaid word weighs as if said in no turn.
+        query_weight = sum(idf[x] for x in kept) + sum(rarity[x] + math.log(1 + (n + 0.5) / 0.5) for x in unsaid)
+        if wv > 0 and query_weight > 0:
+            wt *= min(1.0, max(scores.values(), default=0.0) / (0.5 * query_weight))
 
     fused = []
     for i in set(vector) | set(text):
@@ -176,6 +184,7 @@ def expected_hybrid(
                 "vector_rrf": v_rrf,
                 "text_rrf": t_rrf,
                 "rrf_score": v_rrf + t_rrf,
+                "text_weight_used": wt,
             }
         )
     fused.sort(key=lambda e: (-e["rrf_score"], e["vector_rank"] or math.inf, e["id"]))
@@ -202,7 +211,7 @@ def assert_matches(actual, expected):
                 assert row[key] is None
             else:
                 assert row[key] == pytest.approx(e[key], abs=tol, rel=1e-9)
-        for key in ("vector_rrf", "text_rrf", "rrf_score"):
+        for key in ("vector_rrf", "text_rrf", "rrf_score", "text_weight_used"):
             assert row[key] == pytest.approx(e[key], rel=1e-12, abs=1e-15)
 
 
@@ -269,6 +278,32 @@ def test_a_word_rare_in_english_outweighs_small_talk_said_as_often(new_user):
     assert rarity["gabapentin"] == floor and rarity["drill"] < floor
     assert rows[0]["text_score"] - rows[1]["text_score"] == pytest.approx(floor - rarity["drill"], abs=1e-6)
     assert_matches(rows, expected_hybrid(user.user_id, None, "drilling Gabapentin", 10, 0.0, 1.0, 60))
+
+
+def test_text_weight_follows_how_much_of_the_question_the_best_word_match_holds(new_user):
+    user = new_user()
+    rows_in = [
+        ("user", "Quick update: the neighbours are drilling again."),  # small talk sharing the asking word
+        ("user", "My doctor says I must keep away from sesame and poppy."),  # the answer, in other words
+        *[("assistant", f"Happy to help with question number {i}.") for i in range(10)],
+    ]
+    conversations.store_turns(Scope.service(user.user_id), _turns(f"cov-{user.user_id}", rows_in, T0))
+    asked = "Quick, remind me which seeds I should avoid?"
+    qv = vector_literal(embeddings.embed_one(asked))
+    rows = call_sql(user.scope, qv, asked, user.user_id, 5, 0.5, 0.5, 2)
+    # Only "quick" matches a turn; "remind", "seeds" and "avoid" were never said, and still weigh in the
+    # question: the text ranking's best row holds a small share of it, so it counts for less.
+    used = rows[0]["text_weight_used"]
+    assert 0 < used < 0.25 and {r["text_weight_used"] for r in rows} == {used}
+    drilling = next(r for r in rows if "drilling" in r["content"])
+    assert drilling["text_rank"] == 1 and drilling["text_rrf"] == pytest.approx(used / (2 + 1))
+    assert_matches(rows, expected_hybrid(user.user_id, qv, asked, 5, 0.5, 0.5, 2))
+    # A question whose words a turn holds keeps the full weight; so does a text-only search.
+    named = "sesame and poppy"
+    full = call_sql(user.scope, vector_literal(embeddings.embed_one(named)), named, user.user_id, 5, 0.5, 0.5, 2)
+    assert full[0]["text_weight_used"] == 0.5 and "sesame" in full[0]["content"]
+    text_only = call_sql(user.scope, None, asked, user.user_id, 5, 0.0, 0.5, 2)
+    assert text_only[0]["text_weight_used"] == 0.5 and text_only[0]["text_rrf"] == pytest.approx(0.5 / 3)
 
 
 def test_common_words_are_left_out_unless_nothing_else_is_left(corpus):

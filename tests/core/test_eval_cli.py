@@ -310,12 +310,18 @@ def test_turns_one_line_per_query_with_the_contract_keys(turns_run):
             assert hit["id"] in TURN_USER  # eval turn ids, not database ids
         scores = [hit["rrf_score"] for hit in line["hits"]]
         assert scores == sorted(scores, reverse=True)
-        # the app's defaults (what --weights / --rrf-k default to)
-        for hit in line["hits"]:
-            expected = sum(
-                w / (RRF_K + r) for w, r in zip(WEIGHTS, (hit["vector_rank"], hit["text_rank"]), strict=True) if r
-            )
-            assert hit["rrf_score"] == pytest.approx(expected, rel=1e-9)
+        # the app's defaults (what --weights / --rrf-k default to); the text weight is the default scaled by
+        # how much of the question the best text hit holds, one value per query
+        vector_parts = [WEIGHTS[0] / (RRF_K + h["vector_rank"]) if h["vector_rank"] else 0.0 for h in line["hits"]]
+        text_weights = {
+            round((h["rrf_score"] - v) * (RRF_K + h["text_rank"]), 9)
+            for h, v in zip(line["hits"], vector_parts, strict=True)
+            if h["text_rank"]
+        }
+        assert len(text_weights) <= 1 and all(0 <= w <= WEIGHTS[1] for w in text_weights)
+        for hit, vector_part in zip(line["hits"], vector_parts, strict=True):
+            if not hit["text_rank"]:
+                assert hit["rrf_score"] == pytest.approx(vector_part, rel=1e-9)
     assert "embedded 16/16 turns" in stderr
     assert summary["tier"] == "conversation turns" and summary["candidates"] == 16
     assert set(summary["modes"]) == {"vector", "text", "hybrid"}
