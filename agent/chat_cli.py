@@ -68,9 +68,11 @@ def format_turn(turn: TurnResult) -> list[str]:
                 mark = " *" if str(hit["id"]) in injected else ""
                 # a slot by its name; a past turn by when it was said and who said it
                 name = hit.get("memory_type") or f"{str(hit.get('created_at'))[:10]} {hit.get('speaker')}"
+                # a past turn is also ranked with the turn after it (a hybrid search's third list)
+                cr = f" + in context #{hit['context_rank']} {hit['context_rrf']:.4f}" if hit.get("context_rank") else ""
                 lines.append(
                     f"     {index}. {name}: {_short(hit['content'], 50)}  rrf={hit['rrf_score']:.4f} "
-                    f"(vector {vr} {hit['vector_rrf']:.4f} + text {tr} {hit['text_rrf']:.4f}){mark}"
+                    f"(vector {vr} {hit['vector_rrf']:.4f}{cr} + text {tr} {hit['text_rrf']:.4f}){mark}"
                 )
             else:
                 lines.append(f"     {index}. {hit['title']}  similarity={hit['similarity']:.3f}")

@@ -167,9 +167,12 @@ def bm25_rankings(
     common_fraction=1.0,
     english: bool = False,
     depth: int = 1000,
+    coverage: dict[str, tuple[float, float]] | None = None,
 ):
     """BM25 with term frequency counted once (as match_conversation_turns_hybrid computes it);
-    english=True adds each word's English rarity to its IDF and keeps the heaviest words."""
+    english=True adds each word's English rarity to its IDF and keeps the heaviest words.
+    `coverage`, if given, receives per query (best score / weight of the words used, best score /
+    weight of every query word, the unsaid ones weighted as if said in no turn)."""
     user_rows = defaultdict(list)
     for i, t in enumerate(split.turns):
         user_rows[t["user"]].append(i)
@@ -223,6 +226,14 @@ def bm25_rankings(
                 scored.append((-(sum(matched) * norm), r))
         scored.sort()
         result[q["id"]] = [split.turns[r]["id"] for _, r in scored[:depth]]
+        if coverage is not None:
+            unsaid = sum(
+                math.log(1 + (n + 0.5) / 0.5) + (ENGLISH_RARITY.get(x, ENGLISH_FLOOR) if english else 0.0)
+                for x in dict.fromkeys(query_lex[qi])
+                if x not in stop and df.get(x, 0) == 0
+            )
+            best = -scored[0][0] if scored else 0.0
+            coverage[q["id"]] = (best / total if total else 0.0, best / (total + unsaid) if total + unsaid else 0.0)
     return result
 
 
@@ -235,6 +246,41 @@ def rrf(vector: list[str], text: list[str], wv: float, wt: float, k: int, depth:
     for rank, tid in enumerate(text[:depth], start=1):
         scores[tid] += wt / (k + rank)
     return sorted(scores, key=lambda t: (-scores[t], vrank.get(t, math.inf), t))[:top]
+
+
+def rrf_lists(
+    lists: list[tuple[float, list[str]]], k: int, depth: int, tiebreak: list[str], top: int = 10
+) -> list[str]:
+    """Weighted RRF of any number of rankings; ties go to the better rank in `tiebreak` (the vector branch)."""
+    scores: dict[str, float] = defaultdict(float)
+    for weight, ranking in lists:
+        for rank, tid in enumerate(ranking[:depth], start=1):
+            scores[tid] += weight / (k + rank)
+    first = {tid: rank for rank, tid in enumerate(tiebreak)}
+    return sorted(scores, key=lambda t: (-scores[t], first.get(t, math.inf), t))[:top]
+
+
+def in_context(
+    split: Split, turn_vectors: np.ndarray, query_vectors: np.ndarray, candidates, share: float = 1.0, step: int = 1
+):
+    """Per query: its candidates ranked by the cosine distance of (turn + share x the next turn of its
+    session) to the query, as match_conversation_turns_hybrid ranks the turn in context (share 1);
+    step -1 takes the turn before instead."""
+    at = {(t["user"], t["session"], t["turn"]): i for i, t in enumerate(split.turns)}
+    row = {t["id"]: i for i, t in enumerate(split.turns)}
+    half = turn_vectors.astype(np.float16).astype(np.float64)  # the table keeps half precision
+    pairs = half.copy()
+    for i, t in enumerate(split.turns):
+        after = at.get((t["user"], t["session"], t["turn"] + step))
+        if after is not None:
+            pairs[i] += share * half[after]
+    pairs /= np.linalg.norm(pairs, axis=1, keepdims=True)
+    result = {}
+    for qi, q in enumerate(split.queries):
+        ids = candidates[q["id"]]
+        sims = [-(pairs[row[t]] @ query_vectors[qi]) for t in ids]
+        result[q["id"]] = [ids[i] for i in np.lexsort((np.arange(len(ids)), sims))]
+    return result
 
 
 def metrics(ranked: dict[str, list[str]], qrels: dict[str, set[str]], ids=None) -> dict[str, float]:
@@ -367,6 +413,79 @@ def main(argv=None) -> int:
             ],
         )
     )
+
+    print("\n### Text weight by coverage (0.5 / 0.5, k 2, depth 40)\n")
+    coverage: dict[str, tuple[float, float]] = {}
+    bm25_rankings(split, turn_lex, query_lex, b=0.0, common_fraction=0.1, english=True, coverage=coverage)
+    chosen = text[chosen_text]
+
+    def with_coverage(q, full, unsaid_too=True):
+        return 0.5 * min(1.0, coverage[q][1 if unsaid_too else 0] / full) if full else 0.5
+
+    rows = []
+    for label, full, unsaid_too in (
+        ("(always full)", 0.0, True),
+        ("30% of the query weight", 0.3, True),
+        ("50%", 0.5, True),
+        ("70%", 0.7, True),
+        ("50%, unsaid words left out of the query weight", 0.5, False),
+    ):
+        fused = {
+            q: rrf_lists([(0.5, vchosen[q]), (with_coverage(q, full, unsaid_too), chosen[q])], 2, 40, vchosen[q])
+            for q in split.qrels
+        }
+        rows.append(row(label, fused))
+    print(markdown_table(["full weight from", "R@5", "R@10", "MRR"], rows))
+
+    if "speaker" in turn_vectors:
+        print("\n### The turn in context: a third list (text weight by coverage, 50%; k 2)\n")
+        rows = []
+        for depth in (20, 40):
+            pool = {q: list(dict.fromkeys(vchosen[q][:depth] + chosen[q][:depth])) for q in split.qrels}
+            for share in (0.7, 1.0):
+                context = in_context(split, turn_vectors["speaker"], qvec, pool, share)
+                for split_of_vector in (0.33, 0.5, 0.67):
+                    fused = {
+                        q: rrf_lists(
+                            [
+                                (0.5 * (1 - split_of_vector), vchosen[q]),
+                                (0.5 * split_of_vector, context[q]),
+                                (with_coverage(q, 0.5), chosen[q]),
+                            ],
+                            2,
+                            depth,
+                            vchosen[q],
+                        )
+                        for q in split.qrels
+                    }
+                    rows.append(
+                        row(
+                            f"depth {depth}, next turn x {share:g}, {split_of_vector:.0%} of w_vector in context", fused
+                        )
+                    )
+        pool = {q: list(dict.fromkeys(vchosen[q][:40] + chosen[q][:40])) for q in split.qrels}
+        before = in_context(split, turn_vectors["speaker"], qvec, pool, 1.0, step=-1)
+        rows.append(
+            row(
+                "depth 40, the turn *before* x 1, 50% of w_vector in context",
+                {
+                    q: rrf_lists(
+                        [(0.25, vchosen[q]), (0.25, before[q]), (with_coverage(q, 0.5), chosen[q])], 2, 40, vchosen[q]
+                    )
+                    for q in split.qrels
+                },
+            )
+        )
+        # the stricter comparison: the vector branch's own candidates re-ranked in context, no text
+        own = {q: vchosen[q][:40] for q in split.qrels}
+        context = in_context(split, turn_vectors["speaker"], qvec, own, 1.0)
+        rows.append(
+            row(
+                "vector branch alone, its 40 candidates also ranked in context (no text)",
+                {q: rrf_lists([(0.25, vchosen[q]), (0.25, context[q])], 2, 40, vchosen[q]) for q in split.qrels},
+            )
+        )
+        print(markdown_table(["third list", "R@5", "R@10", "MRR"], rows))
     return 0
 
 

@@ -13,7 +13,9 @@ is a conversation turn instead ({"user", "id", "session", "turn", "speaker",
 public.match_conversation_turns_hybrid.
 
 stdout: one JSON line per query, {"id", "hits": [{"id", "rrf_score",
-"vector_rank", "text_rank"}, ...], "latency_ms"}; with --qrels, one last line
+"vector_rank", "text_rank"}, ...], "latency_ms"} (with --as-turns each hit also
+has "context_rank": its rank as the turn with its reply, a hybrid search's third
+list; null otherwise); with --qrels, one last line
 {"summary": {...}} with recall@k, hit@k and MRR for the vector, text and hybrid
 modes (all three are run for the summary whatever --mode says) and the latency
 percentiles of the printed run. Progress and a readable table go to stderr.
@@ -465,7 +467,7 @@ def insert_turns(
 @dataclass(frozen=True)
 class QueryResult:
     id: str
-    hits: list[dict[str, Any]]  # {"id", "rrf_score", "vector_rank", "text_rank"}, best first
+    hits: list[dict[str, Any]]  # {"id", "rrf_score", "vector_rank", "text_rank"} (+ "context_rank" for turns)
     latency_ms: float
 
     def as_dict(self) -> dict[str, Any]:
@@ -537,6 +539,9 @@ def run_queries(
             }
             for hit in search.hits
         ]
+        if as_turns:  # the turn-in-context ranking, the third list a hybrid search of turns fuses
+            for line, hit in zip(hits, search.hits, strict=True):
+                line["context_rank"] = hit.context_rank
         result = QueryResult(id=query.id, hits=hits, latency_ms=search.latency_ms)
         results.append(result)
         if on_result:

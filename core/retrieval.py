@@ -246,6 +246,11 @@ class ConversationHit:
     # The text weight text_rrf was computed with: the asked one scaled by how much of the query's word
     # weight the best text hit holds (full from half of it); the same on every hit of a search.
     text_weight_used: float | None = None
+    # The turn in context (hybrid only): its rank among both branches' candidates by the distance of
+    # its embedding + the next turn's to the query, and that ranking's share (half the vector weight).
+    context_rank: int | None = None
+    context_distance: float | None = None
+    context_rrf: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)

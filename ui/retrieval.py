@@ -27,6 +27,7 @@ from ui.format import clip, ms
 
 VECTOR_COLOR = "#0f766e"
 TEXT_COLOR = "#d97706"
+CONTEXT_COLOR = "#5eb8ad"  # the turn with its reply: a lighter shade of the vector branch it shares a weight with
 _TRIGGERS = {
     "per_turn_recall": "per-turn recall",
     "tool:search_memories": "tool search_memories",
@@ -131,12 +132,21 @@ def compact_memory_table(
             + ": "
             + clip(hit.get("content"), 60),
             "Vector": _branch(hit.get("vector_rank"), hit.get("vector_rrf")),
+            "In context": _branch(hit.get("context_rank"), hit.get("context_rrf")),
             "Text": _branch(hit.get("text_rank"), hit.get("text_rrf")),
             "Fused score": float(hit.get("rrf_score") or 0.0),
         }
         for hit in hits
     ]
-    return pd.DataFrame(rows, columns=[text_column, "Vector", "Text", "Fused score"])
+    columns = [text_column, "Vector", "Text", "Fused score"]
+    if in_context(hits):
+        columns.insert(2, "In context")
+    return pd.DataFrame(rows, columns=columns)
+
+
+def in_context(hits: list[dict[str, Any]]) -> bool:
+    """Whether a search of past turns also ranked each turn with its reply (hybrid searches do)."""
+    return any(hit.get("context_rank") is not None for hit in hits)
 
 
 def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
@@ -182,13 +192,20 @@ def turn_label(hit: dict[str, Any]) -> str:
 def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
     columns = ["When", "Said", "Match", "Vector rank", "Text rank", "Vector RRF", "Text RRF", "Fused score"]
     columns += ["Cosine distance"]
+    ranks = ["Vector rank", "Text rank"]
+    if in_context(hits):  # the turn with its reply: its rank and RRF contribution beside the vector branch's
+        columns[4:4] = ["Context rank"]
+        columns[7:7] = ["Context RRF"]
+        ranks.append("Context rank")
     rows = [
         {
             "When": ("★ " if starred(hit, injected) else "") + turn_label(hit),
             "Said": clip(hit.get("content"), 120),
             "Vector rank": hit.get("vector_rank"),
+            "Context rank": hit.get("context_rank"),
             "Text rank": hit.get("text_rank"),
             "Vector RRF": float(hit.get("vector_rrf") or 0.0),
+            "Context RRF": float(hit.get("context_rrf") or 0.0),
             "Text RRF": float(hit.get("text_rrf") or 0.0),
             "Fused score": float(hit.get("rrf_score") or 0.0),
             "Match": match_kind(hit),
@@ -197,7 +214,7 @@ def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = N
         for hit in hits
     ]
     frame = pd.DataFrame(rows, columns=columns)
-    for column in ("Vector rank", "Text rank"):
+    for column in ranks:
         frame[column] = frame[column].map(lambda rank: "—" if rank is None or rank != rank else str(int(rank)))
     return frame
 
@@ -238,10 +255,12 @@ def contribution_rows(hits: list[dict[str, Any]]) -> pd.DataFrame:
         else:  # unique, in table order
             label = f"{order + 1}. {hit.get('memory_type') or hit.get('title') or 'hit'}"
         vector, text = float(hit.get("vector_rrf") or 0.0), float(hit.get("text_rrf") or 0.0)
-        for branch, rank_key, start, end in (
-            ("vector", "vector_rank", 0.0, vector),
-            ("text", "text_rank", vector, vector + text),
-        ):
+        context = float(hit.get("context_rrf") or 0.0)
+        segments = [("vector", "vector_rank", 0.0, vector)]
+        if "context_rrf" in hit:  # a past turn: the turn with its reply, between the vector and text segments
+            segments.append(("in context", "context_rank", vector, vector + context))
+        segments.append(("text", "text_rank", vector + context, vector + context + text))
+        for branch, rank_key, start, end in segments:
             rows.append(
                 {
                     "hit": label,
@@ -273,14 +292,16 @@ def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
             y=alt.Y("hit:N", sort=order, title=None, axis=alt.Axis(labelLimit=160)),
             x=alt.X(
                 "start:Q",
-                title="RRF contribution (vector + text = fused score)",
+                title="RRF contribution (the parts add up to the fused score)",
                 axis=alt.Axis(format=".4f", tickCount=4),
                 scale=alt.Scale(zero=True, nice=False),
             ),
             x2="end:Q",
             color=alt.Color(
                 "branch:N",
-                scale=alt.Scale(domain=["vector", "text"], range=[VECTOR_COLOR, TEXT_COLOR]),
+                scale=alt.Scale(
+                    domain=["vector", "in context", "text"], range=[VECTOR_COLOR, CONTEXT_COLOR, TEXT_COLOR]
+                ),
                 legend=alt.Legend(orient="bottom", title=None),
             ),
             order=alt.Order("branch:N", sort="descending"),
@@ -354,7 +375,8 @@ def summary_line(view: RetrievalView) -> str:
     if view.params:
         vw, tw, k = view.params.get("vector_weight"), view.params.get("text_weight"), view.params.get("k")
         if vw is not None and tw is not None and k is not None:
-            details.append(f"w_vector {float(vw):g} · w_text {_text_weight(view, float(tw))} · k {int(k)}")
+            halves = " (half on the turn in context)" if view.kind == "conversations" and in_context(view.hits) else ""
+            details.append(f"w_vector {float(vw):g}{halves} · w_text {_text_weight(view, float(tw))} · k {int(k)}")
     if view.latency_ms is not None:
         timing = ms(view.latency_ms)
         if view.embed_ms is not None:
@@ -417,8 +439,15 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
         table["Fused score"] = table["Fused score"].map(lambda score: f"{score:.5f}")
         st.table(table, hide_index=True, border="horizontal")
         st.caption(
-            "Vector / Text: the branch's rank · its RRF contribution w / (k + rank); — = not found by that "
-            "branch. Fused score = the two added." + (LOOSE_LEGEND if loose_hits(view.hits) else "")
+            (
+                "Vector / In context / Text: the rank · its RRF contribution w / (k + rank); In context ranks "
+                "each turn with the turn after it, on half the vector weight; — = not ranked there. Fused score "
+                "= the three added."
+                if turns and in_context(view.hits)
+                else "Vector / Text: the branch's rank · its RRF contribution w / (k + rank); — = not found by "
+                "that branch. Fused score = the two added."
+            )
+            + (LOOSE_LEGEND if loose_hits(view.hits) else "")
         )
         if chart:
             st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
@@ -430,9 +459,11 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
         table = table.drop(columns=["Cosine distance"])
         table[text_column] = table[text_column].map(lambda text: clip(text, 40))
         label = table.columns[0]  # Slot, or When
-        table = table[
-            [label, text_column, "Fused score", "Match", "Vector rank", "Text rank", "Vector RRF", "Text RRF"]
-        ]
+        ranks = (
+            ["Vector rank", "Context rank", "Text rank"] if "Context rank" in table else ["Vector rank", "Text rank"]
+        )
+        contributions = [c.replace("rank", "RRF") for c in ranks]
+        table = table[[label, text_column, "Fused score", "Match", *ranks, *contributions]]
     top = max(float(table["Fused score"].max()), 1e-9)
     narrow = "small" if compact else None
     label_width = "small" if compact else "medium"
@@ -448,12 +479,24 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
             "Text rank": st.column_config.TextColumn(
                 help="Rank by full-text match; — = no keyword match.", width=narrow
             ),
-            "Vector RRF": st.column_config.NumberColumn(
-                format="%.4f", help="w_vector / (k + vector rank)", width=narrow
+            "Context rank": st.column_config.TextColumn(
+                help="Rank of the turn together with the turn after it, among both branches' candidates, "
+                "by cosine distance.",
+                width=narrow,
             ),
-            "Text RRF": st.column_config.NumberColumn(format="%.4f", help="w_text / (k + text rank)", width=narrow),
+            "Vector RRF": st.column_config.NumberColumn(
+                format="%.4f",
+                help="w_vector / (k + vector rank); half of w_vector when the turn is also ranked in context",
+                width=narrow,
+            ),
+            "Context RRF": st.column_config.NumberColumn(
+                format="%.4f", help="(w_vector / 2) / (k + context rank)", width=narrow
+            ),
+            "Text RRF": st.column_config.NumberColumn(
+                format="%.4f", help="w_text (as used) / (k + text rank)", width=narrow
+            ),
             "Fused score": st.column_config.ProgressColumn(
-                format="%.4f", min_value=0.0, max_value=top, help="Vector RRF + Text RRF", width=narrow
+                format="%.4f", min_value=0.0, max_value=top, help="The RRF contributions added", width=narrow
             ),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
             "Match": MATCH_COLUMN,

@@ -95,9 +95,10 @@ async def test_the_trail_mentioned_last_week_is_found_through_the_tool_with_its_
         top = event["hits"][0]
         assert top["id"] == trail_turn.id and top["session_id"] == trail_turn.session_id
         assert top["created_at"].startswith(LAST_WEEK.date().isoformat())
-        assert top["rrf_score"] == pytest.approx(top["vector_rrf"] + top["text_rrf"])
+        # the fused score is its parts: the turn's vector rank, its rank with the turn after it, its text rank
+        assert top["rrf_score"] == pytest.approx(top["vector_rrf"] + top["context_rrf"] + top["text_rrf"])
         # the turn never says "trail": the vector branch finds what the question means
-        assert top["vector_rank"] == 1 and top["text_rank"] is None
+        assert top["vector_rank"] == 1 and top["text_rank"] is None and top["context_rank"] is not None
     assert str(trail_turn.id) in recall_turns["injected"]
     # the model saw the past turn, with its date, in the recall block in front of the question
     text = request.text_content

@@ -50,9 +50,10 @@ def _table(container) -> list[list[str]]:
 
 
 def _sums_up(row: list[str], header: list[str]) -> None:
-    """The fused score is the two branches' RRF contributions added ('#rank · contribution' cells)."""
-    (_, vector), (_, text) = branch(row[header.index("Vector")]), branch(row[header.index("Text")])
-    assert float(row[header.index("Fused score")]) == pytest.approx(vector + text, abs=2e-5)
+    """The fused score is the RRF contributions added ('#rank · contribution' cells): the two branches', and
+    for a past turn also the turn's in context (with the turn after it)."""
+    parts = [branch(row[header.index(column)])[1] for column in ("Vector", "In context", "Text") if column in header]
+    assert float(row[header.index("Fused score")]) == pytest.approx(sum(parts), abs=3e-5)
 
 
 def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_browser_page):
@@ -86,12 +87,15 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
         "'.st-key-u_chat_turn1_recall0_' + t + '_tier').getBoundingClientRect(); return {x: r.x, y: r.y}; })"
     )
     assert abs(slot_box["y"] - turn_box["y"]) < 5 and slot_box["x"] < turn_box["x"], (slot_box, turn_box)
-    for container, label, wanted in ((slots, "Memory", "favorite_trail"), (turns, "Said", " user: ")):
+    for container, columns, wanted in (
+        (slots, ["Memory", "Vector", "Text", "Fused score"], "favorite_trail"),
+        (turns, ["Said", "Vector", "In context", "Text", "Fused score"], " user: "),
+    ):
         if "Skipped: over the" in container.inner_text():
             continue  # the recall's time budget on a loaded machine (the panel says so); the tool's search below
         rows = _table(container)
         header = next(row for row in rows if "Fused score" in row)
-        assert header == [label, "Vector", "Text", "Fused score"], header
+        assert header == columns, header
         hit = next(row for row in rows if wanted in row[0])
         _sums_up(hit, header)
     # the search_past_conversations tool's hits (no time budget): when and who, what was said, the numbers
@@ -101,7 +105,7 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
         ".map(r => [...r.querySelectorAll('th,td')].map(c => c.textContent.trim())))"
     )
     header, *rows = next(table for table in tables if table and table[0][:1] == ["Said"])
-    assert header == ["Said", "Vector", "Text", "Fused score"], header
+    assert header == ["Said", "Vector", "In context", "Text", "Fused score"], header
     hike = next(row for row in rows if "Cedar Creek" in row[0])
     assert re.search(r"\d{4}-\d\d-\d\d user: ", hike[0])
     _sums_up(hike, header)

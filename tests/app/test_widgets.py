@@ -25,6 +25,7 @@ from ui.retrieval import (
     RetrievalView,
     compact_memory_table,
     contribution_rows,
+    conversation_table,
     knowledge_table,
     loose_hits_note,
     memory_chart,
@@ -101,7 +102,10 @@ def test_the_panel_says_when_a_search_of_past_turns_used_less_text_weight(new_us
     start = datetime(2026, 11, 1, tzinfo=UTC)
     conversations.store_turns(
         user.service,
-        [TurnInput("earlier", i, who, text, start + timedelta(minutes=i)) for i, (who, text) in enumerate(said)],
+        [
+            TurnInput(f"earlier-{user.user_id}", i, who, text, start + timedelta(minutes=i))
+            for i, (who, text) in enumerate(said)
+        ],
     )
     params = RrfParams(0.5, 0.5, 2)
     # only "quick" of the question is in a turn: the text branch counts for less, and the panel says so
@@ -116,6 +120,38 @@ def test_the_panel_says_when_a_search_of_past_turns_used_less_text_weight(new_us
     named = search_conversations(user.scope, "sesame and poppy", params=params)
     assert named.hits[0].text_weight_used == 0.5
     assert "w_text 0.5 · k 2" in summary_line(view_of_search(named))
+
+
+def test_a_past_turn_shows_its_rank_in_context_and_the_parts_add_up(new_user):
+    user = new_user()
+    said = [
+        ("user", "Booked it for the third of March, finally."),
+        ("assistant", "Nice, your dentist check-up is on the third of March."),
+        *[("user", f"Just thinking out loud, note {i}.") for i in range(6)],
+    ]
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    conversations.store_turns(
+        user.service,
+        [
+            TurnInput(f"earlier-{user.user_id}", i, who, text, start + timedelta(minutes=i))
+            for i, (who, text) in enumerate(said)
+        ],
+    )
+    hits = search_conversations(user.scope, "when is my dentist check-up?").as_dict()["hits"]
+    compact = compact_memory_table(hits, turns=True)
+    assert list(compact.columns) == ["Said", "Vector", "In context", "Text", "Fused score"]
+    full = conversation_table(hits)
+    for column in ("Context rank", "Context RRF"):
+        assert column in full.columns
+    assert (full["Fused score"] - full["Vector RRF"] - full["Context RRF"] - full["Text RRF"]).abs().max() < 1e-9
+    # the chart's bars: vector, then in context, then text, ending at the fused score
+    bars = contribution_rows(hits)
+    assert list(bars["branch"][:3]) == ["vector", "in context", "text"]
+    ends = bars.groupby("order")["end"].max()
+    assert list(ends) == pytest.approx([hit["rrf_score"] for hit in hits])
+    # one branch alone: no context column, the two-part sum as before
+    vector_only = search_conversations(user.scope, "when is my dentist check-up?", mode="vector").as_dict()["hits"]
+    assert list(compact_memory_table(vector_only, turns=True).columns) == ["Said", "Vector", "Text", "Fused score"]
 
 
 def test_turn_grouping_and_reading_a_worker_report_without_agent_events():

@@ -92,7 +92,7 @@ def corpus(database_uri):
 def user_turns(user_id) -> list[dict]:
     with db.admin_connection() as conn:
         rows = conn.execute(
-            "select id, session_id, embedding::text, tsvector_to_array(fts) "
+            "select id, session_id, embedding::text, tsvector_to_array(fts), turn_index "
             "from public.conversation_turns where user_id = %s",
             (user_id,),
         ).fetchall()
@@ -102,6 +102,7 @@ def user_turns(user_id) -> list[dict]:
             "session_id": r[1],
             "embedding": None if r[2] is None else np.array(json.loads(r[2])),
             "lexemes": set(r[3]),
+            "turn_index": r[4],
         }
         for r in rows
     ]
@@ -168,11 +169,37 @@ def expected_hybrid(
         if wv > 0 and query_weight > 0:
             wt *= min(1.0, max(scores.values(), default=0.0) / (0.5 * query_weight))
 
+    # In a hybrid search every candidate is also ranked in context: its embedding plus the next turn's
+    # of the same session (its own alone if it is the last), and that ranking takes half the vector weight.
+    context = {}
+    vector_share = 1.0
+    if query_vector is not None and wv > 0 and wt > 0:
+        vector_share = 0.5
+        by_id = {t["id"]: t for t in turns}
+        by_place = {(t["session_id"], t["turn_index"]): t for t in turns}
+        dist = {}
+        for i in set(vector) | set(text):
+            turn = by_id[i]
+            if turn["embedding"] is None:
+                continue
+            after = by_place.get((turn["session_id"], turn["turn_index"] + 1))
+            pair = turn["embedding"] + (after["embedding"] if after and after["embedding"] is not None else 0)
+            q = np.asarray(json.loads(query_vector))
+            dist[i] = float(1 - pair @ q / (np.linalg.norm(pair) * np.linalg.norm(q)))
+        order = sorted(dist, key=lambda i: (dist[i], i))
+        values = [dist[i] for i in order]
+        assert all(right - left == 0 or right - left > 2e-6 for left, right in itertools.pairwise(values)), (
+            "near-tie in context distances; change the query"
+        )
+        context = {i: (rank, dist[i]) for rank, i in enumerate(order, start=1)}
+
     fused = []
     for i in set(vector) | set(text):
         vr, vd = vector.get(i, (None, None))
         tr, ts = text.get(i, (None, None))
-        v_rrf = wv / (k + vr) if vr else 0.0
+        cr, cd = context.get(i, (None, None))
+        v_rrf = wv * vector_share / (k + vr) if vr else 0.0
+        c_rrf = wv * 0.5 / (k + cr) if cr else 0.0
         t_rrf = wt / (k + tr) if tr else 0.0
         fused.append(
             {
@@ -181,9 +208,12 @@ def expected_hybrid(
                 "vector_distance": vd,
                 "text_rank": tr,
                 "text_score": ts,
+                "context_rank": cr,
+                "context_distance": cd,
                 "vector_rrf": v_rrf,
+                "context_rrf": c_rrf,
                 "text_rrf": t_rrf,
-                "rrf_score": v_rrf + t_rrf,
+                "rrf_score": v_rrf + c_rrf + t_rrf,
                 "text_weight_used": wt,
             }
         )
@@ -206,12 +236,13 @@ def assert_matches(actual, expected):
     assert [r["id"] for r in rows] == [e["id"] for e in expected]
     for row, e in zip(rows, expected, strict=True):
         assert row["vector_rank"] == e["vector_rank"] and row["text_rank"] == e["text_rank"]
-        for key, tol in (("vector_distance", 1e-6), ("text_score", 1e-9)):
+        assert row["context_rank"] == e["context_rank"]
+        for key, tol in (("vector_distance", 1e-6), ("text_score", 1e-9), ("context_distance", 1e-6)):
             if e[key] is None:
                 assert row[key] is None
             else:
                 assert row[key] == pytest.approx(e[key], abs=tol, rel=1e-9)
-        for key in ("vector_rrf", "text_rrf", "rrf_score", "text_weight_used"):
+        for key in ("vector_rrf", "context_rrf", "text_rrf", "rrf_score", "text_weight_used"):
             assert row[key] == pytest.approx(e[key], rel=1e-12, abs=1e-15)
 
 
@@ -278,6 +309,36 @@ def test_a_word_rare_in_english_outweighs_small_talk_said_as_often(new_user):
     assert rarity["gabapentin"] == floor and rarity["drill"] < floor
     assert rows[0]["text_score"] - rows[1]["text_score"] == pytest.approx(floor - rarity["drill"], abs=1e-6)
     assert_matches(rows, expected_hybrid(user.user_id, None, "drilling Gabapentin", 10, 0.0, 1.0, 60))
+
+
+def test_a_turn_is_also_ranked_with_the_turn_that_followed_it(new_user):
+    user = new_user()
+    rows_in = [
+        ("user", "Booked it for the third of March, finally."),  # what was booked is only in the reply
+        ("assistant", "Nice, your dentist check-up is on the third of March."),
+        ("user", "Also, the neighbours are drilling again."),
+        ("assistant", "That sounds noisy."),
+        *[("user", f"Just thinking out loud, note {i}.") for i in range(8)],
+    ]
+    conversations.store_turns(Scope.service(user.user_id), _turns(f"ctx-{user.user_id}", rows_in, T0))
+    asked = "when did I book the dentist?"
+    qv = vector_literal(embeddings.embed_one(asked))
+    rows = call_sql(user.scope, qv, asked, user.user_id, 14, 0.5, 0.5, 2)
+    assert_matches(rows, expected_hybrid(user.user_id, qv, asked, 14, 0.5, 0.5, 2))
+    booked = next(r for r in rows if r["content"] == rows_in[0][1])
+    # with its reply the user's line is about the dentist: nearer the question than alone
+    assert booked["context_distance"] < booked["vector_distance"] - 0.05
+    assert booked["context_rank"] < booked["vector_rank"]
+    assert booked["vector_rrf"] == pytest.approx(0.25 / (2 + booked["vector_rank"]))
+    assert booked["context_rrf"] == pytest.approx(0.25 / (2 + booked["context_rank"]))
+    # the session's last turn has no reply: in context it is itself (a float query instead of a half one)
+    last = next(r for r in rows if r["content"] == rows_in[-1][1])
+    assert last["context_distance"] == pytest.approx(last["vector_distance"], abs=2e-3)
+    # one branch alone ranks as before: no context, the whole weight on the branch
+    for wv, wt in ((1.0, 0.0), (0.0, 1.0)):
+        alone = call_sql(user.scope, qv if wv else None, asked, user.user_id, 14, wv, wt, 2)
+        assert alone and all(r["context_rank"] is None and r["context_rrf"] == 0 for r in alone)
+        assert_matches(alone, expected_hybrid(user.user_id, qv if wv else None, asked, 14, wv, wt, 2))
 
 
 def test_text_weight_follows_how_much_of_the_question_the_best_word_match_holds(new_user):

@@ -306,13 +306,19 @@ def test_turns_one_line_per_query_with_the_contract_keys(turns_run):
     for line in lines:
         assert set(line) == {"id", "hits", "latency_ms"} and len(line["hits"]) == 4
         for hit in line["hits"]:
-            assert set(hit) == {"id", "rrf_score", "vector_rank", "text_rank"}
+            assert set(hit) == {"id", "rrf_score", "vector_rank", "text_rank", "context_rank"}
             assert hit["id"] in TURN_USER  # eval turn ids, not database ids
+            assert hit["context_rank"]  # hybrid: every embedded candidate is also ranked with its reply
         scores = [hit["rrf_score"] for hit in line["hits"]]
         assert scores == sorted(scores, reverse=True)
-        # the app's defaults (what --weights / --rrf-k default to); the text weight is the default scaled by
-        # how much of the question the best text hit holds, one value per query
-        vector_parts = [WEIGHTS[0] / (RRF_K + h["vector_rank"]) if h["vector_rank"] else 0.0 for h in line["hits"]]
+        # the app's defaults (what --weights / --rrf-k default to): half the vector weight on the turn, half
+        # on the turn with its reply; the text weight is the default scaled by how much of the question the
+        # best text hit holds, one value per query
+        vector_parts = [
+            WEIGHTS[0] / 2 / (RRF_K + h["context_rank"])
+            + (WEIGHTS[0] / 2 / (RRF_K + h["vector_rank"]) if h["vector_rank"] else 0)
+            for h in line["hits"]
+        ]
         text_weights = {
             round((h["rrf_score"] - v) * (RRF_K + h["text_rank"]), 9)
             for h, v in zip(line["hits"], vector_parts, strict=True)
