@@ -49,7 +49,8 @@ def quality_markdown(result: dict[str, Any]) -> str:
                 "before: turns as slot memories, 0.7/0.3, k 60, OR + ts_rank_cd"
                 if when == "before"
                 else f"after: conversation tier, {summary['weights'][0]:g}/{summary['weights'][1]:g}, "
-                f"k {summary['rrf_k']}, text weighted by English rarity + per-user IDF"
+                f"k {summary['rrf_k']}, text weighted by English rarity + per-user IDF, text weight by coverage, "
+                "the turn in context"
             )
             rows.append(
                 [f"{set_name} {split} ({summary['queries']:,} questions, {summary['memories']:,} turns)", label]

@@ -101,3 +101,17 @@ def render_formula() -> None:
             "bar is the vector contribution and the amber part is the text contribution; together they are "
             "the fused score."
         )
+        st.markdown(
+            "**Past conversations** add two things in a hybrid search. Each candidate turn is also ranked "
+            "*in context*, together with the turn that followed it (a statement and its reply are about the "
+            "same thing); that ranking takes half of the vector weight (the light teal part of a bar). And the "
+            "text weight is scaled down when the best text match holds less than half of the question's word "
+            "weight (the words the text branch uses, plus those you never said): the summary above a table "
+            "shows the weight used."
+        )
+        st.latex(
+            r"\text{score}(t) = \frac{w_{\text{vector}}/2}{k + \text{rank}_{\text{vector}}(t)}"
+            r" + \frac{w_{\text{vector}}/2}{k + \text{rank}_{\text{in context}}(t)}"
+            r" + \frac{w_{\text{text}} \cdot \min\left(1, \frac{\text{best text score}}{0.5 \cdot "
+            r"\text{query weight}}\right)}{k + \text{rank}_{\text{text}}(t)}"
+        )
