@@ -238,14 +238,8 @@ def bm25_rankings(
 
 
 def rrf(vector: list[str], text: list[str], wv: float, wt: float, k: int, depth: int, top: int = 10) -> list[str]:
-    scores: dict[str, float] = defaultdict(float)
-    vrank = {}
-    for rank, tid in enumerate(vector[:depth], start=1):
-        scores[tid] += wv / (k + rank)
-        vrank[tid] = rank
-    for rank, tid in enumerate(text[:depth], start=1):
-        scores[tid] += wt / (k + rank)
-    return sorted(scores, key=lambda t: (-scores[t], vrank.get(t, math.inf), t))[:top]
+    """The two branches fused; ties go to the better vector rank."""
+    return rrf_lists([(wv, vector), (wt, text)], k, depth, vector[:depth], top)
 
 
 def rrf_lists(

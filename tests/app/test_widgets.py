@@ -92,13 +92,8 @@ def test_retrieval_panel_shows_a_search_and_the_agents_event_for_it_alike(new_us
     assert list(table["Vector rank"]) == [str(h.vector_rank) if h.vector_rank else "—" for h in knowledge.hits]
 
 
-def test_the_panel_says_when_a_search_of_past_turns_used_less_text_weight(new_user):
-    user = new_user()
-    said = [
-        ("user", "Quick update: the neighbours are drilling again."),
-        ("user", "My doctor says I must keep away from sesame and poppy."),
-        *[("assistant", f"Happy to help with question number {i}.") for i in range(10)],
-    ]
+def said_earlier(user, said: list[tuple[str, str]]) -> None:
+    """Store (speaker, text) pairs as one earlier session of the user's, a minute apart."""
     start = datetime(2026, 11, 1, tzinfo=UTC)
     conversations.store_turns(
         user.service,
@@ -107,6 +102,16 @@ def test_the_panel_says_when_a_search_of_past_turns_used_less_text_weight(new_us
             for i, (who, text) in enumerate(said)
         ],
     )
+
+
+def test_the_panel_says_when_a_search_of_past_turns_used_less_text_weight(new_user):
+    user = new_user()
+    said = [
+        ("user", "Quick update: the neighbours are drilling again."),
+        ("user", "My doctor says I must keep away from sesame and poppy."),
+        *[("assistant", f"Happy to help with question number {i}.") for i in range(10)],
+    ]
+    said_earlier(user, said)
     params = RrfParams(0.5, 0.5, 2)
     # only "quick" of the question is in a turn: the text branch counts for less, and the panel says so
     asked = search_conversations(user.scope, "Quick, remind me which seeds I should avoid?", params=params)
@@ -129,14 +134,7 @@ def test_a_past_turn_shows_its_rank_in_context_and_the_parts_add_up(new_user):
         ("assistant", "Nice, your dentist check-up is on the third of March."),
         *[("user", f"Just thinking out loud, note {i}.") for i in range(6)],
     ]
-    start = datetime(2026, 11, 1, tzinfo=UTC)
-    conversations.store_turns(
-        user.service,
-        [
-            TurnInput(f"earlier-{user.user_id}", i, who, text, start + timedelta(minutes=i))
-            for i, (who, text) in enumerate(said)
-        ],
-    )
+    said_earlier(user, said)
     hits = search_conversations(user.scope, "when is my dentist check-up?").as_dict()["hits"]
     compact = compact_memory_table(hits, turns=True)
     assert list(compact.columns) == ["Said", "Vector", "In context", "Text", "Fused score"]
