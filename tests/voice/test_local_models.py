@@ -283,7 +283,8 @@ async def test_an_unsure_decode_is_decoded_again_with_a_beam_and_only_a_turn_dec
     assert encode.reused == reused  # a fresh encoding of this audio, to compare the re-decode with
     greedy = LocalWhisperSTT().transcribe_sync(pcm)
     assert not greedy.redecoded and not beam.redecoded and 0 < greedy.confidence < 1
-    assert greedy.confidence != pytest.approx(beam.confidence)
+    # the beam may agree with the greedy decode on this checkout's recording (Piper samples it anew), so
+    # `redecoded` below, not a different confidence, is what tells the re-decode ran
 
     unsure = LocalWhisperSTT(redecode_below=greedy.confidence + 0.01)
     assert unsure.unsure(greedy.text, greedy.confidence) and not unsure.unsure("", 0.0)  # the rule bench/wer uses
