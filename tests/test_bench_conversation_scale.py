@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import context_cost, conversation_scale
+from bench import conversation_scale, search_cost
 
 TINY = conversation_scale.Size(turns=3_000, users=12, heavy_users=1, heavy_turns=1_000, real_sample=300, label="tiny")
 
@@ -27,14 +27,21 @@ def test_the_scale_run_loads_times_and_checks_recall_on_its_own_server():
 
 
 @pytest.mark.slow
-def test_the_context_cost_run_times_the_search_with_and_without_the_turn_in_context():
-    result = context_cost.run(heavy=400, others=12, rounds=1, questions=4)
-
+def test_the_search_cost_run_times_an_earlier_search_beside_todays_and_says_whether_they_agree():
+    # today's search reads each matching turn once: the same answers as the search before it
+    result = search_cost.run(heavy=400, others=12, rounds=1, questions=4)
     assert set(result["users"]) == {"heavy", "typical"} and result["users"]["heavy"]["turns"] == 400
     for user in result["users"].values():
-        for label in context_cost.FUNCTIONS:
+        assert user["same"] == user["questions"] == 4
+        for label in search_cost.FUNCTIONS:
             assert 0 < user[label]["p50"] <= user[label]["p95"] <= user[label]["p99"]
-    # the "before" function is the search as it was: no turn in context; today's ranks every hit in context
-    before, today = (result["first_hit"][label] for label in context_cost.FUNCTIONS)
-    assert before["context_rank"] is None and today["context_rank"] is not None
-    assert "with the turn in context (today)" in context_cost.report(result)
+    assert "before (20261127190000_turns_in_context.sql)" in search_cost.report(result)
+    # before the turn in context the hybrid scores were different ones
+    older = search_cost.run(
+        heavy=400,
+        others=12,
+        rounds=1,
+        questions=4,
+        before=search_cost.BEFORE.with_name("20261127180000_text_weight_by_coverage.sql"),
+    )
+    assert all(user["same"] == 0 for user in older["users"].values())

@@ -378,6 +378,34 @@ def test_common_words_are_left_out_unless_nothing_else_is_left(corpus):
     assert_matches(rows, expected_hybrid(owner.user_id, None, "assistant Lisbon", 50, 0.0, 1.0, 60))
 
 
+def test_turns_holding_the_same_words_score_alike_and_go_by_id_among_many_matches(new_user):
+    user = new_user()
+    rows_in = [("assistant", f"Happy to help with question number {i}.") for i in range(400)]
+    # three query words in 40, 40 and 30 of 490 turns (all kept: under 10%); 100 turns hold one or two
+    for i in range(30):
+        rows_in[i] = ("user", f"Pepper chased a ball, day {i}.")
+        rows_in[100 + i] = ("user", f"The trail was muddy, day {i}.")
+        rows_in[200 + i] = ("user", f"The Cedar lodge was closed, day {i}.")
+    for i in range(10):  # 10 turns holding two of the words: the same two, so they tie
+        rows_in[300 + i] = ("user", f"Pepper came along on the trail, day {i}.")
+    rows_in += [("assistant", f"Noted, item {i}.") for i in range(90)]
+    rng = np.random.default_rng(5)
+
+    def cheap_vectors(texts):  # the text branch does not read them; the model is not needed here
+        vectors = rng.normal(size=(len(texts), 384))
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    conversations.store_turns(
+        Scope.service(user.user_id), _turns(f"ties-{user.user_id}", rows_in, T0), embed=cheap_vectors
+    )
+    asked = "Pepper trail Cedar"
+    rows = call_sql(user.scope, None, asked, user.user_id, 50, 0.0, 1.0, 2)
+    assert_matches(rows, expected_hybrid(user.user_id, None, asked, 50, 0.0, 1.0, 2))
+    both = [r for r in rows if "came along" in r["content"]]
+    assert [r["text_rank"] for r in both] == list(range(1, 11))
+    assert len({r["text_score"] for r in both}) == 1 and [r["id"] for r in both] == sorted(r["id"] for r in both)
+
+
 def test_all_terms_mode_needs_every_word(corpus):
     owner = corpus.owner
     with transaction(owner.scope) as cur:

@@ -1,14 +1,18 @@
-"""What ranking past turns in context costs: the hybrid SQL with and without it, in one database.
+"""What a change to the past-turn search costs: an earlier migration's hybrid SQL beside today's, in one database.
 
-    .venv/bin/python -m bench.context_cost [--heavy 50000] [--others 300] [--rounds 3]
+    .venv/bin/python -m bench.search_cost [--before MIGRATION] [--heavy 50000] [--others 300] [--rounds 3]
 
 Loads a throwaway embedded Postgres with one heavy user, one typical user (500
 turns) and `--others` users of 150 turns each (so that the planner's per-user
 estimates look like a real table's), the texts and embeddings made as
-bench.conversation_scale makes them. Installs the search as it was before the
-turn in context (supabase/migrations/20261127180000_text_weight_by_coverage.sql,
-renamed) beside today's, and times both on the same questions, alternating which
-runs first. Prints p50 / p95 / p99 per user and function, and the load average.
+bench.conversation_scale makes them. Installs the search as `--before` defined
+it (a migration file that creates match_conversation_turns_hybrid, renamed)
+beside today's, and times both on the same questions, alternating which runs
+first. Prints p50 / p95 / p99 per user and function, how many questions both
+answered with the same rows, and the load average.
+
+    --before supabase/migrations/20261127180000_text_weight_by_coverage.sql   # the turn in context
+    --before supabase/migrations/20261127190000_turns_in_context.sql          # each turn read once (default)
 """
 
 from __future__ import annotations
@@ -30,17 +34,21 @@ from bench import conversation_scale as scale
 from bench.stats import percentile
 
 ROOT = Path(__file__).resolve().parent.parent
-BEFORE = ROOT / "supabase" / "migrations" / "20261127180000_text_weight_by_coverage.sql"
-FUNCTIONS = {
-    "without the turn in context": "public.match_turns_without_context",
-    "with the turn in context (today)": "public.match_conversation_turns_hybrid",
-}
+BEFORE = ROOT / "supabase" / "migrations" / "20261127190000_turns_in_context.sql"
+FUNCTIONS = {"before": "public.match_turns_before", "today": "public.match_conversation_turns_hybrid"}
 TURNS_PER_SESSION = 40
-SEARCH = "select id from {}(%s::extensions.vector, %s, %s, 10, 0.5, 0.5, 2, 'any', null)"
+SEARCH = "select * from {}(%s::extensions.vector, %s, %s, 10, 0.5, 0.5, 2, 'any', null)"
+# what two searches must agree on to count as the same answer (the columns every version returns), scores
+# to 9 decimals: a sum of the same word weights added in another order differs in the 15th digit
+SAME = ("id", "vector_rank", "text_rank", "text_score", "rrf_score")
 
 
-def load(uri: str, sizes: dict[str, int]) -> dict[str, uuid.UUID]:
-    """One auth user per name, with that many turns in sessions of 40."""
+def _rounded(value):
+    return round(value, 9) if isinstance(value, float) else value
+
+
+def load(uri: str, sizes: dict[str, int], before: Path = BEFORE) -> dict[str, uuid.UUID]:
+    """One auth user per name, with that many turns in sessions of 40; `before`'s search installed beside today's."""
     from core import db, embeddings
 
     total = sum(sizes.values())
@@ -76,33 +84,31 @@ def load(uri: str, sizes: dict[str, int]) -> dict[str, uuid.UUID]:
         conn.commit()
         conn.autocommit = True
         conn.execute("vacuum analyze")
-        before = BEFORE.read_text().replace(
-            "public.match_conversation_turns_hybrid(", FUNCTIONS["without the turn in context"] + "("
-        )
-        conn.execute(before)
+        conn.execute(before.read_text().replace("public.match_conversation_turns_hybrid(", FUNCTIONS["before"] + "("))
     return ids
 
 
-def run(heavy: int = 50_000, others: int = 300, rounds: int = 3, questions: int = 60) -> dict:
+def run(heavy: int = 50_000, others: int = 300, rounds: int = 3, questions: int = 60, before: Path = BEFORE) -> dict:
     from core import db, embeddings
 
-    workdir = Path(tempfile.mkdtemp(prefix="mp-context-cost-"))
+    workdir = Path(tempfile.mkdtemp(prefix="mp-search-cost-"))
     # atexit runs the last registered first: pgserver's hook (registered when the server starts) stops the
     # server before this one deletes its folder
     atexit.register(shutil.rmtree, workdir, ignore_errors=True)
     uri = scale.start_server(workdir, "1GB")
     sizes = {"heavy": heavy, "typical": 500, **{f"other{i}": 150 for i in range(others)}}
-    ids = load(uri, sizes)
+    ids = load(uri, sizes, before)
     asked = scale.queries(questions)
     vectors = [scale.vector_text(v) for v in embeddings.embed(asked)]
     load_before = os.getloadavg()
-    result: dict = {"users": {}, "load_before": load_before}
-    with db.admin_connection(uri) as conn:
+    result: dict = {"users": {}, "load_before": load_before, "before": before.name}
+    with db.admin_connection(uri) as conn, conn.cursor(row_factory=dict_row) as cur:
         for name in ("heavy", "typical"):
             times: dict[str, list[float]] = {label: [] for label in FUNCTIONS}
+            answers: dict[str, list[list[tuple]]] = {label: [] for label in FUNCTIONS}
             for function in FUNCTIONS.values():  # warm both
                 for text, vector in list(zip(asked, vectors, strict=True))[:5]:
-                    conn.execute(SEARCH.format(function), (vector, text, ids[name])).fetchall()
+                    cur.execute(SEARCH.format(function), (vector, text, ids[name])).fetchall()
             for round_number in range(rounds):
                 order = list(FUNCTIONS.items())
                 if round_number % 2:
@@ -110,27 +116,18 @@ def run(heavy: int = 50_000, others: int = 300, rounds: int = 3, questions: int 
                 for text, vector in zip(asked, vectors, strict=True):
                     for label, function in order:
                         started = time.perf_counter()
-                        conn.execute(SEARCH.format(function), (vector, text, ids[name])).fetchall()
+                        rows = cur.execute(SEARCH.format(function), (vector, text, ids[name])).fetchall()
                         times[label].append((time.perf_counter() - started) * 1000)
+                        if round_number == 0:
+                            answers[label].append([tuple(_rounded(row[c]) for c in SAME) for row in rows])
             result["users"][name] = {
                 "turns": sizes[name],
+                "same": sum(a == b for a, b in zip(*answers.values(), strict=True)),
+                "questions": len(asked),
                 **{
                     label: {p: percentile(values, q) for p, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))}
                     for label, values in times.items()
                 },
-            }
-        # what each function ranked for the first question, so a reader (and the test) can see the two differ
-        for label, function in FUNCTIONS.items():
-            row = (
-                conn.cursor(row_factory=dict_row)
-                .execute(
-                    f"select * from {function}(%s::extensions.vector, %s, %s, 10, 0.5, 0.5, 2, 'any', null)",
-                    (vectors[0], asked[0], ids["heavy"]),
-                )
-                .fetchone()
-            )
-            result.setdefault("first_hit", {})[label] = {column: row[column] for column in ("id", "rrf_score")} | {
-                "context_rank": row.get("context_rank")
             }
     result["load_after"] = os.getloadavg()
     return result
@@ -138,14 +135,17 @@ def run(heavy: int = 50_000, others: int = 300, rounds: int = 3, questions: int 
 
 def report(result: dict) -> str:
     lines = [
-        "| user | turns | search | p50 | p95 | p99 |",
-        "| --- | ---: | --- | ---: | ---: | ---: |",
+        "| user | turns | search | p50 | p95 | p99 | the same answer |",
+        "| --- | ---: | --- | ---: | ---: | ---: | ---: |",
     ]
     for name, data in result["users"].items():
         for label in FUNCTIONS:
             t = data[label]
+            search = f"before ({result['before']})" if label == "before" else "today"
+            same = f"{data['same']} of {data['questions']}" if label == "today" else ""
             lines.append(
-                f"| {name} | {data['turns']:,} | {label} | {t['p50']:.1f} ms | {t['p95']:.1f} ms | {t['p99']:.1f} ms |"
+                f"| {name} | {data['turns']:,} | {search} | {t['p50']:.1f} ms | {t['p95']:.1f} ms | {t['p99']:.1f} ms"
+                f" | {same} |"
             )
     before, after = result["load_before"], result["load_after"]
     lines.append("")
@@ -163,8 +163,11 @@ def main(argv=None) -> int:
     parser.add_argument("--heavy", type=int, default=50_000, help="turns of the heavy user")
     parser.add_argument("--others", type=int, default=300, help="other users of 150 turns each")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--before", type=Path, default=BEFORE, help="the migration whose search is compared with today's"
+    )
     args = parser.parse_args(argv)
-    print(report(run(args.heavy, args.others, args.rounds)))
+    print(report(run(args.heavy, args.others, args.rounds, before=args.before)))
     return 0
 
 
