@@ -65,9 +65,15 @@ _SECOND_TRIES: list[str] = []  # why a test marked flaky needed its documented s
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.outcome == "rerun":
-        # the last exception of a chain is the test's own message (with what the page and the server said)
-        last = (report.longreprtext or "").split("The above exception was the direct cause")[-1]
-        errors = [line[1:].strip() for line in last.splitlines() if line.startswith("E ")]
+        # The last exception of a chain is the test's own message (with what the page and the server said).
+        # Taken from pytest's chain, not by splitting the text: a server log quoted in the message can hold
+        # a chained traceback of its own, and its last part is not the test's message.
+        chain = getattr(report.longrepr, "chain", None)
+        crash = chain[-1][1] if chain else None
+        if crash is not None:
+            errors = [line.strip() for line in crash.message.splitlines()]
+        else:
+            errors = [line[1:].strip() for line in (report.longreprtext or "").splitlines() if line.startswith("E ")]
         why = "\n    ".join(errors)[:6000] if errors else "no message"
         _SECOND_TRIES.append(f"{report.nodeid}: {why}")
 
