@@ -5,7 +5,8 @@
 Loads a throwaway embedded Postgres with one heavy user, one typical user (500
 turns) and `--others` users of 150 turns each (so that the planner's per-user
 estimates look like a real table's), the texts and embeddings made as
-bench.conversation_scale makes them. Installs the search as `--before` defined
+bench.conversation_scale makes them, the users' turns interleaved as real
+traffic writes them. Installs the search as `--before` defined
 it (a migration file that creates match_conversation_turns_hybrid, renamed)
 beside today's, and times both on the same questions, alternating which runs
 first. Prints p50 / p95 / p99 per user and function, how many questions both
@@ -80,6 +81,9 @@ def load(uri: str, sizes: dict[str, int], before: Path = BEFORE) -> dict[str, uu
                     )
                 )
                 position += 1
+        # interleaved in time like real traffic (as bench.conversation_scale loads them): a user's turns are
+        # scattered over the heap, so reading a turn's row is a page of its own
+        np.random.default_rng(5).shuffle(rows)
         scale.copy_turns(conn, rows)
         conn.commit()
         conn.autocommit = True
