@@ -238,8 +238,9 @@ def embed_all_pending(
     return done
 
 
-# Forgetting a memory removes the past turns that mention its text (core.memories); shorter texts
-# ("no", "ok") would take unrelated turns with them, so they remove nothing.
+# Forgetting a memory removes the past turns that mention its text (core.memories). A text that is very
+# short ("no", "ok") or only English stop words ("the", "it is") would take unrelated turns with it, and
+# says nothing the search could find again, so it removes nothing.
 MIN_FORGOTTEN_MENTION_LENGTH = 3
 
 
@@ -257,16 +258,49 @@ def mention_pattern(text: str) -> str:
     return r"(^|\W)" + "".join(parts) + r"(\W|$)"
 
 
-def delete_mentions(cur, user_id, text: str) -> int:
-    """Delete the user's conversation turns (theirs and the agent's) containing `text` as whole words, any
-    case; returns how many. Runs in the caller's transaction, as the user (RLS) or the scoped service."""
-    text = " ".join((text or "").split())
-    if len(text) < MIN_FORGOTTEN_MENTION_LENGTH:
+def _forgotten(texts: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(texts, their patterns) of those long enough to match safely; stop words are checked in SQL."""
+    if isinstance(texts, str):
+        texts = [texts]
+    kept = [" ".join((t or "").split()) for t in texts]
+    kept = [t for t in dict.fromkeys(kept) if len(t) >= MIN_FORGOTTEN_MENTION_LENGTH]
+    return kept, [mention_pattern(t) for t in kept]
+
+
+# The user's turns holding any of the texts as whole words, any case. `f` keeps only the texts with a
+# word that is not an English stop word (the same dictionary as the turns' full-text column).
+_MENTIONS = """
+  with f as materialized (
+    select x.pattern from unnest(%(texts)s::text[], %(patterns)s::text[]) as x(said, pattern)
+    where length(to_tsvector('english', x.said)) > 0
+  )
+  {action} public.conversation_turns t
+  where t.user_id = %(user_id)s and exists (select 1 from f where t.content ~* f.pattern)
+"""
+
+
+def count_mentions(scope: Scope, texts: Sequence[str]) -> int:
+    """How many of the user's past turns deleting these memory texts would delete with them (what the
+    Memories page says before it asks to confirm); as the user, RLS decides."""
+    kept, patterns = _forgotten(texts)
+    if not kept:
         return 0
-    cur.execute(
-        "delete from public.conversation_turns where user_id = %s and content ~* %s",
-        (user_id, mention_pattern(text)),
-    )
+    with transaction(scope) as cur:
+        cur.execute(
+            _MENTIONS.format(action="select count(*) as n from"),
+            {"texts": kept, "patterns": patterns, "user_id": scope.user_id},
+        )
+        return int(cur.fetchone()["n"])
+
+
+def delete_mentions(cur, user_id, texts: Sequence[str]) -> int:
+    """Delete the user's conversation turns (theirs and the agent's) containing any of `texts` as whole
+    words, any case; returns how many. Runs in the caller's transaction, as the user (RLS) or the scoped
+    service."""
+    kept, patterns = _forgotten(texts)
+    if not kept:
+        return 0
+    cur.execute(_MENTIONS.format(action="delete from"), {"texts": kept, "patterns": patterns, "user_id": user_id})
     return cur.rowcount
 
 

@@ -52,6 +52,12 @@ class Forgotten:
 
 
 @dataclass(frozen=True)
+class DeletedAll:
+    memories: int
+    mentions_removed: int  # past conversation turns that said any of them, deleted with them
+
+
+@dataclass(frozen=True)
 class Remembered:
     memory: Memory
     created: bool  # False: an existing slot was overwritten
@@ -147,7 +153,7 @@ def forget(scope: Scope, memory_type: str) -> Forgotten:
         row = cur.fetchone()
         if row is None:
             raise NotFound(f"Nothing is remembered under {slot!r}, so there was nothing to forget.")
-        mentions = conversations.delete_mentions(cur, scope.user_id, row["content"])
+        mentions = conversations.delete_mentions(cur, scope.user_id, [row["content"]])
     memory_changes.notify(scope.user_id)
     return Forgotten(Memory(**row), mentions)
 
@@ -224,22 +230,20 @@ def delete_memory(scope: Scope, memory_id) -> Forgotten:
         row = cur.fetchone()
         if row is None:
             raise NotFound("That memory no longer exists.")
-        mentions = conversations.delete_mentions(cur, scope.user_id, row["content"])
+        mentions = conversations.delete_mentions(cur, scope.user_id, [row["content"]])
     memory_changes.notify(scope.user_id)
     return Forgotten(Memory(**row), mentions)
 
 
-def delete_all(scope: Scope) -> int:
-    """Delete every memory of the user and the past conversation turns that mention them (one transaction);
-    returns how many memories."""
+def delete_all(scope: Scope) -> DeletedAll:
+    """Delete every memory of the user and the past conversation turns that mention them (one transaction)."""
     _store_queued_turns()
     with transaction(scope) as cur:
         cur.execute("delete from public.memories where user_id = %s returning content", (scope.user_id,))
         contents = [row["content"] for row in cur.fetchall()]
-        for content in contents:
-            conversations.delete_mentions(cur, scope.user_id, content)
+        mentions = conversations.delete_mentions(cur, scope.user_id, contents)
     memory_changes.notify(scope.user_id)
-    return len(contents)
+    return DeletedAll(len(contents), mentions)
 
 
 def export(scope: Scope) -> dict[str, Any]:

@@ -8,11 +8,11 @@ import json
 
 import streamlit as st
 
-from core import memories
+from core import conversations, memories
 from core.retrieval import search_memories
 from ui import auth, erase, rrf
 from ui.errors import reported
-from ui.format import ago, clip, short_id, when
+from ui.format import ago, clip, literal, short_id, when
 from ui.retrieval import render_retrieval
 from ui.shell import run_page
 from ui.style import empty_state, page_header
@@ -31,10 +31,10 @@ def _flash(message: str) -> None:
     st.session_state[_FLASH] = message
 
 
-def _and_mentions(count: int) -> str:
+def _and_mentions(count: int, what: str = "it") -> str:
     if not count:
         return ""
-    return f" and {count} past conversation message{'s' if count != 1 else ''} that mentioned it"
+    return f" and {count} past conversation message{'s' if count != 1 else ''} that mentioned {what}"
 
 
 def _memory_list(scope, items) -> None:
@@ -120,13 +120,24 @@ def _edit_form(scope, memory) -> None:
             st.rerun()
 
 
+def _mentions_notice(count: int, what: str) -> str:
+    """What deleting also deletes, said before the user confirms (a common word can be in many messages)."""
+    if not count:
+        return f"No past conversation message mentions {what}."
+    if count == 1:
+        return f"**1 past conversation message** that mentions {what} is deleted too."
+    return f"**{count} past conversation messages** that mention {what} are deleted too."
+
+
 def _confirm_delete(scope, memory) -> None:
     mid = str(memory.id)
-    st.warning(
-        f"Delete `{memory.memory_type}`? The agent will no longer know this: past conversation messages that "
-        "mention it are deleted too. This cannot be undone.",
-        icon=":material/delete_forever:",
-    )
+    with reported():
+        mentions = conversations.count_mentions(scope, [memory.content])
+        st.warning(
+            f"Delete `{memory.memory_type}`? The agent will no longer know this. "
+            f"{_mentions_notice(mentions, f'“{literal(clip(memory.content, 60))}”')} This cannot be undone.",
+            icon=":material/delete_forever:",
+        )
     buttons = st.container(horizontal=True)
     if buttons.button("Yes, delete", key=f"u_mem_delete_yes_{mid}", type="primary"):
         with reported():
@@ -159,11 +170,13 @@ def _toolbar(scope, visitor, items) -> None:
             key="u_mem_delete_all_popover",
             on_change="rerun",
         ):
-            st.markdown(
-                f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items)} memories'}**"
-                " the agent keeps about you, and the past conversation messages that mention them (your session"
-                " reports stay on the Sessions page). It cannot be undone."
-            )
+            with reported():
+                mentions = conversations.count_mentions(scope, [m.content for m in items])
+                st.markdown(
+                    f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items)} memories'}**"
+                    f" the agent keeps about you. {_mentions_notice(mentions, 'them' if len(items) > 1 else 'it')}"
+                    " Your session reports stay on the Sessions page. It cannot be undone."
+                )
             typed = st.text_input(f"Type {DELETE_ALL_PHRASE} to confirm", key="u_mem_delete_all_phrase")
             if st.button(
                 "Delete all memories",
@@ -172,9 +185,13 @@ def _toolbar(scope, visitor, items) -> None:
                 disabled=typed.strip() != DELETE_ALL_PHRASE,
             ):
                 with reported():
-                    count = memories.delete_all(scope)
+                    deleted = memories.delete_all(scope)
                     st.session_state.pop("u_mem_delete_all_phrase", None)
-                    _flash(f"Deleted {count} memor{'y' if count == 1 else 'ies'}.")
+                    count = deleted.memories
+                    _flash(
+                        f"Deleted {count} memor{'y' if count == 1 else 'ies'}"
+                        f"{_and_mentions(deleted.mentions_removed, 'them' if count > 1 else 'it')}."
+                    )
                     st.rerun()
         with st.popover(
             "Delete everything about me…",

@@ -78,3 +78,13 @@ def ms(value: Any) -> str:
 def clip(text: Any, length: int = 160) -> str:
     text = "" if text is None else str(text)
     return text if len(text) <= length else text[: length - 1].rstrip() + "…"
+
+
+# Characters Streamlit's Markdown would read as formatting (and "--" it would turn into a dash).
+_MARKDOWN_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:=")
+
+
+def literal(text: Any) -> str:
+    """`text` escaped for st.markdown and friends, so that what a user typed shows exactly as typed."""
+    text = "" if text is None else str(text)
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in text)

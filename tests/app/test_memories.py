@@ -115,7 +115,9 @@ def test_edit_and_delete_one_with_confirmation(app):
 
     at.button(key=f"u_mem_delete_{mid}").click()
     at.run()
-    assert any("cannot be undone" in w.value for w in at.warning)
+    assert any(
+        "No past conversation message mentions “navy blue”. This cannot be undone." in w.value for w in at.warning
+    )
     at.button(key=f"u_mem_delete_no_{mid}").click()  # cancel keeps it
     at.run()
     assert memories.recall(visitor.scope, "favorite_color").content == "navy blue"
@@ -128,6 +130,10 @@ def test_edit_and_delete_one_with_confirmation(app):
     )
     at.button(key=f"u_mem_delete_{mid}").click()
     at.run()
+    # it says how many messages go with it before asking (a common word can be in many)
+    assert any(
+        "**1 past conversation message** that mentions “navy blue” is deleted too" in w.value for w in at.warning
+    )
     at.button(key=f"u_mem_delete_yes_{mid}").click()
     at.run()
     with pytest.raises(NotFound):
@@ -140,6 +146,14 @@ def test_edit_and_delete_one_with_confirmation(app):
 
 def test_delete_all_needs_the_typed_confirmation_then_shows_the_empty_state(app):
     at, visitor = _seeded(app)
+    past = f"past-{uuid.uuid4().hex[:8]}"
+    conversations.store_turns(
+        Scope.service(visitor.scope.user_id),
+        [TurnInput(past, 0, "user", "I am allergic to peanuts."), TurnInput(past, 1, "user", "My car is a Subaru.")],
+    )
+    at.run()
+    # before asking, it says how many past messages go with them (the first turn says a memory's text)
+    assert any("**1 past conversation message** that mentions them is deleted too" in m.value for m in at.markdown)
     at.text_input(key="u_mem_delete_all_phrase").set_value("delete")  # not the exact phrase
     at.run()
     assert at.button(key="u_mem_delete_all").disabled
@@ -151,7 +165,8 @@ def test_delete_all_needs_the_typed_confirmation_then_shows_the_empty_state(app)
     at.button(key="u_mem_delete_all").click()
     at.run()
     assert memories.list_memories(visitor.scope) == []
-    assert any("Deleted 3 memories" in s.value for s in at.success)
+    assert any("Deleted 3 memories and 1 past conversation message that mentioned them." in s.value for s in at.success)
+    assert [t.content for t in conversations.list_turns(visitor.scope, past)] == ["My car is a Subaru."]
     assert any("Nothing remembered yet" in m.value for m in at.markdown)
     assert at.get("download_button")[0].proto.disabled
 

@@ -675,7 +675,7 @@ def test_deleting_all_memories_deletes_the_mentions_of_each(new_user):
     conversations.store_turns(service, _turns(sid, FORGET_SESSION, T0))
     memories.remember(service, "favorite_color", "teal")
     memories.remember(service, "usual_order", "oat flat white")
-    assert memories.delete_all(user.scope) == 2  # the Memories page, as the user
+    assert memories.delete_all(user.scope).memories == 2  # the Memories page, as the user
     assert [t.content for t in conversations.list_turns(user.scope, sid)] == [FORGET_SESSION[i][1] for i in (3, 6)]
     assert lexicon(user.user_id) == recount(user.user_id)
 
@@ -688,6 +688,43 @@ def test_a_forgotten_text_too_short_to_match_safely_deletes_no_turns(new_user):
     memories.remember(service, "nickname", "Jo")
     assert memories.forget(service, "nickname").mentions_removed == 0
     assert len(conversations.list_turns(user.scope, sid)) == 2
+
+
+def test_a_forgotten_text_of_only_stop_words_deletes_no_turns(new_user):
+    """'my favorite color is the' stores "the": deleting it must not take every turn that says "the"."""
+    user = new_user()
+    service = Scope.service(user.user_id)
+    sid = f"stop-{user.user_id}"
+    conversations.store_turns(service, _turns(sid, FORGET_SESSION, T0))
+    memories.remember(service, "favorite_color", "the")
+    memories.remember(service, "mood", "it is what it is")
+    assert conversations.count_mentions(user.scope, ["the", "it is what it is"]) == 0
+    assert memories.forget(service, "favorite_color").mentions_removed == 0
+    mood = memories.recall(user.scope, "mood")
+    assert memories.delete_memory(user.scope, mood.id).mentions_removed == 0
+    assert len(conversations.list_turns(user.scope, sid)) == len(FORGET_SESSION)
+
+
+def test_the_count_shown_before_deleting_is_what_deleting_removes(new_user):
+    """The Memories page says how many messages go before it asks to confirm: the same rule, counted once
+    per turn even when a turn mentions two of the memories."""
+    user, other = new_user(), new_user()
+    service = Scope.service(user.user_id)
+    sid = f"count-{user.user_id}"
+    said = [*FORGET_SESSION, ("user", "A teal mug for my oat flat white, please.")]
+    conversations.store_turns(service, _turns(sid, said, T0))
+    conversations.store_turns(Scope.service(other.user_id), _turns(f"count-{other.user_id}", said, T0))
+    memories.remember(service, "favorite_color", "teal")
+    memories.remember(service, "usual_order", "oat flat white")
+
+    assert conversations.count_mentions(user.scope, ["teal"]) == 4
+    assert conversations.count_mentions(user.scope, ["oat flat white"]) == 3
+    both = conversations.count_mentions(user.scope, ["teal", "oat flat white"])
+    assert both == 6  # the last turn mentions both: one message
+    assert conversations.count_mentions(other.scope, ["teal"]) == 4  # each user counts only their own
+    assert memories.delete_all(user.scope) == memories.DeletedAll(2, both)
+    assert len(conversations.list_turns(user.scope, sid)) == len(said) - both
+    assert len(conversations.list_turns(other.scope, f"count-{other.user_id}")) == len(said)
 
 
 def test_users_can_delete_only_their_own_turns(corpus, new_user):

@@ -434,7 +434,7 @@ def test_memory_services_with_service_scope_never_touch_another_user(users):
     assert written.created is True and written.previous_content is None
     own_count = len(stored_rows(a.user_id)["memories"])
     assert own_count >= 2
-    assert memories.delete_all(service_a) == own_count
+    assert memories.delete_all(service_a).memories == own_count
     assert stored_rows(a.user_id)["memories"] == []
     assert stored_rows(b.user_id) == before_b
     memories.remember(a.scope, "hometown", "A grew up in Lisbon")

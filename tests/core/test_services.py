@@ -246,8 +246,8 @@ def test_delete_all_and_export(fresh, new_user):
     exported = memories.export(fresh.scope)
     assert exported["user_id"] == str(fresh.user_id) and exported["count"] == 2
     assert {m["memory_type"] for m in exported["memories"]} == {"favorite_color", "pet"}
-    assert memories.delete_all(fresh.scope) == 2
-    assert memories.delete_all(fresh.scope) == 0
+    assert memories.delete_all(fresh.scope).memories == 2
+    assert memories.delete_all(fresh.scope).memories == 0
     assert memories.export(fresh.scope)["memories"] == []
     assert memories.recall(other.scope, "pet").content == "Other's cat"
 

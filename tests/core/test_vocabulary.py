@@ -51,7 +51,7 @@ def test_every_change_to_what_recognition_uses_is_announced_after_it_is_made(new
         memories.forget(user.scope, "home_city")  # the agent's tool
         memories.delete_memory(user.scope, stored.id)  # the Memories page's delete
         memories.remember(user.scope, "drink", "cortado")
-        assert memories.delete_all(user.scope) == 1
+        assert memories.delete_all(user.scope).memories == 1
         profiles.update_profile(user.scope, "name", "Siobhan")
         profiles.update_profile(user.scope, "timezone", "Europe/Lisbon")  # not a word recognition uses
         memories.remember(other.scope, "home_city", "Reykjavik")
