@@ -55,6 +55,17 @@ class Forgotten:
 class DeletedAll:
     memories: int
     mentions_removed: int  # past conversation turns that said any of them, deleted with them
+    profile_cleared: bool = False  # the profile details the agent keeps (name, language, ...) went too
+
+
+# The profile details the agent learns in conversation ("call me Ada") and says back; to the user they are
+# memories, so deleting all memories clears them (the email stays: in hosted mode it is the sign-in address).
+LEARNED_PROFILE_FIELDS = ("name", "preferred_language", "timezone", "preferences")
+_CLEAR_LEARNED_PROFILE = (
+    "update public.profiles set name = null, preferred_language = null, timezone = null, preferences = '{}' "
+    "where id = %s and (name is not null or preferred_language is not null or timezone is not null "
+    "or preferences <> '{}')"
+)
 
 
 @dataclass(frozen=True)
@@ -154,6 +165,7 @@ def forget(scope: Scope, memory_type: str) -> Forgotten:
         if row is None:
             raise NotFound(f"Nothing is remembered under {slot!r}, so there was nothing to forget.")
         mentions = conversations.delete_mentions(cur, scope.user_id, [row["content"]])
+        _forget_profile_name(cur, scope.user_id, row["memory_type"])
     memory_changes.notify(scope.user_id)
     return Forgotten(Memory(**row), mentions)
 
@@ -231,19 +243,50 @@ def delete_memory(scope: Scope, memory_id) -> Forgotten:
         if row is None:
             raise NotFound("That memory no longer exists.")
         mentions = conversations.delete_mentions(cur, scope.user_id, [row["content"]])
+        _forget_profile_name(cur, scope.user_id, row["memory_type"])
     memory_changes.notify(scope.user_id)
     return Forgotten(Memory(**row), mentions)
 
 
+def _forget_profile_name(cur, user_id, slot: str) -> None:
+    """The `name` slot and the profile's name are one fact to the user (the greeting says the profile's):
+    forgetting the slot clears both, so the agent does not go on greeting them by it."""
+    if slot == "name":
+        cur.execute("update public.profiles set name = null where id = %s and name is not null", (user_id,))
+
+
 def delete_all(scope: Scope) -> DeletedAll:
-    """Delete every memory of the user and the past conversation turns that mention them (one transaction)."""
+    """Delete every memory of the user, the past conversation turns that mention them and the profile
+    details the agent learned (LEARNED_PROFILE_FIELDS), in one transaction."""
     _store_queued_turns()
     with transaction(scope) as cur:
         cur.execute("delete from public.memories where user_id = %s returning content", (scope.user_id,))
         contents = [row["content"] for row in cur.fetchall()]
         mentions = conversations.delete_mentions(cur, scope.user_id, contents)
+        cur.execute(_CLEAR_LEARNED_PROFILE, (scope.user_id,))
+        profile_cleared = cur.rowcount == 1
     memory_changes.notify(scope.user_id)
-    return DeletedAll(len(contents), mentions)
+    return DeletedAll(len(contents), mentions, profile_cleared)
+
+
+def learned_profile(scope: Scope) -> dict[str, Any]:
+    """The profile details the agent learned and uses (LEARNED_PROFILE_FIELDS) that are set; as the user."""
+    with transaction(scope) as cur:
+        cur.execute(
+            "select name, preferred_language, timezone, preferences from public.profiles where id = %s",
+            (scope.user_id,),
+        )
+        row = cur.fetchone() or {}
+    return {field: row[field] for field in LEARNED_PROFILE_FIELDS if row.get(field)}
+
+
+def clear_learned_profile(scope: Scope) -> bool:
+    """Clear the profile details the agent learned (the Memories page's Clear); True if any was set."""
+    with transaction(scope) as cur:
+        cur.execute(_CLEAR_LEARNED_PROFILE, (scope.user_id,))
+        cleared = cur.rowcount == 1
+    memory_changes.notify(scope.user_id)
+    return cleared
 
 
 def export(scope: Scope) -> dict[str, Any]:

@@ -174,7 +174,8 @@ def _toolbar(scope, visitor, items) -> None:
                 mentions = conversations.count_mentions(scope, [m.content for m in items])
                 st.markdown(
                     f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items)} memories'}**"
-                    f" the agent keeps about you. {_mentions_notice(mentions, 'them' if len(items) > 1 else 'it')}"
+                    " the agent keeps about you and the profile details it learned (name, language, time zone,"
+                    f" preferences). {_mentions_notice(mentions, 'them' if len(items) > 1 else 'it')}"
                     " Your session reports stay on the Sessions page. It cannot be undone."
                 )
             typed = st.text_input(f"Type {DELETE_ALL_PHRASE} to confirm", key="u_mem_delete_all_phrase")
@@ -188,9 +189,10 @@ def _toolbar(scope, visitor, items) -> None:
                     deleted = memories.delete_all(scope)
                     st.session_state.pop("u_mem_delete_all_phrase", None)
                     count = deleted.memories
+                    profile = ", and the profile details the agent kept" if deleted.profile_cleared else ""
                     _flash(
                         f"Deleted {count} memor{'y' if count == 1 else 'ies'}"
-                        f"{_and_mentions(deleted.mentions_removed, 'them' if count > 1 else 'it')}."
+                        f"{_and_mentions(deleted.mentions_removed, 'them' if count > 1 else 'it')}{profile}."
                     )
                     st.rerun()
         with st.popover(
@@ -200,6 +202,35 @@ def _toolbar(scope, visitor, items) -> None:
             on_change="rerun",
         ):
             erase.render_delete_everything(visitor, key="u_mem_erase")
+
+
+_PROFILE_LABELS = {
+    "name": "name",
+    "preferred_language": "language",
+    "timezone": "time zone",
+    "preferences": "preferences",
+}
+
+
+def _learned_profile(scope) -> None:
+    """The profile details the agent keeps beside the slots (it greets by the name): shown, and clearable."""
+    learned = memories.learned_profile(scope)
+    if not learned:
+        return
+    with st.container(border=True, key="u_mem_profile"):
+        st.markdown("**`profile`** — the agent also knows these, and greets you by the name")
+        st.markdown(
+            "  \n".join(
+                f"{_PROFILE_LABELS[field]}: "
+                + literal(clip(json.dumps(value, ensure_ascii=False) if isinstance(value, dict) else value, 200))
+                for field, value in learned.items()
+            )
+        )
+        if st.button("Clear", key="u_mem_profile_clear", icon=":material/backspace:", type="tertiary"):
+            with reported():
+                memories.clear_learned_profile(scope)
+                _flash("Cleared the profile details the agent kept (the email you signed in with stays).")
+                st.rerun()
 
 
 def _search_panel(scope) -> None:
@@ -246,6 +277,7 @@ def main() -> None:
         metrics.metric("Last updated", ago(items[0].updated_at) if items else "—", border=True, width="content")
         metrics.metric("From sessions", len(sessions), border=True, width="content")
         _toolbar(scope, visitor, items)
+        _learned_profile(scope)
         if not items:
             empty_state(
                 ":material/psychology_alt:",

@@ -91,6 +91,13 @@ def slot_words(slot: str) -> str:
     return slot.replace("_", " ")
 
 
+def slot_phrase(slot: str) -> str:
+    """The slot as said after "your": 'dog_name' -> "dog's name", 'favorite_color' -> 'favorite color'."""
+    if slot.endswith("_name") and slot != "name":
+        return f"{slot_words(slot[: -len('_name')])}'s name"
+    return slot_words(slot)
+
+
 # family and friends: "my sister Ana lives in Porto" is kept under `sister` as "Ana lives in Porto"
 RELATIONS = (
     "sister", "brother", "mother", "mom", "mum", "father", "dad", "wife", "husband", "partner", "son",
@@ -140,7 +147,7 @@ def describe_fact(slot: str, content: str) -> str:
     if slot.startswith("dislikes_"):
         return f"you don't like {content}"
     if slot.endswith("_name") and slot != "name":
-        return f"your {slot_words(slot[: -len('_name')])}'s name is {content}"
+        return f"your {slot_phrase(slot)} is {content}"
     if slot_words(slot) in RELATIONS:
         # kept with its verb ("Ana lives in Porto", "is a doctor") or, from "my sister is Ana", without
         with_verb = re.match(

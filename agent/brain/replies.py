@@ -12,7 +12,7 @@ from typing import Any
 
 from livekit.agents import llm
 
-from agent.brain.facts import describe_fact, search_query, slot_words
+from agent.brain.facts import describe_fact, search_query, slot_phrase, slot_words
 from agent.brain.text import STOPWORDS, clean, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
 from core.retrieval import is_relevant
@@ -78,21 +78,20 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
     """Write the answer from this turn's tool results. `recalled`: the (slot, content) pairs the per-turn recall
     put into context (what the retrieval panel stars); a question about the user is answered from them when
     the tools found nothing, so the reply never contradicts the panel."""
-    recalled = recalled or []
+    recalled = [fact for fact in recalled or [] if _about_what_was_asked(user_text, *fact)]
     results_before = results
     parts: list[str] = []
-    if _asked_memory(results) and not _memory_answer(results):
+    if _asked_memory(results) and not _memory_answer(results, user_text):
         past = _past_conversations(results)
         results = [r for r in results if r[0] not in ("recall_detail", "search_memories", "search_past_conversations")]
         if recalled:
             parts.append(f"You told me {describe_fact(*recalled[0])}.")
-        if past and _relevant(past):  # not a slot, but said in an earlier conversation
+        if past and _answers(past):  # not a slot, but said in an earlier conversation
             parts.append(_conversations_found(past, after_memories=not recalled))
         elif not recalled and not results:
             return _nothing_found(results_before)
-    elif _memory_answer(results):
+    elif found := _memory_answer(results, user_text):
         # the search after a missed slot found it: answer, without first saying it was missing
-        found = _memory_answer(results)
         results = [r for r in results if r[0] not in ("recall_detail", "search_memories")]
         parts.append(found)
     names = [name for name, *_ in results]
@@ -119,7 +118,7 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
 def _nothing_found(results: list[ToolResult]) -> str:
     slot = next((args.get("memory_type") for name, args, *_ in results if name == "recall_detail"), None)
     if slot and slot_words(slot) not in ("note",):
-        reply = f"I don't remember your {slot_words(slot)} yet. Tell me and I'll remember it."
+        reply = f"I don't remember your {slot_phrase(slot)} yet. Tell me and I'll remember it."
     else:
         reply = NOTHING_FOUND_REPLY
     if _past_conversations(results) is not None:
@@ -140,7 +139,20 @@ def _asked_memory(results: list[ToolResult]) -> bool:
     return any(name in ("recall_detail", "search_memories") for name, *_ in results)
 
 
-def _memory_answer(results: list[ToolResult]) -> str | None:
+# "my dog's name", "my sister's birthday" (straight or curly apostrophe): whose detail the question asks for
+_POSSESSOR = re.compile(r"\bmy\s+([a-z]+(?:\s+[a-z]+)?)(?:'s|\u2019s|s')\s", re.I)
+
+
+def _about_what_was_asked(user_text: str, slot: str, content: str) -> bool:
+    """False for a memory that does not name whose detail was asked for (or its topic's slots): the word "name"
+    in "what is my dog's name?" also matches the user's own `name`, which is not the answer."""
+    # with the slots its topic is stored under: "my pet's name" is answered by `dog_name`
+    asked = [_stems(search_query(m)) for m in _POSSESSOR.findall(user_text or "")]
+    have = _stems(f"{slot_words(slot)} {content}")
+    return all(stems & have for stems in asked if stems)
+
+
+def _memory_answer(results: list[ToolResult], user_text: str = "") -> str | None:
     """The answer to a question about the user from this turn's recall_detail / search_memories, or None."""
     for name, _args, output, is_error in results:
         data = load_output(output)
@@ -153,6 +165,7 @@ def _memory_answer(results: list[ToolResult]) -> str | None:
                 h
                 for h in data.get("hits", [])
                 if is_relevant(h.get("text_rank"), h.get("vector_distance"), h.get("rrf_score"))
+                and _about_what_was_asked(user_text, h.get("memory_type", ""), h.get("content", ""))
             ]
             if hits:
                 top = hits[0]
@@ -238,7 +251,7 @@ def _remembered(data: dict[str, Any]) -> str:
 
 
 def _forgotten(data: dict[str, Any]) -> str:
-    done = f"Done, I've forgotten your {slot_words(data.get('memory_type', ''))}"
+    done = f"Done, I've forgotten your {slot_phrase(data.get('memory_type', ''))}"
     mentions = data.get("past_mentions_removed") or 0
     if mentions:
         said = "message" if mentions == 1 else "messages"
@@ -278,8 +291,21 @@ def _relevant(data: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _answers(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The relevant past turns that can answer: a question asked before ("What is my name?") matches the
+    same question best and answers nothing, and neither does this brain's own "I don't remember …"."""
+
+    def answers(hit: dict[str, Any]) -> bool:
+        said = str(hit.get("content") or "").strip()
+        if said.endswith("?"):
+            return False
+        return hit.get("speaker") == "user" or not any(phrase in said for phrase in NOTHING_FOUND_PHRASES)
+
+    return [hit for hit in _relevant(data) if answers(hit)]
+
+
 def _conversations_found(data: dict[str, Any], *, after_memories: bool = False) -> str:
-    hits = _relevant(data)
+    hits = _answers(data)
     if not hits:
         return "I couldn't find anything about that in our earlier conversations."
     # what the user said answers "that thing I mentioned" better than the agent's reply to it

@@ -263,3 +263,40 @@ async def test_a_forgotten_detail_does_not_come_back_from_earlier_conversations(
         found = [e for e in run.events("retrieval") if e["tier"] == "conversations"]
     assert "teal" not in reply.lower()
     assert found and all("teal" not in (hit.get("content") or "").lower() for e in found for hit in e["hits"])
+
+
+async def test_a_question_about_someone_elses_name_is_not_answered_with_the_users_own(new_user):
+    """ "What is my dog's name?" shares the word "name" with the user's own `name`: that memory is recalled
+    (the panel shows it) but is not the answer, and the brain says what it does not know instead."""
+    user = new_user()
+    async with agent_session(user.user_id) as run:
+        await run.session.run(user_input="My name is Ada")
+        await run.session.run(user_input="my dog is called Pixel")
+        forgot = reply_text(await run.session.run(user_input="forget my dog's name"))
+        dog = reply_text(await run.session.run(user_input="What is my dog's name?"))
+        sister = reply_text(await run.session.run(user_input="What is my sister's name?"))
+        own = reply_text(await run.session.run(user_input="What is my name?"))
+    assert forgot.startswith("Done, I've forgotten your dog's name")
+    assert "Ada" not in dog and dog.startswith("I don't remember your dog's name yet.")
+    assert "Ada" not in sister and sister.startswith("I don't remember your sister's name yet.")
+    assert own == "You told me your name is Ada."
+
+
+async def test_a_question_asked_in_an_earlier_session_is_not_quoted_as_its_own_answer(new_user):
+    """The best match for "What is my name?" among past turns is the same question asked before, and the
+    next best this brain's own "I don't remember …": neither answers it."""
+    user = new_user()
+    _store_past(
+        user,
+        f"asked-{user.user_id}",
+        [
+            ("user", "What is my name?"),
+            ("assistant", "I don't remember your name yet. Tell me and I'll remember it."),
+            ("user", "We hiked the Cedar Creek Loop on Saturday."),
+        ],
+    )
+    async with agent_session(user.user_id) as run:
+        reply = reply_text(await run.session.run(user_input="What is my name?"))
+        trail = reply_text(await run.session.run(user_input="what was the name of that trail I mentioned?"))
+    assert reply.startswith("I don't remember your name yet.") and "you said" not in reply
+    assert "Cedar Creek Loop" in trail  # a statement still answers

@@ -337,3 +337,22 @@ def test_a_long_list_shows_a_page_at_a_time_and_filters_by_slot_or_word(app):
     at.text_input(key="u_mem_filter").set_value("cat")
     at.run()
     assert not cards() and any("No memory's slot or text contains “cat”" in c.value for c in at.caption)
+
+
+def test_the_profile_details_the_agent_keeps_are_shown_and_can_be_cleared(app):
+    """The agent greets by the profile's name: it is shown beside the memories, and Clear forgets it."""
+    at, visitor = _seeded(app)
+    assert not any("the agent also knows these" in m.value for m in at.markdown)  # nothing learned yet: no box
+    profiles.update_profile(Scope.service(visitor.scope.user_id), "name", "Ada *the* [first]")
+    profiles.update_profile(Scope.service(visitor.scope.user_id), "timezone", "Europe/Lisbon")
+    at.run()
+    shown = [m.value for m in at.markdown]
+    # as typed: the Markdown characters are escaped, so nothing is read as formatting
+    assert "name: Ada \\*the\\* \\[first\\]  \ntime zone: Europe/Lisbon" in shown
+    at.button(key="u_mem_profile_clear").click()
+    at.run()
+    profile = profiles.get_profile(visitor.scope)
+    assert (profile.name, profile.timezone) == (None, None)
+    assert any("Cleared the profile details" in s.value for s in at.success)
+    assert not any("time zone: Europe/Lisbon" in m.value for m in at.markdown)
+    assert {m.memory_type for m in memories.list_memories(visitor.scope)} == {"favorite_color", "car", "allergy"}

@@ -828,3 +828,50 @@ def test_turns_left_without_an_embedding_are_embedded_by_the_cleanup_run(new_use
     removed = maintenance.cleanup(older_than_days=3650)
     assert removed["turns_embedded"] >= 1
     assert conversations.get_turn(user.scope, turn.id).embedded
+
+
+def test_deleting_all_memories_clears_the_profile_details_the_agent_learned_but_not_the_email(new_user):
+    """To the user, "call me Ada" is a memory: after Delete all memories the agent must not greet them by it."""
+    from core import profiles
+
+    user = new_user()
+    service = Scope.service(user.user_id)
+    profiles.update_profile(service, "name", "Ada")
+    profiles.update_profile(service, "timezone", "Europe/Lisbon")
+    profiles.update_profile(service, "email", "ada@example.com")
+    profiles.update_profile(service, "preferences", {"units": "metric"})
+    memories.remember(service, "favorite_color", "teal")
+    assert memories.learned_profile(user.scope) == {
+        "name": "Ada",
+        "timezone": "Europe/Lisbon",
+        "preferences": {"units": "metric"},
+    }
+    assert memories.delete_all(user.scope) == memories.DeletedAll(1, 0, profile_cleared=True)  # as the user, RLS
+    profile = profiles.get_profile(user.scope)
+    assert (profile.name, profile.timezone, profile.preferences) == (None, None, {})
+    assert profile.email == "ada@example.com"
+    assert memories.learned_profile(user.scope) == {}
+    assert memories.delete_all(user.scope) == memories.DeletedAll(0, 0, profile_cleared=False)
+
+
+def test_forgetting_the_name_slot_clears_the_profile_name_and_only_that(new_user):
+    from core import profiles
+
+    user = new_user()
+    service = Scope.service(user.user_id)
+    profiles.update_profile(service, "name", "Ada")
+    profiles.update_profile(service, "timezone", "Europe/Lisbon")
+    memories.remember(service, "name", "Ada")
+    memories.remember(service, "favorite_color", "teal")
+    memories.forget(service, "favorite_color")
+    assert profiles.get_profile(user.scope).name == "Ada"  # another slot: the name stays
+    memories.forget(service, "name")  # the agent's tool, as the scoped service
+    assert profiles.get_profile(user.scope).name is None
+    assert profiles.get_profile(user.scope).timezone == "Europe/Lisbon"
+    profiles.update_profile(service, "name", "Ada")
+    memories.remember(service, "name", "Ada")
+    named = memories.recall(user.scope, "name")
+    memories.delete_memory(user.scope, named.id)  # the Memories page, as the user
+    assert profiles.get_profile(user.scope).name is None
+    assert memories.clear_learned_profile(user.scope) is True
+    assert profiles.get_profile(user.scope).timezone is None
