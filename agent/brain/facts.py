@@ -142,9 +142,9 @@ def describe_fact(slot: str, content: str) -> str:
         return f"you work as {_with_article(content)}"
     if slot == "diet":
         return f"you're {content}" if content.lower() in DIETS else f"your diet is {content}"
-    if slot.startswith("likes_"):
+    if slot == "likes" or slot.startswith("likes_"):
         return f"you like {content}"
-    if slot.startswith("dislikes_"):
+    if slot == "dislikes" or slot.startswith("dislikes_"):
         return f"you don't like {content}"
     if slot.endswith("_name") and slot != "name":
         return f"your {slot_phrase(slot)} is {content}"

@@ -204,6 +204,7 @@ def test_parse_facts_keeps_the_last_mention_of_a_slot():
         ("I'm vegetarian", "diet", "vegetarian", "you're vegetarian"),
         ("I work as a nurse", "job", "nurse", "you work as a nurse"),
         ("I love hiking near my home", "likes_hiking_near", "hiking near my home", "you like hiking near your home"),
+        ("I like 🐶🍕", "likes", "🐶🍕", "you like 🐶🍕"),  # no word to name the slot: still said back as a like
         ("I don't eat fish", "diet", "I don't eat fish", "you don't eat fish"),
     ],
 )
