@@ -15,7 +15,7 @@ from agent import MAX_MESSAGE_LENGTH, Conversation, llm_wait_seconds, warmup
 from core.errors import InvalidInput
 from ui import auth, chat_state, resend, rrf
 from ui.errors import reported, show_error
-from ui.format import clip, ms, short_id
+from ui.format import clip, ms, session_ref
 from ui.fragments import timed_fragment
 from ui.shell import run_page
 from ui.sidebar import model_rows
@@ -299,7 +299,7 @@ def _inspector(turns: list[Turn], visitor) -> None:
 def _ended(session_id: str, saved: bool) -> None:
     """The conversation just ended: where its report went, and a new start."""
     if saved:
-        st.success(f"Session `{short_id(session_id, 16)}` ended and its report was saved.", icon=":material/task_alt:")
+        st.success(f"Session `{session_ref(session_id)}` ended and its report was saved.", icon=":material/task_alt:")
         st.page_link("pages/sessions.py", label="Open it on the Sessions page", icon=":material/history:")
     else:
         st.warning(
@@ -336,7 +336,7 @@ def _header(chat: Conversation, visitor) -> bool:
     label, demo_brain = _llm_label()
     header_left, header_right = st.columns([4, 1], vertical_alignment="center")
     with header_left:
-        session = f"session `{chat.session_id}`" if chat.session_id else "the session is starting"
+        session = f"session `{session_ref(chat.session_id)}`" if chat.session_id else "the session is starting"
         st.caption(
             f":material/smart_toy: **{label}**{' — not an LLM; see the sidebar' if demo_brain else ''}"
             f" · {session} · user `{visitor.short_id}`"
@@ -449,14 +449,14 @@ def main() -> None:
     conversation, inspector = st.columns([1, 1], gap="medium")
     with conversation:
         if moved is not None:
-            which = f"Your conversation `{short_id(moved, 16)}`" if moved else "Your conversation"
+            which = f"Your conversation `{session_ref(moved)}`" if moved else "Your conversation"
             st.info(
                 f"{which} went on in another tab of this browser while this tab was disconnected, and "
                 "continues there. This tab starts a new conversation.",
                 icon=":material/tab:",
             )
         if deleted is not None:
-            which = f"Your conversation `{short_id(deleted, 16)}`" if deleted else "Your conversation"
+            which = f"Your conversation `{session_ref(deleted)}`" if deleted else "Your conversation"
             st.info(
                 f"{which} was deleted on the Sessions page (in another tab or window), so it ended here and "
                 "nothing of it is kept. This is a new conversation.",

@@ -28,7 +28,7 @@ from agent import (
 from core.config import Settings, get_settings
 from ui import auth, chat_state, components, resend
 from ui.errors import reported, show_error
-from ui.format import clip, ms, short_id
+from ui.format import clip, ms, session_ref
 from ui.fragments import timed_fragment
 from ui.shell import run_page, stayed_on_page
 from ui.sidebar import model_rows
@@ -170,7 +170,7 @@ def _live_status(key: str, who: str) -> None:
         return
     _hand_over(call)
     _deleted_notice(call)
-    session = f"call `{short_id(call.session_id, 16)}` · " if call.session_id else ""
+    session = f"call `{session_ref(call.session_id)}` · " if call.session_id else ""
     st.caption(f"{session}{call.pipeline} pipeline · you are `{who}`")
     state_col, mic_col, out_col = st.columns([1, 2, 2], vertical_alignment="center")
     with state_col:
@@ -255,7 +255,7 @@ def _ended_notice() -> None:
     session_id, saved, pipeline = ended
     if saved == SESSION_DELETED:
         st.info(
-            f"Call `{short_id(session_id, 16)}` ended: its session was deleted on the Sessions page, and nothing "
+            f"Call `{session_ref(session_id)}` ended: its session was deleted on the Sessions page, and nothing "
             "of it is kept. A call going on below is a new session.",
             icon=":material/delete:",
         )
@@ -267,7 +267,7 @@ def _ended_notice() -> None:
         st.page_link("pages/sessions.py", label="Sessions", icon=":material/history:")
     elif saved:
         st.success(
-            f"Call `{short_id(session_id, 16)}` ended; its report (transcript, tool calls, per-turn "
+            f"Call `{session_ref(session_id)}` ended; its report (transcript, tool calls, per-turn "
             "latencies) was saved.",
             icon=":material/task_alt:",
         )

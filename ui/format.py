@@ -8,10 +8,17 @@ from typing import Any
 
 
 def short_id(value: uuid.UUID | str | None, length: int = 8) -> str:
+    """The start of a user id (a UUID's hex digits). Not for session ids: see session_ref."""
     if value is None:
         return "—"
     text = value.hex if isinstance(value, uuid.UUID) else str(value).replace("-", "")
     return text[:length]
+
+
+def session_ref(session_id: str | None) -> str:
+    """A session id as every page shows it: whole, as on the Sessions page (`text-a50283de052c4b03`), so it
+    can be found there; short_id made it `texta50283de052c`."""
+    return "—" if not session_id else str(session_id)
 
 
 def parse_time(value: Any) -> datetime | None:

@@ -13,7 +13,7 @@ from core.retrieval import RrfParams
 from tests.app.conftest import settle
 from tests.support.panels import expand
 from ui import chat_state, resend
-from ui.format import short_id
+from ui.format import session_ref
 
 
 def _say(at, text):
@@ -91,7 +91,8 @@ def test_end_session_saves_the_report_and_the_sessions_page_shows_it(app):
     session_id = at.session_state["u_chat_session"].session_id
     at.button(key="u_chat_end").click()
     at.run()
-    assert any("ended and its report was saved" in s.value for s in at.success)
+    # the id as the Sessions page shows it (it was shown as `texta50283de052c`, hyphen and end cut off)
+    assert any(s.value.startswith(f"Session `{session_id}` ended and its report was saved") for s in at.success)
     record = sessions.get_session(visitor.scope, session_id)  # stored, readable by this user (RLS)
     assert record.report["playground"]["user_id"] == str(visitor.user_id)
 
@@ -355,7 +356,7 @@ def test_a_tab_whose_conversation_another_tab_took_over_starts_a_new_one(app):
         assert here is not chat and here.session_id != chat.session_id
         assert not chat.closed  # it goes on in the other tab
         notices = [i.value for i in at.info if "went on in another tab" in i.value]
-        assert notices and short_id(chat.session_id, 16) in notices[0]
+        assert notices and session_ref(chat.session_id) in notices[0]
         assert not any("teal" in text for text in _assistant_texts(at))  # this tab shows its new conversation
         _say(at, "what is my favorite color?")  # memories are the visitor's: the new conversation knows them
         assert any("teal" in text.lower() for text in _assistant_texts(at))
@@ -386,7 +387,7 @@ def test_a_tab_whose_session_was_deleted_elsewhere_says_so_and_goes_on_in_a_new_
     settle(at)
     assert not at.exception, at.exception
     notices = [i.value for i in at.info if "was deleted on the Sessions page" in i.value]
-    assert notices and short_id(chat.session_id, 16) in notices[0]
+    assert notices and session_ref(chat.session_id) in notices[0]
     here = at.session_state[chat_state.CHAT_KEY]
     assert here is not chat and here.session_id != chat.session_id
     assert not any("teal" in text for text in _assistant_texts(at))

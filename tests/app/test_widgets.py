@@ -212,6 +212,8 @@ def test_formatting_helpers():
     assert fmt.duration(75) == "1 min 15 s" and fmt.duration(None) == "—"
     assert fmt.ms(1500) == "1.50 s" and fmt.ms(3.25) == "3.2 ms" and fmt.ms("x") == "—"
     assert fmt.clip("a" * 10, 5) == "aaaa…"
+    assert fmt.session_ref("text-a50283de052c4b03") == "text-a50283de052c4b03"  # whole, as the Sessions page has it
+    assert fmt.session_ref(None) == "—"
 
 
 def _hit(slot, vector_rank, text_rank, vector_rrf, text_rrf, hit_id=None):
