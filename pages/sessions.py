@@ -213,7 +213,10 @@ def _transcript(scope, record, view: ReportView) -> None:
             role = "user" if turn.speaker == "user" else "assistant"
             if turn.turn_index == target:
                 with st.container(key=MATCH_KEY, border=True):
-                    st.caption(f":material/my_location: The turn you searched for · {when(turn.created_at)}")
+                    st.caption(
+                        f":material/my_location: The message you searched for · {_message_number(turn.turn_index)}"
+                        f" · {when(turn.created_at)}"
+                    )
                     with st.chat_message(role):
                         st.markdown(turn.content)
             else:
@@ -282,7 +285,7 @@ def _detail(visitor, record, view: ReportView) -> None:
     cols = st.columns(5)
     unknown = "—" if record.is_open else None  # not counted before the report is saved
     cols[0].metric("Duration", OPEN if record.is_open else duration(_duration_seconds(record, view)), border=True)
-    cols[1].metric("Turns", view.user_turns, border=True)
+    cols[1].metric("Turns", view.user_turns, border=True, help="Your messages; the agent's replies are not counted.")
     cols[2].metric("Tool calls", unknown or len(view.tool_calls), border=True)
     cols[3].metric("Retrievals", unknown or len(view.retrievals), border=True)
     cols[4].metric("Memories written", unknown or len(view.memories_written), border=True)
@@ -347,12 +350,18 @@ def _detail(visitor, record, view: ReportView) -> None:
                 st.error(f"{error.get('where') or 'agent'}: {error.get('message')}")
 
 
+def _message_number(turn_index: int) -> str:
+    """Where a stored turn sits in its session: "message 39" is its 39th message, the user's and the agent's
+    counted alike. turn_index counts both from 0 (stored so); "turn 38" read as the user's turns, which the
+    Turns count and the report's turn numbers count."""
+    return f"message {turn_index + 1}"
+
+
 def _search_hit(hit, index: int) -> None:
     with st.container(border=True, key=f"u_sessions_hit_{index}"):
         text_col, open_col = st.columns([6, 1], vertical_alignment="center")
-        text_col.markdown(
-            f"**{when(hit.created_at)}** · {hit.speaker} · turn {hit.turn_index}  \n{clip(hit.content, 220)}"
-        )
+        where = f"**{when(hit.created_at)}** · {hit.speaker} · {_message_number(hit.turn_index)}"
+        text_col.markdown(f"{where}  \n{clip(hit.content, 220)}")
         ranks = f"vector #{hit.vector_rank or '—'} · text #{hit.text_rank or '—'}"
         text_col.caption(f"{ranks} · RRF {hit.rrf_score:.4f} · session {hit.session_id}")
         if open_col.button("Open", key=f"u_sessions_open_{index}", icon=":material/arrow_forward:"):

@@ -123,7 +123,7 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
     wait_for_app(page)
     match = page.locator('[class*="st-key-u_session_turn_match"]')
     expect(match).to_contain_text("Cedar Creek Loop", timeout=TURN_TIMEOUT_MS)
-    expect(match).to_contain_text("The turn you searched for")
+    expect(match).to_contain_text("The message you searched for")
     expect(match).to_be_in_viewport(timeout=10_000)
 
     # deleting that session deletes its turns; the other session's stay

@@ -126,8 +126,18 @@ def test_the_transcript_search_lists_matches_and_puts_the_merely_nearest_turns_a
     _search_transcripts(at, "the trail I hiked")
     assert not any(c.value == "No turn of your transcripts matches that." for c in at.caption)
     assert not any(i.value.startswith("Nothing matches") for i in at.info)
-    listed = [m.value for m in at.markdown if " · turn " in m.value]
-    apart = [m.value for e in at.expander if "loosely related" in e.label for m in e.markdown if " · turn " in m.value]
+    listed = [m.value for m in at.markdown if " · message " in m.value]
+    apart = [
+        m.value for e in at.expander if "loosely related" in e.label for m in e.markdown if " · message " in m.value
+    ]
     assert any("Bear Creek" in text for text in listed)  # the match, listed outside the expander
     assert not any("Bear Creek" in text for text in apart) and len(apart) < len(listed)
+    # the session's third message (stored as turn_index 2), not "turn 2": the Turns count says 2 for the whole session
+    [hit] = [text for text in listed if "Bear Creek" in text]
+    assert " · user · message 3  \n" in hit and " turn " not in hit
+    at.button(key=f"u_sessions_open_{listed.index(hit)}").click()  # hits are numbered in the order listed
+    at.run()
+    assert any(
+        c.value.startswith(":material/my_location: The message you searched for · message 3") for c in at.caption
+    )
     delete_everything(visitor.scope)
