@@ -12,7 +12,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from core import conversations, sessions
+from core import conversations, memories, sessions
 from core.errors import NotFound
 from core.retrieval import match_kind, search_conversations
 from ui import auth, erase
@@ -226,7 +226,15 @@ def _transcript(scope, record, view: ReportView) -> None:
         st.html(_SCROLL_TO_MATCH, unsafe_allow_javascript=True)
 
 
-def _tool_calls(view: ReportView) -> None:
+def _not_yet(what: str) -> None:
+    """An open session has no report: its sections say when theirs comes, not that nothing happened."""
+    st.caption(f":material/pending: {what} in its report, saved when the session ends.")
+
+
+def _tool_calls(record, view: ReportView) -> None:
+    if record.is_open:
+        _not_yet("The tool calls are listed")
+        return
     if not view.tool_calls:
         st.caption("No tools were called.")
         return
@@ -255,6 +263,20 @@ def _tool_calls(view: ReportView) -> None:
             "Result": st.column_config.TextColumn(width="large"),
         },
     )
+
+
+def _memories_so_far(scope, record) -> None:
+    """What an open session is known to have written: the memories that name it now (an overwritten value
+    or a deleted memory is not among them; the report lists every write)."""
+    _not_yet("Every write (with the value it replaced) is listed")
+    written = [m for m in memories.list_memories(scope) if m.session_id == record.session_id]
+    if written:
+        st.caption("Written so far, as they are now:")
+        st.dataframe(
+            pd.DataFrame([{"Slot": m.memory_type, "Content": m.content, "When": when(m.updated_at)} for m in written]),
+            hide_index=True,
+            key="u_session_memories_so_far",
+        )
 
 
 def _detail(visitor, record, view: ReportView) -> None:
@@ -297,21 +319,25 @@ def _detail(visitor, record, view: ReportView) -> None:
     with right:
         st.markdown("##### :material/timer: Latency per turn")
         chart = _latency_chart(view)
-        if chart is None:
+        if record.is_open:
+            _not_yet("Each turn's timings are")
+        elif chart is None:
             st.caption("No latency metrics were recorded.")
         else:
             st.altair_chart(chart, width="stretch")
             totals = pd.DataFrame(view.metrics).groupby("name")["value"].median()
             st.caption("Median: " + " · ".join(f"{METRIC_LABELS.get(n, n)} {ms(v)}" for n, v in totals.items()))
         st.markdown("##### :material/build: Tool calls")
-        _tool_calls(view)
+        _tool_calls(record, view)
 
     if view.voice_latency or view.voice_latency_summary:
         st.markdown("##### :material/graphic_eq: Voice latency per turn")
         _voice_latency(view)
 
     st.markdown("##### :material/manage_search: Retrieval events")
-    if not view.retrievals:
+    if record.is_open:
+        _not_yet("Every search the agent ran, with its scores, is")
+    elif not view.retrievals:
         st.caption("No searches ran in this session.")
     for index, event in enumerate(view.retrievals):
         source = event.get("source", "memories")
@@ -323,7 +349,9 @@ def _detail(visitor, record, view: ReportView) -> None:
             render_retrieval(event, key=f"u_session_retrieval_{index}", show_summary=True)
 
     st.markdown("##### :material/neurology: Memories written during this session")
-    if not view.memories_written:
+    if record.is_open:
+        _memories_so_far(visitor.scope, record)
+    elif not view.memories_written:
         st.caption("Nothing was remembered in this session.")
     else:
         st.dataframe(

@@ -7,7 +7,7 @@ import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from core import conversations, sessions
+from core import conversations, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope
 from core.erasure import delete_everything
@@ -29,6 +29,7 @@ def test_an_open_session_shows_its_turns_so_far_and_says_its_report_comes_when_i
     service = Scope.service(visitor.user_id)
     session_id = f"text-{uuid.uuid4().hex[:16]}"
     conversations.store_turns(service, _said(session_id))  # what the chat does turn by turn
+    memories.remember(service, "favorite_color", "teal", session_id=session_id)  # the agent's tool, meanwhile
 
     at.switch_page("pages/sessions.py")
     at.run()
@@ -37,11 +38,22 @@ def test_an_open_session_shows_its_turns_so_far_and_says_its_report_comes_when_i
     row = overview[overview["Session"] == session_id].iloc[0]
     assert row["Duration"] == "in progress" and row["Turns"] == 2
     assert row["Memories written"] == "—"  # not known before the report
-    assert at.selectbox(key="u_sessions_pick").value == session_id
+    picked = at.selectbox(key="u_sessions_pick")
+    if picked.value != session_id:  # the newest is shown: the app's first page's own chat, stored after ours
+        assert picked.value == at.session_state["u_chat_session"].session_id
+        picked.set_value(session_id)
+        at.run()
     assert any("still open" in info.value for info in at.info)
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Turns"] == "2" and metrics["Duration"] == "in progress" and metrics["Tool calls"] == "—"
     assert any("Bear Creek" in m.value for m in at.markdown)  # the transcript so far
+    # the sections below say their part comes with the report, not that nothing happened
+    captions = [c.value for c in at.caption]
+    nothing = ("No tools were called.", "No searches ran in this session.", "Nothing was remembered in this session.")
+    assert not {*nothing, "No latency metrics were recorded."} & set(captions)
+    assert sum("in its report, saved when the session ends" in c for c in captions) == 4
+    so_far = next(df.value for df in at.dataframe if "Slot" in df.value.columns)  # what is known: its memory
+    assert so_far.to_dict("records")[0] | {"When": None} == {"Slot": "favorite_color", "Content": "teal", "When": None}
 
     # the session ends: its report is saved and the page shows it as any other
     now = datetime.now(UTC)
@@ -53,7 +65,8 @@ def test_an_open_session_shows_its_turns_so_far_and_says_its_report_comes_when_i
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Turns"] == "2" and metrics["Tool calls"] == "0" and metrics["Duration"] != "in progress"
     overview = next(df.value for df in at.dataframe if "Memories written" in df.value.columns)
-    assert overview.iloc[0]["Memories written"] == "0"
+    assert overview[overview["Session"] == session_id].iloc[0]["Memories written"] == "0"
+    assert set(nothing) <= {c.value for c in at.caption}  # now the report says so
     delete_everything(visitor.scope)
 
 
