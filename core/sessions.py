@@ -123,6 +123,24 @@ def was_deleted(scope: Scope, session_id: str) -> bool:
         return cur.fetchone() is not None
 
 
+def deleted_ids(scope: Scope, session_ids) -> set[str]:
+    """Which of these ids name sessions the scope's user deleted (ids are kept DELETED_IDS_KEPT_DAYS): as the
+    user through public.deleted_session_ids (the table is private), as the service directly."""
+    ids = sorted({clean_text(s, what="session id", max_length=200) for s in session_ids})
+    if not ids:
+        return set()
+    with transaction(scope) as cur:
+        if scope.is_service:
+            cur.execute(
+                "select session_id from memory_playground_private.deleted_sessions "
+                "where user_id = %s and session_id = any(%s)",
+                (scope.user_id, ids),
+            )
+        else:
+            cur.execute("select t.session_id from public.deleted_session_ids(%s) as t(session_id)", (ids,))
+        return {row["session_id"] for row in cur.fetchall()}
+
+
 def _upsert_report(scope: Scope, session_id: str, encoded: str, room_name, started_at, ended_at):
     with transaction(scope) as cur:
         cur.execute(

@@ -8,11 +8,11 @@ import json
 
 import streamlit as st
 
-from core import conversations, memories
+from core import conversations, memories, sessions
 from core.retrieval import search_memories
 from ui import auth, erase, rrf
 from ui.errors import reported
-from ui.format import ago, clip, literal, short_id, when
+from ui.format import ago, clip, literal, session_ref, short_id, when
 from ui.retrieval import render_retrieval
 from ui.shell import run_page
 from ui.style import empty_state, page_header
@@ -37,7 +37,7 @@ def _and_mentions(count: int, what: str = "it") -> str:
     return f" and {count} past conversation message{'s' if count != 1 else ''} that mentioned {what}"
 
 
-def _memory_list(scope, items) -> None:
+def _memory_list(scope, items, deleted_sessions: set[str]) -> None:
     """The cards, newest first, PAGE at a time; with more than PAGE, a filter on slot and text."""
     shown = items
     if len(items) > PAGE:
@@ -51,7 +51,7 @@ def _memory_list(scope, items) -> None:
                 st.caption(f"No memory's slot or text contains “{clip(wanted, 60)}”.")
     limit = max(PAGE, int(st.session_state.get(_SHOWN, PAGE)))
     for memory in shown[:limit]:
-        _memory_card(scope, memory)
+        _memory_card(scope, memory, deleted_sessions)
     if len(shown) > limit:
         st.caption(f"Showing {limit} of {len(shown)}, newest first.")
         more = min(PAGE, len(shown) - limit)
@@ -60,8 +60,10 @@ def _memory_list(scope, items) -> None:
             st.rerun()
 
 
-def _memory_card(scope, memory) -> None:
+def _memory_card(scope, memory, deleted_sessions: set[str]) -> None:
     mid = str(memory.id)
+    # the memory outlives the session that wrote it: a deleted session is neither named nor linked
+    session_gone = memory.session_id in deleted_sessions
     with st.container(border=True, key=f"u_memcard_{mid}"):
         # text and meta side by side; the buttons on their own row, each as wide as its label
         text_col, meta_col = st.columns([3, 2], vertical_alignment="top")
@@ -70,8 +72,10 @@ def _memory_card(scope, memory) -> None:
             st.markdown(memory.content)
         with meta_col:
             st.caption(f":material/update: updated {ago(memory.updated_at)}  \n{when(memory.updated_at)}")
-            if memory.session_id:
-                st.caption(f":material/forum: written in session `{clip(memory.session_id, 24)}`")
+            if session_gone:
+                st.caption(":material/delete: written in a session you deleted")
+            elif memory.session_id:
+                st.caption(f":material/forum: written in session `{session_ref(memory.session_id)}`")
             else:
                 st.caption(":material/edit: written outside a conversation")
         buttons = st.container(horizontal=True, key=f"u_mem_actions_{mid}")
@@ -81,12 +85,16 @@ def _memory_card(scope, memory) -> None:
         if buttons.button("Delete", key=f"u_mem_delete_{mid}", icon=":material/delete:", type="tertiary"):
             st.session_state[_CONFIRM_DELETE] = mid
             st.session_state.pop(_EDITING, None)
-        if memory.session_id and buttons.button(
-            "Open that session",
-            key=f"u_mem_open_{mid}",
-            type="tertiary",
-            icon=":material/open_in_new:",
-            help="Its report appears on the Sessions page once the session has ended.",
+        if (
+            memory.session_id
+            and not session_gone
+            and buttons.button(
+                "Open that session",
+                key=f"u_mem_open_{mid}",
+                type="tertiary",
+                icon=":material/open_in_new:",
+                help="Its report appears on the Sessions page once the session has ended.",
+            )
         ):
             st.session_state["u_sessions_request"] = memory.session_id
             st.switch_page("pages/sessions.py")
@@ -271,11 +279,12 @@ def main() -> None:
 
     list_col, search_col = st.columns([9, 11], gap="large")
     with list_col:
-        sessions = {m.session_id for m in items if m.session_id}
+        written_in = {m.session_id for m in items if m.session_id}
+        deleted_sessions = sessions.deleted_ids(scope, written_in)
         metrics = st.container(horizontal=True)
         metrics.metric("Memories", len(items), border=True, width="content")
         metrics.metric("Last updated", ago(items[0].updated_at) if items else "—", border=True, width="content")
-        metrics.metric("From sessions", len(sessions), border=True, width="content")
+        metrics.metric("From sessions", len(written_in - deleted_sessions), border=True, width="content")
         _toolbar(scope, visitor, items)
         _learned_profile(scope)
         if not items:
@@ -287,7 +296,7 @@ def main() -> None:
                 "It will show up here, and you can edit or delete it.",
                 link=("pages/chat.py", "Go to Chat", ":material/chat:"),
             )
-        _memory_list(scope, items)
+        _memory_list(scope, items, deleted_sessions)
     with search_col:
         _search_panel(scope)
     st.caption(

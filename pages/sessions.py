@@ -18,7 +18,7 @@ from core.retrieval import match_kind, search_conversations
 from ui import auth, erase
 from ui.charts import alt
 from ui.errors import reported
-from ui.format import ago, clip, duration, ms, when
+from ui.format import ago, clip, duration, ms, session_ref, when
 from ui.report_view import ReportView, read_report
 from ui.retrieval import render_retrieval
 from ui.shell import run_page
@@ -433,6 +433,23 @@ def _search_panel(scope) -> None:
             render_retrieval(found, key="u_sessions_search_scores", compact="medium")
 
 
+def _not_there(scope, session_id: str) -> None:
+    """A session asked for by another page (a memory's link) or a search hit that is not stored."""
+    if st.session_state.get(JUMP, (None,))[0] == session_id:
+        st.session_state.pop(JUMP, None)
+    if sessions.deleted_ids(scope, [session_id]):
+        st.warning(
+            f"Session `{session_ref(session_id)}` was deleted, so it cannot be opened: nothing of it is kept.",
+            icon=":material/delete:",
+        )
+    else:
+        st.warning(
+            f"Session `{session_ref(session_id)}` is not among your sessions: it has not been saved yet, or it "
+            "was deleted.",
+            icon=":material/search_off:",
+        )
+
+
 def _delete_everything(visitor, count: int) -> None:
     # keyed, so it stays open while the confirmation is typed (a rerun)
     with st.popover(
@@ -465,7 +482,8 @@ def main() -> None:
                 records.append(sessions.get_session(visitor.scope, older))
                 listed.add(older)
             except NotFound:
-                pass  # deleted meanwhile: the newest is shown instead
+                if older == wanted:  # asked for by name: say so, rather than show another in its place
+                    _not_there(visitor.scope, wanted)
     if records:
         _search_panel(visitor.scope)
         _delete_everything(visitor, total)

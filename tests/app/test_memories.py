@@ -144,6 +144,42 @@ def test_edit_and_delete_one_with_confirmation(app):
     assert {m.memory_type for m in memories.list_memories(visitor.scope)} == {"car", "allergy"}
 
 
+def test_a_memory_whose_session_was_deleted_says_so_and_links_nowhere(app):
+    """A memory outlives the session that wrote it. Once that session is deleted its card says so, with no
+    Open button, "From sessions" does not count it, and a stale link to it says it was deleted instead of
+    quietly showing another session."""
+    at = app("pages/memories.py")
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    gone, kept = f"text-{uuid.uuid4().hex[:16]}", f"text-{uuid.uuid4().hex[:16]}"
+    for session_id in (gone, kept):
+        sessions.save_report(service, session_id, {"playground": {"turns": 1, "mode": "text"}})
+    color = memories.remember(service, "favorite_color", "teal", session_id=gone).memory
+    car = memories.remember(service, "car", "a blue Subaru", session_id=kept).memory
+    sessions.delete_session(visitor.scope, gone)  # on the Sessions page, as the visitor
+    at.run()
+    assert not at.exception, at.exception
+
+    captions = [c.value for c in at.caption]
+    assert ":material/delete: written in a session you deleted" in captions
+    assert f":material/forum: written in session `{kept}`" in captions
+    assert not any(gone in c for c in captions)
+    assert {b.key for b in at.button} >= {f"u_mem_open_{car.id}"}
+    assert f"u_mem_open_{color.id}" not in {b.key for b in at.button}
+    assert {m.label: m.value for m in at.metric}["From sessions"] == "1"
+
+    # a link made before the deletion (another tab, the Back button): the Sessions page says it is gone
+    at.session_state["u_sessions_request"] = gone
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert any(w.value.startswith(f"Session `{gone}` was deleted, so it cannot be opened") for w in at.warning)
+    assert at.selectbox(key="u_sessions_pick").value != gone
+    at.session_state["u_sessions_request"] = "text-never0stored00"
+    at.run()
+    assert any(w.value.startswith("Session `text-never0stored00` is not among your sessions") for w in at.warning)
+
+
 def test_delete_all_needs_the_typed_confirmation_then_shows_the_empty_state(app):
     at, visitor = _seeded(app)
     past = f"past-{uuid.uuid4().hex[:8]}"

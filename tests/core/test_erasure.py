@@ -204,3 +204,19 @@ def test_the_ids_of_deleted_sessions_are_forgotten_after_30_days(database_uri):
         assert sessions.prune_deleted(conn) >= 1
         assert sessions.prune_deleted(conn, 0.5) == 0  # a fraction of a day works too; nothing that old is left
     assert not sessions.was_deleted(service, old) and sessions.was_deleted(service, recent)
+
+
+def test_owners_learn_which_of_their_sessions_they_deleted_and_of_no_one_elses(database_uri):
+    """What the Memories page asks (a memory outlives the session that wrote it), as the user under RLS."""
+    user, other = sign_in(), sign_in()
+    gone, kept = f"erase-gone-{user.user_id}", f"erase-kept-{user.user_id}"
+    theirs = f"erase-theirs-{other.user_id}"
+    for owner, session_id in ((user, gone), (user, kept), (other, theirs)):
+        conversations.store_turn(owner.service, session_id, 0, "user", "hello")
+    erasure.delete_session(user.scope, gone)
+    erasure.delete_session(other.scope, theirs)
+    asked = [gone, kept, theirs, "never-stored"]
+    assert sessions.deleted_ids(user.scope, asked) == {gone}  # as the user: only their own
+    assert sessions.deleted_ids(user.service, asked) == {gone}
+    assert sessions.deleted_ids(other.scope, asked) == {theirs}
+    assert sessions.deleted_ids(user.scope, []) == set()
