@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg import errors as pg_errors
 
-from core import conversations, embeddings, memory_changes, turn_indexer
+from core import conversations, embeddings, memory_changes, sessions, turn_indexer
 from core.config import get_settings
 from core.db import Scope, transaction, vector_literal
 from core.errors import InvalidInput, NotFound
@@ -166,6 +166,7 @@ def forget(scope: Scope, memory_type: str) -> Forgotten:
             raise NotFound(f"Nothing is remembered under {slot!r}, so there was nothing to forget.")
         mentions = conversations.delete_mentions(cur, scope.user_id, [row["content"]])
         _forget_profile_name(cur, scope.user_id, row["memory_type"])
+        sessions.forget_in_reports(cur, scope, [row["content"]])
     memory_changes.notify(scope.user_id)
     return Forgotten(Memory(**row), mentions)
 
@@ -244,6 +245,7 @@ def delete_memory(scope: Scope, memory_id) -> Forgotten:
             raise NotFound("That memory no longer exists.")
         mentions = conversations.delete_mentions(cur, scope.user_id, [row["content"]])
         _forget_profile_name(cur, scope.user_id, row["memory_type"])
+        sessions.forget_in_reports(cur, scope, [row["content"]])
     memory_changes.notify(scope.user_id)
     return Forgotten(Memory(**row), mentions)
 
@@ -263,6 +265,7 @@ def delete_all(scope: Scope) -> DeletedAll:
         cur.execute("delete from public.memories where user_id = %s returning content", (scope.user_id,))
         contents = [row["content"] for row in cur.fetchall()]
         mentions = conversations.delete_mentions(cur, scope.user_id, contents)
+        sessions.forget_in_reports(cur, scope, contents)
         cur.execute(_CLEAR_LEARNED_PROFILE, (scope.user_id,))
         profile_cleared = cur.rowcount == 1
     memory_changes.notify(scope.user_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,12 +15,17 @@ import psycopg
 from psycopg import errors as pg_errors
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from core.conversations import MIN_FORGOTTEN_MENTION_LENGTH, mention_pattern
 from core.db import Scope, transaction
 from core.errors import DatabaseUnavailable, InvalidInput, NotFound, SessionDeleted
 from core.text import clean_int, clean_text, sanitize_json
 
 log = logging.getLogger(__name__)
 MAX_REPORT_BYTES = 5_000_000
+DELETED_TEXT = "[deleted]"  # what a string of a report that said a deleted memory becomes
+# Saving a report and deleting a memory take this per-user lock, so a report saved while a memory is deleted
+# is either cleaned by the deletion (saved first) or sees the memory gone (saved after).
+_REPORTS_LOCK = 727431004
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,7 @@ def save_report(
             f"the limit is {MAX_REPORT_BYTES:,})."
         )
     try:
-        row = _upsert_report(scope, session_id, encoded, room_name, started_at, ended_at)
+        row = _upsert_report(scope, session_id, encoded, _written(report), room_name, started_at, ended_at)
     except pg_errors.ForeignKeyViolation:
         raise NotFound("There is no such user to save a session report for.") from None
     except psycopg.DataError as exc:  # anything else Postgres cannot store
@@ -141,8 +147,73 @@ def deleted_ids(scope: Scope, session_ids) -> set[str]:
         return {row["session_id"] for row in cur.fetchall()}
 
 
-def _upsert_report(scope: Scope, session_id: str, encoded: str, room_name, started_at, ended_at):
+def _written(report: dict[str, Any]) -> dict[str, str]:
+    """Slot -> the last text the report says the session wrote to it (a "forgotten" entry: what it forgot)."""
+    section = report.get("playground")
+    entries = section.get("memories_written") if isinstance(section, dict) else None
+    last: dict[str, str] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict):
+            slot, text = entry.get("memory_type"), entry.get("content") or entry.get("previous_content")
+            if isinstance(slot, str) and isinstance(text, str) and text.strip():
+                last[slot] = text
+    return last
+
+
+def _mention_patterns(texts) -> tuple[list[str], list[str]]:
+    """Each text's whole-word pattern (as for conversation turns) and an ilike filter on one of its words that
+    JSON never escapes (a cheap first pass over a report's text)."""
+    patterns, words = [], []
+    for text in texts:
+        text = " ".join((text or "").split())
+        if len(text) < MIN_FORGOTTEN_MENTION_LENGTH:
+            continue
+        found = re.findall(r"\w+", text)
+        patterns.append(mention_pattern(text))
+        words.append(f"%{max(found, key=len)}%" if found else "%")
+    return patterns, words
+
+
+def forget_in_reports(cur, scope: Scope, texts) -> int:
+    """Replace every string of the scope's user's session reports that says one of `texts` (whole words, any
+    case) with DELETED_TEXT: a deleted memory leaves the reports as it leaves the turns. Runs in the caller's
+    transaction, as the user (public.forget_in_session_reports: users cannot update reports) or the service;
+    returns how many reports changed."""
+    patterns, words = _mention_patterns(texts)
+    if not patterns:
+        return 0
+    cur.execute("select pg_advisory_xact_lock(hashtextextended(%s::text, %s))", (scope.user_id, _REPORTS_LOCK))
+    if not scope.is_service:
+        cur.execute("select public.forget_in_session_reports(%s, %s, %s) as n", (patterns, words, DELETED_TEXT))
+        return int(cur.fetchone()["n"])
+    cur.execute(
+        """
+        update public.sessions s set report = r.report
+        from (
+          select x.session_id, memory_playground_private.redact_mentions(x.report, %(patterns)s, %(marker)s) as report
+          from public.sessions x where x.user_id = %(user)s and x.report::text ilike any (%(words)s)
+        ) r
+        where s.session_id = r.session_id and s.user_id = %(user)s and s.report is distinct from r.report
+        """,
+        {"patterns": patterns, "words": words, "marker": DELETED_TEXT, "user": scope.user_id},
+    )
+    return cur.rowcount
+
+
+def _upsert_report(
+    scope: Scope, session_id: str, encoded: str, written: dict[str, str], room_name, started_at, ended_at
+):
     with transaction(scope) as cur:
+        # a memory the session wrote and the user deleted before the report was saved: its text is left out
+        cur.execute("select pg_advisory_xact_lock(hashtextextended(%s::text, %s))", (scope.user_id, _REPORTS_LOCK))
+        gone: list[str] = []
+        if written:
+            cur.execute(
+                "select memory_type from public.memories where user_id = %s and memory_type = any(%s)",
+                (scope.user_id, list(written)),
+            )
+            kept = {row["memory_type"] for row in cur.fetchall()}
+            gone = [text for slot, text in written.items() if slot not in kept]
         cur.execute(
             f"""
             insert into public.sessions (session_id, user_id, room_name, report, started_at, ended_at)
@@ -155,7 +226,16 @@ def _upsert_report(scope: Scope, session_id: str, encoded: str, room_name, start
             """,
             (session_id, scope.user_id, room_name, encoded, started_at, ended_at),
         )
-        return cur.fetchone()
+        row = cur.fetchone()
+        patterns, _ = _mention_patterns(gone)
+        if row is not None and patterns:
+            cur.execute(
+                f"update public.sessions set report = memory_playground_private.redact_mentions(report, %s, %s) "
+                f"where session_id = %s and user_id = %s returning {_COLUMNS}",
+                (patterns, DELETED_TEXT, session_id, scope.user_id),
+            )
+            row = cur.fetchone()
+        return row
 
 
 def list_sessions(scope: Scope, *, limit: int = 100) -> list[SessionRecord]:

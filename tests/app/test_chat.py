@@ -3,6 +3,7 @@ retrieval panel and RRF sliders, ending a session, and the Sessions page."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -127,6 +128,35 @@ def test_end_session_saves_the_report_and_the_sessions_page_shows_it(app):
     at.run()
     _say(at, "what is my favorite color?")
     assert at.session_state["u_chat_session"].session_id != session_id
+
+
+def test_a_memory_deleted_before_the_session_ends_is_not_in_its_report(app):
+    """Remembered in a chat, deleted on the Memories page ("The agent will no longer know this"), then End
+    session: the saved report said it under Memories written, in the retrieval events and the tool calls."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    _say(at, "my favorite color is teal")
+    _say(at, "what is my favorite color?")
+    session_id = at.session_state["u_chat_session"].session_id
+    color = memories.recall(visitor.scope, "favorite_color")
+    memories.delete_memory(visitor.scope, color.id)  # what the Memories page's "Yes, delete" calls
+    at.button(key="u_chat_end").click()
+    at.run()
+    report = sessions.get_session(visitor.scope, session_id).report
+    assert "teal" not in json.dumps(report).casefold()
+    assert report["playground"]["memories_written"][0]["content"] == sessions.DELETED_TEXT
+
+    at.switch_page("pages/sessions.py")
+    at.run()
+    at.selectbox(key="u_sessions_pick").set_value(session_id)
+    at.run()
+    assert not at.exception, at.exception
+    written = next(df.value for df in at.dataframe if "Slot" in df.value.columns and "Action" in df.value.columns)
+    assert list(written["Content"]) == [sessions.DELETED_TEXT] and list(written["Slot"]) == ["favorite_color"]
+    shown = (
+        [df.value.to_json() for df in at.dataframe] + [e.label for e in at.expander] + [m.value for m in at.markdown]
+    )
+    assert not [text for text in shown if "teal" in text.casefold()]
 
 
 def test_a_new_visitor_has_no_sessions_and_sees_none_of_anothers(app):

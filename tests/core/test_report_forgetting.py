@@ -1,0 +1,100 @@
+"""A deleted memory's text leaves the session reports: those saved before the deletion (cleaned by it) and
+those saved after (a session still running when the memory was deleted), as the user and as the service."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from core import memories, sessions
+from core.sessions import DELETED_TEXT
+from tests.support.users import sign_in
+
+
+def _report(*written) -> dict:
+    """A report shaped like agent/reports.py's, saying teal in each place a report can."""
+    return {
+        "chat_history": {"items": [{"type": "message", "role": "user", "content": ["my favorite color is teal"]}]},
+        "playground": {
+            "transcript": [
+                {"turn": 1, "role": "user", "text": "my favorite color is teal"},
+                {"turn": 1, "role": "assistant", "text": "Noted."},
+            ],
+            "tool_calls": [
+                {"name": "remember_detail", "arguments": {"memory_type": "favorite_color", "content": "teal"}}
+            ],
+            "retrievals": [
+                {"query": "what is my favorite color", "hits": [{"slot": "favorite_color", "content": "teal"}]}
+            ],
+            "memories_written": list(written),
+            "turns": 1,
+        },
+    }
+
+
+def _says(record, text: str) -> bool:
+    return text in json.dumps(record.report)
+
+
+def _wrote(slot: str, content: str | None, previous: str | None = None, action: str = "remembered") -> dict:
+    return {"action": action, "memory_type": slot, "content": content, "previous_content": previous, "turn": 1}
+
+
+def test_deleting_a_memory_cleans_the_reports_saved_before_as_the_user_and_no_one_elses(database_uri):
+    user, other = sign_in(), sign_in()
+    mine, theirs = f"forget-{uuid.uuid4().hex[:8]}", f"forget-{uuid.uuid4().hex[:8]}"
+    color = memories.remember(user.scope, "favorite_color", "teal", session_id=mine).memory
+    memories.remember(other.scope, "favorite_color", "teal")
+    sessions.save_report(user.service, mine, _report(_wrote("favorite_color", "teal")))
+    sessions.save_report(other.service, theirs, _report(_wrote("favorite_color", "teal")))
+
+    memories.delete_memory(user.scope, color.id)  # the Memories page: as the user, under RLS
+    record = sessions.get_session(user.scope, mine)
+    assert not _says(record, "teal")
+    section = record.report["playground"]
+    assert section["memories_written"][0]["content"] == DELETED_TEXT
+    assert section["memories_written"][0]["memory_type"] == "favorite_color"  # the slot stays, not the text
+    assert section["retrievals"][0]["hits"][0]["content"] == DELETED_TEXT
+    assert section["transcript"][0]["text"] == DELETED_TEXT and section["transcript"][1]["text"] == "Noted."
+    assert section["retrievals"][0]["query"] == "what is my favorite color" and section["turns"] == 1
+    assert _says(sessions.get_session(other.scope, theirs), "teal")  # another user's report is theirs
+
+
+def test_a_report_saved_after_the_deletion_leaves_the_deleted_memory_out(database_uri):
+    """The QA case: remembered in a session, deleted on the Memories page, then the session ends."""
+    user = sign_in()
+    running = f"forget-{uuid.uuid4().hex[:8]}"
+    color = memories.remember(user.service, "favorite_color", "teal", session_id=running).memory
+    memories.remember(user.service, "car", "a blue Subaru", session_id=running)
+    memories.delete_memory(user.scope, color.id)
+    report = _report(_wrote("favorite_color", "teal"), _wrote("car", "a blue Subaru"))
+    record = sessions.save_report(user.service, running, report)
+    assert not _says(record, "teal") and not _says(sessions.get_session(user.scope, running), "teal")
+    assert _says(record, "a blue Subaru")  # a memory still kept stays in the report
+
+
+def test_a_replaced_value_is_not_a_deleted_one_and_the_agents_forget_cleans_too(database_uri):
+    user = sign_in()
+    first, second = f"forget-{uuid.uuid4().hex[:8]}", f"forget-{uuid.uuid4().hex[:8]}"
+    memories.remember(user.service, "favorite_color", "navy", session_id=first)
+    written = (_wrote("favorite_color", "teal"), _wrote("favorite_color", "navy", "teal", "updated"))
+    assert _says(sessions.save_report(user.service, first, _report(*written)), "teal")  # replaced, kept
+
+    # "forget my favorite color" in a later session: the agent's tool, as the service
+    sessions.save_report(user.service, second, _report(_wrote("favorite_color", "navy")))
+    memories.forget(user.service, "favorite_color")
+    assert not _says(sessions.get_session(user.scope, second), "navy")
+    assert not _says(sessions.get_session(user.scope, first), "navy")
+    assert _says(sessions.get_session(user.scope, first), "teal")  # not what was deleted
+
+
+def test_delete_all_cleans_every_report(database_uri):
+    user = sign_in()
+    session_id = f"forget-{uuid.uuid4().hex[:8]}"
+    memories.remember(user.scope, "favorite_color", "teal")
+    memories.remember(user.scope, "pet", "a dog named Pixel")
+    report = _report(_wrote("favorite_color", "teal"), _wrote("pet", "a dog named Pixel"))
+    sessions.save_report(user.service, session_id, report)
+    assert memories.delete_all(user.scope) == 2
+    record = sessions.get_session(user.scope, session_id)
+    assert not _says(record, "teal") and not _says(record, "Pixel")
