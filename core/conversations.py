@@ -258,37 +258,37 @@ def mention_pattern(text: str) -> str:
     return r"(^|\W)" + "".join(parts) + r"(\W|$)"
 
 
-def _forgotten(texts: Sequence[str]) -> tuple[list[str], list[str]]:
-    """(texts, their patterns) of those long enough to match safely; stop words are checked in SQL."""
+def forgettable(cur, texts: Sequence[str]) -> list[str]:
+    """The texts whose mentions a deletion removes (from turns here, from session reports in core.sessions):
+    at least MIN_FORGOTTEN_MENTION_LENGTH characters and a word that is not an English stop word (the
+    dictionary of the turns' full-text column). One query on the caller's cursor."""
     if isinstance(texts, str):
         texts = [texts]
     kept = [" ".join((t or "").split()) for t in texts]
     kept = [t for t in dict.fromkeys(kept) if len(t) >= MIN_FORGOTTEN_MENTION_LENGTH]
-    return kept, [mention_pattern(t) for t in kept]
+    if not kept:
+        return []
+    cur.execute(
+        "select x.said from unnest(%s::text[]) with ordinality as x(said, n) "
+        "where length(to_tsvector('english', x.said)) > 0 order by x.n",
+        (kept,),
+    )
+    return [row["said"] for row in cur.fetchall()]
 
 
-# The user's turns holding any of the texts as whole words, any case. `f` keeps only the texts with a
-# word that is not an English stop word (the same dictionary as the turns' full-text column).
-_MENTIONS = """
-  with f as materialized (
-    select x.pattern from unnest(%(texts)s::text[], %(patterns)s::text[]) as x(said, pattern)
-    where length(to_tsvector('english', x.said)) > 0
-  )
-  {action} public.conversation_turns t
-  where t.user_id = %(user_id)s and exists (select 1 from f where t.content ~* f.pattern)
-"""
+# The user's turns holding any of the patterns (whole words, any case).
+_MENTIONS = "{action} public.conversation_turns t where t.user_id = %s and t.content ~* any (%s)"
 
 
 def count_mentions(scope: Scope, texts: Sequence[str]) -> int:
     """How many of the user's past turns deleting these memory texts would delete with them (what the
     Memories page says before it asks to confirm); as the user, RLS decides."""
-    kept, patterns = _forgotten(texts)
-    if not kept:
-        return 0
     with transaction(scope) as cur:
+        kept = forgettable(cur, texts)
+        if not kept:
+            return 0
         cur.execute(
-            _MENTIONS.format(action="select count(*) as n from"),
-            {"texts": kept, "patterns": patterns, "user_id": scope.user_id},
+            _MENTIONS.format(action="select count(*) as n from"), (scope.user_id, [mention_pattern(t) for t in kept])
         )
         return int(cur.fetchone()["n"])
 
@@ -297,10 +297,10 @@ def delete_mentions(cur, user_id, texts: Sequence[str]) -> int:
     """Delete the user's conversation turns (theirs and the agent's) containing any of `texts` as whole
     words, any case; returns how many. Runs in the caller's transaction, as the user (RLS) or the scoped
     service."""
-    kept, patterns = _forgotten(texts)
+    kept = forgettable(cur, texts)
     if not kept:
         return 0
-    cur.execute(_MENTIONS.format(action="delete from"), {"texts": kept, "patterns": patterns, "user_id": user_id})
+    cur.execute(_MENTIONS.format(action="delete from"), (user_id, [mention_pattern(t) for t in kept]))
     return cur.rowcount
 
 

@@ -15,7 +15,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from core.conversations import MIN_FORGOTTEN_MENTION_LENGTH, mention_pattern
+from core.conversations import forgettable, mention_pattern
 from core.db import Scope, transaction
 from core.errors import DatabaseUnavailable, InvalidInput, NotFound, SessionDeleted
 from core.text import clean_int, clean_text, sanitize_json
@@ -160,14 +160,11 @@ def _written(report: dict[str, Any]) -> dict[str, str]:
     return last
 
 
-def _mention_patterns(texts) -> tuple[list[str], list[str]]:
-    """Each text's whole-word pattern (as for conversation turns) and an ilike filter on one of its words that
-    JSON never escapes (a cheap first pass over a report's text)."""
+def _mention_patterns(cur, texts) -> tuple[list[str], list[str]]:
+    """Each forgettable text's whole-word pattern (the turns' rule: conversations.forgettable) and an ilike
+    filter on one of its words that JSON never escapes (a cheap first pass over a report's text)."""
     patterns, words = [], []
-    for text in texts:
-        text = " ".join((text or "").split())
-        if len(text) < MIN_FORGOTTEN_MENTION_LENGTH:
-            continue
+    for text in forgettable(cur, texts):
         found = re.findall(r"\w+", text)
         patterns.append(mention_pattern(text))
         words.append(f"%{max(found, key=len)}%" if found else "%")
@@ -179,7 +176,7 @@ def forget_in_reports(cur, scope: Scope, texts) -> int:
     case) with DELETED_TEXT: a deleted memory leaves the reports as it leaves the turns. Runs in the caller's
     transaction, as the user (public.forget_in_session_reports: users cannot update reports) or the service;
     returns how many reports changed."""
-    patterns, words = _mention_patterns(texts)
+    patterns, words = _mention_patterns(cur, texts)
     if not patterns:
         return 0
     cur.execute("select pg_advisory_xact_lock(hashtextextended(%s::text, %s))", (scope.user_id, _REPORTS_LOCK))
@@ -227,7 +224,7 @@ def _upsert_report(
             (session_id, scope.user_id, room_name, encoded, started_at, ended_at),
         )
         row = cur.fetchone()
-        patterns, _ = _mention_patterns(gone)
+        patterns, _ = _mention_patterns(cur, gone)
         if row is not None and patterns:
             cur.execute(
                 f"update public.sessions set report = memory_playground_private.redact_mentions(report, %s, %s) "

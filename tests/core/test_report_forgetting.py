@@ -95,6 +95,25 @@ def test_delete_all_cleans_every_report(database_uri):
     memories.remember(user.scope, "pet", "a dog named Pixel")
     report = _report(_wrote("favorite_color", "teal"), _wrote("pet", "a dog named Pixel"))
     sessions.save_report(user.service, session_id, report)
-    assert memories.delete_all(user.scope) == 2
+    assert memories.delete_all(user.scope).memories == 2
     record = sessions.get_session(user.scope, session_id)
     assert not _says(record, "teal") and not _says(record, "Pixel")
+
+
+def test_a_deleted_text_of_only_stop_words_leaves_every_report_as_it_was(database_uri):
+    """'my favorite color is the' stores "the": deleting it must not blank every report string with "the" in
+    it (the rule the turns follow: core.conversations.forgettable)."""
+    user = sign_in()
+    saved, running = f"stop-{uuid.uuid4().hex[:8]}", f"stop-{uuid.uuid4().hex[:8]}"
+    color = memories.remember(user.scope, "favorite_color", "the", session_id=saved).memory
+    report = _report(_wrote("favorite_color", "the"))
+    report["playground"]["transcript"][1]["text"] = "Noted, the color is the."
+    sessions.save_report(user.service, saved, report)
+    memories.delete_memory(user.scope, color.id)
+    assert sessions.get_session(user.scope, saved).report["playground"] == report["playground"]
+    # a session still running when it was deleted: its report keeps its words too
+    memories.remember(user.scope, "favorite_color", "the", session_id=running)
+    memories.forget(user.service, "favorite_color")
+    sessions.save_report(user.service, running, report)
+    assert sessions.get_session(user.scope, running).report["playground"] == report["playground"]
+    assert not _says(sessions.get_session(user.scope, running), DELETED_TEXT)
