@@ -5,10 +5,12 @@ Every call runs as the user (RLS decides)."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import streamlit as st
 
 from core import conversations, memories, sessions
+from core.errors import NotFound
 from core.retrieval import search_memories
 from ui import auth, erase, rrf
 from ui.errors import reported
@@ -19,6 +21,7 @@ from ui.style import empty_state, page_header
 
 DELETE_ALL_PHRASE = "DELETE"
 _EDITING = "u_mem_editing"  # id of the memory being edited
+_EDITED = "u_mem_edited"  # (id, slot, text) of the memory being edited: its form is drawn even once it is gone
 _CONFIRM_DELETE = "u_mem_confirm_delete"  # id of the memory awaiting delete confirmation
 _FLASH = "u_mem_flash"
 _SHOWN = "u_mem_shown"  # how many cards the list shows
@@ -50,6 +53,7 @@ def _memory_list(scope, items, deleted_sessions: set[str]) -> None:
             if not shown:
                 st.caption(f"No memory's slot or text contains “{clip(wanted, 60)}”.")
     limit = max(PAGE, int(st.session_state.get(_SHOWN, PAGE)))
+    _edit_of_deleted(scope, items)
     for memory in shown[:limit]:
         _memory_card(scope, memory, deleted_sessions)
     if len(shown) > limit:
@@ -104,9 +108,33 @@ def _memory_card(scope, memory, deleted_sessions: set[str]) -> None:
             _confirm_delete(scope, memory)
 
 
-def _edit_form(scope, memory) -> None:
+def _stop_editing() -> None:
+    st.session_state.pop(_EDITING, None)
+    st.session_state.pop(_EDITED, None)
+
+
+def _edit_of_deleted(scope, items) -> None:
+    """The form of a memory deleted while it was being edited (another tab, the agent): its card is no longer
+    drawn, and with it went the form, its Save and the text typed."""
+    mid = st.session_state.get(_EDITING)
+    edited = st.session_state.get(_EDITED)
+    if not mid or any(str(m.id) == mid for m in items) or not edited or edited[0] != mid:
+        return
+    with st.container(border=True, key=f"u_mem_gone_{mid}"):
+        _edit_form(scope, SimpleNamespace(id=mid, memory_type=edited[1], content=edited[2]), gone=True)
+
+
+def _edit_form(scope, memory, *, gone: bool = False) -> None:
     mid = str(memory.id)
+    st.session_state[_EDITED] = (mid, memory.memory_type, memory.content)
+    if gone:
+        st.warning(
+            "That memory was deleted while you were editing it (in another tab, or the agent forgot it). "
+            "Your text is below: save it as a new memory, or copy it from the box.",
+            icon=":material/search_off:",
+        )
     with st.form(f"u_mem_edit_form_{mid}", border=False):
+        # the same key whether or not the memory is still there, so what was typed stays in the box
         new_content = st.text_area(
             f"Edit `{memory.memory_type}`",
             value=memory.content,
@@ -115,15 +143,34 @@ def _edit_form(scope, memory) -> None:
         )
         buttons = st.container(horizontal=True)
         with buttons:
-            save = st.form_submit_button("Save", type="primary", icon=":material/check:")
-            cancel = st.form_submit_button("Cancel")
+            if gone:
+                save = st.form_submit_button("Save as a new memory", type="primary", icon=":material/add:")
+                cancel = st.form_submit_button("Discard")
+            else:
+                save = st.form_submit_button("Save", type="primary", icon=":material/check:")
+                cancel = st.form_submit_button("Cancel")
     if cancel:
-        st.session_state.pop(_EDITING, None)
+        _stop_editing()
         st.rerun()
-    if save:
+    if save and gone:
         with reported():
-            memories.update_memory(scope, memory.id, new_content)
-            st.session_state.pop(_EDITING, None)
+            saved = memories.remember(scope, memory.memory_type, new_content)
+            _stop_editing()
+            slot = memory.memory_type
+            # one memory per slot: should the agent have written the slot since, this replaced it
+            _flash(
+                f"Saved `{slot}` as a new memory."
+                if saved.created
+                else f"Saved `{slot}`; it replaced “{clip(saved.previous_content or '', 60)}”, written since."
+            )
+            st.rerun()
+    elif save:
+        with reported():
+            try:
+                memories.update_memory(scope, memory.id, new_content)
+            except NotFound:
+                st.rerun()  # deleted since this run listed it: the next run draws this form as gone, text kept
+            _stop_editing()
             _flash(f"Saved `{memory.memory_type}`.")
             st.rerun()
 

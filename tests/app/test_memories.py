@@ -220,6 +220,49 @@ def test_an_empty_edit_is_refused_with_a_message_and_loses_nothing(app):
     assert memories.recall(visitor.scope, "car").content == "Drives a blue 2019 Subaru Outback"
 
 
+def test_an_edit_of_a_memory_deleted_in_another_tab_says_so_and_keeps_the_text(app):
+    # the card was no longer drawn once the memory was gone, so its form's Save went unhandled: no message, text lost
+    at, visitor = _seeded(app)
+    color = memories.recall(visitor.scope, "favorite_color")
+    at.button(key=f"u_mem_edit_{color.id}").click()
+    at.run()
+    memories.delete_memory(visitor.scope, color.id)  # another tab of the same visitor
+    at.text_area(key=f"u_mem_text_{color.id}").set_value("ramen")
+    next(b for b in at.button if b.label == "Save" and "u_mem_edit_form" in (b.form_id or "")).click()
+    at.run()
+    assert not at.exception
+    assert any("That memory was deleted while you were editing it" in w.value for w in at.warning)
+    assert at.text_area(key=f"u_mem_text_{color.id}").value == "ramen"
+    with pytest.raises(NotFound):  # nothing written yet: the visitor decides
+        memories.recall(visitor.scope, "favorite_color")
+
+    at.run()  # any other click keeps the form and the text
+    assert at.text_area(key=f"u_mem_text_{color.id}").value == "ramen"
+    next(b for b in at.button if b.label == "Save as a new memory").click()
+    at.run()
+    assert not at.exception
+    assert memories.recall(visitor.scope, "favorite_color").content == "ramen"
+    assert any("Saved `favorite_color` as a new memory" in s.value for s in at.success)
+    assert not any(w.value.startswith("That memory was deleted") for w in at.warning)
+    assert not [a for a in at.text_area if a.key == f"u_mem_text_{color.id}"]
+
+
+def test_discarding_the_edit_of_a_deleted_memory_writes_nothing(app):
+    at, visitor = _seeded(app)
+    car = memories.recall(visitor.scope, "car")
+    at.button(key=f"u_mem_edit_{car.id}").click()
+    at.run()
+    memories.delete_memory(visitor.scope, car.id)
+    at.run()  # deleted before anything was typed: the form says so at once
+    assert any("That memory was deleted while you were editing it" in w.value for w in at.warning)
+    next(b for b in at.button if b.label == "Discard").click()
+    at.run()
+    assert not at.exception
+    assert not any(w.value.startswith("That memory was deleted") for w in at.warning)
+    assert not [a for a in at.text_area if a.key == f"u_mem_text_{car.id}"]
+    assert {m.memory_type for m in memories.list_memories(visitor.scope)} == {"favorite_color", "allergy"}
+
+
 def test_delete_everything_about_me_erases_memories_profile_and_sessions_and_the_agent_meets_a_stranger(app):
     from tests.app.conftest import settle
     from tests.app.test_chat import _assistant_texts, _say
