@@ -471,6 +471,8 @@ def main() -> None:
         with st.expander(
             "Tune the fusion (weights and k): re-ranks the turn shown and the agent's next searches",
             icon=":material/tune:",
+            # keyed: the "What if" a change adds above it moved it, and the browser drew it again closed
+            key="u_chat_fusion",
         ):
             rrf.render_controls()
             st.caption(

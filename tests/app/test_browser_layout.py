@@ -4,7 +4,8 @@ the README with `make screenshots`).
 
 Chat: the newest reply stays in view while the panel beside it grows; the retrieval table fits its column
 and shows the remembered text; the per-turn recall's two tiers never overlap; every turn button is
-reachable; the suggestion chips are not cut; a long paste is kept with a message. Memories and Knowledge:
+reachable; the suggestion chips are not cut; a long paste is kept with a message; "Tune the fusion" stays open
+while its sliders move. Memories and Knowledge:
 no truncated button or metric label. Sidebar: no popover opens unless clicked, and each identity action
 says it succeeded. Voice: no empty video box. A phone (390×844): the sidebar starts closed, so the
 conversation is what shows, and the identity is kept all the same.
@@ -211,6 +212,26 @@ def test_chat_page_at_laptop_width(streamlit_server, new_browser_page, size):
     wait_for_app(page)
     rest = page.get_by_label("Your message (not sent yet)").input_value()
     assert 0 < len(rest) < len(long_text) and long_text.rstrip().endswith(rest.rstrip())
+
+
+def test_tune_the_fusion_stays_open_while_the_sliders_move(streamlit_server, new_browser_page):
+    # a change away from the defaults adds "What if" above it in the panel; unkeyed, the moved expander closed
+    page = _new_visitor(new_browser_page, streamlit_server, SIZES[0])
+    send(page, "hello")
+    fusion = page.locator('[data-testid="stExpander"]', has_text="Tune the fusion").first
+    fusion.locator("summary").click()
+    details = fusion.locator("details")
+    expect(details).to_have_attribute("open", "")
+    for _ in range(2):  # away from the defaults, then further
+        fusion.get_by_role("slider").first.press("ArrowRight")
+        page.wait_for_timeout(500)
+        wait_for_app(page)
+        expect(details).to_have_attribute("open", "")
+    fusion.get_by_role("button", name="Reset to defaults").click()
+    page.wait_for_timeout(500)
+    wait_for_app(page)
+    expect(fusion.get_by_role("button", name="Reset to defaults")).to_have_count(0)
+    expect(details).to_have_attribute("open", "")
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
