@@ -17,7 +17,7 @@ from ui import auth, chat_state, resend, rrf
 from ui.errors import reported, show_error
 from ui.format import clip, ms, session_ref
 from ui.fragments import timed_fragment
-from ui.shell import run_page
+from ui.shell import redraw_page, run_page
 from ui.sidebar import model_rows
 from ui.style import page_header
 from ui.turn_panel import render_tool_calls, render_turn_details
@@ -232,7 +232,7 @@ def _live_status(chat: Conversation, shown: _Drawn, since: float) -> None:
     A fragment polling every POLL_SECONDS, so the page run itself never waits: a message sent
     meanwhile starts a new run at once and shows as the visitor's bubble."""
     if _snapshot(chat) != shown:
-        st.rerun(scope="app")
+        redraw_page()
     waited = time.monotonic() - since
     if not chat.ready.done():
         st.status(f"Starting the agent{_warming_up()}… {waited:.0f} s", state="running")

@@ -51,11 +51,10 @@ def render_delete_everything(visitor, *, key: str) -> None:
             st.rerun()
 
 
-def show_flash() -> None:
-    """The result of the last "delete everything", once, on the next run."""
+def take_flash() -> str | None:
+    """What the last "delete everything" did, once, for the next run to show."""
     message = st.session_state.pop(FLASH_KEY, None)
-    if message:
-        st.success(message + " The agent will meet you as a stranger.", icon=":material/check_circle:")
+    return message + " The agent will meet you as a stranger." if message else None
 
 
 def delete_session(visitor, session_id: str) -> int:

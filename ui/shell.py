@@ -27,10 +27,12 @@ _NO_NEW_VISITORS = {"anonymous_provider_disabled", "signup_disabled", "over_requ
 _RENDERED_THIS_RUN = "mp_shell_rendered"
 _PAGE = "mp_shell_page"  # the page (file and function) the latest run started
 _PAGE_BEFORE = "mp_shell_page_before"  # and the one the run before it started
+_REDRAW = "mp_shell_redraw"  # the next run is the page catching up with the server, not a visitor's action
 
 
 def render_shell() -> auth.Visitor:
     style.apply()
+    redraw = st.session_state.pop(_REDRAW, False)
     try:
         visitor = auth.require_visitor()
     except Exception as exc:  # database or auth server down: say so (and retry by itself)
@@ -48,8 +50,15 @@ def render_shell() -> auth.Visitor:
         # holding the identity: without the cookie, every reload would make a new anonymous visitor.
         auth.sync_cookie()
         recovery.install()  # a page whose frontend crashed reloads instead of staying blank
-    sidebar.render(visitor)
+    sidebar.render(visitor, redraw=redraw)
     return visitor
+
+
+def redraw_page() -> None:
+    """Run the whole page again for what changed on the server (the agent started or answered). The sidebar
+    says again what it said the run before: only something the visitor does clears it."""
+    st.session_state[_REDRAW] = True
+    st.rerun(scope="app")
 
 
 def page_follows() -> None:

@@ -34,6 +34,9 @@ _WARMED_ICONS = {warmup.READY: ":green[:material/check_circle:]", warmup.FAILED:
 # next rerun (the identity cookie's), which reopened it by itself; a new widget starts closed.
 _POPOVER_GENERATION = "mp_popover_generation"
 _IDENTITY_FLASH = "mp_identity_flash"
+# What the last run's messages said. A change of identity restarts the chat, whose page then redraws itself
+# as the agent starts: a message popped once showed for a moment (0.3 s) and was gone.
+_SAID = "mp_identity_said"
 
 
 def _succeeded(message: str) -> None:
@@ -76,20 +79,23 @@ def model_rows() -> list[dict[str, Any]]:
     ]
 
 
-def render(visitor: auth.Visitor) -> None:
+def render(visitor: auth.Visitor, *, redraw: bool = False) -> None:
+    """`redraw`: this run is the page redrawing itself (ui.shell.redraw_page), so the messages stay."""
     with st.sidebar:
-        _identity_card(visitor)
+        _identity_card(visitor, redraw=redraw)
         st.divider()
         _status()
 
 
-def _identity_card(visitor: auth.Visitor) -> None:
+def _identity_card(visitor: auth.Visitor, *, redraw: bool = False) -> None:
     if erase.FLASH_KEY in st.session_state:  # everything was deleted from a popover
         _close_popovers()
-    flash = st.session_state.pop(_IDENTITY_FLASH, None)
-    if flash:
-        st.success(flash, icon=":material/check_circle:")
-    erase.show_flash()
+    said = [message for message in (st.session_state.pop(_IDENTITY_FLASH, None), erase.take_flash()) if message]
+    if not said and redraw:
+        said = st.session_state.get(_SAID, [])
+    st.session_state[_SAID] = said
+    for message in said:
+        st.success(message, icon=":material/check_circle:")
     notice = st.session_state.get("mp_auth_notice")
     if notice:
         st.warning(notice, icon=":material/person_alert:")

@@ -5,9 +5,9 @@ the README with `make screenshots`).
 Chat: the newest reply stays in view while the panel beside it grows; the retrieval table fits its column
 and shows the remembered text; the per-turn recall's two tiers never overlap; every turn button is
 reachable; the suggestion chips are not cut; a long paste is kept with a message; "Tune the fusion" stays open
-while its sliders move. Memories and Knowledge:
-no truncated button or metric label. Sidebar: no popover opens unless clicked, and each identity action
-says it succeeded. Voice: no empty video box. A phone (390×844): the sidebar starts closed, so the
+while its sliders move. Memories and Knowledge: no truncated button or metric label. Sidebar: no popover
+opens unless clicked, and each identity action says it succeeded, and still says so once the chat has
+redrawn itself. Voice: no empty video box. A phone (390×844): the sidebar starts closed, so the
 conversation is what shows, and the identity is kept all the same.
 """
 
@@ -297,10 +297,16 @@ def test_no_popover_opens_by_itself_and_each_identity_action_says_it_worked(stre
 
     sidebar.get_by_role("button", name=re.compile("New identity")).click()
     page.get_by_role("button", name="Start as a new visitor").click()
-    sidebar.get_by_text("You are now a new anonymous visitor.").wait_for(timeout=30_000)
+    said = sidebar.get_by_text("You are now a new anonymous visitor.")
+    said.wait_for(timeout=30_000)
     wait_for_identity_cookie(page)
     page.wait_for_timeout(1000)
     assert _open_popovers(page) == 0, "a popover opened by itself after New identity"
+    # the new conversation's greeting redraws the page: the message stays (it showed for 0.3 s)
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    wait_for_app(page)
+    page.wait_for_timeout(1000)
+    expect(said).to_be_visible()
     expect(sidebar.locator(".stMarkdownBadge", has_text="anonymous")).to_be_visible()
 
 
