@@ -249,7 +249,7 @@ class PlaygroundAgent(Agent):
             result, output = await self._call(
                 "search_knowledge",
                 {"query": query},
-                lambda: retrieval.search_knowledge(self.scope, query, limit=3),
+                lambda: retrieval.search_knowledge(self.scope, retrieval.query_from_message(query), limit=3),
                 tool_outputs.knowledge_found,
             )
         self.bus.emit(events.knowledge_search_retrieval(result, trigger="tool:search_knowledge"))
@@ -323,7 +323,7 @@ class PlaygroundAgent(Agent):
         result, output = await self._call(
             "search_memories",
             {"query": query},
-            lambda: retrieval.search_memories(self.scope, query, limit=5, params=params),
+            lambda: retrieval.search_memories(self.scope, retrieval.query_from_message(query), limit=5, params=params),
             tool_outputs.memories_found,
         )
         self.bus.emit(events.memory_search_retrieval(result, trigger="tool:search_memories"))
@@ -343,7 +343,11 @@ class PlaygroundAgent(Agent):
             "search_past_conversations",
             {"query": query},
             lambda: retrieval.search_conversations(
-                self.scope, query, limit=5, params=params, exclude_session_id=self.session_id
+                self.scope,
+                retrieval.query_from_message(query),
+                limit=5,
+                params=params,
+                exclude_session_id=self.session_id,
             ),
             tool_outputs.conversations_found,
         )

@@ -31,7 +31,7 @@ from agent.prompts import PAST_TURNS_LEAD, RECALL_LEAD
 from core import embeddings, retrieval
 from core.db import Scope
 from core.errors import PlaygroundError
-from core.retrieval import ConversationHit, MemoryHit, RrfParams, is_relevant
+from core.retrieval import ConversationHit, MemoryHit, RrfParams, is_relevant, query_from_message
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ def start_searches(
     scope: Scope, text: str, *, params: RrfParams, limit: int, session_id: str | None = None
 ) -> Searches | None:
     """Start both tiers' searches for `text` (None when there is nothing to search for)."""
-    query = text[: retrieval.MAX_QUERY_LENGTH]
+    query = query_from_message(text)
     if not query.strip():
         return None
     embed = _SharedEmbedding()

@@ -8,6 +8,7 @@ benchmark and the eval CLI rank exactly the same way.
 from __future__ import annotations
 
 import time
+import unicodedata
 import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -20,6 +21,7 @@ from core.errors import EmbeddingUnavailable, InvalidInput
 from core.text import clean_choice, clean_float, clean_int, clean_text
 
 MAX_QUERY_LENGTH = 1000
+_LEFT_OUT = " … "  # where query_from_message leaves out the middle of a long message
 SearchMode = Literal["hybrid", "vector", "text"]
 
 # Cosine distance above which a hit found only by the vector branch is noise for all-MiniLM-L6-v2: the
@@ -49,6 +51,28 @@ def match_kind(hit: dict[str, Any]) -> MatchKind:
     if words and meaning:
         return "words and meaning"
     return "words" if words else "meaning" if meaning else "nearest only"
+
+
+def query_from_message(text: str) -> str:
+    """What the agent searches with for a message (a chat message may be 2,000 characters, a query 1,000):
+    the message itself when it fits, else its beginning and its end, cut at spaces, with the middle left out.
+
+    The beginning says what a long message is about or asks for ("search my memories for ..."), and the end
+    holds the question that follows a pasted text ("... what does this error mean?"); the middle is what a
+    search misses least. About 1,000 characters is also about all the embedding model reads (256 word
+    pieces). Searches someone types on a page are not cut: there a query too long is refused, and says so."""
+    if not isinstance(text, str):
+        return text  # the search's own checks say what is wrong with it
+    text = unicodedata.normalize("NFC", text).strip()  # the length the search checks is the normalized one
+    if len(text) <= MAX_QUERY_LENGTH:
+        return text
+    half = (MAX_QUERY_LENGTH - len(_LEFT_OUT)) // 2
+    head, tail = text[:half], text[-half:]
+    space = head.rfind(" ", half // 2)  # whole words, when a space is near enough to the cut
+    head = head[:space] if space > 0 else head
+    space = tail.find(" ", 0, half // 2)
+    tail = tail[space + 1 :] if space >= 0 else tail
+    return f"{head.rstrip()}{_LEFT_OUT}{tail.lstrip()}"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from core.retrieval import RrfParams, search_memories
+from core.retrieval import RrfParams, query_from_message, search_memories
 from ui.charts import alt
 from ui.errors import reported
 from ui.format import clip, ms
@@ -98,9 +98,9 @@ def _what_if(retrieval: dict, *, scope, params: RrfParams, key: str) -> None:
     ):
         return
     with reported():
-        again = search_memories(
-            scope, retrieval["query"], limit=max(len(retrieval.get("hits") or []), 5), params=params
-        )
+        # the recall's event holds the user's whole message: search with what the recall searched with
+        query = query_from_message(retrieval["query"])
+        again = search_memories(scope, query, limit=max(len(retrieval.get("hits") or []), 5), params=params)
         st.markdown(
             f"**What if** · re-ranked with the sliders (w_vector {params.vector_weight:g} · "
             f"w_text {params.text_weight:g} · k {params.k}); the agent's next search uses them."

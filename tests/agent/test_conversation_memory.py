@@ -17,7 +17,7 @@ from core import conversations, embeddings, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope
 from core.errors import EmbeddingUnavailable
-from core.retrieval import MAX_QUERY_LENGTH, RrfParams, search_conversations, search_memories
+from core.retrieval import RrfParams, search_conversations, search_memories
 from core.turn_indexer import get_indexer
 from tests.support.agent_run import agent_session, reply_text
 
@@ -139,7 +139,6 @@ async def test_a_recall_started_from_the_speculative_transcript_is_the_one_the_t
         recall_module,
         "retrieval",
         SimpleNamespace(
-            MAX_QUERY_LENGTH=MAX_QUERY_LENGTH,
             search_memories=counting_search,
             search_conversations=search_conversations,
         ),

@@ -9,6 +9,7 @@ its tools, the database, extraction and the saved report.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import re
 import subprocess
@@ -22,6 +23,7 @@ from core import conversations, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope
 from core.errors import NotFound
+from core.retrieval import MAX_QUERY_LENGTH
 from tests.support.app import PROJECT_ROOT
 from tests.support.llm_requests import (
     assert_agent_requests,
@@ -32,6 +34,7 @@ from tests.support.llm_requests import (
     saved_session_id,
     system_message,
 )
+from tests.support.long_messages import LONG_MESSAGES, remember_what_they_ask_about
 from tests.support.openai_standin import OpenAIStandIn
 
 pytestmark = pytest.mark.slow
@@ -128,6 +131,28 @@ def test_past_conversations_through_an_llm(new_user, llm_server):
     stored = conversations.list_turns(user.scope, saved_session_id(result.stdout))
     assert [t.speaker for t in stored] == ["assistant", "user", "assistant"]
     assert stored[1].content == question and "Cedar Creek Loop" in stored[2].content
+
+
+def test_messages_as_long_as_the_chat_allows_through_an_llm(new_user, llm_server):
+    """The model passes a whole 2,000-character message to a search tool as its query (a query may be 1,000
+    characters): each tool searches with part of it and the model gets hits, not an error, to answer from."""
+    user = new_user()
+    remember_what_they_ask_about(user)
+    lines = [message for message, _tool, _answer in LONG_MESSAGES.values()]
+    result = run_chat_cli(llm_server.env(), lines, user_id=user.user_id)
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr + result.stdout
+    assert "too long" not in result.stdout and "error:" not in result.stdout
+    replies = [line for line in result.stdout.splitlines() if line.startswith("agent> ")]
+    requests = llm_server.chat_requests()
+    for message, tool, answer in LONG_MESSAGES.values():
+        (call,) = first_request_for(requests, message[-40:]).answer_tool_calls
+        assert call["function"]["name"] == tool
+        assert len(json.loads(call["function"]["arguments"])["query"]) > MAX_QUERY_LENGTH
+        assert any(answer in reply for reply in replies), (answer, replies)
+    last = [r for r in requests if r.body.get("tools")][-1]  # the whole conversation, tool results included
+    results = [m["content"] for m in last.messages if m["role"] == "tool"]
+    assert len(results) == len(lines) and not any("too long" in content for content in results)
 
 
 def test_every_failure_of_one_turn_is_one_sentence_and_the_session_goes_on(new_user, llm_server):

@@ -11,13 +11,14 @@ import uuid
 
 import pytest
 
-from agent import reports
+from agent import MAX_MESSAGE_LENGTH, reports
 from agent.conversation import SESSION_DELETED, TurnResult
 from agent.events import decode_event, encode_event
 from agent.session import PlaygroundSession
 from core import db, memories, memory_changes, sessions, turn_indexer
 from core.errors import DatabaseUnavailable, InvalidInput, NotFound
-from core.retrieval import RrfParams
+from core.retrieval import MAX_QUERY_LENGTH, RrfParams
+from tests.support.long_messages import LONG_MESSAGES, remember_what_they_ask_about
 
 
 def test_one_session_per_key_and_a_second_key_gets_its_own(runtime, new_user):
@@ -144,6 +145,24 @@ def test_bad_input_fails_the_future_with_a_clear_message(runtime, new_user):
         chat.send("   ").result(timeout=5)
     with pytest.raises(InvalidInput, match="too long"):
         chat.send("x" * 5000).result(timeout=5)
+
+
+@pytest.mark.parametrize("name", LONG_MESSAGES)
+def test_a_message_as_long_as_the_chat_allows_gets_a_real_answer(runtime, new_user, name):
+    """A search query may be 1,000 characters and a message 2,000: the turn's searches (the per-turn recall
+    and the tool the message calls for) search with a part of a longer message instead of failing the turn."""
+    message, tool, answer = LONG_MESSAGES[name]
+    assert len(message) == MAX_MESSAGE_LENGTH
+    user = new_user()
+    remember_what_they_ask_about(user)
+    chat = runtime.open_conversation("long", user.user_id)
+    turn = chat.send(message).result(timeout=60)
+    assert turn.error is None and turn.problems == []
+    assert [(c["name"], c["error"]) for c in turn.tool_calls] == [(tool, None)]
+    assert answer in turn.reply and "too long" not in turn.reply
+    searched = [r for r in turn.retrievals if not r["skipped"]]
+    assert {r["trigger"] for r in searched} == {"per_turn_recall", f"tool:{tool}"}
+    assert all(len(r["query"]) <= MAX_QUERY_LENGTH for r in searched if r["trigger"] != "per_turn_recall")
 
 
 def test_close_writes_the_report_with_the_memories_written(runtime, new_user):

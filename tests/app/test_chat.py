@@ -12,6 +12,7 @@ from agent import SESSION_DELETED, get_runtime
 from core import conversations, db, memories, memory_changes, sessions, turn_indexer
 from core.retrieval import RrfParams
 from tests.app.conftest import settle
+from tests.support.long_messages import LONG_MESSAGES, remember_what_they_ask_about
 from tests.support.panels import expand
 from ui import chat_state, resend
 from ui.format import session_ref
@@ -227,6 +228,27 @@ def test_the_sliders_rerank_the_turn_on_screen_and_a_score_of_0_is_never_starred
     assert (recall["Fused score"] == 0).any()
     assert not recall[recall["Memory"].str.startswith("★")]["Fused score"].eq(0).any()
     assert recall[recall["Memory"].str.startswith("★")]["Slot"].tolist() == ["favorite_color"]
+
+
+def _too_long_warnings(at):
+    return [w.value for w in at.warning if "too long" in w.value or "can be up to" in w.value]
+
+
+def test_a_message_as_long_as_the_box_allows_is_answered_and_its_turn_reranked(app):
+    """A 2,000-character message (a search query may be 1,000) gets a real answer, and its per-turn recall
+    is re-ranked with the sliders with the same part of the message the recall searched with."""
+    at = app()
+    remember_what_they_ask_about(at.session_state["mp_visitor"])
+    message, _tool, answer = LONG_MESSAGES["memories"]
+    _say(at, message)
+    assert any(answer in text for text in _assistant_texts(at)[1:])
+    assert not at.error and _too_long_warnings(at) == []
+    at.slider(key="rrf_vector_weight").set_value(0.0)
+    at.slider(key="rrf_text_weight").set_value(1.0)
+    at.run()
+    assert not at.exception and not at.error and _too_long_warnings(at) == []
+    assert sum("What if" in m.value for m in at.markdown) == 2  # the recall's and the search tool's
+    assert any("favorite_drink: oat flat white" in memory for memory in _memory_panels(at)[1]["Memory"])
 
 
 def _user_texts(at):

@@ -10,7 +10,7 @@ import pytest
 
 from core import knowledge, memories, orders, profiles, sessions
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound, PlaygroundError
-from core.retrieval import search_memories
+from core.retrieval import MAX_QUERY_LENGTH, query_from_message, search_memories
 from tests.support.users import SignedInUser, sign_in, stored_rows
 
 TSQUERY_SYNTAX = [
@@ -193,6 +193,21 @@ def test_search_rejects_bad_queries(user, query, match):
 def test_search_accepts_a_query_at_the_limit(user):
     result = search_memories(user.scope, ("teal " * 200)[:1000])
     assert result.hits[0].memory_type == "favorite_color"
+
+
+def test_the_agent_searches_a_long_message_with_its_beginning_and_its_end(user):
+    """A chat message may be 2,000 characters: the agent searches with its start and its end, whole words,
+    within the query limit (an explicit search that long is refused, above)."""
+    message = "search my memories for teal " + "pasted text " * 160 + "what is my favorite color?"
+    query = query_from_message(message)
+    assert len(query) <= MAX_QUERY_LENGTH < len(message)
+    assert query.startswith("search my memories for teal pasted") and query.endswith(" what is my favorite color?")
+    assert " … " in query and all(word in ("…", *message.split()) for word in query.split())
+    assert search_memories(user.scope, query).hits[0].memory_type == "favorite_color"
+    # a message that fits is searched whole; one normalized (NFC) shorter than it is measured as searched
+    assert query_from_message("  what is my favorite color? ") == "what is my favorite color?"
+    assert query_from_message("e\u0301" * 900) == "\u00e9" * 900
+    assert len(query_from_message("x" * 5000)) <= MAX_QUERY_LENGTH  # no space to cut at: cut mid-word
 
 
 def test_knowledge_search_rejects_a_blank_category(user):
