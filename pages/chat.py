@@ -35,7 +35,7 @@ POLL_SECONDS = 0.25  # while the agent starts or answers, the page checks this o
 QUICK_ANSWER_SECONDS = 0.8
 _OUTBOX = "u_chat_outbox"  # messages typed or clicked and not yet handed to the agent (see _queue)
 _WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy), when the page started waiting in that state)
-_DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until it is sent or discarded
+_DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until sent (in parts) or discarded
 _ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
 _INSPECT = "u_chat_inspect_turn"
 MAX_TURN_BUTTONS = 12  # two rows of turn buttons beside the conversation; more turns get a drop-down
@@ -80,7 +80,7 @@ def _typed() -> None:
     )
     if text is None:
         return
-    if len(text) > MAX_MESSAGE_LENGTH:
+    if len(text.strip()) > MAX_MESSAGE_LENGTH:  # measured as the agent measures it
         st.session_state[_DRAFT] = text
     else:
         _queue(text)
@@ -111,16 +111,26 @@ def _discard_draft() -> None:
 
 
 def _draft_panel() -> None:
-    """A message over the limit, kept whole: shorten it and send, send it in parts, or discard it."""
+    """A message over the limit, kept whole: shorten it and send, send it in parts, or discard it. What is
+    left in it (the last part, or the message shortened) may fit: then it is offered to send as it is."""
     if _DRAFT not in st.session_state:
         return
-    length = len(st.session_state[_DRAFT])
+    length = len(st.session_state[_DRAFT].strip())  # measured as it is sent (without the outer spaces)
     with st.container(border=True, key="u_chat_draft_box"):
-        st.warning(
-            f"Your message is {length:,} characters long; messages can be up to {MAX_MESSAGE_LENGTH:,}. "
-            "It was not sent, and nothing is lost: it is below. Shorten it and send it, or send it in parts.",
-            icon=":material/content_cut:",
-        )
+        if length > MAX_MESSAGE_LENGTH:
+            st.warning(
+                f"Your message is {length:,} characters long; messages can be up to {MAX_MESSAGE_LENGTH:,}. "
+                "It was not sent, and nothing is lost: it is below. Shorten it and send it, or send it in parts.",
+                icon=":material/content_cut:",
+            )
+        elif length:
+            st.info(
+                f"Not sent yet: {length:,} characters, within the {MAX_MESSAGE_LENGTH:,} a message can be. "
+                "Send it when it is ready.",
+                icon=":material/edit_note:",
+            )
+        else:
+            st.info("Nothing left to send: write something, or discard the draft.", icon=":material/edit_note:")
         st.text_area("Your message (not sent yet)", key=_DRAFT, height=140)
         buttons = st.container(horizontal=True)
         buttons.button(
@@ -128,16 +138,16 @@ def _draft_panel() -> None:
             key="u_chat_draft_send",
             type="primary",
             on_click=_send_draft,
-            disabled=length > MAX_MESSAGE_LENGTH or not st.session_state[_DRAFT].strip(),
+            disabled=not 0 < length <= MAX_MESSAGE_LENGTH,
             icon=":material/send:",
         )
-        buttons.button(
-            f"Send the first {MAX_MESSAGE_LENGTH:,} characters",
-            key="u_chat_draft_part",
-            on_click=_send_first_part,
-            disabled=length <= MAX_MESSAGE_LENGTH,
-            help="The rest stays here, ready to send next.",
-        )
+        if length > MAX_MESSAGE_LENGTH:  # only while there is something to cut
+            buttons.button(
+                f"Send the first {MAX_MESSAGE_LENGTH:,} characters",
+                key="u_chat_draft_part",
+                on_click=_send_first_part,
+                help="The rest stays here, ready to send next.",
+            )
         buttons.button("Discard", key="u_chat_draft_discard", type="tertiary", on_click=_discard_draft)
 
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from agent import SESSION_DELETED, get_runtime
+from agent import MAX_MESSAGE_LENGTH, SESSION_DELETED, get_runtime
 from core import conversations, db, memories, memory_changes, sessions, turn_indexer
 from core.retrieval import RrfParams
 from tests.app.conftest import settle
@@ -249,6 +249,38 @@ def test_a_message_as_long_as_the_box_allows_is_answered_and_its_turn_reranked(a
     assert not at.exception and not at.error and _too_long_warnings(at) == []
     assert sum("What if" in m.value for m in at.markdown) == 2  # the recall's and the search tool's
     assert any("favorite_drink: oat flat white" in memory for memory in _memory_panels(at)[1]["Memory"])
+
+
+def test_a_long_paste_sent_in_parts_offers_its_last_part_to_send(app):
+    """A 5,000-character paste goes to the draft; "Send the first 2,000 characters" twice leaves a part within
+    the limit, which is offered to send as it is (never called too long), and every part gets a real answer."""
+    at = app()
+    paste = ("I keep notes about coffee. " * 200)[:5000]
+    _say(at, paste)
+    assert any("5,000 characters long; messages can be up to 2,000" in w for w in _too_long_warnings(at))
+    assert at.button(key="u_chat_draft_send").disabled
+    for _part in range(2):
+        at.button(key="u_chat_draft_part").click()
+        at.run()
+        settle(at)
+    rest = at.session_state["u_chat_draft"]
+    assert 0 < len(rest) <= MAX_MESSAGE_LENGTH and paste.endswith(rest)
+    assert _too_long_warnings(at) == []  # a part within the limit is not "too long"
+    assert any(f"{len(rest):,} characters" in i.value for i in at.info)
+    assert not at.button(key="u_chat_draft_send").disabled
+    assert "u_chat_draft_part" not in [b.key for b in at.button]  # nothing more to cut
+    at.button(key="u_chat_draft_send").click()
+    at.run()
+    settle(at)
+    assert "u_chat_draft" not in at.session_state
+    history = at.session_state["u_chat_session"].history
+    assert [h["text"] for h in history if h["role"] == "user"] == _user_texts(at)
+    assert "".join(_user_texts(at)).replace(" ", "") == paste.replace(" ", "")  # all of it, in three parts
+    answers = [h["text"] for h in history if h["role"] == "assistant"][1:]  # after the greeting
+    assert len(answers) == 3 and not any("didn't work" in answer for answer in answers), answers
+    # a message that fits once its outer spaces are left out (as the agent leaves them out) is sent at once
+    _say(at, "x" * MAX_MESSAGE_LENGTH + "\n")
+    assert "u_chat_draft" not in at.session_state and len(_user_texts(at)) == 4
 
 
 def _user_texts(at):
