@@ -15,7 +15,7 @@ from agent import MAX_MESSAGE_LENGTH, Conversation, llm_wait_seconds, warmup
 from core.errors import InvalidInput
 from ui import auth, chat_state, resend, rrf
 from ui.errors import reported, show_error
-from ui.format import clip, ms, session_ref
+from ui.format import clip, literal, ms, session_ref
 from ui.fragments import timed_fragment
 from ui.shell import redraw_page, run_page
 from ui.sidebar import model_rows
@@ -193,7 +193,7 @@ def _llm_label() -> tuple[str, bool]:
 def _render_message(turn: Turn) -> None:
     if turn.user_text:
         with st.chat_message("user"):
-            st.markdown(turn.user_text)
+            st.markdown(literal(turn.user_text))
     if turn.assistant_texts or turn.tool_calls or turn.errors:
         # keyed so the browser tests (and CSS) can tell a finished turn from the live status
         with st.container(key=f"chat_turn_{turn.number}"), st.chat_message("assistant"):
@@ -387,12 +387,12 @@ def _conversation(box, chat: Conversation, shown: _Drawn, turns: list[Turn], wai
         for turn in turns:
             if shown.busy and turn is turns[-1] and turn.number > 0 and not turn.done:
                 with st.chat_message("user"):  # the turn in progress: its steps are in the status below
-                    st.markdown(turn.user_text or "")
+                    st.markdown(literal(turn.user_text))
             else:
                 _render_message(turn)
         for text in waiting:
             with st.chat_message("user"):
-                st.markdown(text)
+                st.markdown(literal(text))
         if not turns and not waiting:
             st.caption("Connecting…")
         if not any(t.number > 0 for t in turns) and not waiting:

@@ -73,7 +73,7 @@ def _memory_card(scope, memory, deleted_sessions: set[str]) -> None:
         text_col, meta_col = st.columns([3, 2], vertical_alignment="top")
         with text_col:
             st.markdown(f"**`{memory.memory_type}`**")
-            st.markdown(memory.content)
+            st.markdown(literal(memory.content))
         with meta_col:
             st.caption(f":material/update: updated {ago(memory.updated_at)}  \n{when(memory.updated_at)}")
             if session_gone:

@@ -18,7 +18,7 @@ from core.retrieval import match_kind, search_conversations
 from ui import auth, erase
 from ui.charts import alt
 from ui.errors import reported
-from ui.format import ago, clip, duration, ms, session_ref, when
+from ui.format import ago, clip, duration, literal, ms, session_ref, when
 from ui.report_view import ReportView, read_report
 from ui.retrieval import render_retrieval
 from ui.shell import run_page
@@ -218,10 +218,10 @@ def _transcript(scope, record, view: ReportView) -> None:
                         f" · {when(turn.created_at)}"
                     )
                     with st.chat_message(role):
-                        st.markdown(turn.content)
+                        st.markdown(literal(turn.content) if role == "user" else turn.content)
             else:
                 with st.chat_message(role):
-                    st.markdown(turn.content)
+                    st.markdown(literal(turn.content) if role == "user" else turn.content)
     if target is not None:
         st.html(_SCROLL_TO_MATCH, unsafe_allow_javascript=True)
 

@@ -28,7 +28,7 @@ from agent import (
 from core.config import Settings, get_settings
 from ui import auth, chat_state, components, resend
 from ui.errors import reported, show_error
-from ui.format import clip, ms, session_ref
+from ui.format import clip, literal, ms, session_ref
 from ui.fragments import timed_fragment
 from ui.shell import run_page, stayed_on_page
 from ui.sidebar import model_rows
@@ -226,7 +226,7 @@ def _live_transcript(key: str) -> None:
                 st.markdown(line["text"] if line["final"] else f"*{line['text']} …*")
         for text in typed:  # typed, not answered yet: shown from the moment it was sent
             with st.chat_message("user"):
-                st.markdown(text)
+                st.markdown(literal(text))
 
 
 @timed_fragment(run_every=2.0)

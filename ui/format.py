@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -87,11 +88,14 @@ def clip(text: Any, length: int = 160) -> str:
     return text if len(text) <= length else text[: length - 1].rstrip() + "…"
 
 
-# Characters Streamlit's Markdown would read as formatting (and "--" it would turn into a dash).
-_MARKDOWN_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:=")
+# What Streamlit's Markdown would read as formatting in a typed text: these characters anywhere, "--" (it
+# becomes a dash) and a list or quote marker at the start of a line.
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]<>#|~$]|-(?=-)|(?<=-)-")
+_LINE_MARKER = re.compile(r"^(\s*)([-+>])|^(\s*\d+)([.)])(?=\s)", re.M)
 
 
 def literal(text: Any) -> str:
     """`text` escaped for st.markdown and friends, so that what a user typed shows exactly as typed."""
     text = "" if text is None else str(text)
-    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in text)
+    text = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+    return _LINE_MARKER.sub(lambda m: f"{m[1]}\\{m[2]}" if m[2] is not None else f"{m[3]}\\{m[4]}", text)

@@ -482,3 +482,22 @@ def test_a_tab_whose_session_was_deleted_elsewhere_says_so_and_goes_on_in_a_new_
     assert turn_indexer.flush_queued()
     visitor = at.session_state["mp_visitor"]
     assert [record.session_id for record in sessions.list_sessions(visitor.scope)] == [here.session_id]
+
+
+def _user_texts(at):
+    return [m.value for message in at.chat_message if message.name == "user" for m in message.markdown]
+
+
+def test_what_the_visitor_typed_is_shown_as_typed_not_read_as_markdown(app):
+    """ "' OR 1=1 --" showed as "' OR 1=1 —" and "**bold**" lost its stars: the user's words are escaped, so
+    Markdown shows each character; the agent's replies keep their formatting."""
+    at = app()
+    typed = "' OR 1=1 -- **bold** <b>x</b> [link](u)\n- item"
+    _say(at, typed)
+    escaped = "' OR 1=1 \\-\\- \\*\\*bold\\*\\* \\<b\\>x\\</b\\> \\[link\\](u)\n\\- item"
+    assert escaped in _user_texts(at)
+    turn_indexer.flush_queued(timeout=10)
+    stored = conversations.list_turns(
+        at.session_state["mp_visitor"].scope, at.session_state["u_chat_session"].session_id
+    )
+    assert typed in [t.content for t in stored]  # stored exactly as typed: only the display escapes it
