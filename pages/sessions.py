@@ -389,7 +389,8 @@ def _search_hit(hit, index: int) -> None:
     with st.container(border=True, key=f"u_sessions_hit_{index}"):
         text_col, open_col = st.columns([6, 1], vertical_alignment="center")
         where = f"**{when(hit.created_at)}** · {hit.speaker} · {_message_number(hit.turn_index)}"
-        text_col.markdown(f"{where}  \n{clip(hit.content, 220)}")
+        said = clip(hit.content, 220)
+        text_col.markdown(f"{where}  \n{literal(said) if hit.speaker == 'user' else said}")
         ranks = f"vector #{hit.vector_rank or '—'} · text #{hit.text_rank or '—'}"
         text_col.caption(f"{ranks} · RRF {hit.rrf_score:.4f} · session {hit.session_id}")
         if open_col.button("Open", key=f"u_sessions_open_{index}", icon=":material/arrow_forward:"):
