@@ -125,7 +125,7 @@ def _identity_card(visitor: auth.Visitor, *, redraw: bool = False) -> None:
             with _popover("Save my memories with an email", "pop_upgrade", ":material/save:"):
                 _upgrade_form()
         with _popover("Sign in with email", "pop_sign_in", ":material/login:"):
-            sign_in_form()
+            sign_in_form(leaving_anonymous=visitor.is_anonymous)
         with _popover("New identity", "pop_new_identity", ":material/person_add:"):
             _new_identity_form(visitor)
         with _popover("Delete everything about me", "pop_delete_everything", ":material/delete_forever:"):
@@ -150,9 +150,14 @@ def _upgrade_form() -> None:
                 _succeeded("Saved: this identity can now be signed into with your email.")
 
 
-def sign_in_form(*, prefill: str | None = None, key: str = "sign_in") -> None:
+def sign_in_form(*, prefill: str | None = None, key: str = "sign_in", leaving_anonymous: bool = False) -> None:
     if prefill is None:
         st.markdown("Continue as an account you saved earlier. This browser switches to that identity.")
+    if leaving_anonymous:  # as New identity warns: the anonymous visitor cannot be signed into again
+        st.warning(
+            "This anonymous identity's memories and chats stay with it and cannot be reached again unless you "
+            "save it with an email first."
+        )
     with st.form(f"{key}_form", clear_on_submit=False, border=False):
         email = st.text_input("Email", value=prefill or "", key=f"{key}_email", autocomplete="email")
         password = st.text_input("Password", type="password", key=f"{key}_password", autocomplete="current-password")

@@ -223,6 +223,10 @@ def test_upgrade_keeps_the_user_id_and_email_sign_in_returns_to_it(app):
     # a different browser session (another visitor) signs in with the email: same user, same memories
     other = app()
     assert _visitor(other).user_id != before.user_id
+    # signing in leaves this anonymous visitor behind for good: the form says so, as New identity does
+    leaving = "This anonymous identity's memories and chats stay with it and cannot be reached again"
+    assert any(leaving in w.value for w in other.warning)
+    assert not any(leaving in w.value for w in at.warning)  # an email account can be signed into again
     other.text_input(key="sign_in_email").set_value(email)
     other.text_input(key="sign_in_password").set_value("wrong password")
     _button(other, "Sign in").click()
