@@ -285,6 +285,10 @@ def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
     data = contribution_rows(hits)
     data = data[data["contribution"] > 0]  # an empty segment draws nothing (and no rounded stub)
     order = list(dict.fromkeys(data.sort_values("order")["hit"]))
+    # the legend names only the lists this search has: memories and knowledge have no turn in context
+    branches = [("vector", VECTOR_COLOR), ("in context", CONTEXT_COLOR), ("text", TEXT_COLOR)]
+    if not (data["branch"] == "in context").any():
+        branches = [b for b in branches if b[0] != "in context"]
     return (
         alt.Chart(data)
         .mark_bar()
@@ -299,9 +303,7 @@ def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
             x2="end:Q",
             color=alt.Color(
                 "branch:N",
-                scale=alt.Scale(
-                    domain=["vector", "in context", "text"], range=[VECTOR_COLOR, CONTEXT_COLOR, TEXT_COLOR]
-                ),
+                scale=alt.Scale(domain=[b for b, _ in branches], range=[color for _, color in branches]),
                 legend=alt.Legend(orient="bottom", title=None),
             ),
             order=alt.Order("branch:N", sort="descending"),

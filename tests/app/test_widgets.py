@@ -255,6 +255,11 @@ def test_the_chart_bars_end_at_the_tables_fused_scores_in_vector_mode(new_user):
     spec = memory_chart(hits).to_dict()
     assert spec["encoding"]["x"]["field"] == "start" and spec["encoding"]["x2"]["field"] == "end"
     assert spec["encoding"]["y"]["sort"] == [f"{n + 1}. {hit['memory_type']}" for n, hit in enumerate(hits)]
+    # the legend names the lists a memory search has: no "in context", which only past turns are ranked by
+    assert spec["encoding"]["color"]["scale"]["domain"] == ["vector", "text"]
+    turn = {**hits[0], "speaker": "user", "session_id": "s", "turn_index": 0, "content": "x"}
+    turn |= {"context_rank": 1, "context_rrf": 0.1, "created_at": "2026-11-28T00:00:00+00:00"}
+    assert memory_chart([turn]).to_dict()["encoding"]["color"]["scale"]["domain"] == ["vector", "in context", "text"]
 
 
 def test_each_hit_says_how_it_matches_and_the_merely_nearest_are_named_so():
