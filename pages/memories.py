@@ -26,6 +26,7 @@ _CONFIRM_DELETE = "u_mem_confirm_delete"  # id of the memory awaiting delete con
 _FLASH = "u_mem_flash"
 _SHOWN = "u_mem_shown"  # how many cards the list shows
 _FILTER = "u_mem_filter"
+CARD_TEXT = 400  # characters of a memory a card shows before "All N characters"
 PAGE = 30  # cards shown at first and added by "Show more": every card has its buttons, and each
 # interaction draws them all again (300 took seconds per click)
 
@@ -73,7 +74,12 @@ def _memory_card(scope, memory, deleted_sessions: set[str]) -> None:
         text_col, meta_col = st.columns([3, 2], vertical_alignment="top")
         with text_col:
             st.markdown(f"**`{memory.memory_type}`**")
-            st.markdown(literal(memory.content))
+            if len(memory.content) <= CARD_TEXT:
+                st.markdown(literal(memory.content))
+            else:  # a 2,000-character memory made a card 70 lines tall
+                st.markdown(literal(clip(memory.content, CARD_TEXT)))
+                with st.expander(f"All {len(memory.content):,} characters", key=f"u_mem_more_{mid}"):
+                    st.markdown(literal(memory.content))
         with meta_col:
             st.caption(f":material/update: updated {ago(memory.updated_at)}  \n{when(memory.updated_at)}")
             if session_gone:

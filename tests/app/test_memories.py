@@ -435,3 +435,15 @@ def test_the_profile_details_the_agent_keeps_are_shown_and_can_be_cleared(app):
     assert any("Cleared the profile details" in s.value for s in at.success)
     assert not any("time zone: Europe/Lisbon" in m.value for m in at.markdown)
     assert {m.memory_type for m in memories.list_memories(visitor.scope)} == {"favorite_color", "car", "allergy"}
+
+
+def test_a_long_memory_shows_its_start_on_the_card_and_the_rest_on_request(app):
+    at, visitor = _seeded(app)
+    long_text = "Notes on my garden: " + " ".join(f"bed {n} has tomatoes and basil." for n in range(60))
+    memories.remember(visitor.scope, "garden", long_text)
+    at.run()
+    card = next(m.value for m in at.markdown if m.value.startswith("Notes on my garden"))
+    assert len(card) <= 400 and card.endswith("…")
+    more = next(e for e in at.expander if e.label == f"All {len(long_text):,} characters")
+    assert long_text in [m.value for m in more.markdown]  # no Markdown character in it: shown as is
+    assert not any(e.label.startswith("All ") for e in at.expander if e.label != more.label)  # short ones: whole
