@@ -48,6 +48,7 @@ from core.config import (
     Settings,
     get_settings,
     llm_backend,
+    shown_url,
     speech_backend,
 )
 
@@ -95,7 +96,7 @@ def describe_models(settings: Settings | None = None) -> ModelDescription:
     if backend == "livekit":
         llm_label = f"LiveKit Inference: {settings.llm_model or DEFAULT_INFERENCE_LLM}"
     elif backend == "openai":
-        where = settings.openai_base_url or "api.openai.com"
+        where = shown_url(settings.openai_base_url) if settings.openai_base_url else "api.openai.com"
         llm_label = f"OpenAI-compatible: {settings.llm_model or DEFAULT_OPENAI_LLM} at {where}"
     else:
         llm_label = OFFLINE_BRAIN_LABEL
@@ -129,7 +130,7 @@ def llm_location(settings: Settings | None = None) -> str:
     if backend == "livekit":
         return "LiveKit Inference"
     if backend == "openai":
-        return (settings.openai_base_url or "https://api.openai.com/v1").rstrip("/")
+        return shown_url(settings.openai_base_url or "https://api.openai.com/v1")
     return "the offline demo brain"
 
 

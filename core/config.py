@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, field_validator
 from pydantic_settings import (
@@ -205,6 +206,20 @@ class Settings(BaseSettings):
     @property
     def mode_label(self) -> str:
         return "hosted" if (not self.embedded_database or self.hosted_auth) else "embedded"
+
+
+def shown_url(url: str) -> str:
+    """A configured URL as pages, reports and error messages show it: scheme, host, port and path, never a
+    user name, password, query (an `api-key=`) or fragment someone put into it; visitors see these."""
+    parts = urlsplit(url.strip())
+    if not parts.scheme or not parts.hostname:
+        return "the configured URL"  # not a URL we can take apart: say nothing of its text
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    try:
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # a port that is not a number
+        port = ""
+    return urlunsplit((parts.scheme, host + port, parts.path, "", "")).rstrip("/")
 
 
 def _forced_local(name: str | None) -> bool:

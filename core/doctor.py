@@ -53,6 +53,7 @@ from core.config import (
     Settings,
     get_settings,
     llm_backend,
+    shown_url,
     speech_backend,
 )
 from core.db import admin_connection
@@ -633,7 +634,7 @@ def _llm_endpoint(settings: Settings) -> _Endpoint | None:
             base_url=base,
             api_key=settings.openai_api_key or "not-needed",
             model=settings.llm_model or DEFAULT_OPENAI_LLM,
-            label=base,
+            label=shown_url(base),
             url_setting="OPENAI_BASE_URL" if settings.openai_base_url else "OPENAI_API_KEY",
             key_setting="OPENAI_API_KEY",
             is_openai=urlsplit(base).hostname == "api.openai.com",

@@ -504,3 +504,25 @@ async def test_entrypoint_runs_a_job_with_the_openai_plugin_against_an_llm_endpo
     assert ("user", "my favorite color is teal") in said and ("user", "what is my favorite color?") in said
     assert said[-1] == ("assistant", "You told me your favorite color is teal.")
     assert [t.turn_index for t in stored] == list(range(len(stored)))
+
+
+def test_a_base_url_with_credentials_is_never_shown_with_them(model_env):
+    """Visitors see where the LLM is (sidebar, chat header, error messages, `make doctor`): a user name,
+    password or `api-key=` put into OPENAI_BASE_URL must not be part of it."""
+    import httpx
+
+    from agent import llm_failures
+    from core import doctor
+
+    secret_url = "https://alice:s3cr3t@llm.internal.example:8443/v1?api-key=XYZ#frag"
+    settings = model_env(OPENAI_BASE_URL=secret_url, LLM_MODEL="m")
+    shown = "https://llm.internal.example:8443/v1"
+    assert model_factory.describe_models(settings).llm == f"OpenAI-compatible: m at {shown}"
+    assert model_factory.llm_location(settings) == shown
+    refused = httpx.ConnectError("connection refused")
+    message = llm_failures.describe(refused, settings)
+    assert shown in message
+    endpoint = doctor._llm_endpoint(settings)
+    assert endpoint.label == shown and endpoint.base_url == secret_url  # the client still gets the real one
+    for text in (model_factory.describe_models(settings).llm, message, endpoint.label):
+        assert "alice" not in text and "s3cr3t" not in text and "XYZ" not in text and "frag" not in text
