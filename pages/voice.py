@@ -44,6 +44,7 @@ from ui.voice import (
     level_fraction,
     live_transcript,
     microphone_blocked_reason,
+    where_a_call_goes,
 )
 
 _ENDED = "u_voice_ended"  # (session_id, saved or SESSION_DELETED, pipeline) of the call that just ended
@@ -346,11 +347,7 @@ def _before_a_call(settings: Settings, playing: bool, ice: list[dict], *, microp
         return
     st.caption(
         ("" if microphone_blocked else "Press **Start call** and allow the microphone. ")
-        + (
-            "Audio stays on this machine: speech recognition, the agent and the voice all run locally."
-            if not settings.livekit_configured
-            else "Your audio goes to the LiveKit room; the agent worker joins it."
-        )
+        + where_a_call_goes(settings, model_rows())
     )
     if not ice:
         st.caption(

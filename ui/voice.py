@@ -217,3 +217,20 @@ WEBRTC_FRAME_FIXES = """<script>
   sweep();
 })();
 </script>""".replace("GRACE_MS", str(DISCONNECT_GRACE_MS))
+
+
+def where_a_call_goes(settings, models: list[dict[str, Any]]) -> str:
+    """What leaves this machine in a call, from the models configured (`ui.sidebar.model_rows`): the Voice page's
+    privacy statement must be true whatever is configured."""
+    if settings.livekit_configured:
+        return "Your audio goes to the LiveKit room; the agent worker joins it."
+    rows = {row["role"]: row for row in models}
+    stt, llm, tts = rows["STT"], rows["LLM"], rows["TTS"]
+    if stt["offline"] and llm["offline"] and tts["offline"]:
+        return "Audio stays on this machine: speech recognition, the agent and the voice all run locally."
+    return (
+        "Where a call goes: "
+        + ("speech recognition runs on this machine" if stt["offline"] else f"your audio goes to {stt['label']}")
+        + ("; the agent runs here" if llm["offline"] else f"; what you say goes to {llm['label']}")
+        + ("; its voice is made here." if tts["offline"] else f"; its voice is made by {tts['label']}.")
+    )

@@ -221,3 +221,32 @@ def test_the_microphone_is_not_called_blocked_where_browsers_allow_it(url):
 def test_plain_http_from_another_machine_says_why_the_microphone_is_refused(url, host, local):
     reason = microphone_blocked_reason(url)
     assert reason is not None and f"plain http from {host}," in reason and f"Open {local}" in reason
+
+
+def test_the_voice_page_says_truly_what_leaves_the_machine_in_a_call(monkeypatch):
+    """ "Audio stays on this machine" was said whatever was configured; with a remote LLM what the user says
+    leaves, and with an OpenAI key their audio does too."""
+    from ui.sidebar import model_rows
+    from ui.voice import where_a_call_goes
+
+    def said_with(**env):
+        for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_MODEL", "LIVEKIT_URL", "LIVEKIT_API_KEY"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        settings = config.reload_settings()
+        return where_a_call_goes(settings, model_rows())
+
+    try:
+        assert said_with().startswith("Audio stays on this machine")
+        remote_llm = said_with(OPENAI_BASE_URL="http://127.0.0.1:11434/v1", LLM_MODEL="llama3.1")
+        assert remote_llm == (
+            "Where a call goes: speech recognition runs on this machine; what you say goes to OpenAI-compatible: "
+            "llama3.1 at http://127.0.0.1:11434/v1; its voice is made here."
+        )
+        openai = said_with(OPENAI_API_KEY="sk-test")
+        assert openai.startswith("Where a call goes: your audio goes to OpenAI: ") and "stays" not in openai
+        assert "its voice is made by OpenAI: " in openai
+    finally:
+        monkeypatch.undo()
+        config.reload_settings()
