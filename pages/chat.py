@@ -252,13 +252,17 @@ def _live_status(chat: Conversation, shown: _Drawn, since: float) -> None:
             "The agent has not answered yet. Its answer will appear here when it "
             "is ready; you can also end the session and start again."
         )
-    with st.status(f"Thinking… {waited:.0f} s", state="running", expanded=True):
-        turns = group_turns(chat.events_since(0)[0])
-        live = turns[-1] if turns and turns[-1].number > 0 and not turns[-1].done else None
-        for call in live.tool_calls if live else []:
-            st.write(f":material/build: `{call['name']}` · {ms(call.get('duration_ms'))}")
-        for search in live.retrievals if live else []:
-            st.write(f":material/manage_search: searched {search.get('source')} ({len(search.get('hits') or [])} hits)")
+    # not `with st.status(...)`: leaving the block marks it complete, and a ✓ showed while the agent still waited
+    status = st.status(f"Thinking… {waited:.0f} s", state="running", expanded=True)
+    turns = group_turns(chat.events_since(0)[0])
+    live = turns[-1] if turns and turns[-1].number > 0 and not turns[-1].done else None
+    for call in live.tool_calls if live else []:
+        status.write(f":material/build: `{call['name']}` · {ms(call.get('duration_ms'))}")
+    for search in live.retrievals if live else []:
+        found = len(search.get("hits") or [])
+        status.write(
+            f":material/manage_search: searched {search.get('source')} ({found} hit{'' if found == 1 else 's'})"
+        )
 
 
 def _end_session(chat) -> None:

@@ -501,3 +501,36 @@ def test_what_the_visitor_typed_is_shown_as_typed_not_read_as_markdown(app):
         at.session_state["mp_visitor"].scope, at.session_state["u_chat_session"].session_id
     )
     assert typed in [t.content for t in stored]  # stored exactly as typed: only the display escapes it
+
+
+def test_while_the_agent_thinks_its_status_spins_and_is_never_marked_done(app, monkeypatch):
+    """The status drawn while a slow model answers showed ✓ (`with st.status(...)` marks it complete on
+    leaving the block), as if the answer had come."""
+    from agent.brain import llm as brain_llm
+
+    compose = brain_llm.compose_reply
+
+    def slowly(user_text, *args, **kwargs):  # a slow model: the answer takes 3 s after the tools ran
+        if "slowly" in user_text:
+            time.sleep(3)
+        return compose(user_text, *args, **kwargs)
+
+    monkeypatch.setattr(brain_llm, "compose_reply", slowly)
+    at = app()
+    settle(at)
+    at.chat_input(key="u_chat_input").set_value("where is order 1001, slowly")
+    at.run()
+    seen = []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not (seen and not _thinking(at)):
+        time.sleep(0.3)
+        at.run()
+        seen += _thinking(at)
+    assert seen, "the page never showed the agent thinking"
+    assert {(status.proto.icon, status.proto.state) for status in seen} == {("spinner", seen[0].proto.RUNNING)}
+    settle(at)
+    assert "1001" in _assistant_texts(at)[-1]
+
+
+def _thinking(at):
+    return [status for status in at.get("status") if status.label.startswith("Thinking")]
