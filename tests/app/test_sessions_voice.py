@@ -120,3 +120,36 @@ def test_a_text_session_has_no_voice_latency_section(app):
     assert not at.exception, at.exception
     assert not any("Voice latency per turn" in m.value for m in at.markdown)
     assert not any("Median (ms)" in df.value.columns for df in at.dataframe)
+
+
+def test_the_median_timings_add_up_a_turns_llm_calls_as_its_chart_does(app):
+    """ "LLM total 38 ms · LLM first token 43 ms": the median of single LLM calls (a turn with tools makes
+    several) came out below the median first token. Each turn's calls are added up first."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    timings = {1: ([20.0, 25.0], 15.0), 2: ([40.0], 30.0), 3: ([10.0, 12.0], 8.0)}  # (each LLM call, first token)
+    published = []
+    for turn, (calls, first) in timings.items():
+        said = [events.transcript("user", f"question {turn}"), events.metric("llm_ttft_ms", first)]
+        said += [events.metric("llm_duration_ms", value) for value in calls]
+        published += [
+            events.stamped(fields, ts=1000.0 + turn, session_id=session_id, turn=turn, seq=len(published) + n)
+            for n, fields in enumerate(said)
+        ]
+    section = reports.playground_section(
+        session_id=session_id,
+        user_id=visitor.user_id,
+        mode="text",
+        events=published,
+        started_at=1000.0,
+        ended_at=1060.0,
+        memories_written=[],
+    )
+    sessions.save_report(Scope.service(visitor.user_id), session_id, {"playground": section})
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    caption = next(c.value for c in at.caption if c.value.startswith("Median per turn: "))
+    # per turn the calls add up to 45, 40 and 22 ms: median 40 (single calls: 20 ms); first tokens 15, 30, 8
+    assert "LLM total (every call of the turn) 40 ms" in caption and "LLM first token 15 ms" in caption
