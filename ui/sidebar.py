@@ -13,9 +13,10 @@ import streamlit as st
 from agent import describe_models, warmup
 from core import doctor
 from core.config import get_settings
-from ui import auth, erase
+from ui import auth, chat_state, erase
 from ui.errors import reported
 from ui.fragments import timed_fragment
+from ui.turns import group_turns
 
 log = logging.getLogger("memory_playground.ui.sidebar")
 
@@ -197,7 +198,9 @@ def _status() -> None:
     )
     checks = configuration_checks()
     report = checks.report
-    if not checks.running and (report is None or time.time() - report.started_at > CHECKS_STALE_SECONDS):
+    if not checks.running and report is not None and _llm_contradicts(report):
+        checks.start(doctor.QUICK)  # a turn just showed the LLM otherwise than the last check: check again
+    elif not checks.running and (report is None or time.time() - report.started_at > CHECKS_STALE_SECONDS):
         # quick: no tokens spent, no hosted user created, no voice model loaded on a page load
         checks.start(doctor.QUICK)
     # Poll only while a run is in progress; the page itself never waits for a check.
@@ -218,6 +221,21 @@ def _status() -> None:
                 "OPENAI_BASE_URL=http://localhost:11434/v1   # e.g. Ollama\nOPENAI_API_KEY=ollama\nLLM_MODEL=llama3.1",
                 language="bash",
             )
+
+
+def _llm_contradicts(report: doctor.DoctorReport) -> bool:
+    """True when this visitor's latest turn, finished after the last check, says otherwise of the LLM: a turn
+    failed while the check said healthy, or one was answered while the check said failed. The sidebar kept
+    the stale one for up to CHECKS_STALE_SECONDS; a check started now is newer than the turn, so this asks
+    once per turn."""
+    chat = chat_state.current_chat_session()
+    llm = next((result for result in report.results if result.name == "llm"), None)
+    if chat is None or llm is None:
+        return False
+    finished = [t for t in group_turns(chat.events_since(0)[0]) if t.number > 0 and t.done and t.ended_ts]
+    if not finished or finished[-1].ended_ts <= report.started_at:
+        return False
+    return finished[-1].failed != llm.failed
 
 
 def _labels(report: doctor.DoctorReport | None) -> dict[str, str]:

@@ -93,3 +93,36 @@ def test_a_broken_llm_shows_in_the_sidebar_and_recheck_sees_it_fixed(database_ur
     finally:
         stop_streamlit(process)
         server.stop()
+
+
+def test_a_turn_that_contradicts_the_last_check_starts_a_new_one_once(app, monkeypatch):
+    """The sidebar said "all configured parts healthy" for minutes after turns had failed (and went on
+    saying "failed" after they were answered again): a finished turn that says otherwise of the LLM than the
+    last check starts a check, once."""
+    from agent.brain import llm as brain_llm
+    from tests.app.conftest import settle
+
+    compose = brain_llm.compose_reply
+
+    def breaks(user_text, *args, **kwargs):
+        if "explode" in user_text:
+            raise RuntimeError("the model fell over")
+        return compose(user_text, *args, **kwargs)
+
+    monkeypatch.setattr(brain_llm, "compose_reply", breaks)
+    sidebar.configuration_checks.clear()
+    at = app()
+    runner = sidebar.configuration_checks()
+    first = runner.wait(180)
+    assert first is not None and not first.result("llm").failed
+    at.run()
+    assert not runner.running  # an answered greeting agrees with the check: nothing new
+
+    at.chat_input(key="u_chat_input").set_value("where is order 1001? explode")
+    at.run()
+    settle(at)
+    at.run()
+    again = runner.wait(180)
+    assert again is not None and again.started_at > first.started_at  # the failed turn asked for a check
+    at.run()
+    assert not runner.running and runner.report is again  # once: the new check is newer than the turn
