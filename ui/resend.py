@@ -147,7 +147,7 @@ SCRIPT = """<script>
   // a new window (a reload): put back what the last one had not got through, once the page is drawn
   const restoring = {draft: stored('draft'), sent: stored('sent'), since: Date.now()};
   keep('sent', null);
-  // compared as plain words: a bubble shows Markdown rendered ("**teal**" as "teal"), the box held its source
+  // compared as plain words: what a bubble shows and what the box held may differ in everything but words
   const words = t => ' ' + t.toLowerCase().replace(/[^\\p{L}\\p{N}]+/gu, ' ').trim() + ' ';
   const shown = t => words(t).trim() !== '' && Array.from(doc.querySelectorAll('[data-testid=stChatMessage]'))
     .some(m => m.querySelector('[data-testid=stChatMessageAvatarUser]') && words(m.innerText).includes(words(t)));

@@ -151,8 +151,9 @@ def test_a_lost_message_is_put_back_after_a_reload_and_one_that_arrived_is_not(s
 
 def test_a_message_that_arrived_in_markdown_is_not_put_back_after_a_reload(streamlit_server, new_browser_page):
     """The reload came between the message's arrival and the page hearing of it (the tab still holds it as
-    unacknowledged). The reloaded conversation shows it, rendered: "**teal**" reads "teal" in the bubble,
-    and it must still count as shown (compared as the words the visitor sees), not be put back."""
+    unacknowledged). The reloaded conversation shows it as typed (the visitor's words are not read as
+    Markdown), and it must count as shown (compared as plain words: the resend script also works where a
+    bubble renders Markdown), not be put back."""
     page = new_browser_page()
     message = "my favorite color is **teal** — _really_"
     _send_after_the_greeting(page, streamlit_server, message)
@@ -163,7 +164,7 @@ def test_a_message_that_arrived_in_markdown_is_not_put_back_after_a_reload(strea
     )
     page.reload()
     wait_for_identity_cookie(page)
-    bubbles = page.locator('[data-testid="stChatMessage"]', has_text="my favorite color is teal")
-    expect(bubbles).to_have_count(1, timeout=30_000)  # the conversation was taken over, rendered
+    bubbles = page.locator('[data-testid="stChatMessage"]', has_text=message)
+    expect(bubbles).to_have_count(1, timeout=30_000)  # the conversation was taken over, shown as typed
     page.wait_for_timeout(resend.RESTORE_AFTER_MS + 3000)
     expect(page.locator(CHAT_INPUT)).to_have_value("")
