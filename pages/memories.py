@@ -237,7 +237,7 @@ def _toolbar(scope, visitor, items) -> None:
                     f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items)} memories'}**"
                     " the agent keeps about you and the profile details it learned (name, language, time zone,"
                     f" preferences). {_mentions_notice(mentions, 'them' if len(items) > 1 else 'it')}"
-                    " Your session reports stay on the Sessions page. It cannot be undone."
+                    " Your session reports stay on the Sessions page, without these texts. It cannot be undone."
                 )
             typed = st.text_input(f"Type {DELETE_ALL_PHRASE} to confirm", key="u_mem_delete_all_phrase")
             if st.button(
