@@ -22,7 +22,7 @@ from core.text import clean_int, clean_text, sanitize_json
 
 log = logging.getLogger(__name__)
 MAX_REPORT_BYTES = 5_000_000
-DELETED_TEXT = "[deleted]"  # what a string of a report that said a deleted memory becomes
+DELETED_TEXT = "[deleted]"  # what a string of a report that said a deleted memory becomes (and in the SQL)
 # Saving a report and deleting a memory take this per-user lock, so a report saved while a memory is deleted
 # is either cleaned by the deletion (saved first) or sees the memory gone (saved after).
 _REPORTS_LOCK = 727431004
@@ -181,7 +181,7 @@ def forget_in_reports(cur, scope: Scope, texts) -> int:
         return 0
     cur.execute("select pg_advisory_xact_lock(hashtextextended(%s::text, %s))", (scope.user_id, _REPORTS_LOCK))
     if not scope.is_service:
-        cur.execute("select public.forget_in_session_reports(%s, %s, %s) as n", (patterns, words, DELETED_TEXT))
+        cur.execute("select public.forget_in_session_reports(%s, %s) as n", (patterns, words))  # DELETED_TEXT
         return int(cur.fetchone()["n"])
     cur.execute(
         """

@@ -44,9 +44,10 @@ end;
 $$;
 
 -- As the user (the Memories page): users may not update reports, so this runs as its owner, on auth.uid()'s
--- reports only. `words` (one `%word%` per text, a word of it that JSON never escapes) skips, cheaply, the
+-- reports only, and can only blank strings (the marker is fixed here: a user cannot write text into a
+-- report). `words` (one `%word%` per text, a word of it that JSON never escapes) skips, cheaply, the
 -- reports that cannot contain it. The service scope updates public.sessions itself.
-create or replace function public.forget_in_session_reports(patterns text[], words text[], marker text)
+create or replace function public.forget_in_session_reports(patterns text[], words text[])
 returns int
 language plpgsql
 security definer
@@ -58,7 +59,7 @@ begin
   update public.sessions s
      set report = r.report
     from (
-      select x.session_id, memory_playground_private.redact_mentions(x.report, patterns, marker) as report
+      select x.session_id, memory_playground_private.redact_mentions(x.report, patterns, '[deleted]') as report
         from public.sessions x
        where x.user_id = (select auth.uid()) and x.report::text ilike any (words)
     ) r
@@ -70,5 +71,5 @@ $$;
 
 revoke all on function memory_playground_private.redact_mentions(jsonb, text[], text) from public;
 grant execute on function memory_playground_private.redact_mentions(jsonb, text[], text) to service_role;
-revoke execute on function public.forget_in_session_reports(text[], text[], text) from public, anon;
-grant execute on function public.forget_in_session_reports(text[], text[], text) to authenticated;
+revoke execute on function public.forget_in_session_reports(text[], text[]) from public, anon;
+grant execute on function public.forget_in_session_reports(text[], text[]) to authenticated;

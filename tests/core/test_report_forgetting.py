@@ -117,3 +117,27 @@ def test_a_deleted_text_of_only_stop_words_leaves_every_report_as_it_was(databas
     sessions.save_report(user.service, running, report)
     assert sessions.get_session(user.scope, running).report["playground"] == report["playground"]
     assert not _says(sessions.get_session(user.scope, running), DELETED_TEXT)
+
+
+def test_a_visitor_can_only_blank_their_own_report_strings_never_write_into_them(database_uri):
+    """Users may not update reports (the service writes them); the function the Memories page cleans them
+    through can only turn strings of the caller's own reports into the fixed marker."""
+    import psycopg
+    import pytest
+
+    from core.db import transaction
+
+    user, other = sign_in(), sign_in()
+    mine, theirs = f"blank-{uuid.uuid4().hex[:8]}", f"blank-{uuid.uuid4().hex[:8]}"
+    for who, session_id in ((user, mine), (other, theirs)):  # still remembered: the reports keep "teal"
+        memories.remember(who.service, "favorite_color", "teal", session_id=session_id)
+    sessions.save_report(user.service, mine, _report(_wrote("favorite_color", "teal")))
+    sessions.save_report(other.service, theirs, _report(_wrote("favorite_color", "teal")))
+    with transaction(user.scope) as cur, pytest.raises(psycopg.errors.UndefinedFunction):
+        cur.execute("select public.forget_in_session_reports(%s, %s, %s)", (["teal"], ["%teal%"], "I was here"))
+    with transaction(user.scope) as cur:
+        cur.execute("select public.forget_in_session_reports(%s, %s) as n", (["."], ["%"]))
+        assert cur.fetchone()["n"] == 1  # their one report; the other user's is not theirs to touch
+    section = sessions.get_session(user.scope, mine).report["playground"]
+    assert section["transcript"][0]["text"] == DELETED_TEXT and section["transcript"][1]["text"] == DELETED_TEXT
+    assert _says(sessions.get_session(other.scope, theirs), "teal")
