@@ -212,13 +212,15 @@ def _transcript(scope, record, view: ReportView) -> None:
             return
         with st.container(height=440, border=True):
             for line in view.transcript:
-                with st.chat_message("user" if line.get("role") == "user" else "assistant"):
-                    st.markdown(line.get("text") or "")
+                role = "user" if line.get("role") == "user" else "assistant"
+                with st.chat_message(role):
+                    text = line.get("text") or ""
+                    st.markdown(literal(text) if role == "user" else text)
         return
     jump = st.session_state.get(JUMP)
     target = jump[1] if jump and jump[0] == record.session_id else None
     with st.container(height=440, border=True, key="u_session_transcript"):
-        for turn in turns:
+        for position, turn in enumerate(turns):
             role = "user" if turn.speaker == "user" else "assistant"
             if turn.turn_index == target:
                 with st.container(key=MATCH_KEY, border=True):
@@ -231,8 +233,25 @@ def _transcript(scope, record, view: ReportView) -> None:
             else:
                 with st.chat_message(role):
                     st.markdown(literal(turn.content) if role == "user" else turn.content)
+            if role == "user" and _unanswered(turns, position, still_open=record.is_open):
+                st.caption(
+                    ":material/error: No answer to this message: its turn failed or was interrupted"
+                    + (f" (the errors are below, {_ERRORS_HEADING})." if view.errors else ".")
+                )
     if target is not None:
         st.html(_SCROLL_TO_MATCH, unsafe_allow_javascript=True)
+
+
+_ERRORS_HEADING = "under “error(s) during the session”"
+
+
+def _unanswered(turns, position: int, *, still_open: bool) -> bool:
+    """A message of the user's that no reply of the agent's follows: its turn failed (an unreachable model,
+    a tool the model got wrong). The last one of a session still open may just be waiting for its answer."""
+    after = turns[position + 1 : position + 2]
+    if after:
+        return after[0].speaker == "user"
+    return not still_open
 
 
 def _not_yet(what: str) -> None:

@@ -154,3 +154,39 @@ def test_the_transcript_search_lists_matches_and_puts_the_merely_nearest_turns_a
         c.value.startswith(":material/my_location: The message you searched for · message 3") for c in at.caption
     )
     delete_everything(visitor.scope)
+
+
+def test_a_message_the_agent_never_answered_is_marked_in_the_transcript(app):
+    """A failed turn showed as a user bubble with nothing after it and no sign why (the errors were in a
+    collapsed section). The last message of a session still open is only waiting, and is not marked."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    lines = [
+        ("user", "where is order 1003?"),  # the model was unreachable: no answer
+        ("user", "where is order 1001?"),
+        ("agent", "Order 1001 has shipped."),
+        ("user", "and how long does shipping take?"),  # the last one: waiting while the session is open
+    ]
+    conversations.store_turns(service, [TurnInput(session_id, n, who, text) for n, (who, text) in enumerate(lines)])
+    at.switch_page("pages/sessions.py")
+    at.run()
+    picked = at.selectbox(key="u_sessions_pick")
+    if picked.value != session_id:  # the app's own chat may be newer
+        picked.set_value(session_id)
+        at.run()
+    assert not at.exception, at.exception
+    marks = [c.value for c in at.caption if c.value.startswith(":material/error: No answer to this message")]
+    assert len(marks) == 1  # the first one; the last is still waiting
+
+    error = {"type": "error", "where": "llm", "message": "The LLM could not be reached.", "turn": 1, "ts": 1.0}
+    error |= {"session_id": session_id, "seq": 0, "recoverable": False}
+    now = datetime.now(UTC)
+    report = {"playground": {"turns": 3, "mode": "text", "errors": [error]}}
+    sessions.save_report(service, session_id, report, started_at=now - timedelta(seconds=30), ended_at=now)
+    at.run()
+    marks = [c.value for c in at.caption if c.value.startswith(":material/error: No answer to this message")]
+    assert len(marks) == 2  # ended: the last one was never answered either
+    assert all("under “error(s) during the session”" in mark for mark in marks)
+    delete_everything(visitor.scope)
