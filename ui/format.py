@@ -88,9 +88,9 @@ def clip(text: Any, length: int = 160) -> str:
     return text if len(text) <= length else text[: length - 1].rstrip() + "…"
 
 
-# What Streamlit's Markdown would read as formatting in a typed text: these characters anywhere, "--" (it
-# becomes a dash) and a list or quote marker at the start of a line.
-_MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]<>#|~$]|-(?=-)|(?<=-)-")
+# What Streamlit's Markdown would read as formatting in a typed text: these characters anywhere (":" starts
+# an emoji or icon code, ":rocket:"), "--" (it becomes a dash) and a list or quote marker at a line's start.
+_MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]<>#:|~$]|-(?=-)|(?<=-)-")
 _LINE_MARKER = re.compile(r"^(\s*)([-+>])|^(\s*\d+)([.)])(?=\s)", re.M)
 
 

@@ -15,6 +15,7 @@ from core import doctor
 from core.config import get_settings
 from ui import auth, chat_state, erase
 from ui.errors import reported
+from ui.format import literal
 from ui.fragments import timed_fragment
 from ui.turns import group_turns
 
@@ -264,10 +265,7 @@ def _labels(report: doctor.DoctorReport | None) -> dict[str, str]:
 
 def _plain(text: str | None) -> str:
     """Server messages shown as text, not as markdown (brackets, stars, backticks, emoji codes)."""
-    text = (text or "").rstrip(".").replace("[", "(").replace("]", ")")  # so it can sit inside :red[...]
-    for char in "\\`*_<>#:|~$":
-        text = text.replace(char, "\\" + char)
-    return text
+    return literal((text or "").rstrip(".").replace("[", "(").replace("]", ")"))  # so it can sit inside :red[...]
 
 
 def _warmup_rows() -> None:

@@ -492,9 +492,9 @@ def test_what_the_visitor_typed_is_shown_as_typed_not_read_as_markdown(app):
     """ "' OR 1=1 --" showed as "' OR 1=1 —" and "**bold**" lost its stars: the user's words are escaped, so
     Markdown shows each character; the agent's replies keep their formatting."""
     at = app()
-    typed = "' OR 1=1 -- **bold** <b>x</b> [link](u)\n- item"
+    typed = "' OR 1=1 -- **bold** <b>x</b> [link](u) :rocket:\n- item"
     _say(at, typed)
-    escaped = "' OR 1=1 \\-\\- \\*\\*bold\\*\\* \\<b\\>x\\</b\\> \\[link\\](u)\n\\- item"
+    escaped = "' OR 1=1 \\-\\- \\*\\*bold\\*\\* \\<b\\>x\\</b\\> \\[link\\](u) \\:rocket\\:\n\\- item"
     assert escaped in _user_texts(at)
     turn_indexer.flush_queued(timeout=10)
     stored = conversations.list_turns(

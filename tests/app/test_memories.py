@@ -439,7 +439,7 @@ def test_the_profile_details_the_agent_keeps_are_shown_and_can_be_cleared(app):
 
 def test_a_long_memory_shows_its_start_on_the_card_and_the_rest_on_request(app):
     at, visitor = _seeded(app)
-    long_text = "Notes on my garden: " + " ".join(f"bed {n} has tomatoes and basil." for n in range(60))
+    long_text = "Notes on my garden, " + " ".join(f"bed {n} has tomatoes and basil." for n in range(60))
     memories.remember(visitor.scope, "garden", long_text)
     at.run()
     card = next(m.value for m in at.markdown if m.value.startswith("Notes on my garden"))
