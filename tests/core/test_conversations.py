@@ -15,7 +15,18 @@ import numpy as np
 import psycopg
 import pytest
 
-from core import conversations, db, embeddings, erasure, identity, maintenance, memories, sessions, turn_indexer
+from core import (
+    conversations,
+    db,
+    embeddings,
+    erasure,
+    identity,
+    maintenance,
+    memories,
+    profiles,
+    sessions,
+    turn_indexer,
+)
 from core.conversations import TurnInput
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
@@ -830,16 +841,17 @@ def test_turns_left_without_an_embedding_are_embedded_by_the_cleanup_run(new_use
     assert conversations.get_turn(user.scope, turn.id).embedded
 
 
+def _told(service, **fields) -> None:
+    """Profile details as the agent's update_profile tool sets them."""
+    for field, value in fields.items():
+        profiles.update_profile(service, field, value)
+
+
 def test_deleting_all_memories_clears_the_profile_details_the_agent_learned_but_not_the_email(new_user):
     """To the user, "call me Ada" is a memory: after Delete all memories the agent must not greet them by it."""
-    from core import profiles
-
     user = new_user()
     service = Scope.service(user.user_id)
-    profiles.update_profile(service, "name", "Ada")
-    profiles.update_profile(service, "timezone", "Europe/Lisbon")
-    profiles.update_profile(service, "email", "ada@example.com")
-    profiles.update_profile(service, "preferences", {"units": "metric"})
+    _told(service, name="Ada", timezone="Europe/Lisbon", email="ada@example.com", preferences={"units": "metric"})
     memories.remember(service, "favorite_color", "teal")
     assert memories.learned_profile(user.scope) == {
         "name": "Ada",
@@ -855,12 +867,9 @@ def test_deleting_all_memories_clears_the_profile_details_the_agent_learned_but_
 
 
 def test_forgetting_the_name_slot_clears_the_profile_name_and_only_that(new_user):
-    from core import profiles
-
     user = new_user()
     service = Scope.service(user.user_id)
-    profiles.update_profile(service, "name", "Ada")
-    profiles.update_profile(service, "timezone", "Europe/Lisbon")
+    _told(service, name="Ada", timezone="Europe/Lisbon")
     memories.remember(service, "name", "Ada")
     memories.remember(service, "favorite_color", "teal")
     memories.forget(service, "favorite_color")
