@@ -221,11 +221,14 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
 # fmt: on
 
 
-_STATEMENT_SPLIT = re.compile(r"(?<=[.!?;])\s+|,?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|my|i've)\b)", re.I)
+_STATEMENT_SPLIT = re.compile(
+    r"(?<=[.!?;])\s+|,?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|my|i've)\b)|,\s*(?=(?:i|i'm|my|i've)\b)", re.I
+)
 
 
 def split_statements(text: str) -> list[str]:
-    """'I live in Boulder and I work at Globex.' -> ['I live in Boulder', 'I work at Globex.']"""
+    """'I live in Boulder and I work at Globex.' -> ['I live in Boulder', 'I work at Globex.'] (also at a comma
+    before 'I' or 'my': 'Hi, my name is Ada, I work at Globex')"""
     return [part.strip() for part in _STATEMENT_SPLIT.split(text) if part and part.strip()]
 
 

@@ -119,7 +119,7 @@ def _profile(said: _Utterance) -> Intent | None:
     if name:
         value = strip_end(re.split(r"\b(?:and|but|because|so)\b|[,;]", name.group("v"))[0])
         if value:
-            return _name_intent(" ".join(part[:1].upper() + part[1:] for part in value.split()))
+            return _name_intent(" ".join(part[:1].upper() + part[1:] for part in value.split()), body)
     email = p.EMAIL.search(body)
     if email and not _question(body):
         return _profile_intent("email", email.group("v"))
@@ -331,13 +331,20 @@ def _profile_intent(field_name: str, value: str) -> Intent:
     return Intent("update_profile", calls=[("update_profile", {"field": field_name, "value": value})])
 
 
-def _name_intent(name: str) -> Intent:
-    """The name goes to the profile and is remembered as a fact too."""
+def _name_intent(name: str, body: str = "") -> Intent:
+    """The name goes to the profile and is remembered as a fact too; any other fact of the same message
+    ("my name is Ada and I live in Denver") is remembered with it, a secret never."""
+    others = [
+        fact
+        for fact in parse_facts(body)
+        if fact.memory_type != "name" and not secret_reason(f"{fact.memory_type.replace('_', ' ')} {fact.content}")
+    ]
     return Intent(
         "update_profile",
         calls=[
             ("update_profile", {"field": "name", "value": name}),
             ("remember_detail", {"memory_type": "name", "content": name}),
+            *(("remember_detail", {"memory_type": f.memory_type, "content": f.content}) for f in others[:4]),
         ],
     )
 

@@ -65,10 +65,11 @@ SEARCH = [
                r"saved|remembered)\b", re.I),
 ]
 NAME = [
+    # the name ends at a comma: "my name is Ada, I live in Denver" (the rest is read for facts)
     re.compile(r"^(?:(?:hi|hello|hey)[,! ]+)?(?:please |you can |just |from now on,? )?"
-               r"call me (?P<v>[\w'. -]+)$", re.I),
+               r"call me (?P<v>[\w'. -]+)(?:[,;].*)?$", re.I),
     re.compile(r"^(?:(?:hi|hello|hey)[,! ]+)?(?:my name is|my name's|i go by|i'm called|i am called|the name's) "
-               r"(?P<v>[\w'. -]+)$", re.I),
+               r"(?P<v>[\w'. -]+)(?:[,;].*)?$", re.I),
 ]
 IM_NAME = re.compile(r"^(?i:(?:(?:hi|hello|hey)[,! ]+)?(?:i'm|i am) )(?P<v>[A-Z][a-z]+)$")
 EMAIL = re.compile(r"\b(?:my )?(?:e-?mail|email address) (?:is|=|:)?\s*(?P<v>[^\s@]+@[^\s@]+\.[A-Za-z]{2,})", re.I)

@@ -15,6 +15,7 @@ from livekit.agents import llm
 from agent.brain.facts import describe_fact, search_query, slot_phrase, slot_words
 from agent.brain.text import STOPWORDS, clean, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
+from agent.sensitive import secret_reason
 from core.retrieval import is_relevant
 
 # (tool name, arguments, output, is_error) for each tool call answered this turn
@@ -95,22 +96,34 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
         results = [r for r in results if r[0] not in ("recall_detail", "search_memories")]
         parts.append(found)
     names = [name for name, *_ in results]
+
+    def said_by_the_profile_reply(name: str, args: dict[str, Any]) -> bool:
+        return name == "remember_detail" and "update_profile" in names and args.get("memory_type") == "name"
+
     saved = [
         load_output(output)
-        for name, _args, output, is_error in results
-        if name == "remember_detail" and not is_error and "update_profile" not in names
+        for name, args, output, is_error in results
+        if name == "remember_detail" and not is_error and not said_by_the_profile_reply(name, args)
     ]
     if len(saved) > 1 and all(isinstance(d, dict) for d in saved):
         facts = [describe_fact(d.get("memory_type", ""), d.get("content", "")) for d in saved]
-        parts.append("Got it, I'll remember that " + ", that ".join(facts[:-1]) + f" and that {facts[-1]}.")
-        results = [r for r in results if not (r[0] == "remember_detail" and not r[3])]
+        results = [
+            r for r in results if not (r[0] == "remember_detail" and not r[3] and not said_by_the_profile_reply(*r[:2]))
+        ]
+        said_together = "Got it, I'll remember that " + ", that ".join(facts[:-1]) + f" and that {facts[-1]}."
+    else:
+        said_together = ""
     for name, args, output, is_error in results:
-        if name == "remember_detail" and "update_profile" in names and args.get("memory_type") == "name":
-            continue  # the profile reply already says it
+        if said_by_the_profile_reply(name, args):
+            continue  # "Nice to meet you, Ada!" already says it
         if is_error:
             parts.append(_error_reply(name, args, str(output)))
         else:
             parts.append(_success_reply(name, load_output(output), user_text, recalled))
+    parts.append(said_together)
+    if "update_profile" in names and secret_reason(user_text):
+        # "my name is Ada and my PIN is 1234": the name was saved, the secret left out (agent/brain/intents.py)
+        parts.append(SECRET_REPLY.split(". ")[0] + ".")
     text = " ".join(part for part in parts if part)
     return text or "Done."
 

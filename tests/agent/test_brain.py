@@ -298,3 +298,45 @@ async def test_the_openers_piper_says_at_warm_up_are_how_the_brains_replies_begi
         replies = [reply_text(await run.session.run(user_input=text)) for text in said]
     heads = [split_first_clause(reply)[0] for reply in replies]
     assert heads == list(SPOKEN_OPENERS), replies
+
+
+@pytest.mark.parametrize(
+    ("text", "facts", "said"),
+    [
+        (
+            "my name is Ada and I live in Denver",
+            [("home_city", "Denver")],
+            "Nice to meet you, Ada! I'll call you Ada from now on. Got it, I'll remember that you live in Denver.",
+        ),
+        (
+            "Hi, my name is Ada, I work at Globex and I live in Boulder",
+            [("employer", "Globex"), ("home_city", "Boulder")],
+            "Nice to meet you, Ada! I'll call you Ada from now on. Got it, I'll remember that you work at Globex "
+            "and that you live in Boulder.",
+        ),
+        (
+            "my name is Ada and my PIN is 4821",
+            [],
+            "Nice to meet you, Ada! I'll call you Ada from now on. I'd rather not keep passwords, PINs, card or ID "
+            "numbers, so I haven't saved that.",
+        ),
+    ],
+)
+def test_a_name_said_with_other_facts_keeps_the_facts_too(text, facts, said):
+    intent = classify(text)
+    assert intent.calls == [
+        ("update_profile", {"field": "name", "value": "Ada"}),
+        ("remember_detail", {"memory_type": "name", "content": "Ada"}),
+        *(("remember_detail", {"memory_type": slot, "content": content}) for slot, content in facts),
+    ]
+    assert "4821" not in json.dumps(intent.calls)  # a secret never reaches a tool's arguments (they are logged)
+    results = [
+        (
+            name,
+            args,
+            json.dumps({**args, "created": True, "previous_content": None} if name == "remember_detail" else args),
+            False,
+        )
+        for name, args in intent.calls
+    ]
+    assert compose_reply(text, results) == said
