@@ -116,6 +116,9 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
     for name, args, output, is_error in results:
         if said_by_the_profile_reply(name, args):
             continue  # "Nice to meet you, Ada!" already says it
+        if name == "update_profile" and args.get("field") == "name" and not is_error:
+            parts.append(_name_reply(str(args.get("value", "")), _name_before(results)))
+            continue
         if is_error:
             parts.append(_error_reply(name, args, str(output)))
         else:
@@ -327,6 +330,24 @@ def _conversations_found(data: dict[str, Any], *, after_memories: bool = False) 
         "I don't have that saved as a memory, but I found it in our earlier conversations. " if after_memories else ""
     )
     return f"{lead}{_said_on(top)} (RRF score {top['rrf_score']:.4f})."
+
+
+def _name_before(results: list[ToolResult]) -> str | None:
+    """The name the user had before this turn, from the `name` memory saved with the profile's name."""
+    for name, args, output, is_error in results:
+        if name == "remember_detail" and args.get("memory_type") == "name" and not is_error:
+            data = load_output(output)
+            if isinstance(data, dict) and not data.get("created", True):
+                return data.get("previous_content")
+    return None
+
+
+def _name_reply(name: str, before: str | None) -> str:
+    if before and before.casefold() == name.casefold():
+        return f"I know, {name}: I already call you that."
+    if before:
+        return f"Okay, I'll call you {name} from now on (before, I had {before})."
+    return _profile_updated({"field": "name", "value": name})
 
 
 def _profile_updated(data: dict[str, Any]) -> str:

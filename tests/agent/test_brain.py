@@ -340,3 +340,20 @@ def test_a_name_said_with_other_facts_keeps_the_facts_too(text, facts, said):
         for name, args in intent.calls
     ]
     assert compose_reply(text, results) == said
+
+
+@pytest.mark.parametrize(
+    ("before", "said"),
+    [
+        (None, "Nice to meet you, Ada! I'll call you Ada from now on."),
+        ("Ada", "I know, Ada: I already call you that."),
+        ("Bea", "Okay, I'll call you Ada from now on (before, I had Bea)."),
+    ],
+)
+def test_the_name_reply_says_whether_the_name_is_new_changed_or_known(before, said):
+    memory = {"memory_type": "name", "content": "Ada", "created": before is None, "previous_content": before}
+    results = [
+        ("update_profile", {"field": "name", "value": "Ada"}, json.dumps({"field": "name", "value": "Ada"}), False),
+        ("remember_detail", {"memory_type": "name", "content": "Ada"}, json.dumps(memory), False),
+    ]
+    assert compose_reply("my name is Ada", results) == said
