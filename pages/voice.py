@@ -168,6 +168,11 @@ def _live_status(key: str, who: str) -> None:
         last = st.session_state.get(_LAST_CALL)
         if last is not None and last.ended_because == SESSION_DELETED:
             st.rerun()  # the whole page: it says why, and the call goes on in a new session
+        elif last is not None and last.error:
+            # a call that failed is no longer live, so nothing below would show why (a LiveKit room that
+            # could not be joined left the page with End call and nothing else)
+            st.error(last.error, icon=":material/error:")
+            st.caption("Press **End call**, then **Start call** to try again.")
         return
     _hand_over(call)
     _deleted_notice(call)

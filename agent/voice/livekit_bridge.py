@@ -206,7 +206,11 @@ class LiveKitVoiceBridge:
                 CONNECT_TIMEOUT,
             )
         except Exception as exc:
-            self.error = f"Could not join the LiveKit room at {self.token.server_url}: {exc}"
+            self.error = (
+                f"Could not join the LiveKit room at {self.token.server_url}: {str(exc) or type(exc).__name__}. "
+                "Check LIVEKIT_URL and that the LiveKit server (or Cloud project) is up; "
+                "`make doctor` checks it."
+            )
             self._emit(events.error(self.error, where="livekit"))
             raise
         self._source = rtc.AudioSource(WEBRTC_SAMPLE_RATE, 1)

@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 
 from core import db, memories, sessions
 from core.db import Scope
+from tests.support.app import free_port, start_streamlit, stop_streamlit
 from tests.support.browser import (
     WEBRTC_FRAME,
     drop_first_message,
@@ -298,3 +299,37 @@ def test_a_call_whose_session_is_deleted_elsewhere_says_so_and_goes_on_in_a_new_
     page.frame_locator(WEBRTC_FRAME).get_by_role("button", name="End call").click()
     page.get_by_text("its report (transcript, tool calls, per-turn latencies) was saved").wait_for(timeout=90_000)
     assert _voice_sessions(user_id) == [new] and sessions.get_session(Scope.service(user_id), new).report
+
+
+@pytest.fixture(scope="module")
+def unreachable_livekit_server(database_uri):
+    """The app with LiveKit configured at a port where nothing listens (no LiveKit server can run here)."""
+    closed_port = free_port()
+    env = {
+        "LIVEKIT_URL": f"ws://127.0.0.1:{closed_port}",
+        "LIVEKIT_API_KEY": "devkey",
+        "LIVEKIT_API_SECRET": "secret-that-is-long-enough-for-hs256-0123456789",
+        "LLM_MODEL": "offline",
+        "STT_MODEL": "local",
+        "TTS_MODEL": "local",
+    }
+    process, url = start_streamlit(env)
+    try:
+        yield url, env["LIVEKIT_URL"]
+    finally:
+        stop_streamlit(process)
+
+
+def test_a_livekit_call_that_cannot_join_the_room_says_why(unreachable_livekit_server, new_quiet_mic_page):
+    """The failed call is no longer live, so the page's live panels showed nothing at all: End call and an
+    empty page, for as long as one waited."""
+    url, livekit_url = unreachable_livekit_server
+    page = new_quiet_mic_page((1600, 1000))
+    page.goto(url)
+    wait_for_app(page)
+    open_page(page, "Voice")
+    start_call(page)
+    alert = page.locator('[data-testid="stAlert"]', has_text="Could not join the LiveKit room")
+    alert.first.wait_for(timeout=60_000)
+    assert livekit_url in alert.first.inner_text() and "LIVEKIT_URL" in alert.first.inner_text()
+    expect(page.get_by_text("then Start call to try again")).to_be_visible()
