@@ -19,7 +19,9 @@ import asyncio
 import json
 import logging
 import os
+import socket
 import sys
+import urllib.parse
 import uuid
 import warnings
 from dataclasses import dataclass
@@ -217,8 +219,76 @@ def build_server() -> AgentServer:
     return server
 
 
+# The LiveKit settings a worker command needs, with the livekit CLI option that can give each instead.
+_SERVER_SETTINGS = (
+    ("LIVEKIT_URL", "livekit_url", "--url"),
+    ("LIVEKIT_API_KEY", "livekit_api_key", "--api-key"),
+    ("LIVEKIT_API_SECRET", "livekit_api_secret", "--api-secret"),
+)
+_SERVER_COMMANDS = ("dev", "start", "connect")
+
+
+def cli_setup_problem(args: list[str]) -> str | None:
+    """Why the worker command in `args` cannot run here, in one line, or None. livekit's CLI reads only the
+    environment, so the LiveKit settings from `.env` or secrets.toml are passed on to it first."""
+    command = args[0] if args else ""
+    if "--help" in args or "-h" in args:
+        return None
+    if command in _SERVER_COMMANDS:
+        settings = get_settings()
+        missing = []
+        for env_name, field, option in _SERVER_SETTINGS:
+            value = getattr(settings, field)
+            if value:
+                os.environ.setdefault(env_name, value)
+            elif not any(a == option or a.startswith(option + "=") for a in args):
+                missing.append(env_name)
+        if missing:
+            return (
+                f"python -m agent {command} needs a LiveKit server: set {', '.join(missing)} (env, .env or "
+                ".streamlit/secrets.toml; LiveKit Cloud or `livekit-server --dev`, docs/AGENT.md). "
+                "Without LiveKit, use `python -m agent chat` or the app's Voice page."
+            )
+    if command == "console":
+        try:
+            import sounddevice  # noqa: F401 - livekit's console plays and records through it
+        except OSError as exc:
+            return (
+                f"python -m agent console needs a microphone and speakers through PortAudio, which is "
+                f"missing here ({exc}): install it (apt-get install libportaudio2), or use "
+                "`python -m agent chat` or the app's Voice page."
+            )
+    return None
+
+
+def server_unreachable(url: str, timeout: float = 3.0) -> str | None:
+    """Why nothing answers at the LiveKit server's address, or None when something does."""
+    parsed = urllib.parse.urlsplit(url)
+    port = parsed.port or (443 if parsed.scheme in ("wss", "https") else 80)
+    try:
+        socket.create_connection((parsed.hostname or "", port), timeout=timeout).close()
+    except OSError as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
 def run_cli() -> None:
     """livekit-agents' own CLI (dev, start, console, connect, download-files)."""
+    problem = cli_setup_problem(sys.argv[1:])
+    if problem:
+        print(problem, file=sys.stderr)
+        raise SystemExit(2)
+    url = os.environ.get("LIVEKIT_URL")
+    if sys.argv[1:2] and sys.argv[1] in _SERVER_COMMANDS and url and "--help" not in sys.argv:
+        # livekit's own retries say only "Cannot connect to host"; say which setting to check, and go on
+        # (the server may be starting)
+        why = server_unreachable(url)
+        if why:
+            print(
+                f"The LiveKit server at LIVEKIT_URL={url} does not answer ({why}): check LIVEKIT_URL and that "
+                "the server (or Cloud project) is up. The worker keeps retrying.",
+                file=sys.stderr,
+            )
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command == "console":
         os.environ[DEMO_MODE_ENV] = "1"

@@ -24,7 +24,7 @@ from agent.session import PlaygroundSession
 from agent.voice import local_stt, local_tts
 from core import config, conversations, db, memories, memory_changes, session_deletions, sessions, turn_indexer
 from core.errors import NotFound
-from tests.support.app import PROJECT_ROOT
+from tests.support.app import PROJECT_ROOT, free_port
 from tests.support.llm_requests import (
     NO_RECALL_SKIPS,
     assert_agent_requests,
@@ -238,6 +238,78 @@ def test_livekit_cli_commands_have_help(command):
     result = _run([command, "--help"], timeout=120)
     assert result.returncode == 0, result.stderr
     assert "Usage" in result.stdout
+
+
+_NO_LIVEKIT = ("LIVEKIT_URL", "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET")
+
+
+def _run_without_livekit(args, *, extra_env=None, timeout=120):
+    env = {k: v for k, v in os.environ.items() if k not in _NO_LIVEKIT}
+    env.update(PYTHONPATH=str(PROJECT_ROOT), HF_HUB_OFFLINE="1", **(extra_env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "agent", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["dev", "start", "connect"])
+def test_a_worker_command_without_livekit_names_the_settings_to_set(command):
+    """livekit's CLI printed a ValueError traceback about LIVEKIT_URL alone and exited 0."""
+    result = _run_without_livekit([command])
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    assert "LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET" in result.stderr
+
+    only_url = _run_without_livekit([command], extra_env={"LIVEKIT_URL": "ws://127.0.0.1:1"})
+    assert only_url.returncode == 2
+    assert "set LIVEKIT_API_KEY, LIVEKIT_API_SECRET " in only_url.stderr
+
+
+@pytest.mark.slow
+def test_a_worker_whose_livekit_server_does_not_answer_says_which_setting_to_check():
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(PROJECT_ROOT),
+        "HF_HUB_OFFLINE": "1",
+        "LIVEKIT_URL": f"ws://127.0.0.1:{free_port()}",
+        "LIVEKIT_API_KEY": "devkey",
+        "LIVEKIT_API_SECRET": "secret-that-is-long-enough-for-hs256-0123456789",
+    }
+    worker_process = subprocess.Popen(
+        [sys.executable, "-m", "agent", "start"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first_line = worker_process.stderr.readline()
+    finally:
+        worker_process.kill()
+        worker_process.wait(timeout=30)
+    assert f"LiveKit server at LIVEKIT_URL={env['LIVEKIT_URL']} does not answer" in first_line, first_line
+    assert "check LIVEKIT_URL" in first_line
+
+
+@pytest.mark.slow
+def test_console_without_portaudio_says_what_to_install():
+    try:
+        import sounddevice  # noqa: F401
+    except OSError:
+        pass
+    else:
+        pytest.skip("PortAudio is installed here: the console would open the sound devices")
+    result = _run_without_livekit(["console"])
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "PortAudio" in result.stderr and "libportaudio2" in result.stderr
 
 
 def test_top_level_help_lists_chat_and_the_worker_commands():
