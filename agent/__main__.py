@@ -25,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
         return chat_main(argv[1:])
     from agent.worker import run_cli
 
-    sys.argv = [f"{sys.executable} -m agent", *argv]
+    # argv[0] stays this file's path: click names the program from it ("python -m agent")
+    sys.argv = [sys.argv[0], *argv]
     run_cli()
     return 0
 

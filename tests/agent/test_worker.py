@@ -312,6 +312,13 @@ def test_console_without_portaudio_says_what_to_install():
     assert "Traceback" not in result.stderr and "PortAudio" in result.stderr and "libportaudio2" in result.stderr
 
 
+def test_the_worker_commands_usage_names_the_program_as_typed():
+    """click took the program name from a rewritten argv[0]: "Usage: python -m agent.python -m agent"."""
+    result = _run_without_livekit(["no-such-command"])
+    assert result.returncode == 2
+    assert "Usage: python -m agent [OPTIONS]" in result.stderr, result.stderr
+
+
 def test_top_level_help_lists_chat_and_the_worker_commands():
     result = _run(["--help"], timeout=60)
     assert result.returncode == 0
