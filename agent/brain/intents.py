@@ -14,7 +14,7 @@ from typing import Any
 
 from agent.brain import patterns as p
 from agent.brain.facts import NOTE_PREFIX, Fact, parse_fact, parse_facts, search_query, slot_for
-from agent.brain.replies import ASK_ORDER_NUMBER, IDENTITY_REPLY, SECRET_REPLY, smalltalk_reply
+from agent.brain.replies import ASK_ORDER_NUMBER, IDENTITY_REPLY, SECRET_REPLY, UNFINISHED_REPLY, smalltalk_reply
 from agent.brain.text import clean, content_words, strip_end
 from agent.sensitive import secret_reason
 
@@ -185,11 +185,22 @@ def _statement(said: _Utterance) -> Intent | None:
     """A plain statement of a fact: 'I live in Denver'; one about oneself that fits no slot is kept as a note."""
     if _question(said.body):
         return None
+    unfinished = _UNFINISHED.search(strip_end(said.body))
+    if unfinished and re.match(r"^(?:i|i'm|i've|my)\b", said.body, re.I):
+        # a spoken sentence cut at a pause ("my favorite drink is…"): storing it kept "is" as the value
+        return Intent("remember", reply=UNFINISHED_REPLY.format(said=strip_end(said.body)))
     facts = parse_facts(said.body)
     if facts:
         return _remember(facts)
     statement = _about_me(said.body)
     return _remember([note_fact(statement)]) if statement else None
+
+
+# a statement that ends on one of these words stopped before its point
+_UNFINISHED = re.compile(
+    r"\b(?:is|are|was|were|am|i'm|my|the|a|an|to|of|in|at|on|for|with|and|or|but|from|called|named|um|uh|er)$",
+    re.I,
+)
 
 
 def _about_me(body: str) -> str | None:

@@ -27,6 +27,10 @@ IDENTITY_REPLY = (
     "orders, the Kestrel Coffee knowledge base) and answer from what they return, but I only understand "
     "simple phrasings. " + HOW_TO_USE_A_REAL_MODEL
 )
+# a statement cut off before its point (a pause in speech ends the turn): asked for, not stored
+UNFINISHED_REPLY = (
+    "It sounds like you stopped mid-sentence: \u201c{said} \u2026\u201d. Tell me the rest and I'll remember it."
+)
 SECRET_REPLY = (
     "I'd rather not keep passwords, PINs, card or ID numbers, so I haven't saved that. "
     "Tell me something else about you, like your favorite coffee."

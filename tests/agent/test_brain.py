@@ -235,6 +235,22 @@ def test_requests_and_moods_are_not_notes(text):
     assert all(name != "remember_detail" for name, _ in classify(text).calls)
 
 
+@pytest.mark.parametrize(
+    "text", ["My favorite drink is...", "My favorite drink is", "I live in", "my name is", "I work at the"]
+)
+def test_a_statement_cut_off_before_its_point_is_asked_about_not_stored(text):
+    """A pause mid-sentence ends a spoken turn: "My favorite drink is..." was kept as a note and confirmed
+    with "Got it, I'll remember that your favorite drink is." """
+    intent = classify(text)
+    assert intent.calls == []
+    assert intent.reply.startswith("It sounds like you stopped mid-sentence") and text.rstrip(".") in intent.reply
+
+
+@pytest.mark.parametrize("text", ["I live in Denver", "I play the guitar", "my favorite drink is an oat flat white"])
+def test_a_finished_statement_is_still_stored(text):
+    assert [name for name, _ in classify(text).calls] == ["remember_detail"]
+
+
 def _search_output(*hits: dict) -> str:
     return json.dumps({"query": "q", "mode": "hybrid", "degraded_reason": None, "hits": list(hits)})
 
