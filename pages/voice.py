@@ -47,7 +47,8 @@ from ui.voice import (
     where_a_call_goes,
 )
 
-_ENDED = "u_voice_ended"  # (session_id, saved or SESSION_DELETED, pipeline) of the call that just ended
+_ENDED = "u_voice_ended"  # (session_id, saved or SESSION_DELETED or _NEVER_JOINED, pipeline) of the last call
+_NEVER_JOINED = "never_joined"  # a LiveKit call whose room could not be joined: no worker, no report
 _CALL_KEY = "u_voice_call_key"
 _LAST_CALL = "u_voice_last_call"  # the call this browser session started, until its end is shown
 _OUTBOX = "u_voice_outbox"  # typed during the call and not yet handed to it (see _typed)
@@ -265,6 +266,12 @@ def _ended_notice() -> None:
             "of it is kept. A call going on below is a new session.",
             icon=":material/delete:",
         )
+    elif saved == _NEVER_JOINED:
+        st.warning(
+            "The call ended without joining the LiveKit room, so no agent answered and there is no report. "
+            "Check the message the call showed, then press Start call to try again.",
+            icon=":material/call_end:",
+        )
     elif pipeline == "livekit":
         st.info(
             "You left the LiveKit room. The agent worker saves the session report when the room closes.",
@@ -332,6 +339,10 @@ def _follow_browser(playing: bool, key: str, visitor) -> VoiceCall | None:
 
 
 def _end(key: str, last: VoiceCall) -> None:
+    if last.pipeline == "livekit" and last.error:  # nothing to save: the room was never joined
+        end_call(key) or last.stop()
+        st.session_state[_ENDED] = (last.session_id, _NEVER_JOINED, last.pipeline)
+        return
     if last.ended_because == SESSION_DELETED:  # nothing to save: its session was deleted meanwhile
         end_call(key) or last.stop()
         st.session_state[_ENDED] = (last.session_id, SESSION_DELETED, last.pipeline)

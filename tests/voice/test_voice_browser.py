@@ -333,3 +333,8 @@ def test_a_livekit_call_that_cannot_join_the_room_says_why(unreachable_livekit_s
     alert.first.wait_for(timeout=60_000)
     assert livekit_url in alert.first.inner_text() and "LIVEKIT_URL" in alert.first.inner_text()
     expect(page.get_by_text("then Start call to try again")).to_be_visible()
+
+    # ending it does not claim a room was left and a report will be saved
+    page.frame_locator(WEBRTC_FRAME).get_by_role("button", name="End call").click()
+    page.get_by_text("The call ended without joining the LiveKit room").wait_for(timeout=30_000)
+    expect(page.get_by_text("You left the LiveKit room")).to_have_count(0)
