@@ -178,7 +178,8 @@ def _live_status(key: str, who: str) -> None:
     _hand_over(call)
     _deleted_notice(call)
     session = f"call `{session_ref(call.session_id)}` · " if call.session_id else ""
-    st.caption(f"{session}{call.pipeline} pipeline · you are `{who}`")
+    # the WebRTC connection lives in this page: another page or a reload ends the call, so say it before
+    st.caption(f"{session}{call.pipeline} pipeline · you are `{who}` · another page or a reload ends the call")
     state_col, mic_col, out_col = st.columns([1, 2, 2], vertical_alignment="center")
     with state_col:
         _state_badge(call.agent_state)

@@ -25,6 +25,7 @@ from tests.support.browser import (
     open_page,
     screenshot,
     start_call,
+    user_id_of,
     wait_for_app,
     what_the_page_went_through,
 )
@@ -338,3 +339,17 @@ def test_a_livekit_call_that_cannot_join_the_room_says_why(unreachable_livekit_s
     page.frame_locator(WEBRTC_FRAME).get_by_role("button", name="End call").click()
     page.get_by_text("The call ended without joining the LiveKit room").wait_for(timeout=30_000)
     expect(page.get_by_text("You left the LiveKit room")).to_have_count(0)
+
+
+def test_a_call_says_that_another_page_ends_it_and_leaving_saves_its_report(streamlit_server, new_quiet_mic_page):
+    """Leaving the Voice page mid-call ends the call (the WebRTC connection lives in the page); nothing said so."""
+    page = new_quiet_mic_page((1600, 1000))
+    page.goto(streamlit_server)
+    wait_for_app(page)
+    user_id = uuid.UUID(user_id_of(page))
+    open_page(page, "Voice")
+    start_call(page)
+    page.get_by_text("another page or a reload ends the call").wait_for(timeout=60_000)
+    assert _voice_sessions(user_id) == []  # nothing saved while it runs
+    open_page(page, "Chat")
+    assert _until(lambda: len(_voice_sessions(user_id)) == 1, 60), "the call's report was not saved"
