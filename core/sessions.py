@@ -174,27 +174,72 @@ def _mention_patterns(cur, texts) -> tuple[list[str], list[str]]:
 def forget_in_reports(cur, scope: Scope, texts) -> int:
     """Replace every string of the scope's user's session reports that says one of `texts` (whole words, any
     case) with DELETED_TEXT: a deleted memory leaves the reports as it leaves the turns. Runs in the caller's
-    transaction, as the user (public.forget_in_session_reports: users cannot update reports) or the service;
-    returns how many reports changed."""
+    transaction, as the user (public.blank_strings_in_session_reports: users cannot update reports) or the
+    service; returns how many reports changed."""
     patterns, words = _mention_patterns(cur, texts)
     if not patterns:
         return 0
     cur.execute("select pg_advisory_xact_lock(hashtextextended(%s::text, %s))", (scope.user_id, _REPORTS_LOCK))
+    # The strings are found here, not by a regular expression per text in SQL: Postgres keeps 32 compiled
+    # ones, so Delete all (up to 1,000 texts) recompiled every pattern on every string and never finished.
+    # Few texts: only the reports holding one of their words are read (ilike over many words costs more).
+    few = len(words) <= 32
+    cur.execute(
+        "select session_id, report::text as report from public.sessions where user_id = %s and report is not null"
+        + (" and report::text ilike any (%s)" if few else ""),
+        (scope.user_id, words) if few else (scope.user_id,),
+    )
+    says = _Mentions(patterns, words)
+    session_ids, strings = [], set()
+    for row in cur.fetchall():
+        found = {text for text in _strings_in(json.loads(row["report"])) if says(text)}
+        if found:
+            session_ids.append(row["session_id"])
+            strings |= found
+    if not strings:
+        return 0
     if not scope.is_service:
-        cur.execute("select public.forget_in_session_reports(%s, %s) as n", (patterns, words))  # DELETED_TEXT
+        cur.execute("select public.blank_strings_in_session_reports(%s, %s) as n", (session_ids, sorted(strings)))
         return int(cur.fetchone()["n"])
     cur.execute(
         """
         update public.sessions s set report = r.report
         from (
-          select x.session_id, memory_playground_private.redact_mentions(x.report, %(patterns)s, %(marker)s) as report
-          from public.sessions x where x.user_id = %(user)s and x.report::text ilike any (%(words)s)
+          select x.session_id, memory_playground_private.blank_strings(x.report, %(lookup)s::jsonb) as report
+          from public.sessions x where x.user_id = %(user)s and x.session_id = any (%(ids)s)
         ) r
         where s.session_id = r.session_id and s.user_id = %(user)s and s.report is distinct from r.report
         """,
-        {"patterns": patterns, "words": words, "marker": DELETED_TEXT, "user": scope.user_id},
+        {"lookup": json.dumps(dict.fromkeys(strings, True)), "user": scope.user_id, "ids": session_ids},
     )
     return cur.rowcount
+
+
+def _strings_in(doc: Any):
+    """Every string value of a decoded JSON document (not the keys: they are the report's own names)."""
+    if isinstance(doc, str):
+        yield doc
+    elif isinstance(doc, dict):
+        for value in doc.values():
+            yield from _strings_in(value)
+    elif isinstance(doc, list):
+        for value in doc:
+            yield from _strings_in(value)
+
+
+class _Mentions:
+    """Whether a string says one of the texts, by `mention_pattern`'s rule (whole words, any case). A text's
+    pattern is tried only on strings holding its longest word (`_mention_patterns`' ilike word), so a
+    thousand texts stay cheap."""
+
+    def __init__(self, patterns: list[str], words: list[str]):
+        self._by_word: dict[str, list[re.Pattern]] = {}
+        for pattern, word in zip(patterns, words, strict=True):
+            self._by_word.setdefault(word.strip("%").lower(), []).append(re.compile(pattern, re.IGNORECASE))
+
+    def __call__(self, text: str) -> bool:
+        keys = {""} | set(re.findall(r"\w+", text.lower()))
+        return any(pattern.search(text) for key in keys for pattern in self._by_word.get(key, ()))
 
 
 def _upsert_report(

@@ -141,3 +141,58 @@ def test_a_visitor_can_only_blank_their_own_report_strings_never_write_into_them
     section = sessions.get_session(user.scope, mine).report["playground"]
     assert section["transcript"][0]["text"] == DELETED_TEXT and section["transcript"][1]["text"] == DELETED_TEXT
     assert _says(sessions.get_session(other.scope, theirs), "teal")
+
+
+def test_delete_all_of_many_memories_blanks_exactly_what_they_said(database_uri):
+    """More texts than Postgres keeps compiled regular expressions (32): Delete all of a heavy visitor's
+    memories used to test every report string against every pattern in SQL and never finished; the strings
+    are now found by their words first (core.sessions._Mentions). Whole words, any case, as before."""
+    user = sign_in()
+    session_id = f"many-{uuid.uuid4().hex[:8]}"
+    texts = [f"reminder {i} about lunch at noon" for i in range(60)] + ["Teal", "oat flat white", "C++ (old)"]
+    for index, text in enumerate(texts):
+        memories.remember(user.service, f"slot_{index}", text)
+    report = _report(*(_wrote(f"slot_{i}", text) for i, text in enumerate(texts)))
+    said = report["playground"]["transcript"]
+    said += [
+        {"turn": 2, "role": "user", "text": "I ordered an OAT FLAT WHITE today"},
+        {"turn": 2, "role": "assistant", "text": "An oat flat whitener? Teals and reminder 7 about lunch"},
+        {"turn": 3, "role": "user", "text": "I still code in C++ (old) style"},
+        {"turn": 3, "role": "assistant", "text": "reminder 61 about lunch at noon"},  # not one of the texts
+    ]
+    sessions.save_report(user.service, session_id, report)
+
+    assert memories.delete_all(user.scope).memories == len(texts)
+    section = sessions.get_session(user.scope, session_id).report["playground"]
+    assert [entry["content"] for entry in section["memories_written"]] == [DELETED_TEXT] * len(texts)
+    assert [entry["text"] for entry in section["transcript"]] == [
+        DELETED_TEXT,  # "my favorite color is teal"
+        "Noted.",
+        DELETED_TEXT,
+        "An oat flat whitener? Teals and reminder 7 about lunch",  # no deleted text as whole words
+        DELETED_TEXT,
+        "reminder 61 about lunch at noon",
+    ]
+    assert section["memories_written"][3]["memory_type"] == "slot_3"  # the slots stay, not the texts
+
+
+def test_a_visitor_blanks_only_strings_of_their_own_reports_and_only_into_the_marker(database_uri):
+    """The function the Memories page blanks report strings through (users may not update reports)."""
+    import psycopg
+    import pytest
+
+    from core.db import transaction
+
+    user, other = sign_in(), sign_in()
+    mine, theirs = f"blank-{uuid.uuid4().hex[:8]}", f"blank-{uuid.uuid4().hex[:8]}"
+    sessions.save_report(user.service, mine, _report())
+    sessions.save_report(other.service, theirs, _report())
+    with transaction(user.scope) as cur:
+        cur.execute("select public.blank_strings_in_session_reports(%s, %s) as n", ([mine, theirs], ["Noted.", "teal"]))
+        assert cur.fetchone()["n"] == 1  # their one report; the other user's session id is not theirs to touch
+    section = sessions.get_session(user.scope, mine).report["playground"]
+    assert section["transcript"][1]["text"] == DELETED_TEXT
+    assert section["transcript"][0]["text"] == "my favorite color is teal"  # exact strings only, not words
+    assert sessions.get_session(other.scope, theirs).report["playground"]["transcript"][1]["text"] == "Noted."
+    with transaction(user.scope) as cur, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        cur.execute("select memory_playground_private.blank_strings('{}'::jsonb, '{}'::jsonb)")
