@@ -10,6 +10,7 @@ text branch meanwhile, and embedded later by `embed_pending`.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -276,31 +277,62 @@ def forgettable(cur, texts: Sequence[str]) -> list[str]:
     return [row["said"] for row in cur.fetchall()]
 
 
-# The user's turns holding any of the patterns (whole words, any case).
-_MENTIONS = "{action} public.conversation_turns t where t.user_id = %s and t.content ~* any (%s)"
+# Postgres keeps 32 compiled regular expressions per backend, so `content ~* any(patterns)` recompiled every
+# pattern on every row once there were more: 50 memory texts over 20,000 turns took 50 s, 1,500 never
+# finished. So the turns that could hold a text are found first by its words (a turn holding the text as
+# whole words holds each of its words, runs of \w, as a whole word), and only those pairs are checked
+# with the text's regular expression in Postgres, one text after another so each is compiled once.
+_WORD = re.compile(r"\w+")
+_CONFIRM = (
+    "select distinct t.id from unnest(%s::bigint[], %s::text[]) as x(id, pattern) "
+    "join public.conversation_turns t on t.id = x.id and t.user_id = %s where t.content ~* x.pattern"
+)
+
+
+def _mentioning(cur, user_id, texts: Sequence[str]) -> list[int]:
+    """Ids of the user's turns holding any of `texts` as whole words, any case (as the caller's scope)."""
+    kept = forgettable(cur, texts)
+    if not kept:
+        return []
+    cur.execute("select id, content from public.conversation_turns where user_id = %s", (user_id,))
+    turns_with: dict[str, set[int]] = {}
+    for row in cur.fetchall():
+        for word in set(_WORD.findall(row["content"].lower())):
+            turns_with.setdefault(word, set()).add(row["id"])
+    ids: list[int] = []
+    patterns: list[str] = []
+    for text in kept:
+        words = sorted(set(_WORD.findall(text.lower())), key=lambda w: len(turns_with.get(w, ())))
+        if not words:  # nothing to narrow by (a text of symbols only): every turn is a candidate
+            candidates = set().union(*turns_with.values()) if turns_with else set()
+        else:
+            candidates = set(turns_with.get(words[0], ()))
+            for word in words[1:]:
+                candidates &= turns_with.get(word, set())
+        pattern = mention_pattern(text)
+        ids += sorted(candidates)
+        patterns += [pattern] * len(candidates)
+    if not ids:
+        return []
+    cur.execute(_CONFIRM, (ids, patterns, user_id))
+    return [row["id"] for row in cur.fetchall()]
 
 
 def count_mentions(scope: Scope, texts: Sequence[str]) -> int:
     """How many of the user's past turns deleting these memory texts would delete with them (what the
     Memories page says before it asks to confirm); as the user, RLS decides."""
     with transaction(scope) as cur:
-        kept = forgettable(cur, texts)
-        if not kept:
-            return 0
-        cur.execute(
-            _MENTIONS.format(action="select count(*) as n from"), (scope.user_id, [mention_pattern(t) for t in kept])
-        )
-        return int(cur.fetchone()["n"])
+        return len(_mentioning(cur, scope.user_id, texts))
 
 
 def delete_mentions(cur, user_id, texts: Sequence[str]) -> int:
     """Delete the user's conversation turns (theirs and the agent's) containing any of `texts` as whole
     words, any case; returns how many. Runs in the caller's transaction, as the user (RLS) or the scoped
     service."""
-    kept = forgettable(cur, texts)
-    if not kept:
+    ids = _mentioning(cur, user_id, texts)
+    if not ids:
         return 0
-    cur.execute(_MENTIONS.format(action="delete from"), (user_id, [mention_pattern(t) for t in kept]))
+    cur.execute("delete from public.conversation_turns where user_id = %s and id = any(%s)", (user_id, ids))
     return cur.rowcount
 
 

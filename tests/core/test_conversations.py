@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import time
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
@@ -884,3 +885,33 @@ def test_forgetting_the_name_slot_clears_the_profile_name_and_only_that(new_user
     assert profiles.get_profile(user.scope).name is None
     assert memories.clear_learned_profile(user.scope) is True
     assert profiles.get_profile(user.scope).timezone is None
+
+
+def test_counting_and_deleting_the_mentions_of_many_memories_stays_quick(new_user):
+    """A visitor with many memories and a long history: the Memories page counts the mentions of every
+    memory on each view. With more texts than Postgres keeps compiled regular expressions (32), `~* any`
+    recompiled each pattern on every turn: 150 texts over 1,200 turns took about 9 s (1,500 over 20,000
+    never finished)."""
+    user = new_user()
+    service = Scope.service(user.user_id)
+
+    def no_model(texts):  # stored without embeddings (they are made later): only the text matters here
+        raise EmbeddingUnavailable("not needed for this test")
+
+    said = [("user", f"note {i}: the weather on day {i} was mild") for i in range(1197)]
+    said += [("user", "my oat flat white was cold"), ("assistant", "Noted: an oat flat white."), ("user", "Teal!")]
+    for start in range(0, len(said), 400):
+        rows = [TurnInput("many", i, s, c, T0) for i, (s, c) in enumerate(said) if start <= i < start + 400]
+        conversations.store_turns(service, rows, embed=no_model)
+    texts = [f"reminder number {i} about lunch" for i in range(148)] + ["oat flat white", "teal"]
+    for index, text in enumerate(texts):
+        memories.remember(service, f"slot_{index}", text, embed=lambda _t: np.eye(384, dtype=np.float32)[0])
+
+    started = time.monotonic()
+    assert conversations.count_mentions(user.scope, texts) == 3
+    counted_in = time.monotonic() - started
+    started = time.monotonic()
+    assert memories.delete_all(user.scope).mentions_removed == 3
+    deleted_in = time.monotonic() - started
+    assert len(conversations.list_turns(user.scope, "many")) == 1197
+    assert counted_in < 3 and deleted_in < 3, (counted_in, deleted_in)
