@@ -280,10 +280,28 @@ def _upsert_report(
         return row
 
 
-def list_sessions(scope: Scope, *, limit: int = 100) -> list[SessionRecord]:
+# A list's reports hold only what the overview reads (turns, tools, memories written, mode, duration): a long
+# session's report is about 1 MB, mostly every event, retrieval and metric, and decoding 100 of them whole
+# took 6 to 11 s on every run of the Sessions page. A report without our section keeps livekit's chat history,
+# which the transcript and tools are read from then.
+_BRIEF_REPORT = """case when report is null or report = '{}'::jsonb then report
+  when jsonb_typeof(report->'playground') = 'object' then jsonb_build_object(
+    'user_turns', report->'user_turns', 'duration_ms', report->'duration_ms', 'voice', report->'voice',
+    'playground', jsonb_build_object(
+      'turns', report#>'{playground,turns}', 'duration_s', report#>'{playground,duration_s}',
+      'mode', report#>'{playground,mode}', 'transcript', report#>'{playground,transcript}',
+      'tool_calls', report#>'{playground,tool_calls}',
+      'memories_written', report#>'{playground,memories_written}'))
+  else report - 'events' end as report"""
+
+
+def list_sessions(scope: Scope, *, limit: int = 100, brief: bool = False) -> list[SessionRecord]:
+    """The newest sessions; `brief`: their reports without the per-event parts (_BRIEF_REPORT), for a list
+    (get_session reads one whole)."""
+    columns = _COLUMNS.replace("report", _BRIEF_REPORT) if brief else _COLUMNS
     with transaction(scope) as cur:
         cur.execute(
-            f"select {_COLUMNS} from public.sessions where user_id = %s order by created_at desc limit %s",
+            f"select {columns} from public.sessions where user_id = %s order by created_at desc limit %s",
             (scope.user_id, clean_int(limit, what="number of sessions", minimum=1, maximum=1000)),
         )
         return [SessionRecord(**row) for row in cur.fetchall()]

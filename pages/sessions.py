@@ -24,7 +24,7 @@ from ui.retrieval import render_retrieval
 from ui.shell import run_page
 from ui.style import empty_state, page_header
 
-LISTED = 100  # sessions in the table and the picker, newest first (each carries its whole report)
+LISTED = 100  # sessions in the table and the picker, newest first (each with what the overview reads of its report)
 REQUEST = "u_sessions_request"  # another page sets a session id here before switching to this page
 PICK = "u_sessions_pick"
 SEARCH = "u_sessions_search"
@@ -498,7 +498,7 @@ def main() -> None:
     flash = st.session_state.pop(FLASH, None)
     if flash:
         st.success(flash, icon=":material/check_circle:")
-    records = sessions.list_sessions(visitor.scope, limit=LISTED)
+    records = sessions.list_sessions(visitor.scope, limit=LISTED, brief=True)  # the chosen one is read whole
     total = sessions.count_sessions(visitor.scope) if len(records) == LISTED else len(records)
     wanted = st.session_state.pop(REQUEST, None)
     listed = {record.session_id for record in records}
