@@ -35,6 +35,7 @@ POLL_SECONDS = 0.25  # while the agent starts or answers, the page checks this o
 QUICK_ANSWER_SECONDS = 0.8
 _OUTBOX = "u_chat_outbox"  # messages typed or clicked and not yet handed to the agent (see _queue)
 _WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy), when the page started waiting in that state)
+_BLANK = "u_chat_blank"  # the visitor sent a message of only spaces: said once under the box
 _DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until sent (in parts) or discarded
 _ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
 _INSPECT = "u_chat_inspect_turn"
@@ -80,6 +81,10 @@ def _typed() -> None:
     )
     if text is None:
         return
+    if not text.strip():  # the box clears itself, so say why nothing was sent rather than drop it silently
+        st.session_state[_BLANK] = True
+        return
+    st.session_state.pop(_BLANK, None)
     if len(text.strip()) > MAX_MESSAGE_LENGTH:  # measured as the agent measures it
         st.session_state[_DRAFT] = text
     else:
@@ -159,6 +164,8 @@ def _message_input() -> None:
         width="stretch",
         on_submit=_typed,
     )
+    if st.session_state.pop(_BLANK, False):
+        st.info("Nothing was sent: the message had only spaces in it. Type something first.", icon=":material/info:")
     _draft_panel()
 
 

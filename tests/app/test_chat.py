@@ -196,6 +196,17 @@ def test_a_conversation_whose_browser_session_went_away_is_closed_and_reported(n
     assert record.report["playground"]["turns"] == 1
 
 
+def test_a_message_of_only_spaces_is_not_sent_and_the_page_says_why(app):
+    """The box clears itself on Enter: a message of only spaces went nowhere without a word."""
+    at = app()
+    _say(at, "   ")
+    assert any("only spaces" in info.value for info in at.info), [i.value for i in at.info]
+    assert not [m for m in at.chat_message if m.name == "user"]
+    _say(at, "Where is order 1001?")  # said once: the next message clears it
+    assert "1001" in _assistant_texts(at)[-1]
+    assert not any("only spaces" in info.value for info in at.info)
+
+
 def test_a_suggested_first_message_is_sent_with_one_click(app):
     at = app()
     at.pills(key="u_chat_suggestion").set_value("Where is order 1001?")
