@@ -36,6 +36,7 @@ QUICK_ANSWER_SECONDS = 0.8
 _OUTBOX = "u_chat_outbox"  # messages typed or clicked and not yet handed to the agent (see _queue)
 _WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy), when the page started waiting in that state)
 _BLANK = "u_chat_blank"  # the visitor sent a message of only spaces: said once under the box
+_DRAFT_SHOWN = "u_chat_draft_shown"  # the draft just made: scrolled into view once (below the fold on a phone)
 _DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until sent (in parts) or discarded
 _ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
 _INSPECT = "u_chat_inspect_turn"
@@ -87,6 +88,7 @@ def _typed() -> None:
     st.session_state.pop(_BLANK, None)
     if len(text.strip()) > MAX_MESSAGE_LENGTH:  # measured as the agent measures it
         st.session_state[_DRAFT] = text
+        st.session_state[_DRAFT_SHOWN] = False
     else:
         _queue(text)
 
@@ -113,6 +115,14 @@ def _send_first_part() -> None:
 
 def _discard_draft() -> None:
     st.session_state.pop(_DRAFT, None)
+
+
+_SHOW_DRAFT = """<script>
+setTimeout(() => {
+  const el = document.querySelector('.st-key-u_chat_draft_box');
+  if (el) el.scrollIntoView({block: "nearest"});
+}, 300);
+</script>"""
 
 
 def _draft_panel() -> None:
@@ -154,6 +164,11 @@ def _draft_panel() -> None:
                 help="The rest stays here, ready to send next.",
             )
         buttons.button("Discard", key="u_chat_draft_discard", type="tertiary", on_click=_discard_draft)
+    if st.session_state.get(_DRAFT_SHOWN) is False:
+        # On a phone the draft and its message land under the fold, and the box the paste went into is empty:
+        # the message looked lost. Bring them into view once ("nearest": on a laptop they are in view already).
+        st.session_state[_DRAFT_SHOWN] = True
+        st.html(_SHOW_DRAFT, unsafe_allow_javascript=True)
 
 
 def _message_input() -> None:

@@ -339,6 +339,20 @@ def test_on_a_phone_the_conversation_shows_first_and_the_identity_is_kept(stream
     # (waited for: the panel's contents are redrawn for a moment after the answer shows)
     page.wait_for_function(_PANEL_GROWS_WITH_THE_PAGE, timeout=10_000)
 
+    # a paste over the limit: the box empties, so its notice comes into view (it was under the fold)
+    box = page.locator('[data-testid="stChatInputTextArea"]')
+    box.fill("word " * 600)
+    box.press("Enter")
+    notice = page.get_by_text(re.compile("messages can be up to")).first
+    notice.wait_for(timeout=30_000)
+    page.wait_for_function(
+        "() => { const r = document.querySelector('.st-key-u_chat_draft_box').getBoundingClientRect();"
+        " return r.top >= 0 && r.top < window.innerHeight - 100; }",
+        timeout=10_000,
+    )
+    page.get_by_role("button", name="Discard").click()
+    wait_for_app(page)
+
     # the cookie writer lives in the closed sidebar: the identity still survives a reload
     page.locator('[data-testid="stExpandSidebarButton"]').click()
     visitor = user_id_of(page)
