@@ -17,13 +17,11 @@ import os
 import sys
 import uuid
 
-from pydantic import ValidationError
-
 from agent.conversation import Conversation, TurnResult
 from agent.model_factory import describe_models, llm_wait_seconds
 from agent.runtime import AgentRuntime, get_runtime
 from core import identity
-from core.config import get_settings
+from core.config import check_settings
 from core.db import parse_user_id
 from core.errors import PlaygroundError
 from core.retrieval import RrfParams
@@ -110,19 +108,6 @@ def _quiet_logging() -> None:
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
 
 
-def _check_settings() -> None:
-    """Read the settings once; a value that does not parse is a startup error with its name."""
-    try:
-        get_settings()
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        name = str(first["loc"][0]).upper() if first.get("loc") else "a setting"
-        raise PlaygroundError(
-            f"{name}: {first['msg']} (got {first.get('input')!r}); fix it in the environment, "
-            ".env or .streamlit/secrets.toml."
-        ) from None
-
-
 def _problems(chat: Conversation, turn: int) -> list[str]:
     events, _ = chat.events_since(0)
     return list(dict.fromkeys(e["message"] for e in events if e["type"] == "error" and e["turn"] == turn))
@@ -151,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     _quiet_logging()
     try:
-        _check_settings()
+        check_settings()  # a value that does not parse is a startup error with its name
         user_id = _resolve_user(args)
         models = describe_models()
     except PlaygroundError as exc:

@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from core.config import get_settings
+from core.config import check_settings, get_settings
 from core.db import database_url, migrate, reset, status
 from core.errors import DatabaseUnavailable, InvalidInput, PlaygroundError
 from core.maintenance import cleanup
@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     try:
+        check_settings()  # a setting that does not parse: one line naming it, not pydantic's traceback
         if args.command == "uri":
             print(database_url())
         elif args.command == "status":

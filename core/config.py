@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from core.errors import PlaygroundError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SECRETS_TOML = PROJECT_ROOT / ".streamlit" / "secrets.toml"
@@ -260,6 +262,24 @@ class _LowerCaseToml(TomlConfigSettingsSource):
 @functools.cache
 def get_settings() -> Settings:
     return Settings()
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """What is wrong with the settings, one clause per setting, named as the operator writes it
+    (pydantic's own text names the field in lower case and ends in a link)."""
+    problems = []
+    for error in exc.errors():
+        name = str(error["loc"][0]).upper() if error.get("loc") else "a setting"
+        problems.append(f"{name}: {error['msg']} (got {error.get('input')!r})")
+    return "; ".join(problems) + "; fix it in the environment, .env or .streamlit/secrets.toml."
+
+
+def check_settings() -> Settings:
+    """The settings, or a PlaygroundError saying which setting does not parse (for the command lines)."""
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        raise PlaygroundError(settings_problem(exc)) from None
 
 
 def reload_settings() -> Settings:

@@ -51,13 +51,21 @@ from core.config import (
     DEFAULT_OPENAI_STT,
     DEFAULT_OPENAI_TTS,
     Settings,
+    check_settings,
     get_settings,
     llm_backend,
     shown_url,
     speech_backend,
 )
 from core.db import admin_connection
-from core.errors import AuthError, AuthUnavailable, ConfigurationError, DatabaseUnavailable, EmbeddingUnavailable
+from core.errors import (
+    AuthError,
+    AuthUnavailable,
+    ConfigurationError,
+    DatabaseUnavailable,
+    EmbeddingUnavailable,
+    PlaygroundError,
+)
 from core.identity import VerifiedUser
 from core.livekit_tokens import mint_user_token
 
@@ -1315,8 +1323,8 @@ def _main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # the table is the output
     try:
-        settings = get_settings()
-    except Exception as exc:  # pydantic's message names the setting and the rule it broke
+        settings = check_settings()
+    except PlaygroundError as exc:
         print(f"error: the settings do not load: {exc}", file=sys.stderr)
         return 2
     report = run_checks(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -181,6 +184,29 @@ def test_out_of_range_values_are_refused(env, name, value):
     monkeypatch.setenv(name, value)
     with pytest.raises(ValidationError, match=name.lower()):
         config.reload_settings()
+
+
+@pytest.mark.parametrize(
+    "command", [["core", "status"], ["core", "migrate"], ["core.doctor", "--quick"], ["agent", "chat"]]
+)
+def test_a_setting_that_does_not_parse_is_one_line_naming_it_on_every_command_line(command):
+    # `make run`, `make doctor` and `make test` start with `python -m core migrate`: an operator's typo there
+    # printed pydantic's traceback (lower-case field names, a link) instead of what to set
+    bad = {**os.environ, "RRF_VECTOR_WEIGHT": "abc", "RRF_K": "0"}
+    done = subprocess.run(
+        [sys.executable, "-m", *command],
+        env=bad,
+        cwd=config.PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr and "pydantic.dev" not in done.stderr
+    message = done.stderr.strip().splitlines()[-1]
+    assert "RRF_VECTOR_WEIGHT" in message and "'abc'" in message and "RRF_K" in message
+    assert "fix it in the environment, .env or .streamlit/secrets.toml" in message
 
 
 def test_settings_are_cached_until_reloaded(env):
