@@ -12,6 +12,7 @@ from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, ValidationError, field_validator
+from pydantic_core import PydanticUseDefault
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -144,31 +145,13 @@ class Settings(BaseSettings):
     # JSON list of RTCIceServer objects for the browser <-> app WebRTC call; unset = loopback/LAN only.
     voice_ice_servers: str | None = None
 
-    @field_validator(
-        "database_url",
-        "service_database_url",
-        "admin_database_url",
-        "supabase_url",
-        "supabase_anon_key",
-        "supabase_jwt_secret",
-        "embedding_model",
-        "demo_user_id",
-        "livekit_url",
-        "livekit_api_key",
-        "livekit_api_secret",
-        "openai_api_key",
-        "openai_base_url",
-        "llm_model",
-        "stt_model",
-        "tts_model",
-        "voice_ice_servers",
-        mode="before",
-    )
+    @field_validator("*", mode="before")
     @classmethod
     def _blank_is_unset(cls, value):
-        # An empty line in .env (`DATABASE_URL=`) means "not set", not "empty string".
+        # An empty line in .env (`DATABASE_URL=`, `RRF_K=`) means "not set": the default (None for the
+        # optional ones), not an empty string that a number setting would refuse.
         if isinstance(value, str) and not value.strip():
-            return None
+            raise PydanticUseDefault()
         return value
 
     @field_validator("data_dir", mode="after")

@@ -95,6 +95,17 @@ def test_blank_env_var_is_unset(env):
     assert settings.mode_label == "embedded"
 
 
+def test_a_blank_number_setting_is_its_default(env):
+    # .env.example writes unset settings as `NAME=`: a blank number setting stopped every command and the app
+    monkeypatch, _secrets_toml = env
+    for name in ("DB_POOL_MAX_SIZE", "RRF_K", "RRF_VECTOR_WEIGHT", "LLM_TIMEOUT_SECONDS", "AGENT_NAME", "DATA_DIR"):
+        monkeypatch.setenv(name, " ")
+    settings = config.reload_settings()
+    assert (settings.db_pool_max_size, settings.rrf_k, settings.rrf_vector_weight) == (8, 2, 0.5)
+    assert settings.llm_timeout_seconds == 60.0 and settings.agent_name == "memory-playground"
+    assert settings.data_dir == config.PROJECT_ROOT / ".data"
+
+
 def test_blank_env_var_also_masks_the_toml_value(env):
     # conftest relies on this: blanking a variable turns a hosted setting off wherever it came from
     monkeypatch, secrets_toml = env
