@@ -17,6 +17,7 @@ from ui.fragments import timed_fragment
 
 log = logging.getLogger("memory_playground.ui")
 DB_RETRY_SECONDS = 2  # the page is back within a few seconds of the database (see docs/SECURITY.md)
+_HEADLINE = "The database is not reachable right now"
 
 
 def show_error(exc: BaseException) -> None:
@@ -44,8 +45,10 @@ def show_error(exc: BaseException) -> None:
 
 
 def database_down(exc: BaseException) -> None:
+    # core's message starts with the same headline: said once, then what core knows of why
+    detail = str(exc).removeprefix(_HEADLINE).lstrip(":. ")
     st.error(
-        f"**The database is not reachable right now.** {exc}\n\n"
+        f"**{_HEADLINE}.** {detail[:1].upper()}{detail[1:]}\n\n"
         f"Nothing you did was lost. This page checks again every {DB_RETRY_SECONDS} seconds and continues by "
         "itself when the database is back.",
         icon=":material/cloud_off:",
