@@ -147,9 +147,13 @@ _reviving = threading.Event()
 _alive_pid: dict[Path, int | None] = {}
 
 
-def _unavailable(exc: BaseException | None = None, *, restarting: bool = False) -> DatabaseUnavailable:
+def _unavailable(
+    exc: BaseException | None = None, *, restarting: bool = False, cannot_start: bool = False
+) -> DatabaseUnavailable:
     if restarting:
         detail = "the embedded database is being restarted; try again in a few seconds."
+    elif cannot_start:
+        detail = "the embedded database stopped and could not be started again; the server log says why."
     else:
         detail = (
             "if you run the embedded database, `make run` starts it; otherwise check DATABASE_URL"
@@ -233,7 +237,9 @@ def _before_connecting(conninfo: str) -> None:
     if not _server_alive(server):
         revive_embedded()  # the first caller restarts it; it may then go on with its request
         if not _server_alive(server):
-            raise _unavailable(restarting=True)
+            # another caller's restart still under way, or this one failed (it said "being restarted" for as
+            # long as the server could not start)
+            raise _unavailable(restarting=_reviving.is_set(), cannot_start=not _reviving.is_set())
 
 
 def _after_failure(conninfo: str, exc: BaseException) -> DatabaseUnavailable:
