@@ -183,6 +183,14 @@ def test_llm_endpoint_stopped_fails_with_the_base_url_to_check(openai_standin):
     assert "cannot reach http://127.0.0.1" in flat and "fix: check OPENAI_BASE_URL" in flat
 
 
+def test_llm_base_url_without_a_scheme_says_to_write_it_in_front():
+    # "localhost:11434/v1" failed with httpx's "unsupported protocol 'localhost://'" and "check OPENAI_BASE_URL"
+    code, report = run_json("--only", "llm", env={"OPENAI_BASE_URL": "localhost:11434/v1", "LLM_MODEL": "llama3.1"})
+    llm = rows(report)["llm"]
+    assert code == 1 and llm["status"] == "failed"
+    assert llm["fix"] == "OPENAI_BASE_URL needs http:// or https:// in front, e.g. http://localhost:11434/v1"
+
+
 @pytest.mark.parametrize(
     "fault, summary_part, fix_part",
     [
