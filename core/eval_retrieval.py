@@ -101,7 +101,7 @@ def read_jsonl(path: Path, what: str) -> Iterator[tuple[str, dict[str, Any]]]:
     if not path.is_file():
         raise EvalInputError(f"The {what} file {path} does not exist (or is not a file).")
     try:
-        with path.open(encoding="utf-8") as handle:
+        with path.open(encoding="utf-8-sig") as handle:  # a BOM, as Windows editors save UTF-8, is not JSON
             for number, line in enumerate(handle, start=1):
                 where = f"{path}:{number}"
                 if not line.strip():

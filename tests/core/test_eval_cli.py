@@ -260,6 +260,15 @@ def test_bad_input_exits_2_with_a_clear_message(tmp_path, capsys, case, expected
     assert err.startswith("error: ") and expected in err, err
 
 
+def test_a_file_saved_with_a_utf8_byte_order_mark_is_read(tmp_path):
+    # Windows editors save UTF-8 with a BOM: the first line failed as "not valid JSON (Unexpected UTF-8 BOM …)"
+    path = tmp_path / "memories.jsonl"
+    rows = [{"user": "ana", "id": "m1", "memory_type": "car", "content": "a red Volvo"}]
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(row) + "\r\n" for row in rows).encode())
+    loaded = eval_retrieval.load_memories(path)
+    assert [(m.id, m.user, m.memory_type, m.content) for m in loaded] == [("m1", "ana", "car", "a red Volvo")]
+
+
 def test_bad_input_process_exit_status(tmp_path):
     queries = _write(tmp_path / "queries.jsonl", [QUERY_ROWS[0], "not json"])
     result = run_cli("--memories", str(MEMORIES), "--queries", str(queries), timeout=60)
