@@ -44,6 +44,7 @@ from typing import Any, TextIO
 
 import numpy as np
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from core import conversations, db, embeddings
 from core.config import get_settings
@@ -692,6 +693,14 @@ def _read_inputs(args: argparse.Namespace) -> _Inputs:
     if not 1 <= args.top_k <= MAX_TOP_K:
         raise EvalInputError(f"--top-k must be between 1 and {MAX_TOP_K} (got {args.top_k}).")
     params = parse_params(args.weights, args.rrf_k)
+    if args.database_url is not None:
+        try:  # a typo here is bad input (exit 2), not "the database refused an operation" (exit 1)
+            conninfo_to_dict(args.database_url)
+        except psycopg.ProgrammingError as exc:
+            raise EvalInputError(
+                f"--database-url is not a connection string ({exc}); "
+                "write it like postgresql://user:password@host:5432/postgres."
+            ) from None
     if args.candidates is not None and not args.as_turns:
         raise EvalInputError("--candidates applies to conversation turns; add --as-turns.")
     if args.candidates is not None and not 1 <= args.candidates <= 1000:

@@ -219,6 +219,7 @@ def _write(path: Path, rows: list) -> Path:
         ("bad_weights", "--weights must be two numbers"),
         ("zero_weights", "At least one RRF weight must be above 0"),
         ("duplicate_slot", "already has a memory in slot 'license_plate'"),
+        ("database_url_not_a_url", "--database-url is not a connection string"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(tmp_path, capsys, case, expected):
@@ -243,6 +244,8 @@ def test_bad_input_exits_2_with_a_clear_message(tmp_path, capsys, case, expected
         extra = ["--weights", "0.7;0.3"]
     elif case == "zero_weights":
         extra = ["--weights", "0,0"]
+    elif case == "database_url_not_a_url":
+        extra = ["--database-url", "notaurl"]
     elif case == "duplicate_slot":
         memories = _write(
             tmp_path / "memories.jsonl",
