@@ -49,8 +49,11 @@ def database_down(exc: BaseException) -> None:
     detail = str(exc).removeprefix(_HEADLINE).lstrip(":. ")
     st.error(
         f"**{_HEADLINE}.** {detail[:1].upper()}{detail[1:]}\n\n"
-        f"Nothing you did was lost. This page checks again every {DB_RETRY_SECONDS} seconds and continues by "
-        "itself when the database is back.",
+        # Not "nothing was lost": a form's text sent with the click that met the outage is not kept (the panel
+        # draws none of the page's boxes, so Streamlit resets them); a chat message is (its outbox).
+        "Everything saved before is safe. A chat message you sent is kept and answered when the database is "
+        "back; anything else you were saving did not go through, so do it again then. This page checks again "
+        f"every {DB_RETRY_SECONDS} seconds and continues by itself.",
         icon=":material/cloud_off:",
     )
     st.session_state["mp_db_watch_started"] = time.monotonic()
