@@ -8,7 +8,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import time
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
@@ -887,11 +886,12 @@ def test_forgetting_the_name_slot_clears_the_profile_name_and_only_that(new_user
     assert profiles.get_profile(user.scope).timezone is None
 
 
-def test_counting_and_deleting_the_mentions_of_many_memories_stays_quick(new_user):
+def test_counting_and_deleting_the_mentions_of_many_memories_finds_exactly_theirs(new_user):
     """A visitor with many memories and a long history: the Memories page counts the mentions of every
     memory on each view. With more texts than Postgres keeps compiled regular expressions (32), `~* any`
-    recompiled each pattern on every turn: 150 texts over 1,200 turns took about 9 s (1,500 over 20,000
-    never finished)."""
+    recompiled each pattern on every turn (150 texts over 1,200 turns took about 9 s; 1,500 over 20,000
+    never finished), so turns are now narrowed by their words first: the same turns must be found. (How
+    long it takes is not asserted here: see docs/APP.md for the heavy visitor's figures.)"""
     user = new_user()
     service = Scope.service(user.user_id)
 
@@ -907,11 +907,7 @@ def test_counting_and_deleting_the_mentions_of_many_memories_stays_quick(new_use
     for index, text in enumerate(texts):
         memories.remember(service, f"slot_{index}", text, embed=lambda _t: np.eye(384, dtype=np.float32)[0])
 
-    started = time.monotonic()
     assert conversations.count_mentions(user.scope, texts) == 3
-    counted_in = time.monotonic() - started
-    started = time.monotonic()
+    assert conversations.count_mentions(user.scope, ["oat flat white"]) == 2  # whole words, any case
     assert memories.delete_all(user.scope).mentions_removed == 3
-    deleted_in = time.monotonic() - started
     assert len(conversations.list_turns(user.scope, "many")) == 1197
-    assert counted_in < 3 and deleted_in < 3, (counted_in, deleted_in)
