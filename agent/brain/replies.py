@@ -13,7 +13,7 @@ from typing import Any
 from livekit.agents import llm
 
 from agent.brain.facts import describe_fact, search_query, slot_phrase, slot_words
-from agent.brain.text import STOPWORDS, clean, strip_end
+from agent.brain.text import best_sentences, clean, stems, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
 from agent.sensitive import secret_reason
 from core.retrieval import is_relevant
@@ -50,7 +50,6 @@ MAX_LISTED = 12
 # what the brain says when memory had nothing; never said while the per-turn recall put a memory into context
 NOTHING_FOUND_REPLY = "I don't remember you telling me that. Tell me and I'll remember it."
 NOTHING_FOUND_PHRASES = ("I don't remember", "I couldn't find anything", "found nothing")
-_ABBREVIATION = re.compile(r"\b(Co|Inc|Ltd|No|St|Mr|Mrs|Ms|Dr|vs|etc|e\.g|i\.e|P\.O|U\.S)\.", re.I)
 
 
 def smalltalk_reply(lower: str) -> str:
@@ -167,8 +166,8 @@ def _about_what_was_asked(user_text: str, slot: str, content: str) -> bool:
     """False for a memory that does not name whose detail was asked for (or its topic's slots): the word "name"
     in "what is my dog's name?" also matches the user's own `name`, which is not the answer."""
     # with the slots its topic is stored under: "my pet's name" is answered by `dog_name`
-    asked = [_stems(search_query(m)) for m in _POSSESSOR.findall(user_text or "")]
-    have = _stems(f"{slot_words(slot)} {content}")
+    asked = [stems(search_query(m)) for m in _POSSESSOR.findall(user_text or "")]
+    have = stems(f"{slot_words(slot)} {content}")
     return all(stems & have for stems in asked if stems)
 
 
@@ -383,7 +382,7 @@ def _knowledge_found(data: dict[str, Any], user_text: str, recalled: list[tuple[
             )
         return "I couldn't find anything about that in the Kestrel Coffee knowledge base."
     top = hits[0]
-    return f"From the Kestrel Coffee knowledge base ({top['title']}): {_best_sentences(user_text, top['content'])}"
+    return f"From the Kestrel Coffee knowledge base ({top['title']}): {best_sentences(user_text, top['content'])}"
 
 
 _REPLIES = {
@@ -393,23 +392,3 @@ _REPLIES = {
     "update_profile": _profile_updated,
     "lookup_order": _order_found,
 }
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    return text[:1].upper() + text[1:] if text else text
-
-
-def _stems(text: str) -> set[str]:
-    # crude stemming is enough to match "Canada" with "Canadian", "ship" with "shipping"
-    return {w[:4] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 2}
-
-
-def _best_sentences(query: str, content: str, limit: int = 2) -> str:
-    protected = _ABBREVIATION.sub(lambda m: m.group(0).replace(".", "\x00"), content.strip())
-    sentences = [s.replace("\x00", ".") for s in re.split(r"(?<=[.!?])\s+", protected) if s]
-    terms = _stems(query)
-    scored = [(len(terms & _stems(sentence)), -index, index) for index, sentence in enumerate(sentences)]
-    best = sorted(scored, reverse=True)[:limit]
-    chosen = sorted(index for score, _, index in best if score > 0) or [0]
-    return " ".join(sentences[index] for index in chosen)

@@ -64,3 +64,22 @@ def second_person(text: str) -> str:
         out.extend([turned, after])
         previous = lower
     return "".join(out)
+
+
+_ABBREVIATION = re.compile(r"\b(Co|Inc|Ltd|No|St|Mr|Mrs|Ms|Dr|vs|etc|e\.g|i\.e|P\.O|U\.S)\.", re.I)
+
+
+def stems(text: str) -> set[str]:
+    # crude stemming is enough to match "Canada" with "Canadian", "ship" with "shipping"
+    return {w[:4] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 2}
+
+
+def best_sentences(query: str, content: str, limit: int = 2) -> str:
+    """The `limit` sentences of `content` sharing most stems with `query`, in their order (the first if none)."""
+    protected = _ABBREVIATION.sub(lambda m: m.group(0).replace(".", "\x00"), content.strip())
+    sentences = [s.replace("\x00", ".") for s in re.split(r"(?<=[.!?])\s+", protected) if s]
+    terms = stems(query)
+    scored = [(len(terms & stems(sentence)), -index, index) for index, sentence in enumerate(sentences)]
+    best = sorted(scored, reverse=True)[:limit]
+    chosen = sorted(index for score, _, index in best if score > 0) or [0]
+    return " ".join(sentences[index] for index in chosen)
