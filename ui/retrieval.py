@@ -119,11 +119,12 @@ def _mark(hit: dict[str, Any], injected: set[str] | None) -> str:
 
 
 def compact_memory_table(
-    hits: list[dict[str, Any]], injected: set[str] | None = None, *, turns: bool = False
+    hits: list[dict[str, Any]], injected: set[str] | None = None, *, turns: bool = False, match: bool = False
 ) -> pd.DataFrame:
-    """For side panels (chat, voice) and the recall tiers beside each other: every number of the full table
-    in four columns that fit half a laptop screen: the memory with its slot (`turns`: what was said, with
-    when and who said it), each branch's rank and RRF contribution, the fused score."""
+    """For side panels (chat, voice), the recall tiers beside each other and the searches in half a page:
+    every number of the full table in four columns that fit half a laptop screen: the memory with its slot
+    (`turns`: what was said, with when and who said it), each branch's rank and RRF contribution, the fused
+    score; `match` adds why the hit is there (words, meaning, nearest only) after the text."""
     text_column = "Said" if turns else "Memory"
     rows = [
         {
@@ -131,6 +132,7 @@ def compact_memory_table(
             + (turn_label(hit) if turns else str(hit.get("memory_type")))
             + ": "
             + clip(hit.get("content"), 60),
+            "Match": match_kind(hit),
             "Vector": _branch(hit.get("vector_rank"), hit.get("vector_rrf")),
             "In context": _branch(hit.get("context_rank"), hit.get("context_rrf")),
             "Text": _branch(hit.get("text_rank"), hit.get("text_rrf")),
@@ -141,7 +143,24 @@ def compact_memory_table(
     columns = [text_column, "Vector", "Text", "Fused score"]
     if in_context(hits):
         columns.insert(2, "In context")
+    if match:
+        columns.insert(1, "Match")
     return pd.DataFrame(rows, columns=columns)
+
+
+def compact_knowledge_table(hits: list[dict[str, Any]]) -> pd.DataFrame:
+    """The side panels' knowledge hits in the compact memory table's four columns: the document (its title,
+    which wraps), each branch's rank and RRF contribution, the fused score; in fused order."""
+    rows = [
+        {
+            "Document": _mark(hit, None) + clip(hit.get("title"), 60),
+            "Vector": _branch(hit.get("vector_rank"), hit.get("vector_rrf")),
+            "Text": _branch(hit.get("text_rank"), hit.get("text_rrf")),
+            "Fused score": float(hit.get("rrf_score") or 0.0),
+        }
+        for hit in hits
+    ]
+    return pd.DataFrame(rows, columns=["Document", "Vector", "Text", "Fused score"])
 
 
 def in_context(hits: list[dict[str, Any]]) -> bool:
@@ -400,9 +419,11 @@ def render_retrieval(
 ) -> RetrievalView:
     """Draw one retrieval (table + chart) in the current container; returns what was drawn.
 
-    compact: False = every column; "medium" = no cosine distance, short memory text;
+    compact: False = every column (a page-wide table that scrolls sideways where it must);
     True or "tier" = four columns whose text wraps (the memory or what was said, each branch's rank and
-    contribution, the fused score), for narrow side panels and half a panel (two tiers side by side)."""
+    contribution, the fused score), for narrow side panels and half a panel (two tiers side by side);
+    "medium" = the same with the Match column, for searches in half a page (Memories, Sessions): nothing
+    is cut off or hidden behind a sideways scroll."""
     searched = isinstance(found, MemorySearch | ConversationSearch | KnowledgeSearch)
     view = view_of_search(found) if searched else view_of_event(found)
     if show_summary:
@@ -436,8 +457,8 @@ def render_retrieval(
 def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
     """Slots and past turns: the same numbers; a turn names when it was said and by whom instead of a slot."""
     turns = view.kind == "conversations"
-    if compact is True or compact == "tier":  # side panels and half-panel tiers: four columns, text that wraps
-        table = compact_memory_table(view.hits, view.injected, turns=turns)
+    if compact:  # side panels, half-panel tiers and half-page searches: few columns, text that wraps
+        table = compact_memory_table(view.hits, view.injected, turns=turns, match=compact == "medium")
         table["Fused score"] = table["Fused score"].map(lambda score: f"{score:.5f}")
         st.table(table, hide_index=True, border="horizontal")
         st.caption(
@@ -456,49 +477,40 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
         return
     table = conversation_table(view.hits, view.injected) if turns else memory_table(view.hits, view.injected)
     text_column = "Said" if turns else "Memory"
-    if compact:  # "medium": no cosine distance, short text, and the score that orders the rows next to the text
-        # (a half-width column of a laptop screen shows about five columns without scrolling)
-        table = table.drop(columns=["Cosine distance"])
-        table[text_column] = table[text_column].map(lambda text: clip(text, 40))
-        label = table.columns[0]  # Slot, or When
-        ranks = (
-            ["Vector rank", "Context rank", "Text rank"] if "Context rank" in table else ["Vector rank", "Text rank"]
-        )
-        contributions = [c.replace("rank", "RRF") for c in ranks]
-        table = table[[label, text_column, "Fused score", "Match", *ranks, *contributions]]
     top = max(float(table["Fused score"].max()), 1e-9)
-    narrow = "small" if compact else None
-    label_width = "small" if compact else "medium"
     st.dataframe(
         table,
         hide_index=True,
         key=f"{key}_table" if key else None,
         column_config={
-            "Slot": st.column_config.TextColumn(width=label_width),
-            "When": st.column_config.TextColumn(width=label_width, help="When it was said, and who said it."),
-            text_column: st.column_config.TextColumn(width="small" if compact else "medium"),
-            "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest).", width=narrow),
+            "Slot": st.column_config.TextColumn(width="medium"),
+            "When": st.column_config.TextColumn(width="medium", help="When it was said, and who said it."),
+            text_column: st.column_config.TextColumn(width="medium"),
+            "Vector rank": st.column_config.TextColumn(help="Rank by cosine distance (1 = closest)."),
             "Text rank": st.column_config.TextColumn(
-                help="Rank by full-text match; — = no keyword match.", width=narrow
+                help="Rank by full-text match; — = no keyword match.",
             ),
             "Context rank": st.column_config.TextColumn(
                 help="Rank of the turn together with the turn after it, among both branches' candidates, "
                 "by cosine distance.",
-                width=narrow,
             ),
             "Vector RRF": st.column_config.NumberColumn(
                 format="%.4f",
                 help="w_vector / (k + vector rank); half of w_vector when the turn is also ranked in context",
-                width=narrow,
             ),
             "Context RRF": st.column_config.NumberColumn(
-                format="%.4f", help="(w_vector / 2) / (k + context rank)", width=narrow
+                format="%.4f",
+                help="(w_vector / 2) / (k + context rank)",
             ),
             "Text RRF": st.column_config.NumberColumn(
-                format="%.4f", help="w_text (as used) / (k + text rank)", width=narrow
+                format="%.4f",
+                help="w_text (as used) / (k + text rank)",
             ),
             "Fused score": st.column_config.ProgressColumn(
-                format="%.4f", min_value=0.0, max_value=top, help="The RRF contributions added", width=narrow
+                format="%.4f",
+                min_value=0.0,
+                max_value=top,
+                help="The RRF contributions added",
             ),
             "Cosine distance": st.column_config.NumberColumn(format="%.3f"),
             "Match": MATCH_COLUMN,
@@ -509,10 +521,19 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
 
 
 def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
+    if compact:  # a side panel: the compact memory table's four columns, the title wrapping, nothing cut off
+        table = compact_knowledge_table(view.hits)
+        table["Fused score"] = table["Fused score"].map(lambda score: f"{score:.5f}")
+        st.table(table, hide_index=True, border="horizontal")
+        st.caption(
+            "Vector / Text: the branch's rank · its RRF contribution w / (k + rank); — = not found by that "
+            "branch. Fused score = the two added; rows in fused order."
+            + (LOOSE_LEGEND if loose_hits(view.hits) else "")
+        )
+        if chart:
+            st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
+        return
     table = knowledge_table(view.hits)
-    if compact:  # a side panel: the document and why it ranked where it did
-        table = table[["Rank", "Title", "Vector rank", "Text rank", "Fused score"]]
-        table["Title"] = [_mark(hit, None) + str(title) for hit, title in zip(view.hits, table["Title"], strict=True)]
     st.dataframe(
         table,
         hide_index=True,
@@ -534,8 +555,6 @@ def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool,
             "Match": MATCH_COLUMN,
         },
     )
-    if compact and loose_hits(view.hits):
-        st.caption(LOOSE_LEGEND.strip())
     if chart:
         st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)
 

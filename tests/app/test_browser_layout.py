@@ -2,13 +2,14 @@
 layout facts asserted from bounding boxes and the DOM, not from screenshots (which are still taken, for
 the README with `make screenshots`).
 
-Chat: the newest reply stays in view while the panel beside it grows; the retrieval table fits its column
-and shows the remembered text; the per-turn recall's two tiers never overlap; every turn button is
-reachable; the suggestion chips are not cut; a long paste is kept with a message; "Tune the fusion" stays open
-while its sliders move. Memories and Knowledge: no truncated button or metric label. Sidebar: no popover
-opens unless clicked, and each identity action says it succeeded, and still says so once the chat has
-redrawn itself. Voice: no empty video box. A phone (390×844): the sidebar starts closed, so the
-conversation is what shows, and the identity is kept all the same.
+Chat: the newest reply stays in view while the panel beside it grows; the retrieval tables (memories and
+knowledge) fit their column and show the remembered text and the titles; the per-turn recall's two tiers
+never overlap; every turn button is reachable; the suggestion chips are not cut; a long paste is kept with a
+message; "Tune the fusion" stays open while its sliders move. Memories and Knowledge: no truncated button or
+metric label, and the memory search's table in view. Sidebar: no popover opens unless clicked, and each
+identity action says it succeeded, and still says so once the chat has redrawn itself. Voice: no empty video
+box. A phone (390×844): the sidebar starts closed, so the conversation is what shows, and the identity is
+kept all the same.
 """
 
 from __future__ import annotations
@@ -75,6 +76,18 @@ _CLIPPED_LABELS = """(selector) => {
   return cut;
 }"""
 
+
+# Every visible st.table under `root` that is wider than its box or sticks out of `root`: [scrollWidth,
+# clientWidth, right, root's right, first header] each (a column behind a sideways scroll is one not seen).
+_TABLES_CUT = """(root) => {
+  const frame = document.querySelector(root);
+  if (!frame) return ['no ' + root];
+  return [...frame.querySelectorAll('[data-testid="stTable"]')].filter(t => t.offsetParent).map(t => {
+    const inner = t.querySelector('table');
+    return [inner.scrollWidth, t.clientWidth, t.getBoundingClientRect().right,
+            frame.getBoundingClientRect().right, (t.querySelector('th') || {}).innerText];
+  }).filter(([wide, box, right, edge]) => wide > box + 1 || right > edge + 1);
+}"""
 
 # The boxes of the selected turn's per-turn recall tiers (ui.retrieval.render_recall_tiers), in order.
 _RECALL_TIERS = """() => [...document.querySelectorAll(
@@ -194,6 +207,18 @@ def test_chat_page_at_laptop_width(streamlit_server, new_browser_page, size):
     assert turns["top"] >= slots["bottom"] or turns["left"] >= slots["right"], f"the tiers overlap: {tiers}"
     screenshot(page, _shot("chat", size))
 
+    # the knowledge base's hits in the panel: the same four wrapping columns, the title whole, nothing cut
+    send(page, "How long does shipping take?")
+    knowledge = panel.locator('[data-testid="stTable"]', has_text="Shipping carriers and delivery times").first
+    knowledge.wait_for(timeout=30_000)
+    assert [h.strip() for h in knowledge.locator("th").all_inner_texts()] == [
+        "Document",
+        "Vector",
+        "Text",
+        "Fused score",
+    ]
+    assert page.evaluate(_TABLES_CUT, ".st-key-u_chat_panel") == []
+
     # a long paste: a clear message, the whole text kept, and it can still be sent
     long_text = "I love hiking near my home. " + "word " * 1000
     input_box = page.locator('[data-testid="stChatInputTextArea"]')
@@ -259,6 +284,11 @@ def test_memories_and_knowledge_have_no_truncated_labels(streamlit_server, new_b
     search.press("Enter")
     page.get_by_text(re.compile("Memories.*what do I drink")).first.wait_for(timeout=TURN_TIMEOUT_MS)
     wait_for_app(page)
+    # the results in half the page: every column in view (no sideways scroll), the slot and text whole
+    results = page.locator('[data-testid="stTable"]', has_text="favorite_drink: oat flat white").first
+    results.wait_for(timeout=30_000)
+    assert page.evaluate(_TABLES_CUT, '[data-testid="stMain"]') == []
+    assert page.evaluate(_CLIPPED_LABELS, '[data-testid="stMain"] [data-testid="stTable"] td') == []
     main = '[data-testid="stMain"] button, [data-testid="stMetricLabel"], [data-testid="stMetricValue"]'
     assert page.evaluate(_CLIPPED_LABELS, main) == []
     for label in ("Yes, delete", "Cancel", "Edit", "Open that session"):

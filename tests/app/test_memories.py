@@ -12,6 +12,7 @@ from core import conversations, memories, profiles, sessions
 from core.conversations import TurnInput
 from core.db import Scope
 from core.errors import NotFound
+from tests.support.panels import expand
 
 
 @pytest.fixture
@@ -34,6 +35,11 @@ def captured_downloads(monkeypatch):
         return stores[-1].get_file(url.rsplit("/", 1)[-1])
 
     return read
+
+
+def _results(at):
+    """The search's results table, with the page-wide table's columns (Slot, Vector rank, Vector RRF, …)."""
+    return next(expand(t.value) for t in at.table if "Fused score" in t.value.columns)
 
 
 def _search(at, query):
@@ -60,27 +66,29 @@ def test_list_search_and_export(app, captured_downloads):
     assert at.metric[0].value == "3"
 
     _search(at, "what car do I drive?")
-    table = next(df.value for df in at.dataframe if "Fused score" in df.value.columns)
+    table = _results(at)
     assert table.iloc[0]["Slot"] == "car"
-    # the score that orders the rows next to the memory: the half-width table scrolls past the fifth column
-    assert list(table.columns)[:3] == ["Slot", "Memory", "Fused score"]
+    # every number in five columns whose text wraps: nothing hidden behind a sideways scroll in half a page
+    assert list(table.columns)[:5] == ["Memory", "Match", "Vector", "Text", "Fused score"]
     assert table.iloc[0]["Vector rank"] == "1"
     assert table["Fused score"].is_monotonic_decreasing
-    assert table.iloc[0]["Fused score"] == pytest.approx(table.iloc[0]["Vector RRF"] + table.iloc[0]["Text RRF"])
+    assert table.iloc[0]["Fused score"] == pytest.approx(
+        table.iloc[0]["Vector RRF"] + table.iloc[0]["Text RRF"], abs=2e-5
+    )
 
     assert table.iloc[0]["Match"] != "nearest only"
     assert not any(i.value.startswith("Nothing matches") for i in at.info)
 
     # nothing matches: the table still ranks the nearest, and says they are only that
     _search(at, "pizza dough recipe")
-    table = next(df.value for df in at.dataframe if "Fused score" in df.value.columns)
+    table = _results(at)
     assert set(table["Match"]) == {"nearest only"} and len(table) == 3
     assert any(i.value.startswith("Nothing matches “pizza dough recipe”") for i in at.info)
     _search(at, "what car do I drive?")
 
     at.segmented_control(key="u_mem_mode").set_value("text")
     at.run()
-    table = next(df.value for df in at.dataframe if "Fused score" in df.value.columns)
+    table = _results(at)
     assert set(table["Slot"]) == {"car"}  # only the memory with a keyword match
     assert table.iloc[0]["Vector RRF"] == 0 and table.iloc[0]["Vector rank"] == "—"
 
@@ -110,7 +118,7 @@ def test_edit_and_delete_one_with_confirmation(app):
     assert any("Saved" in s.value for s in at.success)
     # the edit re-embedded the memory: a search finds it by the new meaning
     _search(at, "navy")
-    table = next(df.value for df in at.dataframe if "Fused score" in df.value.columns)
+    table = _results(at)
     assert table.iloc[0]["Slot"] == "favorite_color"
 
     at.button(key=f"u_mem_delete_{mid}").click()

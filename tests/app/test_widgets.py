@@ -19,10 +19,12 @@ from core.retrieval import (
     search_knowledge,
     search_memories,
 )
+from tests.support.panels import expand
 from ui import format as fmt
 from ui.report_view import read_report
 from ui.retrieval import (
     RetrievalView,
+    compact_knowledge_table,
     compact_memory_table,
     contribution_rows,
     conversation_table,
@@ -90,6 +92,14 @@ def test_retrieval_panel_shows_a_search_and_the_agents_event_for_it_alike(new_us
     table = knowledge_table(view.hits)
     assert list(table["Fused score"]) == [hit.rrf_score for hit in knowledge.hits]
     assert list(table["Vector rank"]) == [str(h.vector_rank) if h.vector_rank else "—" for h in knowledge.hits]
+    # the side panels' table: the same numbers in four columns that wrap instead of being cut off
+    compact = expand(compact_knowledge_table(view.hits).rename(columns={"Document": "Memory"}))
+    assert list(compact["Slot"]) == [hit.title for hit in knowledge.hits]
+    assert list(compact["Vector rank"]) == list(table["Vector rank"])
+    assert list(compact["Text rank"]) == list(table["Text rank"])
+    assert list(compact["Vector RRF"]) == pytest.approx([hit.vector_rrf for hit in knowledge.hits], abs=1e-5)
+    assert list(compact["Text RRF"]) == pytest.approx([hit.text_rrf for hit in knowledge.hits], abs=1e-5)
+    assert list(compact["Fused score"]) == [hit.rrf_score for hit in knowledge.hits]
 
 
 def said_earlier(user, said: list[tuple[str, str]]) -> None:
@@ -277,6 +287,10 @@ def test_each_hit_says_how_it_matches_and_the_merely_nearest_are_named_so():
     # the narrow side-panel tables mark it instead: ○, unless the agent put it into the context (★)
     assert [t.split(":")[0] for t in compact_memory_table(hits)["Memory"]] == ["a", "b", "c", "○ d"]
     assert compact_memory_table(hits, {"a"})["Memory"][0].startswith("★ a")
+    # a search in half a page says it in words as well, beside the text
+    with_match = compact_memory_table(hits, match=True)
+    assert list(with_match.columns) == ["Memory", "Match", "Vector", "Text", "Fused score"]
+    assert list(with_match["Match"]) == ["words and meaning", "words", "meaning", "nearest only"]
     # the agent's rule agrees: only the last would be left out of its context
     assert [is_relevant(h["text_rank"], h["vector_distance"], h["rrf_score"]) for h in hits] == [True] * 3 + [False]
     view = RetrievalView(kind="memories", query="pizza dough recipe", hits=hits)

@@ -16,10 +16,12 @@ def branch(cell: str) -> tuple[str, float]:
 
 
 def expand(table: pd.DataFrame) -> pd.DataFrame:
-    """The compact table with the full table's columns: Slot, Vector rank, Text rank, Vector RRF, Text RRF."""
+    """The compact table with the full table's columns: Slot (for a turn: when and who), Vector rank, Text rank,
+    Vector RRF, Text RRF."""
     out = table.copy()
     out["Fused score"] = out["Fused score"].astype(float)
-    out["Slot"] = out["Memory"].map(lambda text: text.removeprefix("★ ").split(": ", 1)[0])
+    text = "Said" if "Said" in out else "Memory"  # past turns: "2026-11-16 user: …"
+    out["Slot"] = out[text].map(lambda text: text.removeprefix("★ ").removeprefix("○ ").split(": ", 1)[0])
     out["Vector rank"], out["Vector RRF"] = zip(*out["Vector"].map(branch), strict=True)
     out["Text rank"], out["Text RRF"] = zip(*out["Text"].map(branch), strict=True)
     return out
