@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from agent.model_factory import llm_location
-from core.config import Settings, get_settings, llm_backend
+from core.config import Settings, base_url_fix, get_settings, llm_backend
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -105,6 +105,8 @@ def describe(exc: BaseException, settings: Settings | None = None) -> str:
             f"The LLM at {where} stopped in the middle of its answer: try again, and check the server's "
             "log if it keeps happening."
         )
+    if failure in ("unreachable", "other") and not livekit and (fix := base_url_fix(settings.openai_base_url)):
+        return f"The LLM at {where} could not be reached: {fix}."
     if failure == "unreachable":
         return f"The LLM at {where} could not be reached: check {url} and that the server is running."
     return f"The LLM at {where} failed ({type(exc).__name__}): check {url}, {key} and LLM_MODEL."

@@ -193,6 +193,14 @@ class Settings(BaseSettings):
         return "hosted" if (not self.embedded_database or self.hosted_auth) else "embedded"
 
 
+def base_url_fix(url: str | None) -> str | None:
+    """What to write instead of an OPENAI_BASE_URL without http:// or https:// (None when it has one):
+    "localhost:11434/v1" reads as scheme "localhost", and every request fails as "unsupported protocol"."""
+    if not url or urlsplit(url.strip()).scheme in ("http", "https"):
+        return None
+    return f"OPENAI_BASE_URL needs http:// or https:// in front, e.g. http://{url.strip().split('://')[-1]}"
+
+
 def shown_url(url: str) -> str:
     """A configured URL as pages, reports and error messages show it: scheme, host, port and path, never a
     user name, password, query (an `api-key=`) or fragment someone put into it; visitors see these."""

@@ -51,6 +51,7 @@ from core.config import (
     DEFAULT_OPENAI_STT,
     DEFAULT_OPENAI_TTS,
     Settings,
+    base_url_fix,
     check_settings,
     get_settings,
     llm_backend,
@@ -646,10 +647,7 @@ def _llm_endpoint(settings: Settings) -> _Endpoint | None:
             url_setting="OPENAI_BASE_URL" if settings.openai_base_url else "OPENAI_API_KEY",
             key_setting="OPENAI_API_KEY",
             is_openai=urlsplit(base).hostname == "api.openai.com",
-            # "localhost:11434/v1" reads as scheme "localhost": the request fails with "unsupported protocol"
-            reach_fix=""
-            if urlsplit(base).scheme in ("http", "https")
-            else f"OPENAI_BASE_URL needs http:// or https:// in front, e.g. http://{base.split('://')[-1]}",
+            reach_fix=base_url_fix(base) or "",
         )
     return None
 

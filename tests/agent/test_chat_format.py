@@ -157,3 +157,22 @@ def test_each_failure_is_one_sentence_naming_the_setting(openai_settings, error,
     sentence = llm_failures.describe(error, openai_settings)
     assert sentence.startswith("The LLM at http://127.0.0.1:8080/v1 ") and says in sentence
     assert sentence.count(". ") == 0 and sentence.endswith(".")  # one sentence
+
+
+def test_a_base_url_without_http_says_to_add_it(monkeypatch):
+    """ "localhost:11434/v1" (as Ollama's docs print it) fails every request as an unsupported protocol: the
+    chat's sentence says what to write, as `make doctor` does, instead of "check OPENAI_BASE_URL"."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:11434/v1")
+    settings = config.reload_settings()
+    try:
+        client = openai.OpenAI(base_url=settings.openai_base_url, api_key="x", max_retries=0)
+        with pytest.raises(openai.APIConnectionError) as raised:  # the real client's error, not one made up
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        sentence = llm_failures.describe(_wrapped(raised.value), settings)
+        assert sentence == (
+            "The LLM at the configured URL could not be reached: OPENAI_BASE_URL needs http:// or https:// in "
+            "front, e.g. http://localhost:11434/v1."
+        )
+    finally:
+        monkeypatch.undo()
+        config.reload_settings()
