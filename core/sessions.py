@@ -51,7 +51,8 @@ class SessionRecord:
         return None
 
 
-_COLUMNS = "session_id, user_id, room_name, report, started_at, ended_at, created_at"
+_COLUMN_NAMES = ("session_id", "user_id", "room_name", "report", "started_at", "ended_at", "created_at")
+_COLUMNS = ", ".join(_COLUMN_NAMES)
 
 
 @retry(
@@ -298,7 +299,7 @@ _BRIEF_REPORT = """case when report is null or report = '{}'::jsonb then report
 def list_sessions(scope: Scope, *, limit: int = 100, brief: bool = False) -> list[SessionRecord]:
     """The newest sessions; `brief`: their reports without the per-event parts (_BRIEF_REPORT), for a list
     (get_session reads one whole)."""
-    columns = _COLUMNS.replace("report", _BRIEF_REPORT) if brief else _COLUMNS
+    columns = ", ".join(_BRIEF_REPORT if name == "report" else name for name in _COLUMN_NAMES) if brief else _COLUMNS
     with transaction(scope) as cur:
         cur.execute(
             f"select {columns} from public.sessions where user_id = %s order by created_at desc limit %s",
