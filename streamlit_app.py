@@ -5,8 +5,18 @@ An ``st.App`` runs the page script ``app_script.py`` on every visit; its lifespa
 database, the models and the agent up in the background as the server starts.
 """
 
+import sys
+
 import streamlit as st
 
+from core.config import check_settings
+from core.errors import PlaygroundError
 from ui.server import lifespan, routes
+
+try:  # a setting that does not parse stops the server with one line naming it, as `make run` does
+    check_settings()
+except PlaygroundError as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    raise SystemExit(2) from None
 
 app = st.App("app_script.py", lifespan=lifespan, routes=routes)
