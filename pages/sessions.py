@@ -113,11 +113,12 @@ def _latency_chart(view: ReportView) -> alt.Chart | None:
             color=alt.Color(
                 "metric:N",
                 scale=alt.Scale(scheme="tableau10"),
-                legend=alt.Legend(orient="bottom", title=None, columns=3),
+                # one label a line, whole: three columns in half the page cut "memory recall" to "memory reca…"
+                legend=alt.Legend(orient="bottom", title=None, direction="vertical", labelLimit=0),
             ),
             tooltip=["turn:O", "metric:N", alt.Tooltip("value:Q", format=".1f", title="ms")],
         )
-        .properties(height=260)
+        .properties(height=330)  # with the legend under it, one label a line
     )
 
 
