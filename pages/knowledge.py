@@ -47,12 +47,12 @@ def main() -> None:
         st.caption(
             "The same hybrid search the agent's search_knowledge tool runs: a vector ranking (384-dimensional "
             "embeddings, cosine) and a full-text ranking (codes, names and numbers such as “E03”), fused by "
-            "RRF. Similarity = 1 − cosine distance."
+            "RRF."
         )
         if query and query.strip():
             with reported():
                 result = knowledge.search(scope, query, limit=limit, category=None if category == ALL else category)
-                render_retrieval(result, key="kb_search")
+                render_retrieval(result, key="kb_search", compact="medium")
                 for hit in result.hits[:3]:
                     with st.expander(f"#{hit.rank} · {hit.title} · fused score {hit.rrf_score:.4f}"):
                         st.markdown(hit.content)

@@ -148,19 +148,26 @@ def compact_memory_table(
     return pd.DataFrame(rows, columns=columns)
 
 
-def compact_knowledge_table(hits: list[dict[str, Any]]) -> pd.DataFrame:
+def compact_knowledge_table(hits: list[dict[str, Any]], *, match: bool = False) -> pd.DataFrame:
     """The side panels' knowledge hits in the compact memory table's four columns: the document (its title,
-    which wraps), each branch's rank and RRF contribution, the fused score; in fused order."""
+    which wraps), each branch's rank and RRF contribution, the fused score; in fused order. `match` (the
+    Knowledge page's search, in half the page): the category after the title, why the document is there
+    and the cosine similarity the vector rank comes from as well."""
     rows = [
         {
-            "Document": _mark(hit, None) + clip(hit.get("title"), 60),
+            "Document": _mark(hit, None)
+            + clip(hit.get("title"), 60)
+            + (f" · {hit.get('category')}" if match and hit.get("category") else ""),
+            "Match": match_kind(hit),
             "Vector": _branch(hit.get("vector_rank"), hit.get("vector_rrf")),
             "Text": _branch(hit.get("text_rank"), hit.get("text_rrf")),
             "Fused score": float(hit.get("rrf_score") or 0.0),
+            "Similarity": float(hit.get("similarity") or 0.0),
         }
         for hit in hits
     ]
-    return pd.DataFrame(rows, columns=["Document", "Vector", "Text", "Fused score"])
+    columns = ["Document", "Match", "Vector", "Text", "Fused score", "Similarity"]
+    return pd.DataFrame(rows, columns=columns if match else [c for c in columns if c not in ("Match", "Similarity")])
 
 
 def in_context(hits: list[dict[str, Any]]) -> bool:
@@ -315,7 +322,7 @@ def memory_chart(hits: list[dict[str, Any]]) -> alt.Chart:
             y=alt.Y("hit:N", sort=order, title=None, axis=alt.Axis(labelLimit=160)),
             x=alt.X(
                 "start:Q",
-                title="RRF contribution (the parts add up to the fused score)",
+                title=["RRF contribution", "(the parts add up to the fused score)"],  # two lines: half-page charts
                 axis=alt.Axis(format=".4f", tickCount=4),
                 scale=alt.Scale(zero=True, nice=False),
             ),
@@ -521,14 +528,18 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
 
 
 def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool, compact: bool | str) -> None:
-    if compact:  # a side panel: the compact memory table's four columns, the title wrapping, nothing cut off
-        table = compact_knowledge_table(view.hits)
+    if compact:  # a side panel or half the page: the compact memory table's columns, wrapping, nothing cut off
+        medium = compact == "medium"
+        table = compact_knowledge_table(view.hits, match=medium)
         table["Fused score"] = table["Fused score"].map(lambda score: f"{score:.5f}")
+        if medium:
+            table["Similarity"] = table["Similarity"].map(lambda similarity: f"{similarity:.3f}")
         st.table(table, hide_index=True, border="horizontal")
         st.caption(
             "Vector / Text: the branch's rank · its RRF contribution w / (k + rank); — = not found by that "
             "branch. Fused score = the two added; rows in fused order."
-            + (LOOSE_LEGEND if loose_hits(view.hits) else "")
+            + (" Similarity = 1 − cosine distance, what the vector rank orders by." if medium else "")
+            + (LOOSE_LEGEND if loose_hits(view.hits) and not medium else "")
         )
         if chart:
             st.altair_chart(memory_chart(view.hits), width="stretch", key=f"{key}_chart" if key else None)

@@ -6,7 +6,7 @@ Chat: the newest reply stays in view while the panel beside it grows; the retrie
 knowledge) fit their column and show the remembered text and the titles; the per-turn recall's two tiers
 never overlap; every turn button is reachable; the suggestion chips are not cut; a long paste is kept with a
 message; "Tune the fusion" stays open while its sliders move. Memories and Knowledge: no truncated button or
-metric label, and the memory search's table in view. Sidebar: no popover opens unless clicked, and each
+metric label, and the search tables in view. Sidebar: no popover opens unless clicked, and each
 identity action says it succeeded, and still says so once the chat has redrawn itself. Voice: no empty video
 box. A phone (390×844): the sidebar starts closed, so the conversation is what shows, and the identity is
 kept all the same.
@@ -304,6 +304,10 @@ def test_memories_and_knowledge_have_no_truncated_labels(streamlit_server, new_b
     question.press("Enter")
     page.get_by_text(re.compile("Knowledge.*how long does shipping take")).first.wait_for(timeout=TURN_TIMEOUT_MS)
     wait_for_app(page)
+    page.locator('[data-testid="stTable"]', has_text="Shipping carriers and delivery times").first.wait_for(
+        timeout=30_000
+    )
+    assert page.evaluate(_TABLES_CUT, '[data-testid="stMain"]') == []  # was a grid cut at "Vector ra…"
     assert page.evaluate(_CLIPPED_LABELS, '[data-testid="stMain"] button') == []
     assert _search_button(page).is_visible()
     screenshot(page, _shot("knowledge", size))
