@@ -34,6 +34,7 @@ _EXPORTS = {
     "TurnResult": "agent.conversation",
     "MAX_MESSAGE_LENGTH": "agent.conversation",
     "SESSION_DELETED": "agent.conversation",
+    "STOPPED_MESSAGE": "agent.session",
     # the agent itself, for benchmarks that drive it directly
     "PlaygroundAgent": "agent.playground_agent",
     "PlaygroundSession": "agent.session",
@@ -86,6 +87,7 @@ __all__ = [
     "REDECODE_BEAM_SIZE",
     "SESSION_DELETED",
     "SPECULATE_AFTER_SECONDS",
+    "STOPPED_MESSAGE",
     "VAD_MIN_SILENCE",
     "WEBRTC_FRAME_SAMPLES",
     "WEBRTC_SAMPLE_RATE",
@@ -162,7 +164,7 @@ if TYPE_CHECKING:
     from agent.reports import flush_pending as flush_pending_reports
     from agent.reports import save as save_report
     from agent.runtime import AgentRuntime, get_runtime, shutdown_runtime
-    from agent.session import PlaygroundSession
+    from agent.session import STOPPED_MESSAGE, PlaygroundSession
     from agent.voice.audio import WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
     from agent.voice.calls import VoiceCall, end_call, end_calls_of, get_call, open_call
     from agent.voice.latency import per_turn_latency

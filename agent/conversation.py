@@ -59,7 +59,12 @@ class TurnResult:
     @property
     def problems(self) -> list[str]:
         """Every error published for this turn (a failed model call, a tool call the model got wrong)."""
-        return [e["message"] for e in of_type(self.events, "error")]
+        return [e["message"] for e in of_type(self.events, "error") if e.get("kind") != "stopped"]
+
+    @property
+    def stopped(self) -> bool:
+        """The visitor stopped this turn's answer (Conversation.stop)."""
+        return any(e.get("kind") == "stopped" for e in of_type(self.events, "error"))
 
     @property
     def tool_calls(self) -> list[ToolCallEvent]:
@@ -111,6 +116,7 @@ class Conversation:
         self._closing = _Closing()
         self._unanswered: list[_Sent] = []  # in the order sent; guarded by _unanswered_lock
         self._unanswered_lock = threading.Lock()
+        self._stopping = False  # stop() interrupted the turn in progress; on the loop only
         self.ready: concurrent.futures.Future[str | None] = runtime.submit(self._start())
 
     # ---- read side (any thread) ---------------------------------------------
@@ -197,6 +203,12 @@ class Conversation:
             self._unanswered.append(sent)
         return self.runtime.submit(self._send(sent))
 
+    def stop(self) -> concurrent.futures.Future[bool]:
+        """Stop the answer being prepared now (messages sent after it are still answered, in order); the
+        future says whether one was (False: none was running, or it finished first)."""
+        self.last_active = time.monotonic()
+        return self.runtime.submit(self._stop())
+
     @property
     def close_reason(self) -> str | None:
         """Why it was closed (the first close's `reason`; SESSION_DELETED: its owner deleted it); None while open."""
@@ -263,6 +275,9 @@ class Conversation:
             except Exception as exc:  # anything else around the model: same, with a generic sentence
                 log.exception("turn failed in session %s", ps.session_id)
                 error = f"The agent failed to answer ({type(exc).__name__}); the server log has the details."
+            if self._stopping:  # the visitor stopped it (stop()): say so, and let the model know
+                self._stopping, error = False, None
+                await ps.note_stopped()
             total_ms = (time.perf_counter() - started) * 1000
             turn = ps.bus.turn
             ps.bus.metric("turn_total_ms", total_ms)
@@ -277,6 +292,14 @@ class Conversation:
                 break
             await asyncio.sleep(0.01)
         return [e for e in self.sink.since(cursor)[0] if e["turn"] == turn]
+
+    async def _stop(self) -> bool:
+        if self._ps is None or self._turn_lock is None or not self._turn_lock.locked() or self.closed:
+            return False
+        self._stopping = True  # the turn notes it (_run_turn), before the next one can start
+        stopped = await self._ps.interrupt_answer()
+        self._stopping = self._stopping and stopped
+        return stopped
 
     async def _close(self) -> dict[str, Any] | None:
         try:
@@ -298,7 +321,7 @@ def _turn_result(
     tools = [e["duration_ms"] for e in of_type(events, "tool_call")]
     if tools:
         timings["tools_ms"] = round(sum(tools), 2)
-    problems = [e["message"] for e in of_type(events, "error")]
+    problems = [e["message"] for e in of_type(events, "error") if e.get("kind") != "stopped"]
     if error is None and problems and not messages:
         error = problems[-1]  # e.g. only unknown tools were called: nothing was said
     return TurnResult(

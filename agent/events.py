@@ -47,7 +47,8 @@ Kinds (the keys each adds):
     The agent finished answering turn ``turn``. No extra keys.
 ``error``
     ``message`` (one sentence to show), ``where`` (llm, stt, tts, agent,
-    livekit); ``kind`` and ``recoverable`` when known.
+    livekit); ``kind`` and ``recoverable`` when known. Kind ``stopped`` is not a failure: the visitor
+    stopped the answer (Conversation.stop).
 
 Any event may carry ``origin`` when it did not come from this process's bus:
 "worker" (forwarded from the LiveKit worker's events topic) or

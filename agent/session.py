@@ -50,6 +50,10 @@ class TurnFailed(PlaygroundError):
 
 
 TURNS_FLUSH_SECONDS = 10.0
+STOPPED_MESSAGE = "You stopped this answer."
+# What the model reads in place of the answer it was stopped in: without it the stopped message and the
+# next one are two user turns in a row, which agent/chat_format.py merges into one question
+STOPPED_NOTE = "(The user stopped this answer before it was finished.)"
 
 
 def new_session_id(mode: str) -> str:
@@ -169,6 +173,25 @@ class PlaygroundSession:
             return await self.session.run(user_input=text)
         except Exception as exc:
             raise TurnFailed(self._note_failure(exc)) from exc
+
+    async def interrupt_answer(self) -> bool:
+        """Stop the answer being prepared (a slow model, a long tool call): the turn's run returns at once,
+        with no answer. False when nothing was being answered (it finished meanwhile)."""
+        speech = self.session.current_speech
+        if speech is None or speech.done():
+            return False
+        await self.session.interrupt(force=True)
+        return True
+
+    async def note_stopped(self) -> None:
+        """After :meth:`interrupt_answer`, before the next turn: the turn says it was stopped (an ``error``
+        event of kind ``stopped``) and the model's context gets STOPPED_NOTE in place of the answer."""
+        if self.agent is not None:
+            chat_ctx = self.agent.chat_ctx.copy()
+            chat_ctx.add_message(role="assistant", content=STOPPED_NOTE)
+            await self.agent.update_chat_ctx(chat_ctx)
+        self.bus.emit(events.error(STOPPED_MESSAGE, where="agent", kind="stopped", recoverable=True))
+        log.info("session %s, turn %s: stopped by the user", self.session_id, self.bus.turn)
 
     def set_rrf(self, params: RrfParams) -> RrfParams:
         self.rrf = params.validated()

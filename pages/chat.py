@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import streamlit as st
 
-from agent import MAX_MESSAGE_LENGTH, Conversation, llm_wait_seconds, warmup
+from agent import MAX_MESSAGE_LENGTH, STOPPED_MESSAGE, Conversation, llm_wait_seconds, warmup
 from core.errors import InvalidInput
 from ui import auth, chat_state, resend, rrf
 from ui.errors import reported, show_error
@@ -30,6 +30,7 @@ TURN_TIMEOUT_SECONDS = 120
 CONVERSATION_HEIGHT = 470
 PANEL_HEIGHT = 560
 POLL_SECONDS = 0.25  # while the agent starts or answers, the page checks this often whether it is done
+STOP_TIMEOUT_SECONDS = 10  # how long the Stop button waits for the turn to stop (the interruption is immediate)
 # A message just handed over is drawn with its answer when the answer comes this quickly (one page run
 # instead of two); otherwise its bubble is drawn after this long and the answer when it comes.
 QUICK_ANSWER_SECONDS = 0.8
@@ -216,13 +217,15 @@ def _render_message(turn: Turn) -> None:
     if turn.user_text:
         with st.chat_message("user"):
             st.markdown(literal(turn.user_text))
-    if turn.assistant_texts or turn.tool_calls or turn.errors:
+    if turn.assistant_texts or turn.tool_calls or turn.errors or turn.stopped:
         # keyed so the browser tests (and CSS) can tell a finished turn from the live status
         with st.container(key=f"chat_turn_{turn.number}"), st.chat_message("assistant"):
-            if turn.assistant_texts or not turn.errors:
+            if turn.assistant_texts or not (turn.errors or turn.stopped):
                 st.markdown(turn.assistant_text or "…")
             for message in dict.fromkeys(turn.errors):
                 st.error(message, icon=":material/error:")
+            if turn.stopped:
+                st.caption(f":material/stop_circle: {STOPPED_MESSAGE}")
             if turn.number > 0:
                 with st.expander(f":material/insights: {turn.summary}"):
                     render_tool_calls(turn)
@@ -276,6 +279,15 @@ def _live_status(chat: Conversation, shown: _Drawn, since: float) -> None:
         )
     # not `with st.status(...)`: leaving the block marks it complete, and a ✓ showed while the agent still waited
     status = st.status(f"Thinking… {waited:.0f} s", state="running", expanded=True)
+    if chat.busy:  # a slow model need not be waited out: the answer can be stopped, the conversation goes on
+        st.button(
+            "Stop",
+            icon=":material/stop_circle:",
+            key="u_chat_stop",
+            on_click=_stop_answer,
+            args=(chat,),
+            help="Stop the answer being prepared. Messages you sent after it are still answered.",
+        )
     turns = group_turns(chat.events_since(0)[0])
     live = turns[-1] if turns and turns[-1].number > 0 and not turns[-1].done else None
     for call in live.tool_calls if live else []:
@@ -285,6 +297,13 @@ def _live_status(chat: Conversation, shown: _Drawn, since: float) -> None:
         status.write(
             f":material/manage_search: searched {search.get('source')} ({found} hit{'' if found == 1 else 's'})"
         )
+
+
+def _stop_answer(chat: Conversation) -> None:
+    try:
+        chat.stop().result(timeout=STOP_TIMEOUT_SECONDS)
+    except concurrent.futures.TimeoutError:  # the turn still ends with the model's timeout
+        st.toast("The agent did not stop in time; its answer will end on its own.", icon=":material/schedule:")
 
 
 def _end_session(chat) -> None:

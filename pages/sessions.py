@@ -236,8 +236,8 @@ def _transcript(scope, record, view: ReportView) -> None:
                     st.markdown(literal(turn.content) if role == "user" else turn.content)
             if role == "user" and _unanswered(turns, position, still_open=record.is_open):
                 st.caption(
-                    ":material/error: No answer to this message: its turn failed or was interrupted"
-                    + (f" (the errors are below, {_ERRORS_HEADING})." if view.errors else ".")
+                    ":material/error: No answer to this message: its turn failed, was interrupted or you "
+                    "stopped it" + (f" (the errors are below, {_ERRORS_HEADING})." if view.errors else ".")
                 )
     if target is not None:
         st.html(_SCROLL_TO_MATCH, unsafe_allow_javascript=True)
@@ -400,6 +400,8 @@ def _detail(visitor, record, view: ReportView) -> None:
             hide_index=True,
             key="u_session_memories",
         )
+    if view.stopped:
+        st.caption(f":material/stop_circle: You stopped {view.stopped} answer(s) in this session.")
     if view.errors:
         with st.expander(f"{len(view.errors)} error(s) during the session", icon=":material/error:"):
             for error in view.errors:

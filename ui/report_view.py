@@ -26,6 +26,7 @@ class ReportView:
     metrics: list[MetricEvent] = field(default_factory=list)
     memories_written: list[dict[str, Any]] = field(default_factory=list)
     errors: list[ErrorEvent] = field(default_factory=list)
+    stopped: int = 0  # answers the visitor stopped (error events of kind "stopped": not errors)
     user_turns: int = 0
     duration_ms: float | None = None
     mode: str | None = None  # "text" | "voice" | ... when the writer says so
@@ -56,7 +57,9 @@ def _from_playground_section(section: dict[str, Any], view: ReportView) -> None:
     view.tool_calls = _events_of(section, "tool_calls", "tool_call")
     view.retrievals = _events_of(section, "retrievals", "retrieval")
     view.metrics = _events_of(section, "metrics", "metric")
-    view.errors = _events_of(section, "errors", "error")
+    errors = _events_of(section, "errors", "error")
+    view.errors = [e for e in errors if e.get("kind") != "stopped"]
+    view.stopped = len(errors) - len(view.errors)
     view.memories_written = _dicts(section.get("memories_written"))
 
 

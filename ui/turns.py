@@ -18,6 +18,7 @@ class Turn:
     retrievals: list[RetrievalEvent] = field(default_factory=list)
     metrics: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    stopped: bool = False  # the visitor stopped the answer (Conversation.stop): not a failure
     done: bool = False
     started_ts: float | None = None
     ended_ts: float | None = None
@@ -33,7 +34,7 @@ class Turn:
 
     @property
     def summary(self) -> str:
-        parts = ["failed"] if self.failed else []
+        parts = ["failed"] if self.failed else ["stopped"] if self.stopped else []
         if self.tool_calls:
             names = ", ".join(dict.fromkeys(call["name"] for call in self.tool_calls))
             parts.append(f"{len(self.tool_calls)} tool call{'s' if len(self.tool_calls) != 1 else ''} ({names})")
@@ -77,6 +78,8 @@ def group_turns(events: list[Event]) -> list[Turn]:
             turn.retrievals.append(event)
         elif kind == "metric":
             turn.metrics[event["name"]] = float(event["value"])
+        elif kind == "error" and event.get("kind") == "stopped":
+            turn.stopped = True
         elif kind == "error":
             turn.errors.append(event["message"])
         elif kind == "turn_done":

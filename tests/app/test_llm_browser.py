@@ -176,6 +176,26 @@ def test_chat_page_shows_each_llm_failure_as_one_sentence_and_keeps_the_session(
     ]
 
 
+def test_a_slow_answer_can_be_stopped_and_the_conversation_goes_on(llm_app, new_mic_page):
+    url, server = llm_app
+    server.reset()
+    page = new_mic_page((1600, 1000))
+    _open_chat(page, url)
+    server.fail("slow", times=2, when="order 1003")  # no answer for 30 s (the timeout would end it in 3 s, twice)
+    box = page.locator('[data-testid="stChatInputTextArea"]')
+    box.fill("where is order 1003?")
+    box.press("Enter")
+    page.get_by_role("button", name="Stop", exact=True).click(timeout=10_000)
+    stopped = answered_turns(page).last
+    expect(stopped).to_contain_text("You stopped this answer.", timeout=15_000)
+    assert "did not answer within" not in stopped.inner_text()  # stopped, not timed out
+    expect(page.get_by_role("button", name="Stop", exact=True)).to_have_count(0)
+    # the conversation goes on, and the next question is asked on its own
+    assert "Order 1002 is shipped" in send(page, "where is order 1002?")
+    assert last_user_text(server.chat_requests()[-1]).endswith("where is order 1002?")
+    assert "1003" not in last_user_text(server.chat_requests()[-1])
+
+
 # A WebRTC call in headless Chromium at the end of the full suite: the same documented flakiness as
 # tests/voice/test_voice_browser.py (Streamlit's frontend crash; docs/VOICE.md, "Notes and limits"; once here the
 # call's Start button did not show within 60 s), so two more tries in a fresh browser; a broken call fails all three.

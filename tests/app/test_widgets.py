@@ -193,6 +193,14 @@ def test_turn_grouping_and_reading_a_worker_report_without_agent_events():
     assert turns[1].user_text == "my favorite color is teal"  # the interim transcript is not the message
     assert turns[1].assistant_text == "Got it." and turns[1].done and turns[1].total_ms == 80.0
     assert "remember_detail" in turns[1].summary
+    # an answer the visitor stopped: said so, and not a failure
+    stopped = [
+        {"type": "transcript", "role": "user", "text": "where is order 1001?", "final": True, "turn": 2, "ts": 3.0},
+        {"type": "turn_done", "turn": 2, "ts": 3.5},
+        {"type": "error", "message": "You stopped this answer.", "kind": "stopped", "turn": 2, "ts": 3.5},
+    ]
+    last = group_turns(published + stopped)[-1]
+    assert last.stopped and not last.failed and last.errors == [] and last.summary.startswith("stopped")
 
     # a LiveKit worker's report before any playground section: livekit's chat_history shape
     worker = {
