@@ -277,45 +277,46 @@ def forgettable(cur, texts: Sequence[str]) -> list[str]:
     return [row["said"] for row in cur.fetchall()]
 
 
-# Postgres keeps 32 compiled regular expressions per backend, so `content ~* any(patterns)` recompiled every
-# pattern on every row once there were more: 50 memory texts over 20,000 turns took 50 s, 1,500 never
-# finished. So the turns that could hold a text are found first by its words (a turn holding the text as
-# whole words holds each of its words, runs of \w, as a whole word), and only those pairs are checked
-# with the text's regular expression in Postgres, one text after another so each is compiled once.
 _WORD = re.compile(r"\w+")
-_CONFIRM = (
-    "select distinct t.id from unnest(%s::bigint[], %s::text[]) as x(id, pattern) "
-    "join public.conversation_turns t on t.id = x.id and t.user_id = %s where t.content ~* x.pattern"
-)
+
+
+class Mentions:
+    """Whether a string says one of `texts` as whole words, any case (mention_pattern's rule), for the
+    deletion of a memory's mentions from past turns (here) and from session reports (core.sessions): one
+    rule, checked by Python's `re` for both. Built from `forgettable` texts.
+
+    A string holding a text as whole words holds its longest word (a run of \\w) as a whole word, so a
+    text's pattern is tried only on strings that hold that word: a thousand texts over 20,000 turns stay
+    cheap. (In SQL, `content ~* any(patterns)` recompiled every pattern on every row past Postgres's 32
+    cached regular expressions: 1,500 memory texts never finished.)"""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.texts = list(texts)
+        self._by_word: dict[str, list[re.Pattern]] = {}
+        for text in self.texts:
+            self._by_word.setdefault(self.key_word(text), []).append(re.compile(mention_pattern(text), re.I))
+
+    @staticmethod
+    def key_word(text: str) -> str:
+        """The word a string must hold to say `text` ("" for a text of symbols only: every string is tried)."""
+        words = _WORD.findall(text.lower())
+        return max(words, key=len) if words else ""
+
+    def __bool__(self) -> bool:
+        return bool(self.texts)
+
+    def __call__(self, string: str) -> bool:
+        keys = {""} | set(_WORD.findall(string.lower()))
+        return any(pattern.search(string) for key in keys for pattern in self._by_word.get(key, ()))
 
 
 def _mentioning(cur, user_id, texts: Sequence[str]) -> list[int]:
     """Ids of the user's turns holding any of `texts` as whole words, any case (as the caller's scope)."""
-    kept = forgettable(cur, texts)
-    if not kept:
+    says = Mentions(forgettable(cur, texts))
+    if not says:
         return []
     cur.execute("select id, content from public.conversation_turns where user_id = %s", (user_id,))
-    turns_with: dict[str, set[int]] = {}
-    for row in cur.fetchall():
-        for word in set(_WORD.findall(row["content"].lower())):
-            turns_with.setdefault(word, set()).add(row["id"])
-    ids: list[int] = []
-    patterns: list[str] = []
-    for text in kept:
-        words = sorted(set(_WORD.findall(text.lower())), key=lambda w: len(turns_with.get(w, ())))
-        if not words:  # nothing to narrow by (a text of symbols only): every turn is a candidate
-            candidates = set().union(*turns_with.values()) if turns_with else set()
-        else:
-            candidates = set(turns_with.get(words[0], ()))
-            for word in words[1:]:
-                candidates &= turns_with.get(word, set())
-        pattern = mention_pattern(text)
-        ids += sorted(candidates)
-        patterns += [pattern] * len(candidates)
-    if not ids:
-        return []
-    cur.execute(_CONFIRM, (ids, patterns, user_id))
-    return [row["id"] for row in cur.fetchall()]
+    return [row["id"] for row in cur.fetchall() if says(row["content"])]
 
 
 def count_mentions(scope: Scope, texts: Sequence[str]) -> int:

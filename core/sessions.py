@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,7 +14,7 @@ import psycopg
 from psycopg import errors as pg_errors
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from core.conversations import forgettable, mention_pattern
+from core.conversations import Mentions, forgettable
 from core.db import Scope, transaction
 from core.errors import DatabaseUnavailable, InvalidInput, NotFound, SessionDeleted
 from core.text import clean_int, clean_text, sanitize_json
@@ -161,25 +160,16 @@ def _written(report: dict[str, Any]) -> dict[str, str]:
     return last
 
 
-def _mention_patterns(cur, texts) -> tuple[list[str], list[str]]:
-    """Each forgettable text's whole-word pattern (the turns' rule: conversations.forgettable) and an ilike
-    filter on one of its words that JSON never escapes (a cheap first pass over a report's text)."""
-    patterns, words = [], []
-    for text in forgettable(cur, texts):
-        found = re.findall(r"\w+", text)
-        patterns.append(mention_pattern(text))
-        words.append(f"%{max(found, key=len)}%" if found else "%")
-    return patterns, words
-
-
 def forget_in_reports(cur, scope: Scope, texts) -> int:
     """Replace every string of the scope's user's session reports that says one of `texts` (whole words, any
     case) with DELETED_TEXT: a deleted memory leaves the reports as it leaves the turns. Runs in the caller's
     transaction, as the user (public.blank_strings_in_session_reports: users cannot update reports) or the
     service; returns how many reports changed."""
-    patterns, words = _mention_patterns(cur, texts)
-    if not patterns:
+    says = Mentions(forgettable(cur, texts))
+    if not says:
         return 0
+    # an ilike filter on each text's longest word (JSON never escapes a \w character): a cheap first pass
+    words = [f"%{Mentions.key_word(text)}%" for text in says.texts]
     cur.execute("select pg_advisory_xact_lock(hashtextextended(%s::text, %s))", (scope.user_id, _REPORTS_LOCK))
     # The strings are found here, not by a regular expression per text in SQL: Postgres keeps 32 compiled
     # ones, so Delete all (up to 1,000 texts) recompiled every pattern on every string and never finished.
@@ -190,7 +180,6 @@ def forget_in_reports(cur, scope: Scope, texts) -> int:
         + (" and report::text ilike any (%s)" if few else ""),
         (scope.user_id, words) if few else (scope.user_id,),
     )
-    says = _Mentions(patterns, words)
     session_ids, strings = [], set()
     for row in cur.fetchall():
         found = {text for text in _strings_in(json.loads(row["report"])) if says(text)}
@@ -228,19 +217,15 @@ def _strings_in(doc: Any):
             yield from _strings_in(value)
 
 
-class _Mentions:
-    """Whether a string says one of the texts, by `mention_pattern`'s rule (whole words, any case). A text's
-    pattern is tried only on strings holding its longest word (`_mention_patterns`' ilike word), so a
-    thousand texts stay cheap."""
-
-    def __init__(self, patterns: list[str], words: list[str]):
-        self._by_word: dict[str, list[re.Pattern]] = {}
-        for pattern, word in zip(patterns, words, strict=True):
-            self._by_word.setdefault(word.strip("%").lower(), []).append(re.compile(pattern, re.IGNORECASE))
-
-    def __call__(self, text: str) -> bool:
-        keys = {""} | set(re.findall(r"\w+", text.lower()))
-        return any(pattern.search(text) for key in keys for pattern in self._by_word.get(key, ()))
+def _blanked(doc: Any, says: Mentions) -> Any:
+    """The decoded JSON document with every string value that `says` a text replaced by DELETED_TEXT."""
+    if isinstance(doc, str):
+        return DELETED_TEXT if says(doc) else doc
+    if isinstance(doc, dict):
+        return {key: _blanked(value, says) for key, value in doc.items()}
+    if isinstance(doc, list):
+        return [_blanked(value, says) for value in doc]
+    return doc
 
 
 def _upsert_report(
@@ -257,6 +242,9 @@ def _upsert_report(
             )
             kept = {row["memory_type"] for row in cur.fetchall()}
             gone = [text for slot, text in written.items() if slot not in kept]
+        says = Mentions(forgettable(cur, gone))
+        if says:  # the same rule as a deletion applies to the reports saved before it (forget_in_reports)
+            encoded = json.dumps(_blanked(json.loads(encoded), says), ensure_ascii=False, allow_nan=False)
         cur.execute(
             f"""
             insert into public.sessions (session_id, user_id, room_name, report, started_at, ended_at)
@@ -269,16 +257,7 @@ def _upsert_report(
             """,
             (session_id, scope.user_id, room_name, encoded, started_at, ended_at),
         )
-        row = cur.fetchone()
-        patterns, _ = _mention_patterns(cur, gone)
-        if row is not None and patterns:
-            cur.execute(
-                f"update public.sessions set report = memory_playground_private.redact_mentions(report, %s, %s) "
-                f"where session_id = %s and user_id = %s returning {_COLUMNS}",
-                (patterns, DELETED_TEXT, session_id, scope.user_id),
-            )
-            row = cur.fetchone()
-        return row
+        return cur.fetchone()
 
 
 # A list's reports hold only what the overview reads (turns, tools, memories written, mode, duration): a long

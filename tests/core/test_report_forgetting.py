@@ -119,34 +119,39 @@ def test_a_deleted_text_of_only_stop_words_leaves_every_report_as_it_was(databas
     assert not _says(sessions.get_session(user.scope, running), DELETED_TEXT)
 
 
-def test_a_visitor_can_only_blank_their_own_report_strings_never_write_into_them(database_uri):
-    """Users may not update reports (the service writes them); the function the Memories page cleans them
-    through can only turn strings of the caller's own reports into the fixed marker."""
+def test_the_pattern_functions_are_gone_and_one_rule_cleans_turns_and_reports(database_uri):
+    """A visitor could call public.forget_in_session_reports(patterns, words) on their own reports; with
+    both cleanings on core.conversations.Mentions (migration 20261128080000) it has no caller and is gone.
+    A report saved after the deletion is cleaned by the same rule as the turns: whole words, any case."""
     import psycopg
     import pytest
 
     from core.db import transaction
 
-    user, other = sign_in(), sign_in()
-    mine, theirs = f"blank-{uuid.uuid4().hex[:8]}", f"blank-{uuid.uuid4().hex[:8]}"
-    for who, session_id in ((user, mine), (other, theirs)):  # still remembered: the reports keep "teal"
-        memories.remember(who.service, "favorite_color", "teal", session_id=session_id)
-    sessions.save_report(user.service, mine, _report(_wrote("favorite_color", "teal")))
-    sessions.save_report(other.service, theirs, _report(_wrote("favorite_color", "teal")))
+    user = sign_in()
     with transaction(user.scope) as cur, pytest.raises(psycopg.errors.UndefinedFunction):
-        cur.execute("select public.forget_in_session_reports(%s, %s, %s)", (["teal"], ["%teal%"], "I was here"))
-    with transaction(user.scope) as cur:
-        cur.execute("select public.forget_in_session_reports(%s, %s) as n", (["."], ["%"]))
-        assert cur.fetchone()["n"] == 1  # their one report; the other user's is not theirs to touch
-    section = sessions.get_session(user.scope, mine).report["playground"]
-    assert section["transcript"][0]["text"] == DELETED_TEXT and section["transcript"][1]["text"] == DELETED_TEXT
-    assert _says(sessions.get_session(other.scope, theirs), "teal")
+        cur.execute("select public.forget_in_session_reports(%s, %s)", (["."], ["%"]))
+    with transaction(user.service) as cur, pytest.raises(psycopg.errors.UndefinedFunction):
+        cur.execute("select memory_playground_private.redact_mentions('{}'::jsonb, %s, %s)", (["."], "x"))
+
+    session_id = f"rule-{uuid.uuid4().hex[:8]}"
+    memories.remember(user.service, "coffee", "Oat Flat White", session_id=session_id)
+    memories.forget(user.scope, "coffee")  # deleted before the session's report is saved
+    report = _report(_wrote("coffee", "Oat Flat White"))
+    report["playground"]["transcript"] += [
+        {"turn": 2, "role": "user", "text": "an OAT   flat white, please"},  # any case, any spaces: said
+        {"turn": 2, "role": "assistant", "text": "oat flat whites are popular"},  # not as whole words
+    ]
+    sessions.save_report(user.service, session_id, report)
+    section = sessions.get_session(user.scope, session_id).report["playground"]
+    assert [line["text"] for line in section["transcript"]][-2:] == [DELETED_TEXT, "oat flat whites are popular"]
+    assert section["memories_written"][0] == {**section["memories_written"][0], "content": DELETED_TEXT}
 
 
 def test_delete_all_of_many_memories_blanks_exactly_what_they_said(database_uri):
     """More texts than Postgres keeps compiled regular expressions (32): Delete all of a heavy visitor's
     memories used to test every report string against every pattern in SQL and never finished; the strings
-    are now found by their words first (core.sessions._Mentions). Whole words, any case, as before."""
+    are now found by their words first (core.conversations.Mentions). Whole words, any case, as before."""
     user = sign_in()
     session_id = f"many-{uuid.uuid4().hex[:8]}"
     texts = [f"reminder {i} about lunch at noon" for i in range(60)] + ["Teal", "oat flat white", "C++ (old)"]
