@@ -911,3 +911,24 @@ def test_counting_and_deleting_the_mentions_of_many_memories_finds_exactly_their
     assert conversations.count_mentions(user.scope, ["oat flat white"]) == 2  # whole words, any case
     assert memories.delete_all(user.scope).mentions_removed == 3
     assert len(conversations.list_turns(user.scope, "many")) == 1197
+
+
+def test_one_rule_for_one_string_and_for_many():
+    """core.conversations.Mentions decides for one report string (calling it) and for a visitor's turns
+    (`among`, through a word index) by the same rule: whole words, any case, any spaces between them."""
+    texts = ["oat flat white", "Teal", "C++ (old)", "note 7", "!!"]
+    strings = [
+        "my OAT  flat white was cold",  # any case, any run of spaces
+        "oat flat whites are popular",  # not as whole words
+        "teal.",
+        "Tealish",
+        "I code in c++ (old) style",
+        "note 17 and note 71",
+        "see note 7, please",
+        "so !! there",  # a text of symbols only: tried on every string
+        "",
+        "white flat oat",  # every word, not the text
+    ]
+    says = conversations.Mentions(texts)
+    assert says.among(strings) == [i for i, string in enumerate(strings) if says(string)] == [0, 2, 4, 6, 7]
+    assert not conversations.Mentions([]) and conversations.Mentions([]).among(strings) == []
