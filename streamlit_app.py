@@ -5,18 +5,10 @@ An ``st.App`` runs the page script ``app_script.py`` on every visit; its lifespa
 database, the models and the agent up in the background as the server starts.
 """
 
-import sys
-
 import streamlit as st
 
-from core.config import check_settings
-from core.errors import PlaygroundError
-from ui.server import lifespan, routes
+from ui.server import exit_on_bad_settings, lifespan, routes
 
-try:  # a setting that does not parse stops the server with one line naming it, as `make run` does
-    check_settings()
-except PlaygroundError as exc:
-    print(f"error: {exc}", file=sys.stderr)
-    raise SystemExit(2) from None
+exit_on_bad_settings()
 
 app = st.App("app_script.py", lifespan=lifespan, routes=routes)

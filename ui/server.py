@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,6 +28,8 @@ from starlette.routing import Route
 
 from agent import plugins, shutdown_runtime, warmup
 from core import db
+from core.config import check_settings
+from core.errors import PlaygroundError
 
 log = logging.getLogger("memory_playground.ui.server")
 
@@ -35,6 +38,16 @@ log = logging.getLogger("memory_playground.ui.server")
 # cycle, and two threads importing it at once (a page importing altair, the warm-up thread's model loading
 # importing scikit-learn) made Python raise _DeadlockError in one of them (seen in a CI run).
 IMPORTED_AT_START = ("narwhals.stable.v1", "narwhals.stable.v2")
+
+
+def exit_on_bad_settings() -> None:
+    """A setting that does not parse stops the server with one line naming it, as `make run` does,
+    before Streamlit starts (and before pydantic's traceback could reach the terminal)."""
+    try:
+        check_settings()
+    except PlaygroundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 @asynccontextmanager
