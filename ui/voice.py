@@ -56,16 +56,32 @@ MICROPHONE_MESSAGES = {
     "(the icon left of the address) and press Start call again.",
     "device_not_available": "No microphone was found: connect one and press Start call again.",
 }
-MICROPHONE_HELP = """\
-- **NotAllowedError: Permission denied** — the microphone is blocked for this site. Allow it from the icon
-  left of the address (site settings) and press **Start call** again.
-- **NotFoundError: Requested device not found** — the browser sees no microphone. Connect one (or pick
-  another with **Select device**) and try again.
-- **NotReadableError** — another program is using the microphone; close it and try again.
-- **navigator.mediaDevices is undefined** — the page is served over plain http from another machine:
-  browsers give a microphone only on https or on localhost.
-
-The **Chat** page needs no microphone: it is the same agent, by text."""
+_NO_MIC_NEEDED = "The Chat page works without a microphone: it is the same agent, by text."
+# What the browser's refusals at Start call mean, as (headline, what to do): the WebRTC component shows an
+# error as "name: message", and the browser's own ("NotAllowedError: Permission denied") told a visitor
+# neither what happened nor what to do. WEBRTC_FRAME_FIXES rethrows these under the app's words.
+MICROPHONE_ERRORS = {
+    "NotAllowedError": (
+        "Your browser blocked the microphone",
+        "allow it for this site from the icon left of the address (site settings, Microphone: Allow), then "
+        f"press Start call again. {_NO_MIC_NEEDED}",
+    ),
+    "NotFoundError": (
+        "No microphone found",
+        "the browser sees no microphone on this device. Connect one (or pick another with Select device) "
+        f"and press Start call again. {_NO_MIC_NEEDED}",
+    ),
+    "NotReadableError": (
+        "The microphone could not be opened",
+        "another program or tab is probably using it, or the system does not let the browser use it. Close "
+        f"that program (or check the system's privacy settings) and press Start call again. {_NO_MIC_NEEDED}",
+    ),
+}
+MICROPHONE_HELP = (
+    "\n".join(f"- **{headline}** ({name}): {todo}" for name, (headline, todo) in MICROPHONE_ERRORS.items())
+    + "\n- **navigator.mediaDevices is undefined**: the page is served over plain http from another machine; "
+    "browsers give a microphone only on https or on localhost."
+)
 
 
 def microphone_blocked_reason(page_url: str | None) -> str | None:
@@ -161,8 +177,10 @@ def keep_call_across_reruns(webrtc_context: Any, *, stayed_on_page: bool) -> Non
         webrtc_context._last_rendered_run_count = None
 
 
-# Two fixes inside streamlit-webrtc's iframe (same origin), applied by a sweep over its frames (the Voice
+# Three fixes inside streamlit-webrtc's iframe (same origin), applied by a sweep over its frames (the Voice
 # page puts the script in the page):
+# - The browser's refusal of the microphone at Start call (NotAllowedError, NotFoundError, NotReadableError)
+#   is rethrown in the app's words (MICROPHONE_ERRORS), which the component shows under Start call.
 # - It draws a video placeholder (a grey box with a screen icon) above its buttons until the call's output
 #   stream arrives, even with video off: a style rule hides it and the iframe is fitted to what is left.
 # - It ends the call the moment the connection reports "disconnected", a state ICE leaves by itself once
@@ -203,10 +221,25 @@ WEBRTC_FRAME_FIXES = """<script>
       return add.call(this, type, patient, options);
     };
   };
+  const explainMicrophoneErrors = (win) => {
+    const devices = win.navigator.mediaDevices;
+    if (!devices || !devices.getUserMedia || devices.mpExplained) return;
+    devices.mpExplained = true;
+    const getUserMedia = devices.getUserMedia.bind(devices);
+    devices.getUserMedia = (constraints) => getUserMedia(constraints).catch((error) => {
+      const words = MIC_ERRORS[error && error.name];
+      if (!words) throw error;  // OverconstrainedError and others: the component handles or shows them
+      const explained = new win.Error(words[1]);
+      explained.name = words[0];
+      explained.cause = error;
+      throw explained;
+    });
+  };
   const fix = (frame) => {
     const doc = frame.contentDocument;
     if (!doc || !doc.body) return;
     rideOutDisconnects(frame.contentWindow);
+    explainMicrophoneErrors(frame.contentWindow);
     audioOnly(frame, doc);
   };
   const sweep = () => parent.document
@@ -216,7 +249,7 @@ WEBRTC_FRAME_FIXES = """<script>
   if (!host.mpWebrtcFixes) host.mpWebrtcFixes = host.setInterval(sweep, 200);
   sweep();
 })();
-</script>""".replace("GRACE_MS", str(DISCONNECT_GRACE_MS))
+</script>""".replace("GRACE_MS", str(DISCONNECT_GRACE_MS)).replace("MIC_ERRORS", json.dumps(MICROPHONE_ERRORS))
 
 
 def where_a_call_goes(settings, models: list[dict[str, Any]]) -> str:

@@ -1,7 +1,8 @@
 """The Voice page opened where a browser refuses the microphone, in headless Chromium against a real
 `streamlit run`: over plain http by a name that is not this machine's loopback (as a phone on the LAN opens
 a demo), the page says why before Start call is pressed, and the WebRTC component's device form says it in
-the app's words; opened on 127.0.0.1 it says nothing of the kind."""
+the app's words; opened on 127.0.0.1 it says nothing of the kind. A browser that refuses the microphone at
+Start call (blocked for the site, or busy) gets the app's explanation, not the browser's error name."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, TURN_TIMEOUT_MS, WEBRTC_FRAME, wait_for_identity_cookie
-from ui.voice import MICROPHONE_MESSAGES
+from ui.voice import MICROPHONE_ERRORS, MICROPHONE_MESSAGES
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -27,8 +28,26 @@ def lan_browser(playwright):
     launched.close()
 
 
-def _voice_page(browser, url: str):
-    page = browser.new_context(viewport={"width": 1440, "height": 900}).new_page()
+@pytest.fixture(scope="module")
+def denying_browser(playwright):
+    """A browser with a (fake) microphone that asks before giving it: headless, the ask is refused."""
+    args = [*CHROMIUM_ARGS, "--use-fake-device-for-media-stream"]
+    launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=args)
+    yield launched
+    launched.close()
+
+
+# The operating system's side of a microphone another program holds cannot be made here: the browser's
+# getUserMedia is made to fail as it then does.
+MICROPHONE_BUSY = """navigator.mediaDevices.getUserMedia = () =>
+  Promise.reject(new DOMException('Could not start audio source', 'NotReadableError'));"""
+
+
+def _voice_page(browser, url: str, *, init_script: str | None = None):
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    if init_script:
+        context.add_init_script(init_script)
+    page = context.new_page()
     page.goto(url)
     wait_for_identity_cookie(page)
     page.frame_locator(WEBRTC_FRAME).get_by_role("button", name=re.compile("start call", re.I)).wait_for(
@@ -57,4 +76,24 @@ def test_on_this_machine_the_page_does_not_warn(streamlit_server, lan_browser):
     page.get_by_text("Press Start call and allow the microphone").first.wait_for(timeout=30_000)
     assert page.get_by_text(BLOCKED).count() == 0
     page.get_by_text("The call does not start?").click()
-    page.get_by_text(re.compile("NotAllowedError: Permission denied")).wait_for(timeout=10_000)
+    page.get_by_text(re.compile(MICROPHONE_ERRORS["NotAllowedError"][0])).wait_for(timeout=10_000)
+
+
+@pytest.mark.parametrize("refusal", ["NotAllowedError", "NotReadableError"])
+def test_a_refused_microphone_says_what_happened_and_what_to_do(streamlit_server, denying_browser, refusal):
+    """The component showed the browser's "NotAllowedError: Permission denied" under Start call; what it
+    meant was only in a collapsed expander."""
+    page = _voice_page(
+        denying_browser,
+        f"{streamlit_server}/voice",
+        init_script=MICROPHONE_BUSY if refusal == "NotReadableError" else None,
+    )
+    frame = page.frame_locator(WEBRTC_FRAME)
+    frame.get_by_role("button", name=re.compile("start call", re.I)).click()
+    headline = MICROPHONE_ERRORS[refusal][0]
+    alert = frame.get_by_role("alert")
+    alert.wait_for(timeout=30_000)
+    said = alert.inner_text()
+    assert said.startswith(headline) and "press Start call again" in said and "Chat page works without" in said, said
+    assert refusal not in said
+    frame.get_by_role("button", name=re.compile("start call", re.I)).wait_for(timeout=10_000)  # can try again
