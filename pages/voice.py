@@ -333,8 +333,11 @@ def _follow_browser(playing: bool, key: str, visitor) -> VoiceCall | None:
             call = open_call(key, visitor.verified)
             st.session_state[_LAST_CALL] = call
     elif not playing and st.session_state.get(_LAST_CALL) is not None:
-        # Stop pressed (or the connection dropped, which may have ended the call already)
-        _end(key, st.session_state.pop(_LAST_CALL))
+        # Stop pressed, the connection dropped or the visitor left the page mid-call. The call is let go
+        # only once its end is noted: the first run back on the page is often cut short by a rerun while it
+        # waits for the report, and the next run ends it again (stop() is idempotent) and says so.
+        _end(key, st.session_state[_LAST_CALL])
+        st.session_state.pop(_LAST_CALL, None)
         call = None
     return call
 

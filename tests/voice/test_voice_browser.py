@@ -342,7 +342,9 @@ def test_a_livekit_call_that_cannot_join_the_room_says_why(unreachable_livekit_s
 
 
 def test_a_call_says_that_another_page_ends_it_and_leaving_saves_its_report(streamlit_server, new_quiet_mic_page):
-    """Leaving the Voice page mid-call ends the call (the WebRTC connection lives in the page); nothing said so."""
+    """Leaving the Voice page mid-call ends the call (the WebRTC connection lives in the page); nothing said so.
+    Coming straight back, the page says the call ended and its report was saved: the first run back was cut
+    short by a rerun while it waited for the report, and the page said nothing of the call."""
     page = new_quiet_mic_page((1600, 1000))
     page.goto(streamlit_server)
     wait_for_app(page)
@@ -352,4 +354,12 @@ def test_a_call_says_that_another_page_ends_it_and_leaving_saves_its_report(stre
     page.get_by_text("another page or a reload ends the call").wait_for(timeout=60_000)
     assert _voice_sessions(user_id) == []  # nothing saved while it runs
     open_page(page, "Chat")
+    open_page(page, "Voice")
+    ended = page.get_by_text(re.compile(r"Call voice-\w+ ended; its report .* was saved"))
+    try:
+        ended.first.wait_for(timeout=30_000)
+    except Exception as exc:
+        raise AssertionError(f"no word of the call that ended; {what_the_page_went_through(page)}") from exc
     assert _until(lambda: len(_voice_sessions(user_id)) == 1, 60), "the call's report was not saved"
+    assert _voice_sessions(user_id)[0] in ended.first.inner_text()
+
