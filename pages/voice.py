@@ -195,7 +195,9 @@ def _live_status(key: str, who: str) -> None:
     )
     if call.error:
         st.error(call.error, icon=":material/error:")
-    elif not (call.ready and call.ready.done()):
+    elif not (call.ready and call.ready.done()) and call.agent_state == "initializing":
+        # `ready` resolves only once the greeting has been spoken: the agent is up (and talking) before that,
+        # and with two calls at once this said "Connecting" for 10 s under the greeting
         st.caption(":material/hourglass_top: Connecting the agent (the first call loads the speech models)…")
 
 

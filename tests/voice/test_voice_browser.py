@@ -363,3 +363,21 @@ def test_a_call_says_that_another_page_ends_it_and_leaving_saves_its_report(stre
     assert _until(lambda: len(_voice_sessions(user_id)) == 1, 60), "the call's report was not saved"
     assert _voice_sessions(user_id)[0] in ended.first.inner_text()
 
+
+def test_the_page_does_not_say_connecting_while_the_agent_greets(streamlit_server, new_quiet_mic_page):
+    """A local call's `ready` resolves once the greeting has been spoken, and the page said "Connecting the
+    agent" until then, under the greeting it was saying (10 s with two calls at once)."""
+    page = new_quiet_mic_page((1600, 1000))
+    page.goto(streamlit_server)
+    wait_for_app(page)
+    open_page(page, "Voice")
+    start_call(page)
+    greeting = page.locator('[data-testid="stChatMessage"]', has=page.get_by_test_id("stChatMessageAvatarAssistant"))
+    try:
+        greeting.first.wait_for(timeout=CALL_TIMEOUT_MS)
+    except Exception as exc:
+        raise AssertionError(f"no greeting; {what_the_page_went_through(page)}") from exc
+    # the status fragment redraws twice a second: the greeting takes longer than this to say
+    expect(page.get_by_text("Connecting the agent")).to_have_count(0, timeout=1_500)
+    page.frame_locator(WEBRTC_FRAME).get_by_role("button", name="End call").click()
+    page.get_by_text("its report (transcript, tool calls, per-turn latencies) was saved").wait_for(timeout=90_000)
