@@ -38,7 +38,7 @@ def _flash(message: str) -> None:
 def _and_mentions(count: int, what: str = "it") -> str:
     if not count:
         return ""
-    return f" and {count} past conversation message{'s' if count != 1 else ''} that mentioned {what}"
+    return f" and {count:,} past conversation message{'s' if count != 1 else ''} that mentioned {what}"
 
 
 def _memory_list(scope, items, deleted_sessions: set[str]) -> None:
@@ -187,7 +187,7 @@ def _mentions_notice(count: int, what: str) -> str:
         return f"No past conversation message mentions {what}."
     if count == 1:
         return f"**1 past conversation message** that mentions {what} is deleted too."
-    return f"**{count} past conversation messages** that mention {what} are deleted too."
+    return f"**{count:,} past conversation messages** that mention {what} are deleted too."
 
 
 def _confirm_delete(scope, memory) -> None:
@@ -201,7 +201,8 @@ def _confirm_delete(scope, memory) -> None:
         )
     buttons = st.container(horizontal=True)
     if buttons.button("Yes, delete", key=f"u_mem_delete_yes_{mid}", type="primary"):
-        with reported():
+        # a long history takes a while (every report that says the text is rewritten): say what is going on
+        with reported(), st.spinner("Deleting it from your memories, past messages and session reports…"):
             deleted = memories.delete_memory(scope, memory.id)
             st.session_state.pop(_CONFIRM_DELETE, None)
             _flash(f"Deleted `{memory.memory_type}`{_and_mentions(deleted.mentions_removed)}.")
@@ -234,7 +235,7 @@ def _toolbar(scope, visitor, items) -> None:
             with reported():
                 mentions = conversations.count_mentions(scope, [m.content for m in items])
                 st.markdown(
-                    f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items)} memories'}**"
+                    f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items):,} memories'}**"
                     " the agent keeps about you and the profile details it learned (name, language, time zone,"
                     f" preferences). {_mentions_notice(mentions, 'them' if len(items) > 1 else 'it')}"
                     " Your session reports stay on the Sessions page, without these texts. It cannot be undone."
@@ -246,13 +247,19 @@ def _toolbar(scope, visitor, items) -> None:
                 type="primary",
                 disabled=typed.strip() != DELETE_ALL_PHRASE,
             ):
-                with reported():
+                with (
+                    reported(),
+                    st.spinner(
+                        f"Deleting {len(items):,} memor{'y' if len(items) == 1 else 'ies'}, the past messages that "
+                        "mention them and their texts in your session reports…"
+                    ),
+                ):
                     deleted = memories.delete_all(scope)
                     st.session_state.pop("u_mem_delete_all_phrase", None)
                     count = deleted.memories
                     profile = ", and the profile details the agent kept" if deleted.profile_cleared else ""
                     _flash(
-                        f"Deleted {count} memor{'y' if count == 1 else 'ies'}"
+                        f"Deleted {count:,} memor{'y' if count == 1 else 'ies'}"
                         f"{_and_mentions(deleted.mentions_removed, 'them' if count > 1 else 'it')}{profile}."
                     )
                     st.rerun()

@@ -215,6 +215,29 @@ def test_delete_all_needs_the_typed_confirmation_then_shows_the_empty_state(app)
     assert at.get("download_button")[0].proto.disabled
 
 
+def test_delete_all_writes_large_counts_with_thousands_separators(app):
+    """A heavy visitor read "20088 past conversation messages" (the rest of the app writes 2,000)."""
+    import numpy as np
+
+    at, visitor = _seeded(app)
+    past = f"many-{uuid.uuid4().hex[:8]}"
+    said = [TurnInput(past, i, "user", f"still allergic to peanuts, day {i}") for i in range(1_001)]
+    unit = np.eye(384, dtype=np.float32)[0]  # only the words matter here
+    for start in range(0, len(said), 400):
+        conversations.store_turns(
+            Scope.service(visitor.user_id),
+            said[start : start + 400],
+            embed=lambda texts: np.tile(unit, (len(texts), 1)),
+        )
+    at.run()
+    assert any("**1,001 past conversation messages** that mention them are deleted too" in m.value for m in at.markdown)
+    at.text_input(key="u_mem_delete_all_phrase").set_value("DELETE")
+    at.run()
+    at.button(key="u_mem_delete_all").click()
+    at.run()
+    assert any("Deleted 3 memories and 1,001 past conversation messages" in s.value for s in at.success)
+
+
 def test_an_empty_edit_is_refused_with_a_message_and_loses_nothing(app):
     at, visitor = _seeded(app)
     car = memories.recall(visitor.scope, "car")
