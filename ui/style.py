@@ -13,6 +13,9 @@ div[data-testid="stElementContainer"]:has(iframe[title*="cookie_manager"]) { dis
 /* A demo, not a deployment: no Deploy button; less empty space above the title. */
 [data-testid="stAppDeployButton"] { display: none !important; }
 [data-testid="stMainBlockContainer"] { padding-top: 3.2rem; }
+/* Keyboard focus on the top navigation: Streamlit gives a focused link the grey of the page you are on, so
+   Tab showed no change on it; the ring every other control gets. */
+[data-testid="stTopNavLink"]:focus-visible { outline: 2px solid #0f766e; outline-offset: 2px; }
 /* Headings a touch bolder and tighter for projectors. */
 h1 { letter-spacing: -0.01em; }
 div[data-testid="stMetricValue"] { font-size: 1.6rem; }

@@ -5,11 +5,11 @@ the README with `make screenshots`).
 Chat: the newest reply stays in view while the panel beside it grows; the retrieval tables (memories and
 knowledge) fit their column and show the remembered text and the titles; the per-turn recall's two tiers
 never overlap; every turn button is reachable; the suggestion chips are not cut; a long paste is kept with a
-message; "Tune the fusion" stays open while its sliders move. Memories and Knowledge: no truncated button or
-metric label, and the search tables in view. Sidebar: no popover opens unless clicked, and each
-identity action says it succeeded, and still says so once the chat has redrawn itself. Voice: no empty video
-box. A phone (390×844): the sidebar starts closed, so the conversation is what shows, and the identity is
-kept all the same.
+message; "Tune the fusion" stays open while its sliders move; a page link focused by Tab shows a ring.
+Memories and Knowledge: no truncated button or metric label, and the search tables in view. Sidebar: no
+popover opens unless clicked, and each identity action says it succeeded, and still says so once the chat
+has redrawn itself. Voice: no empty video box. A phone (390×844): the sidebar starts closed, so the
+conversation is what shows, and the identity is kept all the same.
 """
 
 from __future__ import annotations
@@ -257,6 +257,22 @@ def test_tune_the_fusion_stays_open_while_the_sliders_move(streamlit_server, new
     wait_for_app(page)
     expect(fusion.get_by_role("button", name="Reset to defaults")).to_have_count(0)
     expect(details).to_have_attribute("open", "")
+
+
+def test_keyboard_focus_on_the_top_navigation_shows_a_ring(streamlit_server, new_browser_page):
+    """Tab onto a page link: Streamlit marked it with the grey of the current page only, so a keyboard
+    user could not tell the focused link from the page they were on."""
+    page = _new_visitor(new_browser_page, streamlit_server, SIZES[0])
+    for _ in range(40):
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.dataset.testid") == "stTopNavLink":
+            break
+    focused = page.evaluate(
+        "() => { const s = getComputedStyle(document.activeElement);"
+        " return [document.activeElement.dataset.testid, s.outlineStyle, s.outlineWidth]; }"
+    )
+    assert focused[0] == "stTopNavLink", "Tab never reached the top navigation"
+    assert focused[1] == "solid" and focused[2] == "2px", focused
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
