@@ -213,25 +213,21 @@ def _confirm_delete(scope, memory) -> None:
 
 
 def _toolbar(scope, visitor, items) -> None:
-    with st.container(horizontal=True):
-        payload = json.dumps(memories.export(scope), indent=2, ensure_ascii=False)
-        st.download_button(
-            "Export JSON",
-            data=payload,
-            file_name=f"memories-{visitor.short_id}.json",
-            mime="application/json",
-            icon=":material/download:",
-            key="u_mem_export",
-            on_click="ignore",
-            disabled=not items,
-        )
-        with st.popover(
-            "Delete all memories…",
-            icon=":material/delete_sweep:",
-            disabled=not items,
-            key="u_mem_delete_all_popover",
-            on_change="rerun",
-        ):
+    payload = json.dumps(memories.export(scope), indent=2, ensure_ascii=False)
+    st.download_button(
+        "Export JSON",
+        data=payload,
+        file_name=f"memories-{visitor.short_id}.json",
+        mime="application/json",
+        icon=":material/download:",
+        key="u_mem_export",
+        on_click="ignore",
+        disabled=not items,
+    )
+    # Expanders, not popovers: a popover draws its body at the end of the document, so Tab from its button
+    # went through every card before reaching the confirmation; an expander's box is next in the order.
+    if items:
+        with st.expander("Delete all memories…", icon=":material/delete_sweep:", key="u_mem_delete_all_box"):
             with reported():
                 mentions = conversations.count_mentions(scope, [m.content for m in items])
                 st.markdown(
@@ -263,13 +259,8 @@ def _toolbar(scope, visitor, items) -> None:
                         f"{_and_mentions(deleted.mentions_removed, 'them' if count > 1 else 'it')}{profile}."
                     )
                     st.rerun()
-        with st.popover(
-            "Delete everything about me…",
-            icon=":material/delete_forever:",
-            key="u_mem_erase_popover",
-            on_change="rerun",
-        ):
-            erase.render_delete_everything(visitor, key="u_mem_erase")
+    with st.expander("Delete everything about me…", icon=":material/delete_forever:", key="u_mem_erase_box"):
+        erase.render_delete_everything(visitor, key="u_mem_erase")
 
 
 _PROFILE_LABELS = {

@@ -6,8 +6,9 @@ Chat: the newest reply stays in view while the panel beside it grows; the retrie
 knowledge) fit their column and show the remembered text and the titles; the per-turn recall's two tiers
 never overlap; every turn button is reachable; the suggestion chips are not cut; a long paste is kept with a
 message; "Tune the fusion" stays open while its sliders move; a page link focused by Tab shows a ring.
-Memories and Knowledge: no truncated button or metric label, and the search tables in view. Sidebar: no
-popover opens unless clicked, and each identity action says it succeeded, and still says so once the chat
+Memories and Knowledge: no truncated button or metric label, and the search tables in view; Delete all
+memories by keyboard alone. Sidebar: no popover opens unless clicked, and each identity action says it
+succeeded, and still says so once the chat
 has redrawn itself. Voice: no empty video box. A phone (390×844): the sidebar starts closed, so the
 conversation is what shows, and the identity is kept all the same.
 """
@@ -273,6 +274,42 @@ def test_keyboard_focus_on_the_top_navigation_shows_a_ring(streamlit_server, new
     )
     assert focused[0] == "stTopNavLink", "Tab never reached the top navigation"
     assert focused[1] == "solid" and focused[2] == "2px", focused
+
+
+# The focused control's name; the main region (focusable too) would answer with the whole page's text.
+_FOCUSED = (
+    "() => { const e = document.activeElement; if (!['BUTTON', 'SUMMARY', 'INPUT'].includes(e.tagName)) return '';"
+    " return (e.getAttribute('aria-label') || e.innerText || '').trim(); }"
+)
+
+
+def test_delete_all_memories_by_keyboard_alone(streamlit_server, new_browser_page):
+    """Enter on "Delete all memories…", then Tab: the confirmation's box comes next. In a popover it came
+    after every card and control of the page (Streamlit draws a popover's body at the end of the document)."""
+    page = _new_visitor(new_browser_page, streamlit_server, SIZES[0], "/memories")
+    service = Scope.service(user_id_of(page))
+    for slot, text in [("favorite_color", "teal"), ("pet", "a dog named Pixel"), ("home_city", "Porto")]:
+        memories.remember(service, slot, text)
+    page.reload()
+    wait_for_app(page)
+    page.get_by_text("a dog named Pixel").wait_for(timeout=TURN_TIMEOUT_MS)
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        if "Delete all memories…" in page.evaluate(_FOCUSED):
+            break
+    assert "Delete all memories…" in page.evaluate(_FOCUSED), "Tab never reached Delete all memories…"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert page.evaluate(_FOCUSED) == "Type DELETE to confirm"
+    page.keyboard.type("DELETE")
+    page.keyboard.press("Enter")  # applies the text: the button is enabled on the run it starts
+    page.wait_for_timeout(500)
+    wait_for_app(page)
+    page.keyboard.press("Tab")
+    assert page.evaluate(_FOCUSED).endswith("Delete all memories")
+    page.keyboard.press("Enter")
+    expect(page.get_by_text("Deleted 3 memories")).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    assert memories.list_memories(service) == []
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
