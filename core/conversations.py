@@ -286,16 +286,17 @@ class Mentions:
     rule, checked by Python's `re` for both. Built from `forgettable` texts.
 
     A string holding a text as whole words holds each of its words (runs of \\w) as whole words, so a
-    text's pattern is tried only on strings that hold its longest word (one string: calling it) or all of
-    its words (many strings: `among`): a thousand texts over 20,000 turns stay cheap. (In SQL,
-    `content ~* any(patterns)` recompiled every pattern on every row past Postgres's 32 cached regular
-    expressions: 1,500 memory texts never finished.)"""
+    text's pattern is tried only on strings holding all of its words: looked up by its longest word for one
+    string (calling it), through a word index for many (`among`: a visitor's turns, their reports' strings),
+    so a thousand texts over 20,000 turns stay cheap. (In SQL, `content ~* any(patterns)` recompiled every
+    pattern on every row past Postgres's 32 cached regular expressions: 1,500 memory texts never finished.)"""
 
     def __init__(self, texts: Sequence[str]) -> None:
         self.texts = list(texts)
-        self._by_word: dict[str, list[re.Pattern]] = {}
+        self._by_word: dict[str, list[tuple[frozenset[str], re.Pattern]]] = {}
         for text in self.texts:
-            self._by_word.setdefault(self.key_word(text), []).append(re.compile(mention_pattern(text), re.I))
+            words = frozenset(_WORD.findall(text.lower()))
+            self._by_word.setdefault(self.key_word(text), []).append((words, re.compile(mention_pattern(text), re.I)))
 
     @staticmethod
     def key_word(text: str) -> str:
@@ -307,8 +308,11 @@ class Mentions:
         return bool(self.texts)
 
     def __call__(self, string: str) -> bool:
-        keys = {""} | set(_WORD.findall(string.lower()))
-        return any(pattern.search(string) for key in keys for pattern in self._by_word.get(key, ()))
+        said = {""} | set(_WORD.findall(string.lower()))
+        # a pattern runs only where the string holds every word of its text
+        return any(
+            words <= said and pattern.search(string) for key in said for words, pattern in self._by_word.get(key, ())
+        )
 
     def among(self, strings: Sequence[str]) -> list[int]:
         """The positions of the strings that say one of the texts. For many strings (a visitor's turns):
