@@ -452,7 +452,7 @@ def _conversation(box, chat: Conversation, shown: _Drawn, turns: list[Turn], wai
             )
     st.html(
         _FOLLOW_NEWEST % {"turns": f"{len(turns)}-{len(waiting)}"}
-        + resend.script(len(st.session_state.get(_RECEIVED, [])), input_key=_INPUT),
+        + resend.script(st.session_state.get(_RECEIVED, []), input_key=_INPUT),
         unsafe_allow_javascript=True,
     )
     if shown.settled:

@@ -388,7 +388,7 @@ def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
         _live_transcript(key)
         # answered aloud too; shown in the transcript at once
         st.chat_input("Type during the call…", key=_INPUT, max_chars=2000, on_submit=_typed)
-        received = len(st.session_state.get(_RECEIVED, []))
+        received = st.session_state.get(_RECEIVED, [])
         st.html(resend.script(received, input_key=_INPUT), unsafe_allow_javascript=True)
     with right:
         _live_turns(key)

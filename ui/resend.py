@@ -1,14 +1,17 @@
 """A typed message that never reached the server is sent again, once it is clear it was lost.
 
 Streamlit's chat input clears itself and forgets the text as soon as it hands the message to the
-websocket. Now and then a submission never starts a script run (seen on a cold start, while the
-identity cookie's writer reruns the page): the message is gone, with nothing on screen. So the page
-counts the messages it received (`received`), and a small script in the browser remembers each
-message the visitor submits with the count it saw at that moment. If the count has not moved a few
-seconds later, no script is running and the box is empty, the script puts the text back and submits
-it again, with an invisible mark that carries that count. The server drops a marked message it
-already has (received after the count the browser saw, with the same text), so a slow
-acknowledgement never makes a duplicate.
+websocket. Now and then a submission never starts a script run: a second submission that reaches the
+server while the rerun asked for by the first is still waiting to start (the running script has not yet
+reached its next Streamlit call) is folded into it, and only the newer text survives (Streamlit's
+`_coalesce_widget_states`; three quick messages while the Chat page waited up to 0.8 s for an answer
+lost one of them in CI on 2026-11-28). So the page tells the browser what it received: the
+count (`received`) and a fingerprint of each of the last RECENT_FINGERPRINTS texts. A small script in
+the browser remembers *every* message the visitor submits, with the count it saw at that moment, until
+a text with its fingerprint shows up after that count. One still missing a few seconds later, with no
+script running and the box empty, is put back and submitted again, with an invisible mark that carries
+that count. The server drops a marked message it already has (received after the count the browser
+saw, with the same text), so a slow acknowledgement never makes a duplicate.
 
 A reload (by the visitor, or by the page recovering from a frontend crash, ui/recovery.py) starts a new
 window, and with it a new count: a message sent but not yet acknowledged, or text typed but not sent,
@@ -20,6 +23,7 @@ over, ui/chat_state.py) arrived, and is not put back.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Collection, Sequence
@@ -35,6 +39,7 @@ LATE_ORIGINAL_SECONDS = 30.0  # a plain message equal to a resend kept this rece
 MAX_RESENDS = 3
 RESTORE_AFTER_MS = 1500  # a new window waits this long for the page (and its conversation) to be drawn
 KEPT_FOR_MS = 30 * 60 * 1000  # text kept for a reload older than this is not put back
+RECENT_FINGERPRINTS = 50  # the browser learns the fingerprints of this many of the latest messages received
 
 
 def unmark(text: str) -> tuple[str, int | None]:
@@ -45,6 +50,19 @@ def unmark(text: str) -> tuple[str, int | None]:
         return text, None
     count = int("".join(_BITS[c] for c in match.group(1)), 2)
     return text[: match.start()], count
+
+
+def fingerprint(text: str) -> int:
+    """32-bit FNV-1a over the text's UTF-16 code units, spaces and control characters left out: what the
+    browser script computes from the box's text (its `fingerprint`), so both sides agree whether or not
+    Streamlit trimmed the message on its way."""
+    value = 0x811C9DC5
+    units = text.encode("utf-16-le")
+    for i in range(0, len(units), 2):
+        unit = units[i] | units[i + 1] << 8
+        if unit > 0x20:
+            value = ((value ^ unit) * 0x01000193) & 0xFFFFFFFF
+    return value
 
 
 def mark(text: str, seen: int) -> str:
@@ -95,14 +113,14 @@ def take(
 
 
 # The browser side. Installed once per chat input (the app's window keeps its state across reruns and
-# page changes); each run updates the count. Enter or the send button records the message; every half
-# second the script checks.
+# page changes); each run updates the count and the fingerprints. Enter or the send button records the
+# message; every half second the script checks.
 SCRIPT = """<script>
 (() => {
   const w = window.parent || window;
   const all = w.__mpResend = w.__mpResend || {};  // one state per chat input (Chat and Voice pages)
-  const state = all['%(input_key)s'] = all['%(input_key)s'] || {pending: null};
-  // what a reload must not lose, in the tab's sessionStorage: the unsent draft and the unacknowledged message
+  const state = all['%(input_key)s'] = all['%(input_key)s'] || {pending: [], claimed: []};
+  // what a reload must not lose, in the tab's sessionStorage: the unsent draft and the unacknowledged messages
   const kept = {draft: 'mpDraft:%(input_key)s', sent: 'mpSent:%(input_key)s'};
   const keep = (name, text) => {
     try {
@@ -110,14 +128,46 @@ SCRIPT = """<script>
       else w.sessionStorage.removeItem(kept[name]);
     } catch (e) { /* storage full or blocked: the page works as before */ }
   };
+  const keepSent = () => keep('sent', state.pending.map(p => p.text).join('\\n\\n'));
   const stored = name => {
     try {
       const item = JSON.parse(w.sessionStorage.getItem(kept[name]) || 'null');
       return item && Date.now() - item.at < %(kept_for_ms)d ? item.text : null;
     } catch (e) { return null; }
   };
+  // ui.resend.fingerprint: FNV-1a over the UTF-16 code units, spaces and control characters left out
+  const fingerprint = t => {
+    let h = 0x811c9dc5;
+    for (let i = 0; i < t.length; i++) {
+      const u = t.charCodeAt(i);
+      if (u > 0x20) h = Math.imul(h ^ u, 0x01000193) >>> 0;
+    }
+    return h;
+  };
+  w.__mpFingerprint = fingerprint;  // for tests/app/test_lost_message.py, which checks it against the server's
+  // A pending message arrived when a received text with its fingerprint comes at or after the count it
+  // saw; each received message answers for one pending message (the same text sent twice is two).
+  const acknowledge = () => {
+    const first = state.received - state.recent.length;
+    state.claimed = state.claimed.filter(i => i >= first);
+    const before = state.pending.length;
+    state.pending = state.pending.filter(p => {
+      if (p.seen < first) return false;  // more messages arrived since than the page lists: it is long in
+      for (let i = p.seen; i < state.received; i++) {
+        if (state.recent[i - first] === p.fingerprint && !state.claimed.includes(i)) {
+          state.claimed.push(i);
+          return false;
+        }
+      }
+      return true;
+    });
+    if (state.pending.length !== before) keepSent();
+  };
   state.received = %(received)d;
-  if (state.pending && state.received > state.pending.seen) { state.pending = null; keep('sent', null); }
+  state.recent = %(recent)s;
+  if (!Array.isArray(state.pending)) state.pending = [];  // a window that ran an older version of this script
+  if (!Array.isArray(state.claimed)) state.claimed = [];
+  acknowledge();
   if (state.installed) return;
   state.installed = true;
   const doc = w.document;
@@ -126,8 +176,9 @@ SCRIPT = """<script>
   const remember = () => {
     const b = box();
     if (state.resending || !b || !b.value.trim()) return;
-    state.pending = {text: b.value, seen: state.received, at: Date.now(), tries: 0};
-    keep('sent', b.value);
+    const text = b.value;
+    state.pending.push({text, fingerprint: fingerprint(text), seen: state.received, at: Date.now(), tries: 0});
+    keepSent();
     keep('draft', null);
   };
   doc.addEventListener('keydown', e => {
@@ -146,7 +197,7 @@ SCRIPT = """<script>
   };
   // a new window (a reload): put back what the last one had not got through, once the page is drawn
   const restoring = {draft: stored('draft'), sent: stored('sent'), since: Date.now()};
-  keep('sent', null);
+  keepSent();
   // compared as plain words: what a bubble shows and what the box held may differ in everything but words
   const words = t => ' ' + t.toLowerCase().replace(/[^\\p{L}\\p{N}]+/gu, ' ').trim() + ' ';
   const shown = t => words(t).trim() !== '' && Array.from(doc.querySelectorAll('[data-testid=stChatMessage]'))
@@ -161,21 +212,25 @@ SCRIPT = """<script>
     if (waited > 120000) { w.clearInterval(restore); return; }
     if (!b || b.disabled || waited < %(restore_after_ms)d || doc.querySelector('[data-testid=stStatusWidget]')) return;
     w.clearInterval(restore);
-    putBack(b, [restoring.sent, restoring.draft].filter(t => t && t.trim() && !shown(t)).join('\\n\\n'));
+    const sent = (restoring.sent || '').split('\\n\\n');
+    putBack(b, [...sent, restoring.draft].filter(t => t && t.trim() && !shown(t)).join('\\n\\n'));
   }, 250);
   const bits = n => n.toString(2).split('').map(b => b === '1' ? '\\u200c' : '\\u200b').join('');
   w.setInterval(() => {
-    const p = state.pending, b = box();
-    if (!p || !b) return;
-    if (state.received > p.seen) { state.pending = null; keep('sent', null); return; }
-    if (Date.now() - p.at < %(after_ms)d) return;
+    const b = box();
+    if (!state.pending.length || !b) return;
+    acknowledge();
+    const late = state.pending.filter(p => Date.now() - p.at >= %(after_ms)d);
+    if (!late.length) return;
     if (doc.querySelector('[data-testid=stStatusWidget]') || b.disabled || b.value.trim()) return;
-    if (p.tries >= %(max_tries)d) {  // it never got through: the text goes back into the box, not lost
-      state.pending = null;
-      keep('sent', null);
-      if (!shown(p.text)) putBack(b, p.text);
+    const given = late.filter(p => p.tries >= %(max_tries)d);
+    if (given.length) {  // they never got through: the text goes back into the box, not lost
+      state.pending = state.pending.filter(p => !given.includes(p));
+      keepSent();
+      putBack(b, given.map(p => p.text).filter(t => !shown(t)).join('\\n\\n'));
       return;
     }
+    const p = late[0];  // one at a time, the oldest first
     p.tries += 1;
     p.at = Date.now();
     state.resending = true;
@@ -192,10 +247,12 @@ SCRIPT = """<script>
 </script>"""
 
 
-def script(received: int, *, input_key: str) -> str:
-    """The browser side for the chat input with key `input_key`, which has received `received` messages."""
+def script(received: Sequence[str], *, input_key: str) -> str:
+    """The browser side for the chat input with key `input_key`, which has received the messages `received`
+    (in order, without their marks)."""
     return SCRIPT % {
-        "received": received,
+        "received": len(received),
+        "recent": json.dumps([fingerprint(text) for text in received[-RECENT_FINGERPRINTS:]]),
         "input_key": input_key,
         "after_ms": RESEND_AFTER_MS,
         "max_tries": MAX_RESENDS,

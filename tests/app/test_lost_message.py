@@ -96,6 +96,48 @@ def test_a_message_that_arrived_is_not_sent_again(streamlit_server, new_browser_
     expect(answered_turns(page)).to_have_count(len(messages) + 1)
 
 
+def test_a_message_lost_between_two_that_arrived_is_sent_again(streamlit_server, new_browser_page):
+    """Three quick messages, the middle one lost. Streamlit loses one that way: a submission that reaches the
+    server while the rerun asked for by the one before is still waiting to start is folded into it, and only
+    the newer text is kept (CI lost one of three quick messages so). Later messages arriving must not count
+    as the lost one's acknowledgement: the page's script sees which texts arrived and sends it again."""
+    page = new_browser_page()
+    dropped = drop_first_message(page, b"Porto")
+    page.goto(streamlit_server)
+    wait_for_identity_cookie(page)
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    visitor = user_id_of(page)
+    box = page.locator(CHAT_INPUT)
+    messages = ["my favorite color is umber", "I live in Porto", "where is order 1001?"]
+    for message in messages:
+        box.fill(message)
+        box.press("Enter")
+        expect(box).to_have_value("")
+    expect(answered_turns(page).filter(has_text="1001").first).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    assert dropped, "the middle message was not dropped: the test did not test anything"
+    expect(answered_turns(page)).to_have_count(len(messages) + 1, timeout=TURN_TIMEOUT_MS)  # Porto sent again
+    page.wait_for_timeout(resend.RESEND_AFTER_MS + 2000)  # long enough for a needless second resend
+    for message in messages:
+        expect(page.locator('[data-testid="stChatMessage"]', has_text=message)).to_have_count(1)
+    expect(answered_turns(page)).to_have_count(len(messages) + 1)
+    stored = {m["memory_type"]: m["content"] for m in stored_rows(uuid.UUID(visitor))["memories"]}
+    assert stored.get("favorite_color") == "umber" and stored.get("home_city") == "Porto", stored
+
+
+def test_the_page_and_the_server_fingerprint_a_text_alike(streamlit_server, new_browser_page):
+    """The browser acknowledges a message by its fingerprint (ui.resend.fingerprint): both sides must agree,
+    on accents, emoji (two UTF-16 units) and spaces Streamlit may trim."""
+    texts = ["plain", "  spaced out \n", "café ☕ 🚲 naïve", "Zoë\u2019s \u2063mark\u200b", "", "x" * 5000]
+    page = new_browser_page()
+    page.goto(streamlit_server)
+    wait_for_identity_cookie(page)
+    page.wait_for_function("() => typeof window.__mpFingerprint === 'function'", timeout=TURN_TIMEOUT_MS)
+    in_the_browser = page.evaluate("texts => texts.map(t => window.__mpFingerprint(t))", texts)
+    assert in_the_browser == [resend.fingerprint(text) for text in texts]
+    assert len(set(in_the_browser)) == len(texts)
+    assert resend.fingerprint("  spaced out \n") == resend.fingerprint("spaced out")
+
+
 def test_a_draft_survives_a_reload_unsent(streamlit_server, new_browser_page):
     """Text typed but not sent is put back into the box after a reload (the visitor's, or the page recovering
     from a frontend crash), and is not sent by itself."""
