@@ -29,7 +29,7 @@ REQUEST = "u_sessions_request"  # another page sets a session id here before swi
 PICK = "u_sessions_pick"
 SEARCH = "u_sessions_search"
 JUMP = "u_sessions_jump"  # (session id, turn index) of the search hit to show
-FLASH = "u_sessions_flash"
+DELETE = "u_sessions_delete_pressed"  # the id of the session whose Delete this session was pressed
 OPEN = "in progress"  # a session whose report is not saved yet (SessionRecord.is_open)
 MATCH_KEY = "u_session_turn_match"
 # Brings the matched turn into view inside the transcript's scrolling box (st.html runs it in the page).
@@ -308,6 +308,35 @@ def _memories_so_far(scope, record) -> None:
         )
 
 
+def _delete_pressed(session_id: str) -> None:
+    st.session_state[DELETE] = session_id
+
+
+def _delete_the_pressed_session(visitor) -> None:
+    """Delete the session whose Delete this session was pressed, that one only, and say what happened."""
+    session_id = st.session_state.pop(DELETE, None)
+    if session_id is None:
+        return
+    if st.session_state.get(PICK) == session_id:
+        st.session_state.pop(PICK, None)
+    with reported(), st.spinner(f"Deleting session {session_id}…"):
+        try:
+            erase.delete_session(visitor, session_id)
+        except NotFound:
+            st.info(
+                f"Session `{session_ref(session_id)}` had already been deleted (in another tab or window): "
+                "nothing else was deleted.",
+                icon=":material/info:",
+            )
+            return
+    st.success(f"Deleted session {session_id} and its transcript.", icon=":material/check_circle:")
+
+
+def _open_hit(session_id: str, turn_index: int) -> None:
+    st.session_state[REQUEST] = session_id
+    st.session_state[JUMP] = (session_id, turn_index)
+
+
 def _detail(visitor, record, view: ReportView) -> None:
     head, action = st.columns([5, 1], vertical_alignment="bottom")
     head.subheader(f"Session {record.session_id}", anchor=False)
@@ -316,12 +345,16 @@ def _detail(visitor, record, view: ReportView) -> None:
             "Delete this session: its report and every turn of its transcript. It cannot be undone."
             + (" It is still open, so it is ended first (the chat starts a new session)." if record.is_open else "")
         )
-        if st.button("Delete this session", key="u_session_delete", type="primary"):
-            with reported(), st.spinner("Deleting…"):
-                erase.delete_session(visitor, record.session_id)
-                st.session_state[FLASH] = f"Deleted session {record.session_id} and its transcript."
-                st.session_state.pop(PICK, None)
-                st.rerun()
+        # the id goes with the press (args are the run's that drew the button): the next run's chosen session
+        # can be another one, when this one was deleted meanwhile in another tab, and deleting that one lost
+        # a session nobody asked to delete
+        st.button(
+            "Delete this session",
+            key="u_session_delete",
+            type="primary",
+            on_click=_delete_pressed,
+            args=(record.session_id,),
+        )
     st.caption(
         f"Started {when(record.started_at or record.created_at)} ({ago(record.started_at or record.created_at)})"
         + (f" · room `{record.room_name}`" if record.room_name else "")
@@ -423,10 +456,15 @@ def _search_hit(hit, index: int) -> None:
         text_col.markdown(f"{where}  \n{literal(said) if hit.speaker == 'user' else said}")
         ranks = f"vector #{hit.vector_rank or '—'} · text #{hit.text_rank or '—'}"
         text_col.caption(f"{ranks} · RRF {hit.rrf_score:.4f} · session {hit.session_id}")
-        if open_col.button("Open", key=f"u_sessions_open_{index}", icon=":material/arrow_forward:"):
-            st.session_state[REQUEST] = hit.session_id
-            st.session_state[JUMP] = (hit.session_id, hit.turn_index)
-            st.rerun()
+        # the hit goes with the press: by the next run the results can be others (a turn said meanwhile),
+        # and the button at this place then opened another hit
+        open_col.button(
+            "Open",
+            key=f"u_sessions_open_{index}",
+            icon=":material/arrow_forward:",
+            on_click=_open_hit,
+            args=(hit.session_id, hit.turn_index),
+        )
 
 
 def _search_panel(scope) -> None:
@@ -498,9 +536,7 @@ def main() -> None:
         "button on the Chat page, a finished call, or when you leave.",
         icon=":material/history:",
     )
-    flash = st.session_state.pop(FLASH, None)
-    if flash:
-        st.success(flash, icon=":material/check_circle:")
+    _delete_the_pressed_session(visitor)
     records = sessions.list_sessions(visitor.scope, limit=LISTED, brief=True)  # the chosen one is read whole
     total = sessions.count_sessions(visitor.scope) if len(records) == LISTED else len(records)
     wanted = st.session_state.pop(REQUEST, None)
@@ -515,6 +551,12 @@ def main() -> None:
             except NotFound:
                 if older == wanted:  # asked for by name: say so, rather than show another in its place
                     _not_there(visitor.scope, wanted)
+                else:  # the one shown on the run before: another is shown now, and the page says why
+                    st.info(
+                        f"Session `{session_ref(older)}`, shown before, has been deleted (in another tab or "
+                        "window), so it is no longer shown.",
+                        icon=":material/info:",
+                    )
     if records:
         _search_panel(visitor.scope)
         _delete_everything(visitor, total)

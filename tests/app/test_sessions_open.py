@@ -7,10 +7,12 @@ import re
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from core import conversations, memories, sessions
+from core import conversations, erasure, memories, sessions, turn_indexer
 from core.conversations import TurnInput
 from core.db import Scope
 from core.erasure import delete_everything
+from core.retrieval import search_conversations
+from ui.format import session_ref
 
 
 def _said(session_id: str) -> list[TurnInput]:
@@ -189,4 +191,100 @@ def test_a_message_the_agent_never_answered_is_marked_in_the_transcript(app):
     marks = [c.value for c in at.caption if c.value.startswith(":material/error: No answer to this message")]
     assert len(marks) == 2  # ended: the last one was never answered either
     assert all("under “error(s) during the session”" in mark for mark in marks)
+    delete_everything(visitor.scope)
+
+
+def _sessions_of(scope) -> set[str]:
+    return {record.session_id for record in sessions.list_sessions(scope)}
+
+
+def test_delete_pressed_under_a_session_deleted_elsewhere_deletes_no_other(app):
+    """The page shows a session with its Delete…; meanwhile another tab deletes that session; then Delete
+    this session is pressed here. The press deleted the session the next run chose instead (the newest),
+    one the visitor never asked to delete. Now it deletes the one pressed under, or nothing, and says so."""
+    from pages.sessions import PICK
+
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    now = datetime.now(UTC)
+    kept, shown = f"text-kept-{uuid.uuid4().hex[:8]}", f"text-shown-{uuid.uuid4().hex[:8]}"
+    for age, session_id in [(60, kept), (30, shown)]:
+        at_time = now - timedelta(minutes=age)
+        sessions.save_report(service, session_id, {"playground": {"turns": 1, "mode": "text"}}, ended_at=at_time)
+    at.switch_page("pages/sessions.py")
+    at.run()
+    at.selectbox(key=PICK).set_value(shown)
+    at.run()
+    assert any(shown in header.value for header in at.subheader)
+    assert turn_indexer.flush_queued()  # the app's own chat session, listed once its greeting is stored
+    before = _sessions_of(visitor.scope)
+    assert {kept, shown} <= before
+
+    erasure.delete_session(visitor.scope, shown)  # another tab's Delete this session
+    at.button(key="u_session_delete").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert before - {shown} <= _sessions_of(visitor.scope)  # nothing else went with it
+    assert any(f"`{session_ref(shown)}` had already been deleted" in i.value for i in at.info)
+    assert not any(s.value.startswith("Deleted session") for s in at.success)
+
+    at.selectbox(key=PICK).set_value(kept)  # and a press under a session that is there deletes that one
+    at.run()
+    at.button(key="u_session_delete").click()
+    at.run()
+    after = _sessions_of(visitor.scope)  # (the app's own chat session may have been stored meanwhile)
+    assert kept not in after and before - {shown, kept} <= after
+    assert any(s.value == f"Deleted session {kept} and its transcript." for s in at.success)
+    delete_everything(visitor.scope)
+
+
+def test_a_session_deleted_elsewhere_while_shown_is_said_to_be_gone(app):
+    from pages.sessions import PICK
+
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    shown = f"text-shown-{uuid.uuid4().hex[:8]}"
+    sessions.save_report(service, shown, {"playground": {"turns": 1, "mode": "text"}})
+    at.switch_page("pages/sessions.py")
+    at.run()
+    at.selectbox(key=PICK).set_value(shown)
+    at.run()
+    erasure.delete_session(visitor.scope, shown)
+    at.run()
+    assert not at.exception, at.exception
+    assert any(f"`{session_ref(shown)}`, shown before, has been deleted" in i.value for i in at.info)
+    at.run()  # said once
+    assert not any("shown before" in i.value for i in at.info)
+    delete_everything(visitor.scope)
+
+
+def test_open_opens_the_hit_it_was_pressed_under_when_the_results_change_meanwhile(app):
+    """Open is numbered by its place in the list: a turn said meanwhile (in a chat in another tab) that ranks
+    above the pressed hit made the press open that turn's session instead."""
+    from pages.sessions import PICK
+
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    pressed = f"text-pressed-{uuid.uuid4().hex[:8]}"
+    conversations.store_turns(service, _said(pressed))
+    at.switch_page("pages/sessions.py")
+    at.run()
+    _search_transcripts(at, "Bear Creek trail")
+    listed = [m.value for m in at.markdown if " · message " in m.value]
+    assert "Bear Creek" in listed[0]
+
+    meanwhile = f"text-meanwhile-{uuid.uuid4().hex[:8]}"
+    conversations.store_turns(service, [TurnInput(meanwhile, 0, "user", "Bear Creek trail")])
+    assert turn_indexer.flush_queued()
+    assert search_conversations(visitor.scope, "Bear Creek trail", limit=8).hits[0].session_id == meanwhile
+
+    at.button(key="u_sessions_open_0").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key=PICK).value == pressed
+    jumped = ":material/my_location: The message you searched for · message 3"
+    assert any(c.value.startswith(jumped) for c in at.caption)
     delete_everything(visitor.scope)
