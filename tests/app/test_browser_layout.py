@@ -299,11 +299,14 @@ def test_delete_all_memories_by_keyboard_alone(streamlit_server, new_browser_pag
             break
     assert "Delete all memories…" in page.evaluate(_FOCUSED), "Tab never reached Delete all memories…"
     page.keyboard.press("Enter")
+    # the expander's body is drawn a moment after it opens: a Tab before that went past it (3 runs in 7)
+    confirmation = page.locator(".st-key-u_mem_delete_all_box")
+    expect(confirmation.get_by_label("Type DELETE to confirm")).to_be_visible(timeout=10_000)
     page.keyboard.press("Tab")
     assert page.evaluate(_FOCUSED) == "Type DELETE to confirm"
     page.keyboard.type("DELETE")
     page.keyboard.press("Enter")  # applies the text: the button is enabled on the run it starts
-    page.wait_for_timeout(500)
+    expect(confirmation.get_by_role("button", name="Delete all memories", exact=True)).to_be_enabled(timeout=30_000)
     wait_for_app(page)
     page.keyboard.press("Tab")
     assert page.evaluate(_FOCUSED).endswith("Delete all memories")
