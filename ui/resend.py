@@ -163,10 +163,14 @@ SCRIPT = """<script>
     });
     if (state.pending.length !== before) keepSent();
   };
-  state.received = %(received)d;
-  state.recent = %(recent)s;
   if (!Array.isArray(state.pending)) state.pending = [];  // a window that ran an older version of this script
   if (!Array.isArray(state.claimed)) state.claimed = [];
+  if (%(received)d < (state.received || 0)) {  // a new server session (the app restarted): a new count
+    state.claimed = [];
+    state.pending.forEach(p => { p.seen = 0; });
+  }
+  state.received = %(received)d;
+  state.recent = %(recent)s;
   acknowledge();
   if (state.installed) return;
   state.installed = true;
