@@ -17,7 +17,7 @@ from psycopg import errors as pg_errors
 from core import conversations, embeddings, memory_changes, sessions, turn_indexer
 from core.config import get_settings
 from core.db import Scope, transaction, vector_literal
-from core.errors import InvalidInput, NotFound
+from core.errors import InvalidInput, NotFound, SessionDeleted
 from core.text import clean_text, describe, normalize_slot
 
 MAX_CONTENT_LENGTH = 2000
@@ -89,7 +89,10 @@ def remember(
 
     Concurrent calls for one user are serialised (a transaction-scoped advisory lock on
     the user), so `created` and `previous_content` describe exactly what this call did,
-    and the per-user limit (MAX_MEMORIES_PER_USER) cannot be overshot by a race."""
+    and the per-user limit (MAX_MEMORIES_PER_USER) cannot be overshot by a race.
+
+    SessionDeleted, and nothing written, when `session_id` names a session its owner deleted
+    (supabase/migrations/20261129000000_memories_of_deleted_sessions_refused.sql)."""
     slot = normalize_slot(memory_type)
     content = clean_text(content, what="memory", max_length=MAX_CONTENT_LENGTH)
     session_id = _clean_session_id(session_id)
@@ -124,6 +127,8 @@ def remember(
             row = cur.fetchone()
     except pg_errors.ForeignKeyViolation:
         raise NotFound("There is no such user to remember this for.") from None
+    if row is None:  # the database skips a memory of a session its owner deleted (an answer still running it)
+        raise SessionDeleted(f"Session {session_id} was deleted by its owner; nothing of it is remembered.")
     created = row.pop("inserted")
     memory_changes.notify(scope.user_id)
     return Remembered(

@@ -220,3 +220,33 @@ def test_owners_learn_which_of_their_sessions_they_deleted_and_of_no_one_elses(d
     assert sessions.deleted_ids(user.service, asked) == {gone}
     assert sessions.deleted_ids(other.scope, asked) == {theirs}
     assert sessions.deleted_ids(user.scope, []) == set()
+
+
+def test_a_memory_written_under_a_deleted_session_is_refused(database_uri):
+    """An answer still running a session its owner deleted (or the facts extracted when it ends) writes no
+    memory under it: as the service or as the user, a new slot or an existing one. What the session wrote
+    before it was deleted stays the visitor's, and can still be edited."""
+    user = sign_in()
+    gone, kept = f"erase-mem-gone-{user.user_id}", f"erase-mem-kept-{user.user_id}"
+    for session_id in (gone, kept):
+        conversations.store_turn(user.service, session_id, 0, "user", "my dog is Pixel")
+    before = memories.remember(user.service, "dog_name", "Pixel", session_id=gone).memory
+    erasure.delete_session(user.scope, gone)
+
+    for scope in (user.service, user.scope):
+        with pytest.raises(SessionDeleted):
+            memories.remember(scope, "locker_code", "4417", session_id=gone)  # a new slot
+        with pytest.raises(SessionDeleted):
+            memories.remember(scope, "dog_name", "Biscuit", session_id=gone)  # an existing one
+    assert [(m.memory_type, m.content) for m in memories.list_memories(user.scope)] == [("dog_name", "Pixel")]
+    with db.admin_connection() as conn:
+        pointing = conn.execute("select count(*) from public.memories where session_id = %s", (gone,)).fetchone()[0]
+    assert pointing == 1  # only the one written before the deletion
+
+    edited = memories.update_memory(user.scope, before.id, "Pixel the corgi")
+    assert edited.content == "Pixel the corgi"
+    assert memories.remember(user.service, "dog_name", "Biscuit", session_id=kept).memory.session_id == kept
+    assert memories.remember(user.scope, "locker_code", "4417").memory.session_id is None
+    with db.admin_connection() as conn:  # nor can a memory be moved onto the deleted session
+        conn.execute("update public.memories set session_id = %s where user_id = %s", (gone, user.user_id))
+    assert {m.session_id for m in memories.list_memories(user.scope)} == {kept, None}
