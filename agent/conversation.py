@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from agent.event_bus import QueueSink
 from agent.events import Event, ToolCallEvent, of_type
 from agent.session import PlaygroundSession
-from core.errors import InvalidInput, PlaygroundError
+from core.errors import InvalidInput, PlaygroundError, SessionDeleted
 from core.retrieval import RrfParams
 from core.text import clean_text
 
@@ -215,7 +215,10 @@ class Conversation:
         return self._closing.reason
 
     def close(self, *, reason: str = "ended") -> concurrent.futures.Future[dict[str, Any] | None]:
-        """End the conversation and save its report (idempotent: later calls get the same future)."""
+        """End the conversation and save its report (idempotent: later calls get the same future).
+
+        `reason` SESSION_DELETED (its owner deleted the session): the answer in flight is stopped, messages
+        waiting for their turn are not answered, and no facts are extracted from it."""
         with self._closing.lock:
             if self._closing.future is None:
                 self._closing.reason = reason
@@ -258,6 +261,8 @@ class Conversation:
         await asyncio.wrap_future(self.ready)
         assert self._ps is not None and self._turn_lock is not None
         async with self._turn_lock:
+            if self.close_reason == SESSION_DELETED:  # sent before the deletion, not answered yet: never asked
+                raise SessionDeleted("This conversation's session was deleted, so the message was not answered.")
             ps = self._ps
             cursor = sent.cursor = self.sink.cursor
             started = time.perf_counter()
@@ -308,8 +313,24 @@ class Conversation:
             log.warning("session %s never started; nothing to report", self.key)
             return None
         assert self._ps is not None and self._turn_lock is not None
+        deleted = self.close_reason == SESSION_DELETED
+        if deleted:  # its owner deleted it: the answer in flight stops now, and writes nothing more
+            await self._stop_answers()
         async with self._turn_lock:  # let a turn in flight finish first
-            return await self._ps.finish()
+            # no facts are extracted from a conversation its owner is deleting (they would outlive it)
+            return await self._ps.finish(extract=not deleted)
+
+    async def _stop_answers(self) -> None:
+        """Interrupt the answer in flight until its turn ends (before the model is asked there is no answer
+        to interrupt yet: tried again); the turns waiting after it are not run (_run_turn)."""
+        assert self._ps is not None and self._turn_lock is not None
+        while self._turn_lock.locked():
+            try:
+                await self._ps.interrupt_answer()
+            except Exception as exc:  # the turn is waited out instead
+                log.warning("stopping the answer of deleted session %s failed: %s", self._ps.session_id, exc)
+                return
+            await asyncio.sleep(0.05)
 
 
 def _turn_result(

@@ -124,14 +124,15 @@ def current_chat_session() -> Conversation | None:
 
 
 def close_chat_session(*, reason: str = "ended", wait: bool = False) -> Any:
-    """Close the chat session (its report is saved); with wait=True return the report."""
+    """Close the chat session (its report is saved); with wait=True return the report. `reason` is its
+    close_reason: SESSION_DELETED stops the answer in flight (Conversation.close)."""
     chat = st.session_state.pop(CHAT_KEY, None)
     if chat is None:
         return None
     with _watch_lock:
         _tracked.pop(chat.key, None)
     log.info("closing chat session %s (%s)", chat.session_id, reason)
-    future = chat.close()
+    future = chat.close(reason=reason)
     return future.result(timeout=close_timeout_seconds()) if wait else future
 
 

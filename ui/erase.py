@@ -3,8 +3,9 @@
 On the Memories page and in the sidebar. The open conversation and the visitor's voice calls (in any
 tab) are ended first (their reports and post-session facts are written), then everything is erased, so
 nothing written on the way out survives; the next conversation meets a stranger. Deleting one session
-that is still open (this tab's chat, another tab's, a call) ends that conversation first in the same way:
-otherwise its report, written when it ends, would bring the deleted session and its turns back.
+that is still open (this tab's chat, another tab's, a call) ends that conversation first, its answer in
+flight stopped and no facts extracted from it (Conversation.close): otherwise its report, written when it
+ends, would bring the deleted session and its turns back, and its answer its memories.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 
 import streamlit as st
 
-from agent import end_calls_of, get_runtime
+from agent import SESSION_DELETED, end_calls_of, get_runtime
 from core import erasure
 from ui import chat_state
 from ui.errors import reported
@@ -61,7 +62,7 @@ def delete_session(visitor, session_id: str) -> int:
     """End the session if it is still running in this process, then delete it; returns the turns deleted."""
     ending = []
     if (current := chat_state.current_chat_session()) is not None and current.session_id == session_id:
-        ending.append(chat_state.close_chat_session(reason="its session was deleted"))  # this tab: a new chat
+        ending.append(chat_state.close_chat_session(reason=SESSION_DELETED))  # this tab: a new chat
     ending += end_calls_of(visitor.user_id, session_id=session_id)
     ending += get_runtime().close_session(visitor.user_id, session_id)  # another tab's chat
     for future in ending:
