@@ -483,6 +483,9 @@ def test_a_tab_whose_session_was_deleted_elsewhere_says_so_and_goes_on_in_a_new_
     assert not at.exception, at.exception
     notices = [i.value for i in at.info if "was deleted on the Sessions page" in i.value]
     assert notices and session_ref(chat.session_id) in notices[0]
+    for _ in range(2):  # any click reruns the page: the notice is still said until the next answer
+        at.run()
+        assert [i.value for i in at.info if "was deleted on the Sessions page" in i.value] == notices
     here = at.session_state[chat_state.CHAT_KEY]
     assert here is not chat and here.session_id != chat.session_id
     assert not any("teal" in text for text in _assistant_texts(at))
