@@ -63,8 +63,10 @@ def delete_session(visitor, session_id: str) -> int:
     ending = []
     if (current := chat_state.current_chat_session()) is not None and current.session_id == session_id:
         ending.append(chat_state.close_chat_session(reason=SESSION_DELETED))  # this tab: a new chat
+    # another tab's chat, and a local call's conversation: closed as deleted before the call is ended, so the
+    # call's end extracts no facts from it either
+    ending += get_runtime().close_session(visitor.user_id, session_id)
     ending += end_calls_of(visitor.user_id, session_id=session_id)
-    ending += get_runtime().close_session(visitor.user_id, session_id)  # another tab's chat
     for future in ending:
         try:
             future.result(timeout=chat_state.close_timeout_seconds())

@@ -29,6 +29,7 @@ from livekit.agents.voice import io
 
 from agent import events, reports
 from agent.brain.replies import SPOKEN_OPENERS
+from agent.conversation import SESSION_DELETED
 from agent.event_bus import EventBus, QueueSink
 from agent.events import Event
 from agent.model_factory import build_stt, build_tts
@@ -239,8 +240,10 @@ class LocalVoiceCall:
             log.warning("voice call %s never started (%s); nothing to report", self.key, exc)
             self.conversation.close()
             return None
-        # the report (with the voice section) is written here; conversation.close() then finds it done
-        self.report = await self._ps.finish(base_report=self._voice_report)
+        # the report (with the voice section) is written here; conversation.close() then finds it done. No facts
+        # are extracted from a call whose session is being deleted (ui.erase closes its conversation first)
+        extract = self.conversation.close_reason != SESSION_DELETED
+        self.report = await self._ps.finish(base_report=self._voice_report, extract=extract)
         await asyncio.wrap_future(self.conversation.close())
         self.ended_at = time.time()
         return self.report

@@ -404,6 +404,7 @@ def test_deleting_the_session_of_a_call_still_going_ends_that_call_only(app):
         assert not at.exception, at.exception
         assert not doomed.active and get_call(calls["doomed"]) is None
         assert doomed.report is not None  # saved first, so deleted with the session
+        assert doomed.report["playground"]["extraction"]["method"] is None  # no facts drawn from it on the way out
         assert get_call(calls["sibling"]) is sibling
         assert deleted not in {record.session_id for record in sessions.list_sessions(visitor.scope)}
     finally:
