@@ -338,9 +338,15 @@ def _open_hit(session_id: str, turn_index: int) -> None:
 
 
 def _detail(visitor, record, view: ReportView) -> None:
-    head, action = st.columns([5, 1], vertical_alignment="bottom")
-    head.subheader(f"Session {record.session_id}", anchor=False)
-    with action.popover("Delete…", icon=":material/delete:"):
+    st.subheader(f"Session {record.session_id}", anchor=False)
+    st.caption(
+        f"Started {when(record.started_at or record.created_at)} ({ago(record.started_at or record.created_at)})"
+        + (f" · room `{record.room_name}`" if record.room_name else "")
+    )
+    # Expanders, not popovers (as on the Memories page): a popover draws its body at the end of the document,
+    # so Tab from its button went through every control of the session before reaching Delete this session.
+    # Keyed by the session: the next session shown does not open already expanded.
+    with st.expander("Delete this session…", icon=":material/delete:", key=f"u_session_delete_box_{record.session_id}"):
         st.markdown(
             "Delete this session: its report and every turn of its transcript. It cannot be undone."
             + (" It is still open, so it is ended first (the chat starts a new session)." if record.is_open else "")
@@ -355,10 +361,6 @@ def _detail(visitor, record, view: ReportView) -> None:
             on_click=_delete_pressed,
             args=(record.session_id,),
         )
-    st.caption(
-        f"Started {when(record.started_at or record.created_at)} ({ago(record.started_at or record.created_at)})"
-        + (f" · room `{record.room_name}`" if record.room_name else "")
-    )
     if record.is_open:
         st.info(
             "This session is still open (a chat or a call that has not ended yet). Its transcript below is "
@@ -520,10 +522,9 @@ def _not_there(scope, session_id: str) -> None:
 
 
 def _delete_everything(visitor, count: int) -> None:
-    # keyed, so it stays open while the confirmation is typed (a rerun)
-    with st.popover(
-        "Delete everything…", icon=":material/delete_sweep:", key="u_sessions_erase_popover", on_change="rerun"
-    ):
+    # an expander, not a popover: Tab from it reaches the confirmation next (see _detail); keyed, so it stays
+    # open while the confirmation is typed (a rerun)
+    with st.expander("Delete everything…", icon=":material/delete_sweep:", key="u_sessions_erase_box"):
         st.caption(f"{count} session{'s' if count != 1 else ''} with their transcripts, and everything else.")
         erase.render_delete_everything(visitor, key="u_sessions_erase")
 

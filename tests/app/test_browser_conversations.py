@@ -132,8 +132,8 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
     in_session = _turn_count(visitor, session_id)
     before = _turn_count(visitor)
     assert in_session > 0
-    page.get_by_role("button", name="Delete…").click()
-    page.get_by_role("button", name="Delete this session").click()
+    page.get_by_text("Delete this session…").click()  # an expander
+    page.get_by_role("button", name="Delete this session", exact=True).click()
     page.get_by_text(re.compile("Deleted session .* and its transcript")).wait_for(timeout=30_000)
     assert _turn_count(visitor, session_id) == 0
     assert 0 < _turn_count(visitor) == before - in_session
@@ -144,9 +144,9 @@ def test_past_turns_are_recalled_searched_and_deleted(streamlit_server, new_brow
     assert session_id not in listed and any(cell.startswith(("text-", "voice-")) for cell in listed), listed
 
     # delete everything: every session and turn of this visitor, and its memories
-    page.get_by_role("button", name="Delete everything…").click()
-    wait_for_app(page)  # opening the popover reruns the page
+    page.get_by_text("Delete everything…").click()  # an expander
     confirm = page.get_by_label("Type DELETE to confirm")
+    expect(confirm).to_be_visible(timeout=10_000)
     # the Sessions page's own button (the sidebar has a "Delete everything about me" popover too)
     erase = page.get_by_test_id("stBaseButton-primary").filter(has_text="Delete everything about me")
     expect(erase).to_be_disabled()

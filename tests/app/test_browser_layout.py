@@ -7,8 +7,8 @@ knowledge) fit their column and show the remembered text and the titles; the per
 never overlap; every turn button is reachable; the suggestion chips are not cut; a long paste is kept with a
 message; "Tune the fusion" stays open while its sliders move; a page link focused by Tab shows a ring.
 Memories and Knowledge: no truncated button or metric label, and the search tables in view; Delete all
-memories by keyboard alone. Sidebar: no popover opens unless clicked, and each identity action says it
-succeeded, and still says so once the chat
+memories by keyboard alone. Sessions: deleting one session, then everything, by keyboard alone. Sidebar: no
+popover opens unless clicked, and each identity action says it succeeded, and still says so once the chat
 has redrawn itself. Voice: no empty video box. A phone (390×844): the sidebar starts closed, so the
 conversation is what shows, and the identity is kept all the same.
 """
@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import re
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from playwright.sync_api import expect
 
-from core import memories
+from core import conversations, memories, sessions
+from core.conversations import TurnInput
 from core.db import Scope
 from tests.support.browser import (
     TURN_TIMEOUT_MS,
@@ -313,6 +315,66 @@ def test_delete_all_memories_by_keyboard_alone(streamlit_server, new_browser_pag
     page.keyboard.press("Enter")
     expect(page.get_by_text("Deleted 3 memories")).to_be_visible(timeout=TURN_TIMEOUT_MS)
     assert memories.list_memories(service) == []
+
+
+def _tab_to(page, label: str) -> None:
+    """Tab until the focused control's name holds `label`."""
+    for _ in range(60):
+        page.keyboard.press("Tab")
+        if label in page.evaluate(_FOCUSED):
+            return
+    raise AssertionError(f"Tab never reached {label}")
+
+
+def _ended_session(service: Scope, said: str, *, minutes_ago: int) -> str:
+    """A session with a saved report and two turns, as the chat leaves one."""
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    conversations.store_turns(
+        service, [TurnInput(session_id, 0, "user", said), TurnInput(session_id, 1, "agent", "Noted.")]
+    )
+    ended = datetime.now(UTC) - timedelta(minutes=minutes_ago)
+    report = {"playground": {"turns": 1, "mode": "text", "duration_s": 30.0}}
+    sessions.save_report(service, session_id, report, started_at=ended - timedelta(seconds=30), ended_at=ended)
+    return session_id
+
+
+def test_delete_sessions_by_keyboard_alone(streamlit_server, new_browser_page):
+    """Enter on "Delete this session…" or "Delete everything…", then Tab: the confirmation comes next. They
+    were popovers, whose body came after every control of the page."""
+    page = _new_visitor(new_browser_page, streamlit_server, SIZES[0], "/sessions")
+    service = Scope.service(user_id_of(page))
+    older = _ended_session(service, "we talked about the Cedar Creek Loop", minutes_ago=60)
+    newest = _ended_session(service, "my favorite color is teal", minutes_ago=5)
+    page.reload()
+    wait_for_app(page)
+    expect(page.get_by_role("heading", name=f"Session {newest}")).to_be_visible(timeout=TURN_TIMEOUT_MS)
+
+    _tab_to(page, "Delete this session…")
+    page.keyboard.press("Enter")
+    # the content is drawn as the expander opens: Tab before that would skip past it
+    expect(page.get_by_role("button", name="Delete this session", exact=True)).to_be_visible(timeout=10_000)
+    page.keyboard.press("Tab")
+    assert page.evaluate(_FOCUSED).endswith("Delete this session")
+    page.keyboard.press("Enter")
+    expect(page.get_by_text(f"Deleted session {newest} and its transcript")).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    assert [record.session_id for record in sessions.list_sessions(service)] == [older]
+    wait_for_app(page)
+
+    _tab_to(page, "Delete everything…")
+    page.keyboard.press("Enter")
+    confirm = page.get_by_label("Type DELETE to confirm")
+    expect(confirm).to_be_visible(timeout=10_000)
+    page.keyboard.press("Tab")
+    assert page.evaluate(_FOCUSED) == "Type DELETE to confirm"
+    page.keyboard.type("DELETE")
+    page.keyboard.press("Enter")  # applies the text: the button is enabled on the run it starts
+    erase = page.get_by_test_id("stBaseButton-primary").filter(has_text="Delete everything about me")
+    expect(erase).to_be_enabled(timeout=15_000)  # a disabled button is no Tab stop
+    page.keyboard.press("Tab")
+    assert page.evaluate(_FOCUSED).endswith("Delete everything about me")
+    page.keyboard.press("Enter")
+    expect(page.get_by_text("No sessions yet")).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    assert sessions.list_sessions(service) == []
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
