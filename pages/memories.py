@@ -13,6 +13,7 @@ from core import conversations, memories, sessions
 from core.errors import NotFound
 from core.retrieval import search_memories
 from ui import auth, erase, rrf
+from ui.button_names import name_buttons
 from ui.errors import reported
 from ui.format import ago, clip, literal, session_ref, short_id, when
 from ui.retrieval import render_retrieval
@@ -55,14 +56,28 @@ def _memory_list(scope, items, deleted_sessions: set[str]) -> None:
                 st.caption(f"No memory's slot or text contains “{clip(wanted, 60)}”.")
     limit = max(PAGE, int(st.session_state.get(_SHOWN, PAGE)))
     _edit_of_deleted(scope, items)
+    names: dict[str, str] = {}
     for memory in shown[:limit]:
         _memory_card(scope, memory, deleted_sessions)
+        names |= _card_button_names(memory, session_gone=memory.session_id in deleted_sessions)
+    name_buttons(names)
     if len(shown) > limit:
         st.caption(f"Showing {limit} of {len(shown)}, newest first.")
         more = min(PAGE, len(shown) - limit)
         if st.button(f"Show {more} more", key="u_mem_show_more", icon=":material/expand_more:"):
             st.session_state[_SHOWN] = limit + PAGE
             st.rerun()
+
+
+def _card_button_names(memory, *, session_gone: bool) -> dict[str, str]:
+    """The accessible names of a card's buttons (by key): every card's say "Edit" and "Delete", so each
+    name also says which memory; it starts with the visible label (ui/button_names.py)."""
+    mid = str(memory.id)
+    what = f"memory {memory.memory_type}: {clip(' '.join(memory.content.split()), 60)}"
+    names = {f"u_mem_edit_{mid}": f"Edit {what}", f"u_mem_delete_{mid}": f"Delete {what}"}
+    if memory.session_id and not session_gone:
+        names[f"u_mem_open_{mid}"] = f"Open that session ({session_ref(memory.session_id)}), which wrote {what}"
+    return names
 
 
 def _memory_card(scope, memory, deleted_sessions: set[str]) -> None:

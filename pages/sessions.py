@@ -16,6 +16,7 @@ from core import conversations, memories, sessions
 from core.errors import NotFound
 from core.retrieval import match_kind, search_conversations
 from ui import auth, erase
+from ui.button_names import name_buttons
 from ui.charts import alt
 from ui.errors import reported
 from ui.format import ago, clip, duration, literal, ms, session_ref, when
@@ -450,6 +451,12 @@ def _message_number(turn_index: int) -> str:
     return f"message {turn_index + 1}"
 
 
+def _open_name(hit) -> str:
+    """The accessible name of a hit's Open (every hit's says "Open"): which message of which session."""
+    said = clip(" ".join(hit.content.split()), 60)
+    return f"Open {_message_number(hit.turn_index)} of session {session_ref(hit.session_id)} ({hit.speaker}: {said})"
+
+
 def _search_hit(hit, index: int) -> None:
     with st.container(border=True, key=f"u_sessions_hit_{index}"):
         text_col, open_col = st.columns([6, 1], vertical_alignment="center")
@@ -489,6 +496,7 @@ def _search_panel(scope) -> None:
             st.caption("No turn of your transcripts matches that.")
         for index, hit in enumerate(matches):
             _search_hit(hit, index)
+        name_buttons({f"u_sessions_open_{index}": _open_name(hit) for index, hit in enumerate(matches + loose)})
         if loose:
             # the vector branch always returns the nearest turns, however far: kept, but apart
             with st.expander(

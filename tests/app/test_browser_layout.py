@@ -7,10 +7,11 @@ knowledge) fit their column and show the remembered text and the titles; the per
 never overlap; every turn button is reachable; the suggestion chips are not cut; a long paste is kept with a
 message; "Tune the fusion" stays open while its sliders move; a page link focused by Tab shows a ring.
 Memories and Knowledge: no truncated button or metric label, and the search tables in view; Delete all
-memories by keyboard alone. Sessions: deleting one session, then everything, by keyboard alone. Sidebar: no
-popover opens unless clicked, and each identity action says it succeeded, and still says so once the chat
-has redrawn itself. Voice: no empty video box. A phone (390×844): the sidebar starts closed, so the
-conversation is what shows, and the identity is kept all the same.
+memories by keyboard alone; each card's buttons name their memory. Sessions: deleting one session, then
+everything, by keyboard alone; each search hit's Open names its message. Sidebar: no popover opens unless
+clicked, and each identity action says it succeeded, and still says so once the chat has redrawn itself.
+Voice: no empty video box. A phone (390×844): the sidebar starts closed, so the conversation is what shows,
+and the identity is kept all the same.
 """
 
 from __future__ import annotations
@@ -377,6 +378,45 @@ def test_delete_sessions_by_keyboard_alone(streamlit_server, new_browser_page):
     assert sessions.list_sessions(service) == []
 
 
+def test_card_and_hit_buttons_name_what_they_act_on(streamlit_server, new_browser_page):
+    """A screen reader hears which memory a card's Edit and Delete act on, and which message a search hit's
+    Open opens (ui/button_names.py); the visible labels stay short."""
+    page = _new_visitor(new_browser_page, streamlit_server, SIZES[0], "/memories")
+    service = Scope.service(user_id_of(page))
+    session_id = _ended_session(service, "we hiked the Cedar Creek Loop with Nora", minutes_ago=5)
+    memories.remember(service, "favorite_color", "teal", session_id=session_id)
+    memories.remember(service, "note", "likes <b>bold</b> </script> and\nnew lines")  # markup stays text
+    page.reload()
+    wait_for_identity_cookie(page)  # a click during the cookie writer's rerun can be dropped
+    teal = page.get_by_role("button", name="Delete memory favorite_color: teal", exact=True)
+    expect(teal).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    assert teal.inner_text().strip().endswith("Delete")  # what shows: the icon and "Delete"
+    expect(page.get_by_role("button", name="Edit memory favorite_color: teal", exact=True)).to_be_visible()
+    expect(
+        page.get_by_role("button", name=f"Open that session ({session_id}), which wrote memory favorite_color: teal")
+    ).to_be_visible()
+    note = "memory note: likes <b>bold</b> </script> and new lines"
+    expect(page.get_by_role("button", name=f"Delete {note}", exact=True)).to_be_visible()
+    # the names outlive a rerun that redraws the cards: Delete's confirmation is for that memory
+    page.get_by_role("button", name=f"Delete {note}", exact=True).click()
+    asked = page.get_by_test_id("stAlert").filter(has_text="The agent will no longer know this")
+    expect(asked).to_contain_text("Delete note?", timeout=TURN_TIMEOUT_MS)
+    page.get_by_role("button", name="Cancel").click()
+    wait_for_app(page)
+    expect(page.get_by_role("button", name=f"Edit {note}", exact=True)).to_be_visible()
+    expect(page.get_by_role("button", name=re.compile(r"^(Edit|Delete)$"))).to_have_count(0)
+
+    open_page(page, "Sessions")
+    search = page.get_by_label("Search all my transcripts")
+    search.fill("Cedar Creek Loop")
+    search.press("Enter")
+    hit = page.get_by_role("button", name=f"Open message 1 of session {session_id} (user: we hiked the Cedar Creek")
+    expect(hit).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    assert hit.inner_text().strip().endswith("Open")
+    hit.click()
+    expect(page.locator('[class*="st-key-u_session_turn_match"]')).to_contain_text("Cedar Creek Loop", timeout=30_000)
+
+
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_memories_and_knowledge_have_no_truncated_labels(streamlit_server, new_browser_page, size):
     page = _new_visitor(new_browser_page, streamlit_server, size, "/memories")
@@ -390,7 +430,8 @@ def test_memories_and_knowledge_have_no_truncated_labels(streamlit_server, new_b
     cards = page.locator('[class*="st-key-u_memcard_"]')
     expect(cards).to_have_count(3, timeout=30_000)
     for attempt in range(3):  # a click during the cookie writer's rerun can be dropped; clicking again is harmless
-        cards.first.get_by_role("button", name="Delete", exact=True).click()  # shows "Yes, delete" / "Cancel"
+        # shows "Yes, delete" / "Cancel"; its name says which memory (ui/button_names.py)
+        cards.first.get_by_role("button", name=re.compile(r"^Delete memory ")).click()
         try:
             page.get_by_role("button", name="Yes, delete").wait_for(timeout=10_000)
             break

@@ -3,6 +3,7 @@ and the agent's events for them), turn grouping, report reading, formatting."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -20,6 +21,7 @@ from core.retrieval import (
     search_memories,
 )
 from tests.support.panels import expand
+from ui import button_names
 from ui import format as fmt
 from ui.report_view import read_report
 from ui.retrieval import (
@@ -310,3 +312,12 @@ def test_each_hit_says_how_it_matches_and_the_merely_nearest_are_named_so():
     # knowledge hits carry `distance`, not `vector_distance`
     assert match_kind({"text_rank": None, "distance": far, "vector_rank": 1}) == "nearest only"
     assert match_kind({"text_rank": None, "distance": near, "vector_rank": 1}) == "meaning"
+
+
+def test_button_names_reach_the_script_as_data_whatever_the_text():
+    """A memory's text goes into the page's script as a name: markup and a closing script tag stay text."""
+    names = {"u_mem_delete_1": 'Delete memory note: </script><script>alert(1)</script> "quoted" & more'}
+    page_script = button_names.script(names)
+    assert page_script.count("</script>") == 1 and page_script.rstrip().endswith("</script>")
+    encoded = page_script.split("Object.assign(names, ", 1)[1].split(");", 1)[0]
+    assert json.loads(encoded) == names
