@@ -330,7 +330,8 @@ def _delete_the_pressed_session(visitor) -> None:
                 icon=":material/info:",
             )
             return
-    st.success(f"Deleted session {session_id} and its transcript.", icon=":material/check_circle:")
+        # inside reported(): a deletion that failed (the database unreachable) shows its error, not this
+        st.success(f"Deleted session {session_id} and its transcript.", icon=":material/check_circle:")
 
 
 def _open_hit(session_id: str, turn_index: int) -> None:

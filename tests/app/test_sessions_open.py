@@ -11,6 +11,7 @@ from core import conversations, erasure, memories, sessions, turn_indexer
 from core.conversations import TurnInput
 from core.db import Scope
 from core.erasure import delete_everything
+from core.errors import DatabaseUnavailable
 from core.retrieval import search_conversations
 from ui.format import session_ref
 
@@ -287,4 +288,38 @@ def test_open_opens_the_hit_it_was_pressed_under_when_the_results_change_meanwhi
     assert at.selectbox(key=PICK).value == pressed
     jumped = ":material/my_location: The message you searched for · message 3"
     assert any(c.value.startswith(jumped) for c in at.caption)
+    delete_everything(visitor.scope)
+
+
+def test_a_deletion_that_fails_says_so_and_not_that_it_was_deleted(app, monkeypatch):
+    """The database goes away as Delete this session is pressed: the page shows the outage, never "Deleted
+    session …", the session is still there, and pressing again once the database is back deletes it."""
+    from pages.sessions import PICK
+
+    def down(*_args, **_kwargs):
+        raise DatabaseUnavailable("The database is not reachable right now (test outage).")
+
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    doomed = f"text-doomed-{uuid.uuid4().hex[:8]}"
+    sessions.save_report(Scope.service(visitor.user_id), doomed, {"playground": {"turns": 1, "mode": "text"}})
+    at.switch_page("pages/sessions.py")
+    at.run()
+    at.selectbox(key=PICK).set_value(doomed)
+    at.run()
+    monkeypatch.setattr(erasure, "delete_session", down)
+    at.button(key="u_session_delete").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert any("not reachable" in e.value for e in at.error)
+    assert not any(s.value.startswith("Deleted session") for s in at.success)
+    assert doomed in _sessions_of(visitor.scope)
+
+    monkeypatch.undo()
+    at.selectbox(key=PICK).set_value(doomed)
+    at.run()
+    at.button(key="u_session_delete").click()
+    at.run()
+    assert any(s.value == f"Deleted session {doomed} and its transcript." for s in at.success)
+    assert doomed not in _sessions_of(visitor.scope)
     delete_everything(visitor.scope)
