@@ -141,7 +141,8 @@ class EndWhenDeleted:
     REASON = "its session was deleted by its owner"
     # what the caller's page shows (the LiveKit bridge forwards the job's events) before the agent leaves
     MESSAGE = (
-        "This call's session was deleted on the Sessions page, so the agent ended the call; nothing of it is kept."
+        "This call's session was deleted (Delete this session or Delete everything), so the agent ended the call; "
+        "nothing of it is kept."
     )
 
     def __init__(self, ctx: JobContext, ps: PlaygroundSession) -> None:

@@ -513,8 +513,8 @@ def main() -> None:
         if deleted is not None:
             which = f"Your conversation `{session_ref(deleted)}`" if deleted else "Your conversation"
             st.info(
-                f"{which} was deleted on the Sessions page (in another tab or window), so it ended here and "
-                "nothing of it is kept. This is a new conversation.",
+                f"{which} was deleted in another tab or window (Delete this session or Delete everything), so it ended "
+                "here and nothing of it is kept. This is a new conversation.",
                 icon=":material/delete:",
             )
         _start_failed(chat)

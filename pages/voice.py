@@ -265,8 +265,8 @@ def _ended_notice() -> None:
     session_id, saved, pipeline = ended
     if saved == SESSION_DELETED:
         st.info(
-            f"Call `{session_ref(session_id)}` ended: its session was deleted on the Sessions page, and nothing "
-            "of it is kept. A call going on below is a new session.",
+            f"Call `{session_ref(session_id)}` ended: its session was deleted (Delete this session or Delete "
+            "everything), and nothing of it is kept. A call going on below is a new session.",
             icon=":material/delete:",
         )
     elif saved == _NEVER_JOINED:

@@ -60,7 +60,8 @@ def get_chat_session(visitor, rrf=None) -> Conversation:
         st.session_state.pop(CHAT_KEY, None)
         st.session_state[MOVED_KEY] = chat.session_id or ""
     elif chat is not None and chat.close_reason == SESSION_DELETED:
-        # deleted on the Sessions page (another tab, another app process): this tab goes on in a new one
+        # deleted elsewhere (another tab, another app process; Delete this session or Delete everything): this
+        # tab goes on in a new one
         st.session_state.pop(CHAT_KEY, None)
         st.session_state[DELETED_KEY] = chat.session_id or ""
     chat = take_over_left_conversation(visitor.user_id, browser_session_id(), _session_is_connected)

@@ -481,17 +481,17 @@ def test_a_tab_whose_session_was_deleted_elsewhere_says_so_and_goes_on_in_a_new_
     at.run()
     settle(at)
     assert not at.exception, at.exception
-    notices = [i.value for i in at.info if "was deleted on the Sessions page" in i.value]
+    notices = [i.value for i in at.info if "was deleted in another tab or window" in i.value]
     assert notices and session_ref(chat.session_id) in notices[0]
     for _ in range(2):  # any click reruns the page: the notice is still said until the next answer
         at.run()
-        assert [i.value for i in at.info if "was deleted on the Sessions page" in i.value] == notices
+        assert [i.value for i in at.info if "was deleted in another tab or window" in i.value] == notices
     here = at.session_state[chat_state.CHAT_KEY]
     assert here is not chat and here.session_id != chat.session_id
     assert not any("teal" in text for text in _assistant_texts(at))
     _say(at, "what is my favorite color?")  # the memory is the visitor's, not the session's: still known
     assert any("teal" in text.lower() for text in _assistant_texts(at))
-    assert not [i for i in at.info if "was deleted on the Sessions page" in i.value]  # said until the first answer
+    assert not [i for i in at.info if "was deleted in another tab or window" in i.value]  # said until the first answer
     chat.close().result(timeout=60)
     assert turn_indexer.flush_queued()
     visitor = at.session_state["mp_visitor"]

@@ -282,7 +282,7 @@ def test_a_call_whose_session_is_deleted_elsewhere_says_so_and_goes_on_in_a_new_
     with db.admin_connection() as conn:
         conn.execute("delete from public.sessions where session_id = %s", (deleted,))
 
-    notice = page.get_by_text("its session was deleted on the Sessions page")
+    notice = page.get_by_text("its session was deleted (Delete this session or Delete everything)")
     try:
         notice.first.wait_for(timeout=30_000)
     except Exception as exc:
