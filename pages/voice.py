@@ -162,6 +162,12 @@ def _state_badge(state: str) -> None:
     st.badge(label, icon=icon, color=color)
 
 
+def _agent_spoke(call: VoiceCall) -> bool:
+    """Whether the agent's words (the greeting's, at first) are in the call's transcript."""
+    events, _ = call.events_since(0)
+    return any(event["type"] == "transcript" and event.get("role") == "assistant" for event in events)
+
+
 @timed_fragment(run_every=0.5)
 def _live_status(key: str, who: str) -> None:
     call = get_call(key)
@@ -195,9 +201,11 @@ def _live_status(key: str, who: str) -> None:
     )
     if call.error:
         st.error(call.error, icon=":material/error:")
-    elif not (call.ready and call.ready.done()) and call.agent_state == "initializing":
+    elif not (call.ready and call.ready.done()) and call.agent_state == "initializing" and not _agent_spoke(call):
         # `ready` resolves only once the greeting has been spoken: the agent is up (and talking) before that,
-        # and with two calls at once this said "Connecting" for 10 s under the greeting
+        # and with two calls at once this said "Connecting" for 10 s under the greeting. Its state leaves
+        # initializing only as the greeting's first audio plays; its words are shown from the moment they are
+        # written, seconds earlier on a busy machine
         st.caption(":material/hourglass_top: Connecting the agent (the first call loads the speech models)…")
 
 
