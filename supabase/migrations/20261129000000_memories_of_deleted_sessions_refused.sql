@@ -10,31 +10,17 @@
 -- (it belongs to the visitor, not to the session), and editing it is allowed:
 -- only a write that names a deleted session is skipped.
 
-create or replace function memory_playground_private.skip_memory_of_deleted_session() returns trigger
-language plpgsql
-security definer
-set search_path = ''
-as $$
-begin
-  if new.session_id is not null and exists (
-    select 1 from memory_playground_private.deleted_sessions d
-    where d.session_id = new.session_id and d.user_id = new.user_id
-  ) then
-    return null;
-  end if;
-  return new;
-end;
-$$;
+-- The function that skips late turns and reports (20261127000000) does it: a memory without a session
+-- (session_id null) matches no deleted session and is written.
 
 -- Before insert: an upsert (core.memories.remember) is skipped whole, so an existing slot keeps its text.
 create trigger memories_of_deleted_sessions_skipped
   before insert on public.memories
-  for each row execute function memory_playground_private.skip_memory_of_deleted_session();
+  for each row execute function memory_playground_private.skip_deleted_session();
 
 -- An update that moves a memory to a deleted session; editing the text of one it already names is not.
 create trigger memories_moved_to_deleted_sessions_skipped
   before update of session_id on public.memories
   for each row when (new.session_id is distinct from old.session_id)
-  execute function memory_playground_private.skip_memory_of_deleted_session();
+  execute function memory_playground_private.skip_deleted_session();
 
-revoke all on function memory_playground_private.skip_memory_of_deleted_session() from public;
