@@ -78,6 +78,7 @@ def voice_section(result: dict) -> str:
     session_e2e = summary(t.metrics.get("e2e_ms") for t in heard)
     stt = summary(t.metrics.get("stt_ms") for t in heard)
     alone = summary(result["whisper_alone_ms"])
+    one_decode = summary(result.get("one_decode_ms") or [])
     load = result["load"]
     parts = {
         "speech end → final transcript (VAD silence + what is left of the decode)": [
@@ -152,15 +153,24 @@ def voice_section(result: dict) -> str:
                     ],
                     ["Whisper decode in the pipeline", fmt_ms(stt["p50"]), fmt_ms(stt["p95"]), fmt_ms(stt["max"])],
                     [
-                        "Whisper alone on the same recordings, same run (same prompt and threads)",
+                        "Whisper alone on the same recordings, same run (same prompts and threads: a turn's "
+                        "decodes with and without the user's words)",
                         fmt_ms(alone["p50"]),
                         fmt_ms(alone["p95"]),
                         fmt_ms(alone["max"]),
                     ],
+                    [
+                        "… one decode with the user's words alone (the app's recognition until 2026-11-29, "
+                        "without its re-decodes)",
+                        fmt_ms(one_decode["p50"]),
+                        fmt_ms(one_decode["p95"]),
+                        fmt_ms(one_decode["max"]),
+                    ],
                 ],
             ),
             f"Goals (quiet machine): ≤ {E2E_P50_GOAL_MS} ms p50 and ≤ {E2E_P95_GOAL_MS} ms p95 — **{goal}** in this "
-            f"run; STT p50 within 1.3× of Whisper alone — **{_ratio(stt['p50'], alone['p50'])}** in this run; "
+            f"run; STT p50 within 1.3× of Whisper alone — **{_ratio(stt['p50'], alone['p50'])}** in this run "
+            f"({_ratio(stt['p50'], one_decode['p50'])} of one decode with the user's words alone); "
             f"end to end ÷ Whisper alone (p50): {_ratio(e2e['p50'], alone['p50'])}.",
             f"False cut-offs (a turn committed at the pause, before the rest was said): **{len(cut_off)} of "
             f"{len(paused)}** utterances with a {min((t.pause for t in paused), default=0):.2f}–"
@@ -179,7 +189,8 @@ def voice_section(result: dict) -> str:
             f"{spec.get('fresh_finals', 0)} turns decoded after the end of speech; {spec.get('interims', 0)} "
             f"interim transcripts shown, {spec.get('interims_skipped', 0)} skipped because a turn-ending decode was "
             f"waiting; {spec.get('redecodes', 0)} turn decodes (speculative ones included) were unsure enough to be "
-            "decoded again with a beam of 5 (`STT_REDECODE_BELOW`).",
+            "decoded again with a beam of 5 (`STT_REDECODE_BELOW`); in "
+            f"{spec.get('plain', 0)} the decode without the user's words was kept (`prefer_prompted`).",
             f"Kept audio: {len(kept)} of {len(heard)} replies used the audio of a piece Piper had already said in "
             'this process ("Got it,", "You told me,"; `SpokenPieces` keeps the audio of short pieces, and the '
             "voice warm-up says the offline brain's usual openers once; marked "

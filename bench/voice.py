@@ -183,15 +183,19 @@ def barge_in(call, browser: FakeBrowser, log) -> float | None:
     return (stopped - onset) * 1000
 
 
-def whisper_alone(stt: LocalWhisperSTT, recordings: list[np.ndarray], repeats: int = 2) -> list[float]:
+def whisper_alone(
+    stt: LocalWhisperSTT, recordings: list[np.ndarray], repeats: int = 2, *, weigh: bool = True
+) -> list[float]:
     """Decode times (ms) of the same recordings, straight into Whisper with the call's prompt and
-    threads, with the VAD's 0.5 s of lead-in the pipeline's decodes also get."""
+    threads, with the VAD's 0.5 s of lead-in the pipeline's decodes also get: the recognition a turn makes
+    (with `weigh`, its decodes with and without the user's words), without the rare beam re-decode;
+    `weigh=False`: one decode with the user's words."""
     lead = np.zeros(WHISPER_SAMPLE_RATE // 2, np.float32)
     times = []
     for _ in range(repeats):
         for pcm in recordings:
             audio = np.concatenate([lead, resample(pcm, PIPER_RATE, WHISPER_SAMPLE_RATE).astype(np.float32) / 32768])
-            times.append(stt.transcribe_sync(audio, redecode=False).decode_seconds * 1000)  # one decode
+            times.append(stt.transcribe_sync(audio, redecode=False, weigh=weigh).decode_seconds * 1000)
     return times
 
 
@@ -228,7 +232,9 @@ def run(
                     record.metrics = {k: v for k, v in rows[record.turn].items() if k != "turn"}
         stt = call.stt
         speculation = stt.speculation.as_dict() if isinstance(stt, LocalWhisperSTT) else {}
-        alone_ms = whisper_alone(stt, list(recordings.values())) if isinstance(stt, LocalWhisperSTT) else []
+        local = isinstance(stt, LocalWhisperSTT)
+        alone_ms = whisper_alone(stt, list(recordings.values())) if local else []
+        one_decode_ms = whisper_alone(stt, list(recordings.values()), weigh=False) if local else []
     finally:
         future = end_call(key)
         if future is not None:
@@ -241,4 +247,5 @@ def run(
         "barge_in_ms": barge_in_ms,
         "speculation": speculation,
         "whisper_alone_ms": alone_ms,
+        "one_decode_ms": one_decode_ms,
     }

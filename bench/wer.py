@@ -5,9 +5,10 @@ A bench user is given the memories in `speech_set.PERSONA` (and a profile name),
 who told the agent about themselves has them. "Before" is Whisper with the app's generic style
 prompt; "re-decoded" decodes again, with a beam of 5, whatever the greedy decode was unsure of (as the app
 does); "prompt" adds the words a voice call builds from `core.vocabulary.speech_terms` for that
-user; "after" is what the app transcribes: the prompted decode respelled toward the same words
-(`core.transcript_correction`). All decode every clip with the same model and threads; jiwer scores
-them after lowercasing and removing punctuation.
+user and respells toward them (`core.transcript_correction`): what the app did until 2026-11-29;
+"after" is what the app transcribes: the decodes with and without those words weighed against each
+other (`prefer_prompted`), then respelled. All decode every clip with the same model and threads; jiwer
+scores them after lowercasing and removing punctuation.
 
     .venv/bin/python -m bench.wer --split dev [--beam-size 5] [--redecode-below 0.65]   # settings are chosen on dev
 
@@ -22,6 +23,7 @@ from typing import Any
 import jiwer
 
 from agent import REDECODE_BEAM_SIZE, LocalWhisperSTT
+from agent.voice.local_stt import Transcript
 from bench import speech_set
 from bench.stats import table
 from core import identity, memories, profiles, vocabulary
@@ -48,9 +50,9 @@ def word_error_rate(references: list[str], hypotheses: list[str]) -> float:
     return jiwer.wer(references, hypotheses, reference_transform=NORMALIZE, hypothesis_transform=NORMALIZE)
 
 
-def _decode_all(stt: LocalWhisperSTT, clips: list[speech_set.Clip], *, redecode: bool) -> tuple[list[str], float]:
+def _decode_all(stt: LocalWhisperSTT, clips: list[speech_set.Clip], *, weigh: bool) -> tuple[list[Transcript], float]:
     started = time.perf_counter()
-    heard = [stt.transcribe_sync(clip.pcm(), redecode=redecode).text for clip in clips]
+    heard = [stt.transcribe_sync(clip.pcm(), weigh=weigh) for clip in clips]
     return heard, time.perf_counter() - started
 
 
@@ -103,12 +105,19 @@ def run(
     before, before_s, redecoded, redecoded_s = _redecode_unsure(stt, clips)  # the unsure ones again with the beam
     stt.set_vocabulary(terms)
     log(f"wer: prompt with {len(terms)} terms of this user and deployment…")
-    prompted, prompted_s = _decode_all(stt, clips, redecode=True)
+    prompted, prompted_s = _decode_all(stt, clips, weigh=False)
+    log("wer: the decodes with and without them, weighed…")
+    weighed, weighed_s = _decode_all(stt, clips, weigh=True)
     # respelling is a pass over the decoded text: the same function the app's decode ends with
     app = LocalWhisperSTT(beam_size=beam_size)
     app.set_vocabulary(terms)
-    after = [app.respell(text) for text in prompted]
-    columns = {"before": before, "redecoded": redecoded, "prompt": prompted, "after": after}
+    after = [app.respell(t.text) for t in weighed]
+    columns = {
+        "before": before,
+        "redecoded": redecoded,
+        "prompt": [app.respell(t.text) for t in prompted],
+        "after": after,
+    }
     rows = []
     for kind in ("domain", "generic"):
         picked = [i for i, c in enumerate(clips) if c.kind == kind]
@@ -130,7 +139,13 @@ def run(
         for i, c in enumerate(clips)
         if c.kind == "domain" and NORMALIZE(before[i]) != NORMALIZE(after[i])
     ][:12]
-    respelled = [(prompted[i], after[i]) for i, c in enumerate(clips) if c.kind == "domain" and prompted[i] != after[i]]
+    respelled = [
+        (weighed[i].text, after[i]) for i, c in enumerate(clips) if c.kind == "domain" and weighed[i].text != after[i]
+    ]
+    plain_kept = {
+        kind: sum(1 for t, c in zip(weighed, clips, strict=True) if c.kind == kind and t.plain)
+        for kind in ("domain", "generic")
+    }
     return {
         "split": split,
         "beam_size": beam_size,
@@ -139,10 +154,11 @@ def run(
         "by_voice": sorted(by_voice, key=lambda r: r["voice"]),
         "prompt": stt.prompt,
         "terms": len(terms),
-        "decode_seconds": {"before": before_s, "redecoded": redecoded_s, "prompt": prompted_s},
+        "decode_seconds": {"before": before_s, "redecoded": redecoded_s, "prompt": prompted_s, "after": weighed_s},
+        "plain_kept": plain_kept,
         "examples": examples,
         "respelled": respelled,
-        "respelled_generic": sum(1 for i, c in enumerate(clips) if c.kind == "generic" and prompted[i] != after[i]),
+        "respelled_generic": sum(1 for i, c in enumerate(clips) if c.kind == "generic" and weighed[i].text != after[i]),
     }
 
 
@@ -184,6 +200,8 @@ def section(result: dict[str, Any]) -> str:
     split = "the development split (`speech_set.DEV_*`)" if result["split"] == "dev" else "the test split"
     clips = sum(row["clips"] for row in result["rows"])
     per_clip_ms = {name: 1000 * seconds / clips for name, seconds in result["decode_seconds"].items()}
+    plain_kept = result["plain_kept"]
+    clips_of = {row["kind"]: row["clips"] for row in result["rows"]}
     return "\n\n".join(
         [
             "## Speech recognition that knows the user (word error rate)",
@@ -196,10 +214,15 @@ def section(result: dict[str, Any]) -> str:
             "beam of 5, as the app does now, still not knowing the user; **prompt** adds the prompt a voice call "
             f"builds for a user who told the agent about themselves ({result['terms']} terms from "
             "`core.vocabulary`: product names, order ids, their remembered values, their name; within "
-            "Whisper's 223-token prompt), with the re-decoding. **After** is what the app transcribes: the "
-            "prompted decode with near misses of those words respelled (`core.transcript_correction`: rare "
-            'heard words close to a rare vocabulary word, a number after "order" one edit from exactly one '
-            "order id).",
+            "Whisper's 223-token prompt), with the re-decoding, and respells near misses of those words "
+            "(`core.transcript_correction`: rare heard words close to a rare vocabulary word, a number after "
+            '"order" one edit from exactly one order id): what the app did until 2026-11-29. **After** is what '
+            "the app transcribes now: every clip decoded with that prompt and with the generic one (the second "
+            "decode reuses the encoder's output), the prompted decode kept only when, respelled, it holds more "
+            "of the vocabulary's words and order ids, else the surer of the two (`prefer_prompted`); then the "
+            "same re-decoding (both ways) and respelling. "
+            f"The generic decode was kept for {plain_kept['domain']} of {clips_of['domain']} domain clips and "
+            f"{plain_kept['generic']} of {clips_of['generic']} generic ones.",
             table(
                 [
                     "utterances",
@@ -212,15 +235,17 @@ def section(result: dict[str, Any]) -> str:
                 ],
                 rows,
             ),
-            f"Goals: domain WER halved — **{'met' if halved else 'not met'}**; generic no worse — "
+            f"Goals: domain WER halved — **{'met' if halved else 'not met'}** ({pct(domain['after'])} after, "
+            f"half of before is {pct(domain['before'] / 2)}); generic no worse — "
             f"**{'met' if no_worse else 'not met'}**. Decoding took {per_clip_ms['before']:.0f} ms per clip on "
-            f"average before, {per_clip_ms['redecoded']:.0f} ms re-decoded and {per_clip_ms['prompt']:.0f} ms "
-            "with the prompt (the respelling pass adds well under a millisecond).",
+            f"average before, {per_clip_ms['redecoded']:.0f} ms re-decoded, {per_clip_ms['prompt']:.0f} ms "
+            f"with the prompt and {per_clip_ms['after']:.0f} ms after (the respelling pass adds well under a "
+            "millisecond).",
             "### By voice",
             table(["voice", "WER before", "WER re-decoded", "WER prompt", "WER after"], voices),
             f"### What the respelling changed ({len(respelled)} domain clips; "
             f"{result['respelled_generic']} generic clips changed)",
-            table(["prompted decode", "respelled"], respelled) if respelled else "(nothing)",
+            table(["decoded", "respelled"], respelled) if respelled else "(nothing)",
             "### Some domain clips that changed from before to after",
             table(["said", "voice", "before", "after"], examples) if examples else "(none)",
         ]

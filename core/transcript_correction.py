@@ -120,6 +120,10 @@ class TranscriptCorrector:
             previous = heard.lower()
         return found
 
+    def vocabulary_words(self, text: str) -> int:
+        """How many of `text`'s words are the vocabulary's rare words or its order ids."""
+        return sum(1 for token in _TOKEN.findall(text) if token.lower() in self.words or token in self.order_ids)
+
     def correct(self, text: str) -> str:
         pieces, position = [], 0
         for start, end, correction in self.corrections(text):

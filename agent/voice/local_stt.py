@@ -72,6 +72,10 @@ PROMPT_TOKEN_LIMIT = 223
 SPECULATE_AFTER_SECONDS = 0.03
 INTERIM_EVERY_SECONDS = 1.0
 REDECODE_BEAM_SIZE = 5  # the beam an unsure greedy decode is decoded again with (docs/VOICE.md)
+# A prompted decode at least this sure is kept without a second decode to weigh it against
+# (`prefer_prompted`): on the development split the sure ones were never changed by weighing, and clear
+# speech, the usual case, skips the second decode (docs/VOICE.md).
+WEIGH_BELOW = 0.8
 
 _models: dict[int, object] = {}
 _model_lock = threading.Lock()
@@ -160,6 +164,19 @@ def _prompt_token_counter():
     return lambda text: len(tokenizer.encode(" " + text.strip(), add_special_tokens=False).ids)
 
 
+def prefer_prompted(plain: tuple[str, float], prompted: tuple[str, float], corrector: TranscriptCorrector) -> bool:
+    """Whether to keep the decode prompted with the user's words over the one without them, each
+    (text, confidence). The prompt makes Whisper expect those words, and also pulls speech that holds none
+    of them toward them ("Hazelnuts make me sick" -> "Kestrel has made me sick"). So the prompted decode is
+    kept when, respelled, it holds more of the vocabulary's words and order ids than the plain one; on a
+    tie, the surer one is kept. Chosen on the development split of the speech set (docs/VOICE.md)."""
+    found_plain = corrector.vocabulary_words(corrector.correct(plain[0]))
+    found_prompted = corrector.vocabulary_words(corrector.correct(prompted[0]))
+    if found_prompted != found_plain:
+        return found_prompted > found_plain
+    return prompted[1] > plain[1]
+
+
 @dataclass(frozen=True)
 class Transcript:
     text: str
@@ -167,6 +184,7 @@ class Transcript:
     audio_seconds: float
     decode_seconds: float
     redecoded: bool = False  # the greedy decode was unsure, so this is the beam search's
+    plain: bool = False  # the decode without the user's words won (`prefer_prompted`)
 
 
 @dataclass
@@ -180,6 +198,7 @@ class SpeculationStats:
     interims: int = 0
     interims_skipped: int = 0  # a turn-ending decode was waiting in the process
     redecodes: int = 0  # turn decodes unsure enough to be decoded again with a beam
+    plain: int = 0  # turn decodes where the decode without the user's words won
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -266,31 +285,50 @@ class LocalWhisperSTT(stt.STT):
         if self._vad is not None and self.interim_every is not None:
             load_model(self._interim_threads)
 
-    def transcribe_sync(self, pcm: np.ndarray, *, cpu_threads: int | None = None, redecode: bool = True) -> Transcript:
-        """Blocking transcription of 16 kHz mono float32 (runs on a worker thread). A greedy decode whose
-        confidence is under `redecode_below` is decoded again with a beam of 5 (`redecode`: not for interim
-        transcripts): the beam costs about as much again, so only the unsure decodes pay for it."""
+    def transcribe_sync(
+        self, pcm: np.ndarray, *, cpu_threads: int | None = None, redecode: bool = True, weigh: bool = True
+    ) -> Transcript:
+        """Blocking transcription of 16 kHz mono float32 (runs on a worker thread).
+
+        With a vocabulary (`set_vocabulary`) and `weigh`, a decode with the user's words in the prompt
+        that is less sure than `WEIGH_BELOW` is decoded again without them, and `prefer_prompted` keeps one:
+        the prompt brings the user's words but also pulls generic speech toward them. The second decode
+        reuses the encoder's output (`LastEncoding`), so it costs only the decoder. A kept greedy decode
+        whose confidence is under `redecode_below` is decoded again, the same way, with a beam of 5
+        (`redecode`). Interim transcripts do neither: one prompted greedy decode."""
         started = time.perf_counter()
         model = load_model(cpu_threads or self._cpu_threads)
         if pcm.size < WHISPER_SAMPLE_RATE // 10:  # under 100 ms: nothing to say
             return Transcript("", 0.0, pcm.size / WHISPER_SAMPLE_RATE, 0.0)
-        text, confidence = self._decode(model, pcm, self._beam_size)
+        weigh = weigh and self._prompt != self._style
+        (text, confidence), plain = self._decode_weighed(model, pcm, self._beam_size, weigh)
         redecoded = redecode and self.unsure(text, confidence)
         if redecoded:
-            text, confidence = self._decode(model, pcm, REDECODE_BEAM_SIZE)
+            (text, confidence), plain = self._decode_weighed(model, pcm, REDECODE_BEAM_SIZE, weigh)
         return Transcript(
             self.respell(text),
             min(confidence, 1.0),
             pcm.size / WHISPER_SAMPLE_RATE,
             time.perf_counter() - started,
             redecoded,
+            plain,
         )
+
+    def _decode_weighed(self, model, pcm: np.ndarray, beam_size: int, weigh: bool) -> tuple[tuple[str, float], bool]:
+        """(the kept decode, whether it is the one without the user's words)."""
+        prompted = self._decode(model, pcm, beam_size, self._prompt)
+        if not weigh or prompted[1] >= WEIGH_BELOW:
+            return prompted, False
+        plain = self._decode(model, pcm, beam_size, self._style)
+        if prefer_prompted(plain, prompted, self._corrector):
+            return prompted, False
+        return plain, True
 
     def unsure(self, text: str, confidence: float) -> bool:
         """Whether a decode (its text before respelling) is one to decode again with the beam."""
         return bool(text) and confidence < self._redecode_below and self._beam_size < REDECODE_BEAM_SIZE
 
-    def _decode(self, model, pcm: np.ndarray, beam_size: int) -> tuple[str, float]:
+    def _decode(self, model, pcm: np.ndarray, beam_size: int, prompt: str | None) -> tuple[str, float]:
         """(text, confidence) of one decode; ("", 0.0) when Whisper thinks it was silence."""
         segments, _info = model.transcribe(
             pcm,
@@ -300,7 +338,7 @@ class LocalWhisperSTT(stt.STT):
             condition_on_previous_text=False,
             without_timestamps=True,
             temperature=0.0,
-            initial_prompt=self._prompt,
+            initial_prompt=prompt,
         )
         kept = []
         for segment in segments:
@@ -324,9 +362,11 @@ class LocalWhisperSTT(stt.STT):
                 _turn_decodes += 1
         try:
             result = await loop.run_in_executor(
-                executor, lambda: self.transcribe_sync(pcm, cpu_threads=threads, redecode=not interim)
+                executor,
+                lambda: self.transcribe_sync(pcm, cpu_threads=threads, redecode=not interim, weigh=not interim),
             )
             self.speculation.redecodes += result.redecoded
+            self.speculation.plain += result.plain
             return result
         except APIConnectionError:
             raise

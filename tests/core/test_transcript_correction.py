@@ -83,3 +83,28 @@ def test_the_english_table_is_read_without_importing_wordfreq():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=PROJECT_ROOT, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["4.86", "4.86", "0.0"]  # wordfreq's own zipf_frequency says 4.86 for coffee
+
+
+def test_vocabulary_words_counts_the_rare_words_and_order_ids_a_text_holds():
+    corrector = TranscriptCorrector.from_terms(TERMS)
+    # Thibault, 1008, Kestrel and grinder: each word of a product name counts
+    assert corrector.vocabulary_words("Thibault asked about order 1008 and the Kestrel grinder.") == 4
+    assert corrector.vocabulary_words("Order 1009 is late, said the coffee kit.") == 0  # not ids, not rare
+
+
+def test_the_decode_with_the_users_words_is_kept_only_when_it_holds_more_of_them():
+    """`prefer_prompted`: the prompted decode wins when, respelled, it holds more of the vocabulary than
+    the plain decode; otherwise (the prompt only pulled generic speech around) the surer of the two wins."""
+    from agent.voice.local_stt import prefer_prompted
+
+    corrector = TranscriptCorrector.from_terms(TERMS)
+    # the prompt brought a name the plain decode missed: kept even though it is less sure
+    assert prefer_prompted(("My partner Tim bolt is here.", 0.9), ("My partner Thibault is here.", 0.7), corrector)
+    # the plain decode respelled holds the same name ("Fibault" -> Thibault): a tie, the surer wins
+    assert not prefer_prompted(("My partner Fibault is here.", 0.9), ("My partner Thibault is here.", 0.8), corrector)
+    assert prefer_prompted(("My partner Fibault is here.", 0.7), ("My partner Thibault is here.", 0.8), corrector)
+    # the prompt changed generic words but brought none of its own: the surer decode wins
+    assert not prefer_prompted(("It is a lovely day.", 0.8), ("It is a lonely day.", 0.6), corrector)
+    assert prefer_prompted(("It is a lovely day.", 0.6), ("It is a lonely day.", 0.8), corrector)
+    # the price of the rule: a vocabulary word the prompt made up where none was said wins
+    assert prefer_prompted(("It is a lovely day.", 0.8), ("It is a lovely tamper.", 0.6), corrector)

@@ -303,3 +303,43 @@ async def test_an_unsure_decode_is_decoded_again_with_a_beam_and_only_a_turn_dec
     await unsure.decode(pcm, interim=True)
     assert unsure.speculation.redecodes == 0
     assert (await unsure.decode(pcm)).redecoded and unsure.speculation.redecodes == 1
+
+
+def test_with_a_vocabulary_an_unsure_turn_decode_is_weighed_against_the_plain_one(monkeypatch):
+    """A turn's decode with the user's words set, less sure than `WEIGH_BELOW`, decodes the audio again
+    without them (reusing the encoder's output) and keeps the one `prefer_prompted` picks; a sure one is
+    kept alone, and an interim decode (`weigh=False`) is the prompted one alone."""
+    from agent.voice import local_stt
+
+    audio = piper_utterance("My partner Thibault asked about order 1008.")
+    pcm = resample(audio, SAMPLE_RATE, WHISPER_SAMPLE_RATE).astype(np.float32) / 32768
+    terms = ["Thibault", "1008", "Kestrel Grinder"]
+    plain = LocalWhisperSTT(respell=False).transcribe_sync(pcm)  # no vocabulary: the style prompt alone
+    stt = LocalWhisperSTT(respell=False)
+    stt.set_vocabulary(terms)
+    prompted = stt.transcribe_sync(pcm, weigh=False)
+    assert not plain.plain and not prompted.plain
+    # the prompted decode holds the user's words: the rule has something to weigh
+    assert stt._corrector.vocabulary_words(stt._corrector.correct(prompted.text)) >= 2, prompted.text
+
+    encode = load_model().encode
+    monkeypatch.setattr(local_stt, "WEIGH_BELOW", 1.01)  # every decode is unsure enough to weigh
+    reused = encode.reused
+    weighed = stt.transcribe_sync(pcm)
+    assert encode.reused == reused + 2  # both decodes used this audio's encoding (it was the last encoded)
+    keep_prompted = local_stt.prefer_prompted(
+        (plain.text, plain.confidence), (prompted.text, prompted.confidence), stt._corrector
+    )
+    expected = prompted if keep_prompted else plain
+    assert (weighed.text, weighed.plain) == (expected.text, not keep_prompted)
+    assert weighed.confidence == pytest.approx(expected.confidence)
+
+    monkeypatch.setattr(local_stt, "WEIGH_BELOW", prompted.confidence - 0.01)  # sure enough: kept alone
+    reused = encode.reused
+    sure = stt.transcribe_sync(pcm)
+    assert encode.reused == reused + 1 and (sure.text, sure.plain) == (prompted.text, False)
+
+    monkeypatch.setattr(local_stt, "WEIGH_BELOW", 1.01)
+    reused = encode.reused
+    interim = stt.transcribe_sync(pcm, redecode=False, weigh=False)
+    assert encode.reused == reused + 1 and (interim.text, interim.plain) == (prompted.text, False)
