@@ -23,7 +23,7 @@ from typing import Any
 import jiwer
 
 from agent import REDECODE_BEAM_SIZE, LocalWhisperSTT
-from agent.voice.local_stt import Transcript
+from agent.voice.local_stt import WEIGH_BELOW, Transcript
 from bench import speech_set
 from bench.stats import table
 from core import identity, memories, profiles, vocabulary
@@ -215,10 +215,12 @@ def section(result: dict[str, Any]) -> str:
             f"builds for a user who told the agent about themselves ({result['terms']} terms from "
             "`core.vocabulary`: product names, order ids, their remembered values, their name; within "
             "Whisper's 223-token prompt), with the re-decoding, and respells near misses of those words "
-            "(`core.transcript_correction`: rare heard words close to a rare vocabulary word, a number after "
-            '"order" one edit from exactly one order id): what the app did until 2026-11-29. **After** is what '
-            "the app transcribes now: every clip decoded with that prompt and with the generic one (the second "
-            "decode reuses the encoder's output), the prompted decode kept only when, respelled, it holds more "
+            "(`core.transcript_correction`: rare heard words close to a rare vocabulary word, two heard words "
+            'that together spell one, a number after "order" one edit from exactly one order id): what the app '
+            "did until 2026-11-29, but for the joining of two words. **After** is what "
+            "the app transcribes now: every clip decoded with that prompt, and one less sure than "
+            f"{WEIGH_BELOW} also with the generic one (the second decode reuses the encoder's output), the "
+            "prompted decode kept only when, respelled, it holds more "
             "of the vocabulary's words and order ids, else the surer of the two (`prefer_prompted`); then the "
             "same re-decoding (both ways) and respelling. "
             f"The generic decode was kept for {plain_kept['domain']} of {clips_of['domain']} domain clips and "

@@ -108,3 +108,16 @@ def test_the_decode_with_the_users_words_is_kept_only_when_it_holds_more_of_them
     assert prefer_prompted(("It is a lovely day.", 0.6), ("It is a lonely day.", 0.8), corrector)
     # the price of the rule: a vocabulary word the prompt made up where none was said wins
     assert prefer_prompted(("It is a lovely day.", 0.8), ("It is a lovely tamper.", 0.6), corrector)
+
+
+def test_two_heard_words_that_spell_a_vocabulary_word_together_are_joined():
+    """Whisper splits a name it does not know into words it does ("Oka for"); joined only when the two
+    nearly exactly spell a rare vocabulary word and neither is one itself."""
+    corrector = TranscriptCorrector.from_terms(["Siobhan Okafor", "hazelnuts", "cortado"])
+    assert corrector.correct("Siobhan Oka for speaking, is my order ready?") == (
+        "Siobhan Okafor speaking, is my order ready?"
+    )
+    assert corrector.correct("No hazel nuts in my cortado.") == "No hazelnuts in my cortado."
+    assert corrector.correct("I want a cortado.") == "I want a cortado."  # "acortado" is close, but cortado is known
+    assert corrector.correct("I found a hazel nut.") == "I found a hazel nut."  # one letter short: not nearly exact
+    assert corrector.correct("Thanks for speaking.") == "Thanks for speaking."
