@@ -162,9 +162,7 @@ class TranscriptCorrector:
         best = process.extractOne(lowered, self.words.keys(), scorer=fuzz.ratio, score_cutoff=MIN_SIMILARITY)
         if best is None:
             return None
-        spelling = self.words[best[0]]
-        # keep the heard capital or its absence: "decaling kit" -> "descaling kit", not "Descaling kit"
-        return spelling[0].upper() + spelling[1:] if heard[0].isupper() else spelling[0].lower() + spelling[1:]
+        return _with_case_of(heard, self.words[best[0]])
 
     def _joined(self, first: str, second: str) -> str | None:
         """The vocabulary word two heard words spell together, if neither is a vocabulary word itself."""
@@ -177,11 +175,15 @@ class TranscriptCorrector:
         )
         if best is None:
             return None
-        spelling = self.words[best[0]]
-        return spelling[0].upper() + spelling[1:] if first[0].isupper() else spelling[0].lower() + spelling[1:]
+        return _with_case_of(first, self.words[best[0]])
 
     def _order_id(self, heard: str) -> str | None:
         if not heard.isdigit() or heard in self.order_ids or len(heard) < 3:
             return None
         near = [order_id for order_id in self.order_ids if DamerauLevenshtein.distance(heard, order_id) == 1]
         return near[0] if len(near) == 1 else None
+
+
+def _with_case_of(heard: str, spelling: str) -> str:
+    """`spelling` with the heard capital or its absence: "decaling kit" -> "descaling kit", not "Descaling kit"."""
+    return spelling[0].upper() + spelling[1:] if heard[0].isupper() else spelling[0].lower() + spelling[1:]
