@@ -69,6 +69,8 @@ _EXPORTS = {
     "WHISPER_SAMPLE_RATE": "agent.voice.local_stt",
     "SPECULATE_AFTER_SECONDS": "agent.voice.local_stt",
     "REDECODE_BEAM_SIZE": "agent.voice.local_stt",
+    "WEIGH_BELOW": "agent.voice.local_stt",
+    "WhisperTranscript": "agent.voice.local_stt",
     "VAD_MIN_SILENCE": "agent.voice.local_call",
     "spoken_pieces_reused": "agent.voice.local_tts",
     "WEBRTC_SAMPLE_RATE": "agent.voice.audio",
@@ -80,7 +82,12 @@ _EXPORTS = {
     "JobRefused": "agent.worker",
 }
 # names exported under another name than the one their module uses
-_RENAMED = {"prewarm_voice": "prewarm", "save_report": "save", "flush_pending_reports": "flush_pending"}
+_RENAMED = {
+    "prewarm_voice": "prewarm",
+    "save_report": "save",
+    "flush_pending_reports": "flush_pending",
+    "WhisperTranscript": "Transcript",
+}
 
 __all__ = [
     "MAX_MESSAGE_LENGTH",
@@ -91,6 +98,7 @@ __all__ = [
     "VAD_MIN_SILENCE",
     "WEBRTC_FRAME_SAMPLES",
     "WEBRTC_SAMPLE_RATE",
+    "WEIGH_BELOW",
     "WHISPER_SAMPLE_RATE",
     "AgentRuntime",
     "Conversation",
@@ -110,6 +118,7 @@ __all__ = [
     "TranscriptEvent",
     "TurnResult",
     "VoiceCall",
+    "WhisperTranscript",
     "describe_models",
     "end_call",
     "end_calls_of",
@@ -170,6 +179,7 @@ if TYPE_CHECKING:
     from agent.voice.latency import per_turn_latency
     from agent.voice.local_call import VAD_MIN_SILENCE
     from agent.voice.local_call import prewarm as prewarm_voice
-    from agent.voice.local_stt import SPECULATE_AFTER_SECONDS, WHISPER_SAMPLE_RATE, LocalWhisperSTT
+    from agent.voice.local_stt import SPECULATE_AFTER_SECONDS, WEIGH_BELOW, WHISPER_SAMPLE_RATE, LocalWhisperSTT
+    from agent.voice.local_stt import Transcript as WhisperTranscript
     from agent.voice.local_tts import spoken_pieces_reused
     from agent.worker import JobRefused, resolve_user_id

@@ -22,8 +22,7 @@ from typing import Any
 
 import jiwer
 
-from agent import REDECODE_BEAM_SIZE, LocalWhisperSTT
-from agent.voice.local_stt import WEIGH_BELOW, Transcript
+from agent import REDECODE_BEAM_SIZE, WEIGH_BELOW, LocalWhisperSTT, WhisperTranscript
 from bench import speech_set
 from bench.stats import table
 from core import identity, memories, profiles, vocabulary
@@ -50,7 +49,9 @@ def word_error_rate(references: list[str], hypotheses: list[str]) -> float:
     return jiwer.wer(references, hypotheses, reference_transform=NORMALIZE, hypothesis_transform=NORMALIZE)
 
 
-def _decode_all(stt: LocalWhisperSTT, clips: list[speech_set.Clip], *, weigh: bool) -> tuple[list[Transcript], float]:
+def _decode_all(
+    stt: LocalWhisperSTT, clips: list[speech_set.Clip], *, weigh: bool
+) -> tuple[list[WhisperTranscript], float]:
     started = time.perf_counter()
     heard = [stt.transcribe_sync(clip.pcm(), weigh=weigh) for clip in clips]
     return heard, time.perf_counter() - started

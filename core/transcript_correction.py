@@ -187,3 +187,17 @@ class TranscriptCorrector:
 def _with_case_of(heard: str, spelling: str) -> str:
     """`spelling` with the heard capital or its absence: "decaling kit" -> "descaling kit", not "Descaling kit"."""
     return spelling[0].upper() + spelling[1:] if heard[0].isupper() else spelling[0].lower() + spelling[1:]
+
+
+def prefer_prompted(plain: tuple[str, float], prompted: tuple[str, float], corrector: TranscriptCorrector) -> bool:
+    """Whether to keep the decode prompted with the user's words over the one without them, each
+    (text, confidence). The prompt makes Whisper expect those words, and also pulls speech that holds none
+    of them toward them ("Hazelnuts make me sick" -> "Kestrel has made me sick"). So the prompted decode is
+    kept when, respelled, it holds more of the vocabulary's words and order ids than the plain one; on a
+    tie, the surer one is kept. Chosen on the development split of the speech set (docs/VOICE.md);
+    agent/voice/local_stt.py makes the two decodes."""
+    found_plain = corrector.vocabulary_words(corrector.correct(plain[0]))
+    found_prompted = corrector.vocabulary_words(corrector.correct(prompted[0]))
+    if found_prompted != found_plain:
+        return found_prompted > found_plain
+    return prompted[1] > plain[1]

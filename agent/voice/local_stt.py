@@ -42,9 +42,9 @@ from livekit.agents.utils import AudioBuffer, is_given, shortuuid
 
 from agent.voice.audio import to_whisper_input
 from agent.voice.last_encoding import LastEncoding
-from agent.voice.speculative_stt import SpeculativeRecognizeStream
+from agent.voice.speculative_stt import SpeculationStats, SpeculativeRecognizeStream
 from core import ctranslate2_cpu
-from core.transcript_correction import TranscriptCorrector, load_word_frequencies
+from core.transcript_correction import TranscriptCorrector, load_word_frequencies, prefer_prompted
 
 log = logging.getLogger(__name__)
 
@@ -164,19 +164,6 @@ def _prompt_token_counter():
     return lambda text: len(tokenizer.encode(" " + text.strip(), add_special_tokens=False).ids)
 
 
-def prefer_prompted(plain: tuple[str, float], prompted: tuple[str, float], corrector: TranscriptCorrector) -> bool:
-    """Whether to keep the decode prompted with the user's words over the one without them, each
-    (text, confidence). The prompt makes Whisper expect those words, and also pulls speech that holds none
-    of them toward them ("Hazelnuts make me sick" -> "Kestrel has made me sick"). So the prompted decode is
-    kept when, respelled, it holds more of the vocabulary's words and order ids than the plain one; on a
-    tie, the surer one is kept. Chosen on the development split of the speech set (docs/VOICE.md)."""
-    found_plain = corrector.vocabulary_words(corrector.correct(plain[0]))
-    found_prompted = corrector.vocabulary_words(corrector.correct(prompted[0]))
-    if found_prompted != found_plain:
-        return found_prompted > found_plain
-    return prompted[1] > plain[1]
-
-
 @dataclass(frozen=True)
 class Transcript:
     text: str
@@ -185,23 +172,6 @@ class Transcript:
     decode_seconds: float
     redecoded: bool = False  # the greedy decode was unsure, so this is the beam search's
     plain: bool = False  # the decode without the user's words won (`prefer_prompted`)
-
-
-@dataclass
-class SpeculationStats:
-    """What happened to the speculative decodes of one STT (all its streams)."""
-
-    started: int = 0
-    committed: int = 0  # became the turn's final transcript
-    discarded: int = 0  # the user spoke again before the turn ended
-    fresh_finals: int = 0  # the turn ended with no usable speculation: decoded after the end of speech
-    interims: int = 0
-    interims_skipped: int = 0  # a turn-ending decode was waiting in the process
-    redecodes: int = 0  # turn decodes unsure enough to be decoded again with a beam
-    plain: int = 0  # turn decodes where the decode without the user's words won
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(self.__dict__)
 
 
 class LocalWhisperSTT(stt.STT):

@@ -26,6 +26,23 @@ SPEECH_PROBABILITY = 0.35
 
 
 @dataclass
+class SpeculationStats:
+    """What happened to the speculative decodes of one STT (all its streams)."""
+
+    started: int = 0
+    committed: int = 0  # became the turn's final transcript
+    discarded: int = 0  # the user spoke again before the turn ended
+    fresh_finals: int = 0  # the turn ended with no usable speculation: decoded after the end of speech
+    interims: int = 0
+    interims_skipped: int = 0  # a turn-ending decode was waiting in the process
+    redecodes: int = 0  # turn decodes unsure enough to be decoded again with a beam
+    plain: int = 0  # turn decodes where the decode without the user's words won
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+@dataclass
 class _Utterance:
     """One VAD speech segment being recognized."""
 

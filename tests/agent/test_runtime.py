@@ -16,6 +16,7 @@ from agent.conversation import SESSION_DELETED, TurnResult
 from agent.events import decode_event, encode_event
 from agent.session import PlaygroundSession
 from core import db, memories, memory_changes, sessions, turn_indexer
+from core.config import get_settings
 from core.errors import DatabaseUnavailable, InvalidInput, NotFound
 from core.retrieval import MAX_QUERY_LENGTH, RrfParams
 from tests.support.long_messages import LONG_MESSAGES, remember_what_they_ask_about
@@ -98,7 +99,10 @@ def test_reruns_from_many_threads_never_build_a_second_session(runtime, new_user
     assert len({id(chat) for chat in found}) == 1
 
 
-def test_send_returns_reply_events_with_scores_and_timings(runtime, new_user):
+def test_send_returns_reply_events_with_scores_and_timings(runtime, new_user, monkeypatch):
+    # the scores are what this test is about: a recall over the 250 ms budget on a busy CI machine is
+    # skipped (no hits), which tests/agent/test_tools.py covers
+    monkeypatch.setattr(get_settings(), "recall_budget_ms", 30_000)
     user = new_user()
     memories.remember(user.scope, "favorite_color", "teal")
     chat = runtime.open_conversation("chat", user.user_id)

@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from core.config import PROJECT_ROOT
-from core.transcript_correction import TranscriptCorrector
+from core.transcript_correction import TranscriptCorrector, prefer_prompted
 
 TERMS = [
     "Kestrel Grinder",
@@ -95,8 +95,6 @@ def test_vocabulary_words_counts_the_rare_words_and_order_ids_a_text_holds():
 def test_the_decode_with_the_users_words_is_kept_only_when_it_holds_more_of_them():
     """`prefer_prompted`: the prompted decode wins when, respelled, it holds more of the vocabulary than
     the plain decode; otherwise (the prompt only pulled generic speech around) the surer of the two wins."""
-    from agent.voice.local_stt import prefer_prompted
-
     corrector = TranscriptCorrector.from_terms(TERMS)
     # the prompt brought a name the plain decode missed: kept even though it is less sure
     assert prefer_prompted(("My partner Tim bolt is here.", 0.9), ("My partner Thibault is here.", 0.7), corrector)

@@ -19,6 +19,7 @@ from agent.voice.local_stt import (
     to_whisper_input,
 )
 from agent.voice.local_tts import SAMPLE_RATE, LocalPiperTTS, SpokenPieces, split_first_clause
+from core.transcript_correction import prefer_prompted
 from tests.support.audio import piper_utterance, resample, rms
 
 pytestmark = pytest.mark.slow
@@ -327,7 +328,7 @@ def test_with_a_vocabulary_an_unsure_turn_decode_is_weighed_against_the_plain_on
     reused = encode.reused
     weighed = stt.transcribe_sync(pcm)
     assert encode.reused == reused + 2  # both decodes used this audio's encoding (it was the last encoded)
-    keep_prompted = local_stt.prefer_prompted(
+    keep_prompted = prefer_prompted(
         (plain.text, plain.confidence), (prompted.text, prompted.confidence), stt._corrector
     )
     expected = prompted if keep_prompted else plain
