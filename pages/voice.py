@@ -162,10 +162,13 @@ def _state_badge(state: str) -> None:
     st.badge(label, icon=icon, color=color)
 
 
-def _agent_spoke(call: VoiceCall) -> bool:
-    """Whether the agent's words (the greeting's, at first) are in the call's transcript."""
-    events, _ = call.events_since(0)
-    return any(event["type"] == "transcript" and event.get("role") == "assistant" for event in events)
+def _connecting(call: VoiceCall, lines: list[dict]) -> bool:
+    """Whether to say the agent is still connecting: not while its words (the greeting's) are in `lines`.
+    `ready` resolves only once the greeting has been spoken, and the state leaves initializing only as its
+    first audio plays: with two calls at once "Connecting" stood for 10 s under the greeting."""
+    if call.error or (call.ready and call.ready.done()) or call.agent_state != "initializing":
+        return False
+    return not any(line["role"] == "assistant" for line in lines)
 
 
 @timed_fragment(run_every=0.5)
@@ -201,12 +204,6 @@ def _live_status(key: str, who: str) -> None:
     )
     if call.error:
         st.error(call.error, icon=":material/error:")
-    elif not (call.ready and call.ready.done()) and call.agent_state == "initializing" and not _agent_spoke(call):
-        # `ready` resolves only once the greeting has been spoken: the agent is up (and talking) before that,
-        # and with two calls at once this said "Connecting" for 10 s under the greeting. Its state leaves
-        # initializing only as the greeting's first audio plays; its words are shown from the moment they are
-        # written, seconds earlier on a busy machine
-        st.caption(":material/hourglass_top: Connecting the agent (the first call loads the speech models)…")
 
 
 def _deleted_notice(call: VoiceCall) -> None:
@@ -231,7 +228,11 @@ def _live_transcript(key: str) -> None:
     lines = live_transcript(events)
     typed = call.waiting_messages(cursor) + list(st.session_state.get(_OUTBOX) or [])
     with st.container(height=420, border=True, autoscroll=True):
-        if not lines and not typed:
+        # drawn with the transcript from the same events, so it cannot stand beside the greeting (from the
+        # status fragment it stood under the greeting's words for over 1.5 s on a busy machine)
+        if _connecting(call, lines):
+            st.caption(":material/hourglass_top: Connecting the agent (the first call loads the speech models)…")
+        elif not lines and not typed:
             st.caption(
                 "Say something — for example “My favorite color is teal”, then “What is my favorite "
                 "color?”. Speaking while the agent talks interrupts it."
