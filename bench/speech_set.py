@@ -4,7 +4,10 @@ numbers and product words one user and this deployment use, plus generic ones.
 Each sentence is spoken by several synthetic voices (the Piper voice and espeak-ng voices), at
 1.0x and 1.2x speed, clean and with pink noise mixed in by sox, and kept as 16 kHz mono WAV files
 under DATA_DIR/bench/speech_set (made once, reused; espeak-ng and sox are Debian packages in the
-Makefile's apt list). The bench user's memories (`PERSONA`) are what a real user would have told the
+Makefile's apt list). Piper samples noise as it speaks, so each recording of a sentence is said a little
+differently and one take moves a 40-clip word error rate by a point or two; its clips can be recorded
+in several takes (`build(takes=...)`). espeak-ng and the seeded noise give the same clip every time, so
+they are recorded once. The bench user's memories (`PERSONA`) are what a real user would have told the
 agent, so biasing Whisper with them is what the app does for that user.
 """
 
@@ -175,6 +178,7 @@ class Clip:
     voice: Voice
     path: Path
     kind: str  # "domain" | "generic"
+    take: int = 0  # which recording of a Piper clip (espeak-ng clips are all take 0)
 
     def pcm(self) -> np.ndarray:
         """16 kHz mono float32 in [-1, 1] (what Whisper takes)."""
@@ -223,8 +227,10 @@ def folder() -> Path:
     return get_settings().data_dir / "bench" / "speech_set"
 
 
-def build(*, sentences: list[str] | None = None, voices: list[Voice] | None = None, log=print) -> list[Clip]:
-    """Every (sentence, voice) clip, recorded on first use."""
+def build(
+    *, sentences: list[str] | None = None, voices: list[Voice] | None = None, takes: int = 1, log=print
+) -> list[Clip]:
+    """Every (sentence, voice) clip, recorded on first use; Piper's in `takes` takes."""
     missing = tools_missing()
     if missing:
         raise RuntimeError(f"{' and '.join(missing)} not installed: run `make system-packages` (apt).")
@@ -235,12 +241,14 @@ def build(*, sentences: list[str] | None = None, voices: list[Voice] | None = No
     domain = set(DOMAIN) | set(DEV_DOMAIN)
     for text in sentences if sentences is not None else DOMAIN + GENERIC:
         for voice in voices or VOICES:
-            key = hashlib.sha1(f"{text}|{voice.label}".encode()).hexdigest()[:16]
-            path = target / f"{key}.wav"
-            if not path.exists():
-                _record(text, voice, path)
-                made += 1
-            clips.append(Clip(text, voice, path, "domain" if text in domain else "generic"))
+            for take in range(takes if voice.engine == "piper" else 1):
+                # take 0 keeps the name the clips had before there were takes, so they are reused
+                name = f"{text}|{voice.label}" + (f"|take {take}" if take else "")
+                path = target / f"{hashlib.sha1(name.encode()).hexdigest()[:16]}.wav"
+                if not path.exists():
+                    _record(text, voice, path)
+                    made += 1
+                clips.append(Clip(text, voice, path, "domain" if text in domain else "generic", take))
     if made:
         log(f"speech set: recorded {made} clips into {target}")
     return clips

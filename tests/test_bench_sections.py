@@ -58,9 +58,13 @@ def _wer_result(domain_after: float, generic_after: float) -> dict:
             row | {"kind": "generic", "before": 0.1, "redecoded": 0.1, "prompt": 0.1, "after": generic_after},
         ],
         "by_voice": [{"voice": "piper joe 1.0x", "before": 0.2, "redecoded": 0.15, "prompt": 0.1, "after": 0.08}],
+        "by_take": [
+            {"take": 1, "domain": {"before": 0.5, "after": 0.24}, "generic": {"before": 0.1, "after": 0.12}},
+            {"take": 2, "domain": {"before": 0.5, "after": 0.3}, "generic": {"before": 0.14, "after": 0.1}},
+        ],
         "terms": 3,
         "decode_seconds": {"before": 2.0, "redecoded": 2.8, "prompt": 2.4, "after": 2.6},
-        "plain_kept": {"domain": 1, "generic": 3},
+        "plain_kept": {"domain": (1, 4), "generic": (3, 4)},
         "examples": [("Call me Siobhan.", "piper joe 1.0x", "Call me Chivon.", "Call me Siobhan.")],
         "respelled": [("order 108", "order 1008")],
         "respelled_generic": 0,
@@ -81,6 +85,9 @@ def test_the_word_error_rate_section_says_which_goals_are_met():
     assert "250 ms per clip on average before, 350 ms re-decoded, 300 ms with the prompt and 325 ms after" in unmet
     assert "kept for 1 of 4 domain clips and 3 of 4 generic ones" in unmet
     assert "less sure than 0.65" in unmet
+    assert "the Piper voice's clips in 2 takes" in unmet
+    assert "| 1 | 50.0% | 24.0% | 10.0% | 12.0% | yes | no |" in unmet  # each take judged on its own
+    assert "| 2 | 50.0% | 30.0% | 14.0% | 10.0% | no | yes |" in unmet
     met = section(_wer_result(domain_after=0.25, generic_after=0.1))
     assert "domain WER halved — **met** (25.0% after, half of before is 25.0%); generic no worse — **met**" in met
 
