@@ -160,9 +160,13 @@ def run(
         for i, c in enumerate(clips)
         if c.kind == "domain" and c.take == 0 and NORMALIZE(before[i]) != NORMALIZE(after[i])
     ][:12]
-    respelled = [
-        (weighed[i].text, after[i]) for i, c in enumerate(clips) if c.kind == "domain" and weighed[i].text != after[i]
-    ]
+    respelled = list(  # each change once, though takes repeat them
+        dict.fromkeys(
+            (weighed[i].text, after[i])
+            for i, c in enumerate(clips)
+            if c.kind == "domain" and weighed[i].text != after[i]
+        )
+    )
     plain_kept = {
         kind: (
             sum(1 for t, c in zip(weighed, clips, strict=True) if c.kind == kind and t.plain),
@@ -311,7 +315,7 @@ def section(result: dict[str, Any]) -> str:
             ),
             "### By voice",
             table(["voice", "WER before", "WER re-decoded", "WER prompt", "WER after"], voices),
-            f"### What the respelling changed ({len(respelled)} domain clips; "
+            f"### What the respelling changed ({len(respelled)} different domain transcripts; "
             f"{result['respelled_generic']} generic clips changed)",
             table(["decoded", "respelled"], respelled) if respelled else "(nothing)",
             "### Some domain clips that changed from before to after",
