@@ -16,8 +16,8 @@ scores them after lowercasing and removing punctuation.
 `make bench` runs the test split (speech_set.DOMAIN + GENERIC) with the app's beam size, the Piper
 clips in `TAKES` takes: one recording moves the generic sentences' WER by a point or two (on the
 development split, four recordings of the same sentences gave 15.0% to 16.7% before), which is the
-size of the "no worse" goal's margin, so the goals are judged on all takes together and each take is
-shown too.
+size of the "no worse" goal's margin, so the goals are judged on the mean of the recordings (a take of
+the Piper clips with the espeak-ng clips each) and each recording is shown too.
 """
 
 from __future__ import annotations
