@@ -517,13 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     if "wer" not in skip:
         settings = get_settings()
         sections.append(
-            wer.section(
-                wer.run(
-                    beam_size=settings.stt_beam_size,
-                    redecode_below=settings.stt_redecode_below,
-                    takes=wer.TAKES,
-                )
-            )
+            wer.section(wer.run(beam_size=settings.stt_beam_size, redecode_below=settings.stt_redecode_below))
         )
     if "capacity" not in skip:
         counts = [int(x) for x in args.calls.split(",") if x.strip()]

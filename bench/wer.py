@@ -95,7 +95,7 @@ def run(
     split: str = "test",
     beam_size: int = 1,
     redecode_below: float = 0.0,
-    takes: int = 1,
+    takes: int = TAKES,
 ) -> dict[str, Any]:
     clips = speech_set.build(sentences=SPLITS[split], voices=voices, takes=takes, log=log)
     verified = identity.verify(identity.sign_in_anonymously().access_token)
@@ -230,7 +230,7 @@ def section(result: dict[str, Any]) -> str:
     plain_kept = result["plain_kept"]  # kind -> (clips that kept the generic decode, clips decoded)
     decoded = sum(of for _, of in plain_kept.values())
     per_clip_ms = {name: 1000 * seconds / decoded for name, seconds in result["decode_seconds"].items()}
-    by_take = result.get("by_take", [])
+    by_take = result["by_take"]
     takes = [
         [
             str(t["take"]),
