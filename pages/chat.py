@@ -317,7 +317,7 @@ def _end_session(chat) -> None:
 
 def _inspector(turns: list[Turn], visitor) -> None:
     answered = [t for t in turns if t.number > 0]
-    st.markdown("#### :material/insights: What the agent did")
+    st.markdown("#### :material/insights: What the agent did", anchors=False)
     if not answered:
         st.caption(
             "Send a message: the tool calls, the memories and knowledge retrieved (with vector rank, text "

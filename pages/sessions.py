@@ -380,10 +380,10 @@ def _detail(visitor, record, view: ReportView) -> None:
 
     left, right = st.columns([1, 1], gap="large")
     with left:
-        st.markdown("##### :material/forum: Transcript")
+        st.markdown("##### :material/forum: Transcript", anchors=False)
         _transcript(visitor.scope, record, view)
     with right:
-        st.markdown("##### :material/timer: Latency per turn")
+        st.markdown("##### :material/timer: Latency per turn", anchors=False)
         chart = _latency_chart(view)
         if record.is_open:
             _not_yet("Each turn's timings are")
@@ -392,14 +392,14 @@ def _detail(visitor, record, view: ReportView) -> None:
         else:
             st.altair_chart(chart, width="stretch")
             st.caption("Median per turn: " + " · ".join(f"{label} {ms(v)}" for label, v in _medians(view).items()))
-        st.markdown("##### :material/build: Tool calls")
+        st.markdown("##### :material/build: Tool calls", anchors=False)
         _tool_calls(record, view)
 
     if view.voice_latency or view.voice_latency_summary:
-        st.markdown("##### :material/graphic_eq: Voice latency per turn")
+        st.markdown("##### :material/graphic_eq: Voice latency per turn", anchors=False)
         _voice_latency(view)
 
-    st.markdown("##### :material/manage_search: Retrieval events")
+    st.markdown("##### :material/manage_search: Retrieval events", anchors=False)
     if record.is_open:
         _not_yet("Every search the agent ran, with its scores, is")
     elif not view.retrievals:
@@ -413,7 +413,7 @@ def _detail(visitor, record, view: ReportView) -> None:
         ):
             render_retrieval(event, key=f"u_session_retrieval_{index}", show_summary=True)
 
-    st.markdown("##### :material/neurology: Memories written during this session")
+    st.markdown("##### :material/neurology: Memories written during this session", anchors=False)
     if record.is_open:
         _memories_so_far(visitor.scope, record)
     elif not view.memories_written:

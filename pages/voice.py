@@ -255,7 +255,7 @@ def _live_turns(key: str) -> None:
         return
     events, _ = call.events_since(0)
     turn = latest_answered_turn(events)
-    st.markdown("#### :material/insights: What the agent did")
+    st.markdown("#### :material/insights: What the agent did", anchors=False)
     if turn is None:
         st.caption(
             "Per turn: the tool calls, the memories and knowledge retrieved (vector rank, text rank, each "

@@ -219,3 +219,29 @@ def test_fragments_are_made_only_through_ui_fragments():
         if isinstance(node, ast.Attribute) and node.attr == "fragment" and getattr(node.value, "id", None) == "st"
     ]
     assert wrong == []
+
+
+def _leading_text(node: ast.expr) -> str:
+    """The literal start of a string or f-string argument ('' for anything else)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+        return str(node.values[0].value)
+    return ""
+
+
+def test_markdown_headings_carry_no_anchor_links():
+    """A Markdown heading gets a link icon that is a Tab stop of its own (six of them on a session's report
+    before the first control): headings are section titles here, not places to link to."""
+    wrong = [
+        f"{module}:{node.lineno}"
+        for module, path in SOURCES.items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "markdown"
+        and node.args
+        and _leading_text(node.args[0]).startswith("#")
+        and not any(k.arg == "anchors" and getattr(k.value, "value", None) is False for k in node.keywords)
+    ]
+    assert wrong == []

@@ -599,5 +599,5 @@ def render_recall_tiers(
     row = st.container(horizontal=True, gap="small", key=f"{key}_tiers")
     for event, tier in ((slots, "slots"), (turns, "conversations")):
         with row, st.container(border=True, key=f"{key}_{tier}_tier"):
-            st.markdown(f"###### {TIER_TITLES[tier]}")
+            st.markdown(f"###### {TIER_TITLES[tier]}", anchors=False)
             render_retrieval(event, key=f"{key}_{tier}", show_summary=False, chart=False, compact=compact)

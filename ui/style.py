@@ -50,7 +50,7 @@ def page_header(title: str, subtitle: str | None = None, *, icon: str | None = N
 
 def empty_state(icon: str, title: str, body: str, *, link: tuple[str, str, str] | None = None) -> None:
     with st.container(border=True, horizontal_alignment="center"):
-        st.markdown(f"#### {icon} {title}")
+        st.markdown(f"#### {icon} {title}", anchors=False)
         st.markdown(body)
         if link:
             page, label, link_icon = link

@@ -114,9 +114,9 @@ def render_turn_details(turn: Turn, *, key: str, scope=None, params: RrfParams |
     if turn.errors:
         for message in turn.errors:
             st.error(message, icon=":material/error:")
-    st.markdown("##### :material/build: Tool calls")
+    st.markdown("##### :material/build: Tool calls", anchors=False)
     render_tool_calls(turn)
-    st.markdown("##### :material/manage_search: Retrieved")
+    st.markdown("##### :material/manage_search: Retrieved", anchors=False)
     if not turn.retrievals:
         st.caption("Nothing was searched in this turn.")
     pairs, others = recall_pair(turn.retrievals)
@@ -129,5 +129,5 @@ def render_turn_details(turn: Turn, *, key: str, scope=None, params: RrfParams |
             render_retrieval(retrieval, key=f"{key}_r{index}", compact=True)
             if scope is not None and params is not None:
                 _what_if(retrieval, scope=scope, params=params, key=f"{key}_r{index}")
-    st.markdown("##### :material/timer: Timings")
+    st.markdown("##### :material/timer: Timings", anchors=False)
     render_timings(turn)
