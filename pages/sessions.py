@@ -13,8 +13,9 @@ import pandas as pd
 import streamlit as st
 
 from core import conversations, memories, sessions
-from core.errors import NotFound
+from core.errors import InvalidInput, NotFound
 from core.retrieval import match_kind, search_conversations
+from core.text import clean_text
 from ui import auth, erase
 from ui.button_names import name_buttons
 from ui.charts import alt
@@ -31,6 +32,8 @@ PICK = "u_sessions_pick"
 SEARCH = "u_sessions_search"
 JUMP = "u_sessions_jump"  # (session id, turn index) of the search hit to show
 DELETE = "u_sessions_delete_pressed"  # the id of the session whose Delete this session was pressed
+LINKED = "u_sessions_linked"  # the session id this page last wrote into the address (?session=…)
+LINK_PARAM = "session"
 OPEN = "in progress"  # a session whose report is not saved yet (SessionRecord.is_open)
 MATCH_KEY = "u_session_turn_match"
 # Brings the matched turn into view inside the transcript's scrolling box (st.html runs it in the page).
@@ -530,6 +533,24 @@ def _not_there(scope, session_id: str) -> None:
         )
 
 
+def _linked_session() -> str | None:
+    """The session the address names (`/sessions?session=…`) when it is not the one this page wrote there
+    itself: a link opened, a bookmark, a reload in a new browser session. It is only ever looked up as the
+    visitor (RLS), so a link to someone else's session shows what an unknown one shows."""
+    named = st.query_params.get(LINK_PARAM, "")
+    if not named.strip() or named == st.session_state.get(LINKED):
+        return None
+    st.session_state[LINKED] = named  # taken once: what the page shows next says what became of it
+    try:
+        return clean_text(named, what="session id", max_length=conversations.MAX_SESSION_ID_LENGTH)
+    except InvalidInput:
+        st.warning(
+            f"The address names a session “{literal(clip(named, 60))}”, which is not a session id.",
+            icon=":material/link_off:",
+        )
+        return None
+
+
 def _delete_everything(visitor, count: int) -> None:
     # an expander, not a popover: Tab from it reaches the confirmation next (see _detail); keyed, so it stays
     # open while the confirmation is typed (a rerun)
@@ -549,7 +570,7 @@ def main() -> None:
     _delete_the_pressed_session(visitor)
     records = sessions.list_sessions(visitor.scope, limit=LISTED, brief=True)  # the chosen one is read whole
     total = sessions.count_sessions(visitor.scope) if len(records) == LISTED else len(records)
-    wanted = st.session_state.pop(REQUEST, None)
+    wanted = st.session_state.pop(REQUEST, None) or _linked_session()
     listed = {record.session_id for record in records}
     for older in dict.fromkeys((wanted, st.session_state.get(PICK))):
         # a search hit or a memory in a session older than the listed ones, or the one picked that way on
@@ -605,6 +626,8 @@ def main() -> None:
     chosen = st.selectbox(
         "Show session", ids, key=PICK, format_func=lambda sid: _label(records[ids.index(sid)], views[ids.index(sid)])
     )
+    # the address names the session shown, so a reload, a bookmark or a link opens it again
+    st.query_params[LINK_PARAM] = st.session_state[LINKED] = chosen
     record = sessions.get_session(visitor.scope, chosen)  # read again as the user: RLS decides
     view = read_report(record.report)
     if record.is_open:

@@ -48,6 +48,7 @@ def render_delete_everything(visitor, *, key: str) -> None:
                 erased = erasure.delete_everything(visitor.scope)
             for state_key in [k for k in st.session_state if str(k).startswith("u_")]:
                 del st.session_state[state_key]  # views of data that no longer exists
+            st.query_params.clear()  # an address naming a deleted session (Sessions' ?session=…) names nothing now
             st.session_state[FLASH_KEY] = erased.summary()
             st.rerun()
 

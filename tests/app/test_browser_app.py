@@ -102,6 +102,9 @@ def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page
     assert page.get_by_text("my favorite color is teal").count() >= 1
     assert page.get_by_text("where is order 1001?").count() >= 1
     screenshot(page, "sessions")
+    # the address names the session shown, so a bookmark or a reload opens it again
+    page.wait_for_url(re.compile(rf"/sessions\?session={session_id}$"), timeout=30_000)
+    link = page.url
 
     open_page(page, "Knowledge")
     question = page.get_by_label("Ask the knowledge base")
@@ -117,8 +120,10 @@ def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page
     other.get_by_text("Nothing remembered yet").wait_for(timeout=TURN_TIMEOUT_MS)
     assert user_id_of(other) != visitor
     expect(other.locator('[class*="st-key-u_memcard_"]')).to_have_count(0)
-    open_page(other, "Sessions")
+    other.goto(link)  # the first visitor's link names nothing of theirs to anyone else
     other.get_by_text("No sessions yet").wait_for(timeout=30_000)
+    assert other.get_by_text(f"Session {session_id} is not among your sessions").count() == 1
+    assert other.get_by_text("my favorite color is teal").count() == 0
 
     # deleting the memory removes it
     open_page(page, "Memories")

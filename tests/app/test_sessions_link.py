@@ -1,0 +1,93 @@
+"""The Sessions page's address names the session shown (`/sessions?session=…`): a reload, a bookmark or a
+link opens it again; a link to a session that is not the visitor's, or to no session at all, says so."""
+
+from __future__ import annotations
+
+import uuid
+
+from core import sessions
+from core.db import Scope
+from core.erasure import delete_everything
+
+
+def _with_sessions(at, count: int) -> list[str]:
+    """`count` saved sessions of the AppTest's visitor, oldest first."""
+    service = Scope.service(at.session_state["mp_visitor"].user_id)
+    ids = [f"text-{uuid.uuid4().hex[:16]}" for _ in range(count)]
+    for session_id in ids:
+        sessions.save_report(service, session_id, {"playground": {"turns": 1, "mode": "text"}})
+    return ids
+
+
+def _open_sessions_page(at, link: str | None):
+    if link is not None:
+        at.query_params["session"] = link
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_the_address_names_the_session_shown_and_a_link_opens_it(app):
+    at = app()
+    older, newer = _with_sessions(at, 2)
+    _open_sessions_page(at, older)
+    picker = at.selectbox(key="u_sessions_pick")
+    assert picker.value == older  # not the newest, which the page shows when nothing is asked for
+    assert any(older in header.value for header in at.subheader)
+    assert at.query_params["session"] == older
+
+    picker.set_value(newer)
+    at.run()
+    assert at.query_params["session"] == newer  # the address follows the picker
+    at.run()  # any later interaction: the address it wrote itself does not pull the page back
+    assert at.selectbox(key="u_sessions_pick").value == newer
+    delete_everything(at.session_state["mp_visitor"].scope)
+
+
+def test_a_link_to_someone_elses_session_shows_nothing_of_it(app, new_user):
+    stranger = new_user()
+    theirs = f"text-{uuid.uuid4().hex[:16]}"
+    sessions.save_report(Scope.service(stranger.user_id), theirs, {"playground": {"turns": 1, "mode": "text"}})
+    at = app()
+    [mine] = _with_sessions(at, 1)
+    _open_sessions_page(at, theirs)
+    assert any(f"Session `{theirs}` is not among your sessions" in w.value for w in at.warning)
+    assert at.selectbox(key="u_sessions_pick").value != theirs
+    assert not any(theirs in option for option in at.selectbox(key="u_sessions_pick").options)
+    assert not any(theirs in header.value for header in at.subheader)
+    assert at.query_params["session"] != theirs  # the page now names what it shows
+    at.run()  # said once
+    assert not any("is not among your sessions" in w.value for w in at.warning)
+    assert any(mine in option for option in at.selectbox(key="u_sessions_pick").options)
+    delete_everything(at.session_state["mp_visitor"].scope)
+
+
+def test_an_address_naming_no_session_id_is_said_and_the_page_works(app):
+    at = app()
+    [mine] = _with_sessions(at, 1)
+    for junk in ("x" * 5000, "bad\x00id"):
+        _open_sessions_page(at, junk)
+        assert any("which is not a session id" in w.value for w in at.warning), junk[:20]
+        assert at.selectbox(key="u_sessions_pick").value  # the newest of the visitor's own is shown
+        assert at.query_params["session"] == at.selectbox(key="u_sessions_pick").value
+    at.selectbox(key="u_sessions_pick").set_value(mine)
+    at.run()
+    _open_sessions_page(at, "   ")  # an empty link is no link: the page stays where it was
+    assert not any("session id" in w.value for w in at.warning)
+    assert at.selectbox(key="u_sessions_pick").value == mine and at.query_params["session"] == mine
+    delete_everything(at.session_state["mp_visitor"].scope)
+
+
+def test_delete_everything_clears_the_address(app):
+    at = app()
+    [mine] = _with_sessions(at, 1)
+    _open_sessions_page(at, mine)
+    assert at.query_params["session"] == mine
+    at.text_input(key="u_sessions_erase_phrase").set_value("DELETE")
+    at.run()  # the button is enabled by the typed phrase
+    at.button(key="u_sessions_erase_button").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert "session" not in at.query_params or at.query_params["session"] != mine
+    assert not any(mine in w.value for w in at.warning)  # not "was deleted, so it cannot be opened" after it
