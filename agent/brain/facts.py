@@ -105,6 +105,14 @@ RELATIONS = (
     "grandmother", "grandpa", "grandfather", "aunt", "uncle", "cousin", "roommate", "flatmate", "colleague",
     "kids", "children", "parents",
 )  # fmt: skip
+# what a pet is called when people say they have, got or adopted one ("a corgi named Biscuit")
+PETS = (
+    "dogs?", "cats?", "pets?", "rabbits?", "bunny", "bunnies", "parrots?", "hamsters?", "guinea pigs?", "fish",
+    "goldfish", "horses?", "ponies", "pony", "puppy", "puppies", "kittens?", "turtles?", "tortoises?", "lizards?",
+    "geckos?", "snakes?", "ferrets?", "budgies?", "cockatiels?", "retrievers?", "terriers?", "labs?", "labradors?",
+    "corgis?", "poodles?", "beagles?", "huskies", "husky", "dachshunds?", "spaniels?", "shepherds?", "bulldogs?",
+    "pugs?", "collies?", "chihuahuas?", "greyhounds?", "whippets?", "tabby", "tabbies", "siamese",
+)  # fmt: skip
 DIETS = ("vegetarian", "vegan", "pescatarian", "gluten-free", "gluten free", "keto", "kosher", "halal")
 NOTE_PREFIX = "note_"  # a statement about the user that fits no known slot keeps its own words
 
@@ -191,9 +199,8 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
     (re.compile(r"^i(?:'m| am) (?:severely |very |mildly )?allergic to (?P<c>.+)$", re.I), "allergies", 0.9),
     (re.compile(r"^i have an? (?P<c>.*allergy.*)$", re.I), "allergies", 0.85),
     (re.compile(r"^i drive (?:an? )?(?P<c>.+)$", re.I), "car", 0.85),
-    (re.compile(r"^(?:i|we) (?:own|have|'ve got|have got) (?P<c>(?:an?|two|three|four|\d+) (?:\w+ )?(?:dogs?|"
-                r"cats?|pets?|rabbits?|parrots?|hamsters?|fish|horses?|retrievers?|terriers?|puppy|kitten)\b.*)$",
-                re.I), "pet", 0.85),
+    (re.compile(r"^(?:i|we) (?:just |recently |finally )?(?:own|have|'ve got|have got|adopted|rescued|got) "
+                r"(?P<c>(?:an?|two|three|four|\d+) (?:[\w-]+ )?(?:" + "|".join(PETS) + r")\b.*)$", re.I), "pet", 0.85),
     (re.compile(r"^i(?:'m| am) (?:an? )?(?P<c>vegetarian|vegan|pescatarian|gluten[- ]free|keto|kosher|halal)$",
                 re.I), "diet", 0.85),
     # negations about food are the diet, in the user's own words: "I don't eat meat", "I can't have dairy"

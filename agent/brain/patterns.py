@@ -71,7 +71,21 @@ NAME = [
     re.compile(r"^(?:(?:hi|hello|hey)[,! ]+)?(?:my name is|my name's|i go by|i'm called|i am called|the name's) "
                r"(?P<v>[\w'. -]+)(?:[,;].*)?$", re.I),
 ]
-IM_NAME = re.compile(r"^(?i:(?:(?:hi|hello|hey)[,! ]+)?(?:i'm|i am) )(?P<v>[A-Z][a-z]+)$")
+# "I'm Dana", also as the first of several statements ("Hi, I'm Dana. I just adopted a corgi"); a capitalised
+# word that says how or what the user is ("I'm Sorry, …", "I'm Back!", "I'm Italian") is not a name
+NOT_A_NAME = (
+    "Fine", "Good", "Great", "Ok", "Okay", "Well", "Tired", "Bored", "Back", "Here", "Sorry", "Done", "Confused",
+    "Lost", "Curious", "Interested", "Happy", "Sad", "Glad", "Excited", "Hungry", "Busy", "Ready", "Going", "Gonna",
+    "About", "Testing", "New", "Not", "So", "Very", "Just", "Also", "Still", "Really", "Sure", "Afraid", "Home",
+    "Trying", "Looking", "Calling", "Writing", "Alright", "Cool", "Stuck", "Worried", "Late", "Early", "Vegan",
+    "Vegetarian", "American", "British", "English", "Irish", "Scottish", "Welsh", "Canadian", "Australian",
+    "Italian", "French", "German", "Spanish", "Portuguese", "Brazilian", "Mexican", "Indian", "Chinese", "Japanese",
+    "Korean", "Dutch", "Swedish", "Polish", "Russian", "Turkish", "Greek", "Swiss", "Danish", "Norwegian",
+    "Finnish", "Austrian", "Belgian", "Nigerian", "Kenyan", "Egyptian", "Argentinian", "Colombian", "Chilean",
+    "Vietnamese", "Thai", "Filipino", "Ukrainian", "Czech", "Hungarian", "Romanian", "Catholic", "Jewish", "Muslim",
+)
+IM_NAME = re.compile(r"^(?i:(?:(?:hi|hello|hey)[,! ]+)?(?:i'm|i am) )(?!(?:" + "|".join(NOT_A_NAME) + r")\b)"
+                     r"(?P<v>[A-Z][a-z]+)(?:(?:[.!,;]|\s+and\b)\s*.*)?$")
 EMAIL = re.compile(r"\b(?:my )?(?:e-?mail|email address) (?:is|=|:)?\s*(?P<v>[^\s@]+@[^\s@]+\.[A-Za-z]{2,})", re.I)
 TIMEZONE = [
     re.compile(r"\b(?:my )?time ?zone (?:is|=|:)\s*(?P<v>[A-Za-z_]+(?:/[A-Za-z_+-]+)*)", re.I),
