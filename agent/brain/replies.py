@@ -13,6 +13,7 @@ from typing import Any
 from livekit.agents import llm
 
 from agent.brain.facts import describe_fact, search_query, slot_phrase, slot_words
+from agent.brain.patterns import QUESTION_START
 from agent.brain.text import best_sentences, clean, stems, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
 from agent.sensitive import secret_reason
@@ -49,6 +50,10 @@ SPOKEN_OPENERS = (
 MAX_LISTED = 12
 # what the brain says when memory had nothing; never said while the per-turn recall put a memory into context
 NOTHING_FOUND_REPLY = "I don't remember you telling me that. Tell me and I'll remember it."
+# a statement the rules did not keep as a memory: every turn is stored, so it can still be found later
+KEPT_IN_THE_CONVERSATION_REPLY = (
+    "Noted. I haven't saved that as a memory, but our conversation is kept, so you can ask me about it later."
+)
 NOTHING_FOUND_PHRASES = ("I don't remember", "I couldn't find anything", "found nothing")
 
 
@@ -380,6 +385,9 @@ def _knowledge_found(data: dict[str, Any], user_text: str, recalled: list[tuple[
             return (
                 f"The Kestrel Coffee knowledge base doesn't cover that, but you told me {describe_fact(*recalled[0])}."
             )
+        if not (user_text.rstrip().endswith("?") or QUESTION_START.match(user_text.strip())):
+            # a statement no rule kept ("Booked my flights to Lisbon!"): not a question for the shop's documents
+            return KEPT_IN_THE_CONVERSATION_REPLY
         return "I couldn't find anything about that in the Kestrel Coffee knowledge base."
     top = hits[0]
     return f"From the Kestrel Coffee knowledge base ({top['title']}): {best_sentences(user_text, top['content'])}"

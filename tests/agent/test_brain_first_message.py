@@ -1,15 +1,17 @@
 """The first thing a visitor tends to type is a greeting with a name and something about them. Until
 2026-11-29 "Hi, I'm Dana. I just adopted a corgi named Biscuit." kept nothing and was answered from the
-coffee knowledge base; then "what's my dog's name?" found nothing. Run through the real agent, the real
-embedded database and the real embedding model."""
+coffee knowledge base; then "what's my dog's name?" found nothing. The end-to-end test runs the real agent,
+the real embedded database and the real embedding model."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from agent.brain.intents import classify
+from agent.brain.replies import KEPT_IN_THE_CONVERSATION_REPLY, compose_reply
 from core import memories, profiles
 from tests.support.agent_run import agent_session, reply_text
 
@@ -75,3 +77,18 @@ def test_the_first_message_is_kept_and_answered_from_later(new_user):
     assert "Dana" in greeting and "Biscuit" in greeting and "knowledge base" not in greeting
     assert "Biscuit" in dog
     assert "Dana" in name
+
+
+def test_a_statement_no_rule_keeps_is_acknowledged_not_looked_up_in_the_shop():
+    """Until 2026-11-29 "Booked my flights to Lisbon for May!" was answered "I couldn't find anything about that
+    in the Kestrel Coffee knowledge base". Every turn is stored, so the reply says it can be asked about later;
+    a question the knowledge base cannot answer still says so."""
+    nothing = [("search_knowledge", {"query": "q"}, json.dumps({"query": "q", "hits": []}), False)]
+    far = [("search_knowledge", {"query": "q"}, json.dumps({"query": "q", "hits": [{"similarity": 0.1}]}), False)]
+    for results in (nothing, far):
+        assert compose_reply("Booked my flights to Lisbon for May! TAP, flight TP 1357.", results) == (
+            KEPT_IN_THE_CONVERSATION_REPLY
+        )
+        assert compose_reply("Had a rough day at work today", results) == KEPT_IN_THE_CONVERSATION_REPLY
+        for question in ("do you sell decaf?", "Which beans suit a moka pot"):
+            assert "couldn't find anything" in compose_reply(question, results)
