@@ -29,29 +29,25 @@ Each tool call, retrieval and turn is published on the agent's
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterable, Callable
 from typing import Any
 
-from livekit.agents import Agent, ModelSettings, RunContext, ToolError, function_tool, llm
+from livekit.agents import Agent, ModelSettings, RunContext, function_tool, llm
 
 from agent import events, tool_outputs
 from agent.chat_format import DEFAULT_RECALL_PLACEMENT, PRELOAD_MESSAGE_ID, RecallPlacement, shape
 from agent.event_bus import EventBus
 from agent.prompts import FILLER_TEXT, INSTRUCTIONS, greeting_instruction, preload_message
 from agent.recall import Searches, recall, start_searches
-from core import memories, orders, profiles, retrieval
+from agent.tool_calls import call_core
+from core import conversations, memories, orders, profiles, retrieval
 from core.config import get_settings
 from core.db import Scope, parse_user_id
-from core.errors import DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound
 from core.profiles import Preload
 from core.retrieval import RrfParams
-
-log = logging.getLogger(__name__)
 
 
 def load_preload(user_id: uuid.UUID | str) -> Preload:
@@ -194,32 +190,7 @@ class PlaygroundAgent(Agent):
     async def _call(
         self, name: str, arguments: dict[str, Any], work: Callable[[], Any], render: Callable[[Any], dict[str, Any]]
     ) -> tuple[Any, str]:
-        """Run blocking core work in a thread; publish the call; map core errors to ToolError."""
-        started = time.perf_counter()
-        error: str | None = "cancelled"  # replaced below unless the call is cancelled mid-way
-        output: str | None = None
-        try:
-            result = await asyncio.to_thread(work)
-            output = json.dumps(render(result), ensure_ascii=False, default=str)
-            error = None
-            return result, output
-        except (NotFound, InvalidInput) as exc:
-            error = str(exc)
-            raise ToolError(error) from None
-        except (DatabaseUnavailable, EmbeddingUnavailable) as exc:
-            log.warning("tool %s failed: %s", name, exc)
-            error = "The memory service is unavailable right now; please try again in a moment."
-            raise ToolError(error) from None
-        except Exception:
-            error = "An internal error occurred."
-            log.exception("tool %s failed", name)
-            raise
-        finally:
-            self.bus.emit(
-                events.tool_call(
-                    name, arguments, output=output, error=error, duration_ms=(time.perf_counter() - started) * 1000
-                )
-            )
+        return await call_core(self.bus, name, arguments, work, render)
 
     def note_write(
         self, action: str, memory_type: str, content: str | None, previous: str | None = None, source: str = "tool"
@@ -352,6 +323,18 @@ class PlaygroundAgent(Agent):
             tool_outputs.conversations_found,
         )
         self.bus.emit(events.conversation_search_retrieval(result, trigger="tool:search_past_conversations"))
+        return output
+
+    @function_tool
+    async def recall_last_conversation(self, ctx: RunContext) -> str:
+        """What the user and the agent said in the user's most recent earlier conversation, in order, with
+        its date. Use it when the user asks what you talked about last time or where you left off."""
+        _, output = await self._call(
+            "recall_last_conversation",
+            {},
+            lambda: conversations.last_conversation(self.scope, before_session_id=self.session_id),
+            tool_outputs.last_conversation,
+        )
         return output
 
     @function_tool

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.conversations import ConversationTurn
 from core.memories import Forgotten, Memory, Remembered
 from core.orders import Order
 from core.profiles import Profile
@@ -91,6 +92,31 @@ def conversations_found(search: ConversationSearch) -> dict[str, Any]:
             }
             for h in search.hits
         ],
+    }
+
+
+# what the model reads of the last conversation: enough to say what it was about, not a whole transcript
+LAST_CONVERSATION_TURNS = 24
+LAST_CONVERSATION_CHARACTERS = 240
+
+
+def last_conversation(turns: list[ConversationTurn]) -> dict[str, Any]:
+    if not turns:
+        return {"found": False, "turns": []}
+    shown = turns[:LAST_CONVERSATION_TURNS]
+    return {
+        "found": True,
+        "date": turns[0].created_at.date().isoformat(),
+        "turns": [
+            {
+                "speaker": t.speaker,
+                "content": t.content
+                if len(t.content) <= LAST_CONVERSATION_CHARACTERS
+                else t.content[: LAST_CONVERSATION_CHARACTERS - 1] + "…",
+            }
+            for t in shown
+        ],
+        "more_turns": len(turns) - len(shown),
     }
 
 

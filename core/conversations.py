@@ -375,6 +375,23 @@ def list_turns(scope: Scope, session_id: str) -> list[ConversationTurn]:
         return [ConversationTurn(**row) for row in cur.fetchall()]
 
 
+def last_conversation(scope: Scope, *, before_session_id: str | None = None) -> list[ConversationTurn]:
+    """The turns of the user's most recent session in which they said something, other than
+    `before_session_id` (the one going on): what "what did we talk about last time?" is about. Empty when
+    there is none. As the user: RLS decides; as the service: scoped by user."""
+    current = clean_text(before_session_id or "-", what="session id", max_length=MAX_SESSION_ID_LENGTH)
+    with transaction(scope) as cur:
+        cur.execute(
+            "select s.session_id from public.sessions s where s.user_id = %s and s.session_id <> %s "
+            "and exists (select 1 from public.conversation_turns t where t.user_id = s.user_id "
+            "and t.session_id = s.session_id and t.speaker = 'user') "
+            "order by s.created_at desc, s.session_id desc limit 1",
+            (scope.user_id, current),
+        )
+        row = cur.fetchone()
+    return list_turns(scope, row["session_id"]) if row else []
+
+
 def count_user_turns(scope: Scope, session_ids: Sequence[str]) -> dict[str, int]:
     """How many turns the user said in each of these sessions, from the stored turns (what a session
     still open has instead of a report); a session without turns is left out."""

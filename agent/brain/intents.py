@@ -90,6 +90,12 @@ def _list(said: _Utterance) -> Intent | None:
     return None
 
 
+def _last_conversation(said: _Utterance) -> Intent | None:
+    if p.LAST_CONVERSATION.match(said.raw):
+        return Intent("past_conversations", calls=[("recall_last_conversation", {})])
+    return None
+
+
 def _past_conversation(said: _Utterance) -> Intent | None:
     """'what was that trail I mentioned last week?': search what was said in earlier conversations."""
     match = _first(p.PAST_CONVERSATION, said.body)
@@ -269,9 +275,9 @@ def _knowledge(said: _Utterance) -> Intent | None:
     return None
 
 
-_RULES = (_identity, _order_with_number, _forget, _list, _past_conversation, _search, _profile, _recall,
-          _remember_asked, _support, _statement, _order_without_number, _smalltalk, _personal_question,
-          _knowledge)  # fmt: skip
+_RULES = (_identity, _order_with_number, _forget, _list, _last_conversation, _past_conversation, _search,
+          _profile, _recall, _remember_asked, _support, _statement, _order_without_number, _smalltalk,
+          _personal_question, _knowledge)  # fmt: skip
 
 
 # --- helpers ---------------------------------------------------------------------------------------

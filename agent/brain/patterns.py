@@ -140,6 +140,16 @@ _EARLIER = (r"(?:last (?:week|time|month|night|weekend|year)|yesterday|earlier|b
             r"a while (?:ago|back)|\w+ (?:days|weeks|months) ago|previously|once|"
             r"in (?:an?|our|my|the) (?:earlier|previous|last|past|other) "
             r"(?:conversation|chat|session|call)s?)")
+# "what did we talk about last time?": the whole of the last conversation, not a search in all of them
+LAST_CONVERSATION = re.compile(
+    r"^(?:(?:hey|so|ok|okay)[, ]+)?(?:(?:can|could) you )?(?:remind me )?(?:what (?:did|have) we (?:talk|talked|chat|"
+    r"chatted|speak|spoken|discuss|discussed)(?: about)?|what we (?:talked|chatted|spoke|discussed)(?: about)?|"
+    r"what was our last (?:conversation|chat|call) about|"
+    r"where did we leave (?:off|it)|(?:sum up|summari[sz]e|recap) our last (?:conversation|chat|call|session))"
+    r"(?: (?:last time|the last time|before|earlier|yesterday|the other day|previously|last|"
+    r"(?:in|during) (?:our|the) (?:last|previous) (?:conversation|chat|call|session)))?[?.!]*$",
+    re.I,
+)
 PAST_CONVERSATION = [
     re.compile(r"\bsearch (?:our |my )?(?:past |previous |earlier |old )?(?:conversations|chats|transcripts|sessions)"
                r"(?: for| about)? (?P<q>.+)$", re.I),

@@ -5,13 +5,13 @@ It never invents facts: what it says about the user comes from the tools.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import re
 from typing import Any
 
 from livekit.agents import llm
 
+from agent.brain.earlier import answers, conversations_found, last_conversation, relevant
 from agent.brain.facts import describe_fact, search_query, slot_phrase, slot_words
 from agent.brain.patterns import QUESTION_START
 from agent.brain.text import best_sentences, clean, stems, strip_end
@@ -54,7 +54,6 @@ NOTHING_FOUND_REPLY = "I don't remember you telling me that. Tell me and I'll re
 KEPT_IN_THE_CONVERSATION_REPLY = (
     "Noted. I haven't saved that as a memory, but our conversation is kept, so you can ask me about it later."
 )
-NOTHING_FOUND_PHRASES = ("I don't remember", "I couldn't find anything", "found nothing")
 
 
 def smalltalk_reply(lower: str) -> str:
@@ -95,8 +94,8 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
         results = [r for r in results if r[0] not in ("recall_detail", "search_memories", "search_past_conversations")]
         if recalled:
             parts.append(f"You told me {describe_fact(*recalled[0])}.")
-        if past and _answers(past):  # not a slot, but said in an earlier conversation
-            parts.append(_conversations_found(past, after_memories=not recalled))
+        if past and answers(past):  # not a slot, but said in an earlier conversation
+            parts.append(conversations_found(past, after_memories=not recalled))
         elif not recalled and not results:
             return _nothing_found(results_before)
     elif found := _memory_answer(results, user_text):
@@ -211,7 +210,7 @@ def follow_up(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict
             return [("search_memories", {"query": search_query(query)})]
         if name == "search_memories" and not is_error and "search_past_conversations" not in names:
             data = load_output(output)
-            if not _relevant(data if isinstance(data, dict) else {}):
+            if not relevant(data if isinstance(data, dict) else {}):
                 return [("search_past_conversations", {"query": query})]
     return []
 
@@ -260,7 +259,7 @@ def _success_reply(name: str, data: Any, user_text: str, recalled: list[tuple[st
     if name == "search_knowledge":
         return _knowledge_found(data, user_text, recalled)
     if name == "search_past_conversations":
-        return _conversations_found(data)
+        return conversations_found(data)
     reply = _REPLIES.get(name)
     return reply(data) if reply else "Done."
 
@@ -290,54 +289,6 @@ def _listed(data: dict[str, Any]) -> str:
     facts = "; ".join(describe_fact(m["memory_type"], m["content"]) for m in memories[:MAX_LISTED])
     more = f" (and {len(memories) - MAX_LISTED} more on the Memories page)" if len(memories) > MAX_LISTED else ""
     return f"Here's what I remember about you: {facts}{more}."
-
-
-def _said_on(hit: dict[str, Any]) -> str:
-    try:
-        day = dt.date.fromisoformat(str(hit.get("date")))
-        when = f"{day:%A}, {day:%B} {day.day}"
-    except ValueError:
-        when = "an earlier conversation"
-    who = "you said" if hit.get("speaker") == "user" else "I said"
-    return f"On {when} {who}: “{_quote(str(hit.get('content') or ''))}”"
-
-
-def _quote(text: str, limit: int = 240) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _relevant(data: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        hit
-        for hit in data.get("hits", [])
-        if is_relevant(hit.get("text_rank"), hit.get("vector_distance"), hit.get("rrf_score"))
-    ]
-
-
-def _answers(data: dict[str, Any]) -> list[dict[str, Any]]:
-    """The relevant past turns that can answer: a question asked before ("What is my name?") matches the
-    same question best and answers nothing, and neither does this brain's own "I don't remember …"."""
-
-    def answers(hit: dict[str, Any]) -> bool:
-        said = str(hit.get("content") or "").strip()
-        if said.endswith("?"):
-            return False
-        return hit.get("speaker") == "user" or not any(phrase in said for phrase in NOTHING_FOUND_PHRASES)
-
-    return [hit for hit in _relevant(data) if answers(hit)]
-
-
-def _conversations_found(data: dict[str, Any], *, after_memories: bool = False) -> str:
-    hits = _answers(data)
-    if not hits:
-        return "I couldn't find anything about that in our earlier conversations."
-    # what the user said answers "that thing I mentioned" better than the agent's reply to it
-    top = next((hit for hit in hits[:3] if hit.get("speaker") == "user"), hits[0])
-    lead = (
-        "I don't have that saved as a memory, but I found it in our earlier conversations. " if after_memories else ""
-    )
-    return f"{lead}{_said_on(top)} (RRF score {top['rrf_score']:.4f})."
 
 
 def _name_before(results: list[ToolResult]) -> str | None:
@@ -399,4 +350,5 @@ _REPLIES = {
     "list_user_memories": _listed,
     "update_profile": _profile_updated,
     "lookup_order": _order_found,
+    "recall_last_conversation": last_conversation,
 }

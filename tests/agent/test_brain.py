@@ -8,10 +8,11 @@ from collections import Counter
 
 import pytest
 
+from agent.brain.earlier import NOTHING_FOUND_PHRASES
 from agent.brain.facts import parse_facts
 from agent.brain.intents import INTENTS, classify
 from agent.brain.llm import recalled_memories
-from agent.brain.replies import IDENTITY_REPLY, NOTHING_FOUND_PHRASES, NOTHING_FOUND_REPLY, compose_reply
+from agent.brain.replies import IDENTITY_REPLY, NOTHING_FOUND_REPLY, compose_reply
 from agent.extraction import extract_facts
 from agent.sensitive import rejection_reason, secret_reason
 from tests.support.app import TEST_DATA

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from agent.brain.replies import NOTHING_FOUND_PHRASES
+from agent.brain.earlier import NOTHING_FOUND_PHRASES
 from core import memories
 from tests.support.agent_run import agent_session, reply_text
 from tests.support.app import TEST_DATA

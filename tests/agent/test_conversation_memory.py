@@ -299,3 +299,40 @@ async def test_a_question_asked_in_an_earlier_session_is_not_quoted_as_its_own_a
         trail = reply_text(await run.session.run(user_input="what was the name of that trail I mentioned?"))
     assert reply.startswith("I don't remember your name yet.") and "you said" not in reply
     assert "Cedar Creek Loop" in trail  # a statement still answers
+
+
+def test_what_did_we_talk_about_last_time_sums_up_the_last_conversation(runtime, new_user):
+    """A chat, ended; a new chat asks what the last one was about: the agent calls recall_last_conversation
+    and answers with the user's own lines and the day (it searched all past turns for the words "what did we
+    talk about" until 2026-11-29, and found nothing). The chat going on is not "last time"."""
+    user = new_user()
+    first = runtime.open_conversation("last-1", user.user_id)
+    first.ready.result(timeout=60)
+    for said in ("I hiked the Bear Creek trail with Nora on Saturday.", "Booked my flights to Lisbon for May!"):
+        assert first.send(said).result(timeout=60).error is None
+    first.close().result(timeout=60)
+
+    second = runtime.open_conversation("last-2", user.user_id)
+    second.ready.result(timeout=60)
+    second.send("hi there").result(timeout=60)
+    answer = second.send("what did we talk about last time?").result(timeout=60)
+    session_id = second.session_id
+    second.close().result(timeout=60)
+    today = datetime.now(UTC).date()
+    assert answer.error is None
+    assert answer.reply.startswith(f"Last time, on {today:%A}, {today:%B} {today.day}, you told me:")
+    assert "Bear Creek trail" in answer.reply and "Lisbon" in answer.reply
+    assert "hi there" not in answer.reply  # this conversation is not the last one
+    report = sessions.get_session(user.scope, session_id).report["playground"]
+    [call] = [c for c in report["tool_calls"] if c["name"] == "recall_last_conversation"]
+    assert call["error"] is None and "Bear Creek" in call["output"]
+
+
+async def test_a_first_conversation_has_no_last_time(new_user):
+    user = new_user()
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="what did we talk about last time?")
+        result.expect.next_event().is_function_call(name="recall_last_conversation")
+        result.expect.next_event().is_function_call_output()
+        reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
+    assert reply == "This is our first conversation, so there's nothing earlier to look back on yet."

@@ -133,6 +133,36 @@ def test_past_conversations_through_an_llm(new_user, llm_server):
     assert stored[1].content == question and "Cedar Creek Loop" in stored[2].content
 
 
+def test_the_last_conversation_through_an_llm(new_user, llm_server):
+    """The model is offered recall_last_conversation (no arguments), calls it for "what did we talk about last
+    time?" and gets the last conversation's turns with its date."""
+    user = new_user()
+    yesterday = datetime.now(UTC).replace(microsecond=0) - timedelta(days=1)
+    said = "We hiked the Cedar Creek Loop on Saturday with Nora."
+    earlier = f"earlier-{user.user_id}"  # session ids are unique across users
+    conversations.store_turns(
+        Scope.service(user.user_id),
+        [
+            TurnInput(earlier, 0, "assistant", "Hi! What can I do for you today?", yesterday),
+            TurnInput(earlier, 1, "user", said, yesterday + timedelta(seconds=20)),
+        ],
+    )
+    question = "what did we talk about last time?"
+    result = run_chat_cli(llm_server.env(), [question], user_id=user.user_id)
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr + result.stdout
+    day = yesterday.date()
+    assert f"agent> Last time, on {day:%A}, {day:%B} {day.day}, you told me: “{said}”" in result.stdout
+
+    requests = llm_server.chat_requests()
+    offered = {tool["function"]["name"]: tool["function"] for tool in requests[0].body["tools"]}
+    assert offered["recall_last_conversation"]["parameters"].get("properties", {}) == {}
+    asked = first_request_for(requests, question)
+    assert [call["function"]["name"] for call in asked.answer_tool_calls] == ["recall_last_conversation"]
+    answered = next(r for r in requests if r.messages and r.messages[-1]["role"] == "tool")
+    assert said in answered.messages[-1]["content"] and day.isoformat() in answered.messages[-1]["content"]
+
+
 def test_messages_as_long_as_the_chat_allows_through_an_llm(new_user, llm_server):
     """The model passes a whole 2,000-character message to a search tool as its query (a query may be 1,000
     characters): each tool searches with part of it and the model gets hits, not an error, to answer from."""

@@ -1,0 +1,85 @@
+"""What the offline brain says about earlier conversations: a past turn quoted with the day it was said,
+and the last conversation summed up in the user's own words."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from typing import Any
+
+from core.retrieval import is_relevant
+
+# a greeting or a thank-you says nothing worth quoting back
+SMALLTALK_LINE = re.compile(
+    r"^(?:hi|hello|hey|thanks|thank you|ok|okay|bye|good (?:morning|evening|night))\b[^.?!]{0,20}[.!?]*$", re.I
+)
+NOTHING_FOUND_PHRASES = ("I don't remember", "I couldn't find anything", "found nothing")
+
+
+# how many of the user's lines "what did we talk about last time?" quotes
+LAST_CONVERSATION_QUOTED = 3
+
+
+def last_conversation(data: dict[str, Any]) -> str:
+    """The user's own lines of the last conversation, greetings and thanks left out."""
+    said = [str(t.get("content") or "") for t in data.get("turns") or [] if t.get("speaker") == "user"]
+    if not data.get("found") or not said:
+        return "This is our first conversation, so there's nothing earlier to look back on yet."
+    substantial = [line for line in said if len(line.split()) >= 3 and not SMALLTALK_LINE.match(line)] or said
+    quoted = "; ".join(f"“{quote(line, 160)}”" for line in substantial[:LAST_CONVERSATION_QUOTED])
+    more = len(substantial) - LAST_CONVERSATION_QUOTED + (data.get("more_turns") or 0) // 2
+    tail = f", and {more} more thing{'s' if more != 1 else ''} (the Sessions page has it all)" if more > 0 else ""
+    return f"Last time, {on_day(data.get('date'))}, you told me: {quoted}{tail}."
+
+
+def on_day(date: Any) -> str:
+    """'on Sunday, November 29' for an ISO date ('in an earlier conversation' without one)."""
+    try:
+        day = dt.date.fromisoformat(str(date))
+    except ValueError:
+        return "in an earlier conversation"
+    return f"on {day:%A}, {day:%B} {day.day}"
+
+
+def said_on(hit: dict[str, Any]) -> str:
+    who = "you said" if hit.get("speaker") == "user" else "I said"
+    when = on_day(hit.get("date"))
+    return f"{when[0].upper() + when[1:]} {who}: “{quote(str(hit.get('content') or ''))}”"
+
+
+def quote(text: str, limit: int = 240) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def relevant(data: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        hit
+        for hit in data.get("hits", [])
+        if is_relevant(hit.get("text_rank"), hit.get("vector_distance"), hit.get("rrf_score"))
+    ]
+
+
+def answers(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The relevant past turns that can answer: a question asked before ("What is my name?") matches the
+    same question best and answers nothing, and neither does this brain's own "I don't remember …"."""
+
+    def answers(hit: dict[str, Any]) -> bool:
+        said = str(hit.get("content") or "").strip()
+        if said.endswith("?"):
+            return False
+        return hit.get("speaker") == "user" or not any(phrase in said for phrase in NOTHING_FOUND_PHRASES)
+
+    return [hit for hit in relevant(data) if answers(hit)]
+
+
+def conversations_found(data: dict[str, Any], *, after_memories: bool = False) -> str:
+    hits = answers(data)
+    if not hits:
+        return "I couldn't find anything about that in our earlier conversations."
+    # what the user said answers "that thing I mentioned" better than the agent's reply to it
+    top = next((hit for hit in hits[:3] if hit.get("speaker") == "user"), hits[0])
+    lead = (
+        "I don't have that saved as a memory, but I found it in our earlier conversations. " if after_memories else ""
+    )
+    return f"{lead}{said_on(top)} (RRF score {top['rrf_score']:.4f})."
