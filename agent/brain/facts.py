@@ -105,6 +105,17 @@ RELATIONS = (
     "grandmother", "grandpa", "grandfather", "aunt", "uncle", "cousin", "roommate", "flatmate", "colleague",
     "kids", "children", "parents",
 )  # fmt: skip
+PROFESSIONS = (
+    "engineer", "developer", "teacher", "nurse", "doctor", "designer", "barista", "student", "manager", "lawyer",
+    "chef", "baker", "writer", "artist", "accountant", "scientist", "firefighter", "veterinarian", "pilot",
+    "farmer", "programmer",
+)  # fmt: skip
+# "I'm a software engineer in Toronto": the job, and where (a city) or for whom (an employer)
+_JOB_AND_WHERE = re.compile(
+    r"^i(?:'m| am) (?:an? )?(?P<job>(?:\w+ )?(?:" + "|".join(PROFESSIONS) + r")) (?P<prep>in|at|for) "
+    r"(?P<where>[A-Z][\w'&.-]*(?: [A-Z][\w'&.-]*){0,3})$",
+    re.I,
+)
 # what a pet is called when people say they have, got or adopted one ("a corgi named Biscuit")
 PETS = (
     "dogs?", "cats?", "pets?", "rabbits?", "bunny", "bunnies", "parrots?", "hamsters?", "guinea pigs?", "fish",
@@ -193,9 +204,7 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
     (re.compile(r"^i(?:'m| am) (?:originally )?from (?P<c>.+)$", re.I), "hometown", 0.8),
     (re.compile(r"^i work (?:at|for) (?P<c>.+)$", re.I), "employer", 0.85),
     (re.compile(r"^i work as (?:an? )?(?P<c>.+)$", re.I), "job", 0.85),
-    (re.compile(r"^i(?:'m| am) (?:an? )?(?P<c>(?:\w+ )?(?:engineer|developer|teacher|nurse|doctor|designer|barista|"
-                r"student|manager|lawyer|chef|baker|writer|artist|accountant|scientist|firefighter|veterinarian|"
-                r"pilot|farmer|programmer))$", re.I), "job", 0.8),
+    (re.compile(r"^i(?:'m| am) (?:an? )?(?P<c>(?:\w+ )?(?:" + "|".join(PROFESSIONS) + r"))$", re.I), "job", 0.8),
     (re.compile(r"^i(?:'m| am) (?:severely |very |mildly )?allergic to (?P<c>.+)$", re.I), "allergies", 0.9),
     (re.compile(r"^i have an? (?P<c>.*allergy.*)$", re.I), "allergies", 0.85),
     (re.compile(r"^i drive (?:an? )?(?P<c>.+)$", re.I), "car", 0.85),
@@ -239,15 +248,31 @@ def split_statements(text: str) -> list[str]:
     return [part.strip() for part in _STATEMENT_SPLIT.split(text) if part and part.strip()]
 
 
+# a request to keep the fact, said after it: not part of the fact
+_ASKED_TO_KEEP = re.compile(
+    r",?\s+(?:so |and )?(?:please )?(?:keep (?:that|this|it) in mind|remember (?:that|this|it)|"
+    r"(?:make a )?note (?:of )?(?:that|this|it)|don't forget (?:that|this|it)|for future reference)(?: please)?$",
+    re.I,
+)
+
+
 def parse_facts(text: str) -> list[Fact]:
     """Every fact in a message, one per slot (the last mention of a slot wins)."""
     found: dict[str, Fact] = {}
     for part in split_statements(text):
-        fact = parse_fact(part)
-        if fact is not None:
-            found.pop(fact.memory_type, None)
-            found[fact.memory_type] = fact
+        for fact in _job_and_where(part) or [parse_fact(part)]:
+            if fact is not None:
+                found.pop(fact.memory_type, None)
+                found[fact.memory_type] = fact
     return list(found.values())
+
+
+def _job_and_where(statement: str) -> list[Fact]:
+    match = _JOB_AND_WHERE.match(strip_end(clean(statement)))
+    if not match or not match.group("where")[:1].isupper():
+        return []
+    where = "home_city" if match.group("prep").lower() == "in" else "employer"
+    return [Fact("job", match.group("job"), 0.8), Fact(where, match.group("where"), 0.8)]
 
 
 def parse_fact(statement: str) -> Fact | None:
@@ -261,6 +286,7 @@ def parse_fact(statement: str) -> Fact | None:
         flags=re.I,
     )
     text = re.sub(r"(?<=\w) (?:now|these days|nowadays)$", "", text, flags=re.I)
+    text = _ASKED_TO_KEEP.sub("", text)  # "I'm allergic to shellfish, so please keep that in mind"
     if not text or text.endswith("?"):
         return None
     for pattern, slot, confidence in _DECLARATIVES:

@@ -115,6 +115,8 @@ def _search(said: _Utterance) -> Intent | None:
     )
     if asks_about_the_world:
         return Intent("knowledge", calls=[("search_knowledge", {"query": said.body})])
+    if re.search(r"\bmy\b", query, re.I):  # "about my family": with the slots that topic is kept under
+        query = search_query(query)
     return Intent("search_memories", calls=[("search_memories", {"query": query})])
 
 

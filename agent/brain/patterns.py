@@ -53,6 +53,8 @@ LIST = [
     re.compile(r"\beverything you (?:know|remember) about me\b", re.I),
     re.compile(r"\bwhat(?:'s| is) in (?:my|your) memor(?:y|ies)\b", re.I),
     re.compile(r"\bwhat do you know\??$", re.I),
+    re.compile(r"\bhow (?:many (?:memories|things|facts|details)|much(?: stuff)?)(?: do you| have you)? (?:have|know|"
+               r"remember|kept|saved|stored|got)(?: (?:about|on|of) me)?\b", re.I),
     re.compile(r"^(?:my )?memories\??$", re.I),
 ]
 SEARCH = [
@@ -64,12 +66,16 @@ SEARCH = [
     re.compile(r"\banything (?:in (?:my|your) memor(?:y|ies) )?about (?P<q>.+?) (?:in (?:my|your) memor(?:y|ies)|"
                r"saved|remembered)\b", re.I),
 ]
+# "Hi, ", "Hey there! ", "Good morning. " before what the message says
+GREETING = r"(?:(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening))(?: there| again)?[,!. ]+)?"
 NAME = [
     # the name ends at a comma: "my name is Ada, I live in Denver" (the rest is read for facts)
-    re.compile(r"^(?:(?:hi|hello|hey)[,! ]+)?(?:please |you can |just |from now on,? )?"
+    re.compile(r"^" + GREETING + r"(?:please |you can |just |from now on,? )?"
                r"call me (?P<v>[\w'. -]+)(?:[,;].*)?$", re.I),
-    re.compile(r"^(?:(?:hi|hello|hey)[,! ]+)?(?:my name is|my name's|i go by|i'm called|i am called|the name's) "
-               r"(?P<v>[\w'. -]+)(?:[,;].*)?$", re.I),
+    re.compile(r"^" + GREETING + r"(?:my name is(?: now)?|my name's|i go by|i'm called|i am called|"
+               r"the name's) (?P<v>[\w'. -]+)(?:[,;].*)?$", re.I),
+    re.compile(r"^(?:(?:ok|okay|actually|please)[,! ]+)?(?:please )?(?:change|update|set|switch) my (?:first )?name "
+               r"(?:to|as) (?P<v>[\w'. -]+)(?:[,;].*)?$", re.I),
 ]
 # "I'm Dana", also as the first of several statements ("Hi, I'm Dana. I just adopted a corgi"); a capitalised
 # word that says how or what the user is ("I'm Sorry, …", "I'm Back!", "I'm Italian") is not a name
@@ -84,7 +90,7 @@ NOT_A_NAME = (
     "Finnish", "Austrian", "Belgian", "Nigerian", "Kenyan", "Egyptian", "Argentinian", "Colombian", "Chilean",
     "Vietnamese", "Thai", "Filipino", "Ukrainian", "Czech", "Hungarian", "Romanian", "Catholic", "Jewish", "Muslim",
 )
-IM_NAME = re.compile(r"^(?i:(?:(?:hi|hello|hey)[,! ]+)?(?:i'm|i am) )(?!(?:" + "|".join(NOT_A_NAME) + r")\b)"
+IM_NAME = re.compile(r"^(?i:" + GREETING + r"(?:i'm|i am) )(?!(?:" + "|".join(NOT_A_NAME) + r")\b)"
                      r"(?P<v>[A-Z][a-z]+)(?:(?:[.!,;]|\s+and\b)\s*.*)?$")
 EMAIL = re.compile(r"\b(?:my )?(?:e-?mail|email address) (?:is|=|:)?\s*(?P<v>[^\s@]+@[^\s@]+\.[A-Za-z]{2,})", re.I)
 TIMEZONE = [

@@ -11,8 +11,8 @@ from typing import Any
 
 from livekit.agents import llm
 
-from agent.brain.earlier import answers, conversations_found, last_conversation, relevant
-from agent.brain.facts import describe_fact, search_query, slot_phrase, slot_words
+from agent.brain.earlier import answers, conversations_found, last_conversation, quote, relevant
+from agent.brain.facts import RELATIONS, describe_fact, search_query, slot_phrase, slot_words
 from agent.brain.patterns import QUESTION_START
 from agent.brain.text import best_sentences, clean, stems, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
@@ -87,6 +87,11 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
     put into context (what the retrieval panel stars); a question about the user is answered from them when
     the tools found nothing, so the reply never contradicts the panel."""
     recalled = [fact for fact in recalled or [] if _about_what_was_asked(user_text, *fact)]
+    forgets = [r for r in results if r[0] == "forget_detail"]
+    if len(forgets) > 1 and not forgets[-1][3]:  # the slot named was not there; the search found what was meant
+        return _forgotten(load_output(forgets[-1][2]), say_what=True)
+    if forgets and any(r[0] == "search_memories" for r in results):  # searched, and nothing to forget found
+        results = [r for r in results if r[0] != "search_memories"]
     results_before = results
     parts: list[str] = []
     if _asked_memory(results) and not _memory_answer(results, user_text):
@@ -172,7 +177,12 @@ def _about_what_was_asked(user_text: str, slot: str, content: str) -> bool:
     # with the slots its topic is stored under: "my pet's name" is answered by `dog_name`
     asked = [stems(search_query(m)) for m in _POSSESSOR.findall(user_text or "")]
     have = stems(f"{slot_words(slot)} {content}")
-    return all(stems & have for stems in asked if stems)
+    if not all(stems & have for stems in asked if stems):
+        return False
+    # "what's my job?" asks about the user: "partner: Sam works as a nurse" is someone else's job
+    mine = {word.lower() for word in re.findall(r"\bmy\s+(\w+)", user_text or "", re.I)}
+    relation = slot_words(slot)
+    return not (mine and relation in RELATIONS and relation not in mine and not mine & {"family", relation + "s"})
 
 
 def _memory_answer(results: list[ToolResult], user_text: str = "") -> str | None:
@@ -205,6 +215,8 @@ def follow_up(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict
     earlier conversations (what was said may never have become a slot)."""
     names = {name for name, *_ in results}
     query = strip_end(clean(user_text)) or user_text
+    if any(name == "forget_detail" and is_error for name, _, _, is_error in results):
+        return _forget_found(user_text, results)
     for name, _args, output, is_error in results:
         if name == "recall_detail" and is_error and "search_memories" not in names:
             return [("search_memories", {"query": search_query(query)})]
@@ -212,6 +224,24 @@ def follow_up(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict
             data = load_output(output)
             if not relevant(data if isinstance(data, dict) else {}):
                 return [("search_past_conversations", {"query": query})]
+    return []
+
+
+def _forget_found(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict]]:
+    """ "Forget my dog" named no slot of its own: search for it, then forget the one memory that holds one of
+    its words (its slot's or the topic's: `pet` for a dog) and is about the user, not someone else; never a
+    memory that is merely the nearest."""
+    names = [name for name, *_ in results]
+    if "search_memories" not in names:
+        return [("search_memories", {"query": search_query(strip_end(clean(user_text)))})]
+    if names.count("forget_detail") > 1:
+        return []
+    data = next(load_output(output) for name, _, output, is_error in results if name == "search_memories")
+    for hit in data.get("hits", []) if isinstance(data, dict) else []:
+        if hit.get("text_rank") is not None and _about_what_was_asked(
+            user_text, hit.get("memory_type", ""), hit.get("content", "")
+        ):
+            return [("forget_detail", {"memory_type": hit["memory_type"]})]
     return []
 
 
@@ -273,8 +303,10 @@ def _remembered(data: dict[str, Any]) -> str:
     return f"Updated: I'll remember that {fact} (before, I had {data['previous_content']})."
 
 
-def _forgotten(data: dict[str, Any]) -> str:
+def _forgotten(data: dict[str, Any], *, say_what: bool = False) -> str:
     done = f"Done, I've forgotten your {slot_phrase(data.get('memory_type', ''))}"
+    if say_what:  # found by a search, not by the name said: say which memory it was
+        done += f" (“{quote(str(data.get('forgotten') or ''), 120)}”)"
     mentions = data.get("past_mentions_removed") or 0
     if mentions:
         said = "message" if mentions == 1 else "messages"

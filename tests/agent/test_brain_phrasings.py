@@ -1,0 +1,89 @@
+"""Phrasings a visitor tried on 2026-11-29 that the offline brain got wrong: a name change, "how many memories",
+a fact followed by "so please keep that in mind", a job said with its city, a question about the user's job
+answered with their partner's, and "forget my dog" when the dog is kept as the `pet`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from agent.brain.intents import classify
+from agent.brain.replies import compose_reply
+from core import memories
+from tests.support.agent_run import agent_session, reply_text
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("Change my name to Lex", "Lex"), ("please update my name to Dee Dee", "Dee Dee"), ("my name is now Lex", "Lex")],
+)
+def test_a_name_change_updates_the_profile(text, name):
+    assert classify(text).calls[0] == ("update_profile", {"field": "name", "value": name})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "how many memories do you have about me?",
+        "how many things do you know about me",
+        "how much do you know about me?",
+    ],
+)
+def test_how_many_memories_lists_them(text):
+    assert classify(text).calls == [("list_user_memories", {})]
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "content"),
+    [
+        ("I'm allergic to shellfish, so please keep that in mind", "allergies", "shellfish"),
+        ("I live in Denver, remember that", "home_city", "Denver"),
+        ("my favorite color is teal, note that please", "favorite_color", "teal"),
+    ],
+)
+def test_a_request_to_keep_the_fact_is_not_part_of_it(text, slot, content):
+    assert classify(text).calls == [("remember_detail", {"memory_type": slot, "content": content})]
+
+
+def test_a_job_said_with_its_city_or_employer_keeps_both():
+    calls = classify("Hey there! My name is Alex and I'm a software engineer in Toronto.").calls
+    assert calls[0] == ("update_profile", {"field": "name", "value": "Alex"})
+    remembered = {args["memory_type"]: args["content"] for tool, args in calls if tool == "remember_detail"}
+    assert remembered == {"name": "Alex", "job": "software engineer", "home_city": "Toronto"}
+    assert classify("I'm a nurse at Mercy Hospital").calls == [
+        ("remember_detail", {"memory_type": "job", "content": "nurse"}),
+        ("remember_detail", {"memory_type": "employer", "content": "Mercy Hospital"}),
+    ]
+
+
+def _search(*hits: dict) -> str:
+    return json.dumps({"query": "q", "mode": "hybrid", "hits": list(hits)})
+
+
+def test_a_question_about_the_user_is_not_answered_with_a_relatives_fact():
+    partner = {"memory_type": "partner", "content": "Sam works as a nurse", "rrf_score": 0.3, "vector_rank": 1,
+               "text_rank": 1, "vector_distance": 0.5}  # fmt: skip
+    results = [("search_memories", {"query": "what's my job"}, _search(partner), False)]
+    assert "nurse" not in compose_reply("what's my job?", results)
+    assert compose_reply("what does my partner do?", results) == "You told me your partner Sam works as a nurse."
+    assert "nurse" in compose_reply("what do you know about my family?", results)
+
+
+def test_forget_my_dog_forgets_the_pet_and_forget_my_brother_forgets_no_one_else(new_user):
+    user = new_user()
+
+    async def talk() -> list[str]:
+        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
+            for said in ("I have a golden retriever called Maple.", "My sister Ana lives in Porto."):
+                await run.session.run(user_input=said)
+            return [
+                reply_text(await run.session.run(user_input=said))
+                for said in ("forget everything about my dog", "forget my brother")
+            ]
+
+    dog, brother = asyncio.run(talk())
+    assert dog == "Done, I've forgotten your pet (“a golden retriever called Maple”)."
+    assert brother == "I didn't have anything saved as your brother, so there was nothing to forget."
+    assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {"sister": "Ana lives in Porto"}
