@@ -171,6 +171,10 @@ def _asked_memory(results: list[ToolResult]) -> bool:
 _POSSESSOR = re.compile(r"\bmy\s+([a-z]+(?:\s+[a-z]+)?)(?:'s|\u2019s|s')\s", re.I)
 
 
+# words that ask about every relative at once ("what do you know about my family?")
+_FAMILY = {"family", "relatives", "kids", "children", "parents", "siblings", "folks"}
+
+
 def _about_what_was_asked(user_text: str, slot: str, content: str) -> bool:
     """False for a memory that does not name whose detail was asked for (or its topic's slots): the word "name"
     in "what is my dog's name?" also matches the user's own `name`, which is not the answer."""
@@ -182,7 +186,7 @@ def _about_what_was_asked(user_text: str, slot: str, content: str) -> bool:
     # "what's my job?" asks about the user: "partner: Sam works as a nurse" is someone else's job
     mine = {word.lower() for word in re.findall(r"\bmy\s+(\w+)", user_text or "", re.I)}
     relation = slot_words(slot)
-    return not (mine and relation in RELATIONS and relation not in mine and not mine & {"family", relation + "s"})
+    return not (mine and relation in RELATIONS and relation not in mine and not mine & {*_FAMILY, relation + "s"})
 
 
 def _memory_answer(results: list[ToolResult], user_text: str = "") -> str | None:

@@ -69,6 +69,10 @@ def test_a_question_about_the_user_is_not_answered_with_a_relatives_fact():
     assert "nurse" not in compose_reply("what's my job?", results)
     assert compose_reply("what does my partner do?", results) == "You told me your partner Sam works as a nurse."
     assert "nurse" in compose_reply("what do you know about my family?", results)
+    son = {**partner, "memory_type": "son", "content": "Leo is studying to be a nurse"}
+    results = [("search_memories", {"query": "kids"}, _search(son), False)]
+    assert "Leo" in compose_reply("tell me about my kids", results)
+    assert "Leo" not in compose_reply("what am I studying? tell me about my studies", results)
 
 
 def test_forget_my_dog_forgets_the_pet_and_forget_my_brother_forgets_no_one_else(new_user):
