@@ -76,7 +76,7 @@ TOPIC_SLOTS = [
             r"children)\b",
             re.I,
         ),
-        "sister brother mother father wife husband partner son daughter kids",
+        "sister brother mother mom mum father dad wife husband partner son daughter kids",
     ),
 ]
 
@@ -187,6 +187,11 @@ class Fact:
     confidence: float  # how sure the parser is that this is a durable fact about the user
 
 
+# when a move happened, said after where to ("last month", "in May", "in 2024", "recently"): not the place
+_MOVED_WHEN = (
+    r"(?: (?:last|this) (?:year|month|week|summer|spring|fall|autumn|winter)| recently| in (?:january|"
+    r"february|march|april|may|june|july|august|september|october|november|december|\d{4}))?"
+)
 # (pattern, slot or None to take it from the subject `s`, confidence); the first match wins
 # fmt: off
 _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
@@ -197,8 +202,13 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
     (re.compile(r"(?i:^my (?P<s>" + "|".join(RELATIONS) + r"))(?P<c>(?: [A-Z][\w'-]*)? (?i:lives?|works?|is|was|"
                 r"plays?|studies|goes|has|likes|loves|teaches|runs|moved|just)\b.*)$"), "_relation", 0.8),
     (re.compile(r"^my (?P<s>[\w' -]+?) (?:is|are|was) (?P<c>.+)$", re.I), None, 0.85),
-    (re.compile(r"^i(?:'ve)? (?:just )?moved to (?P<c>.+?)(?: (?:last|this) (?:year|month|week)| in \w+| recently)?$",
-                re.I), "home_city", 0.85),
+    # "I just moved to a new apartment in Brooklyn": the place is Brooklyn, not the apartment
+    (re.compile(r"^i(?:'ve)? (?:just |recently |finally )?moved (?:in)?to (?:a |an |my |our )?"
+                r"(?:new |bigger |smaller )?(?:apartment|place|house|flat|home|condo|studio|loft|room) in "
+                r"(?P<c>.+?)" + _MOVED_WHEN + r"$", re.I),
+     "home_city", 0.85),
+    (re.compile(r"^i(?:'ve)? (?:just |recently |finally )?moved to (?P<c>.+?)" + _MOVED_WHEN + r"$", re.I),
+     "home_city", 0.85),
     (re.compile(r"^i (?:live|reside|stay) in (?P<c>.+)$", re.I), "home_city", 0.9),
     (re.compile(r"^i(?:'m| am) (?:based|located) in (?P<c>.+)$", re.I), "home_city", 0.85),
     (re.compile(r"^i(?:'m| am) (?:originally )?from (?P<c>.+)$", re.I), "hometown", 0.8),

@@ -91,3 +91,23 @@ def test_forget_my_dog_forgets_the_pet_and_forget_my_brother_forgets_no_one_else
     assert dog == "Done, I've forgotten your pet (“a golden retriever called Maple”)."
     assert brother == "I didn't have anything saved as your brother, so there was nothing to forget."
     assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {"sister": "Ana lives in Porto"}
+
+
+@pytest.mark.parametrize(
+    ("text", "city"),
+    [
+        ("I just moved to a new apartment in Brooklyn", "Brooklyn"),
+        ("I moved into a house in Austin last month", "Austin"),
+        ("I moved to Berlin in May", "Berlin"),
+        ("I moved to Berlin in 2024", "Berlin"),
+    ],
+)
+def test_a_move_keeps_the_place_not_the_home_or_the_time(text, city):
+    assert classify(text).calls == [("remember_detail", {"memory_type": "home_city", "content": city})]
+
+
+def test_mom_answers_a_question_about_the_mother():
+    mom = {"memory_type": "mom_name", "content": "Linda", "rrf_score": 0.3, "vector_rank": 1, "text_rank": 1,
+           "vector_distance": 0.4}  # fmt: skip
+    results = [("search_memories", {"query": "mother"}, _search(mom), False)]
+    assert compose_reply("what's my mother's name?", results) == "You told me your mom's name is Linda."
