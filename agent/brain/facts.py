@@ -211,11 +211,14 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
      "home_city", 0.85),
     (re.compile(r"^i (?:live|reside|stay) in (?P<c>.+)$", re.I), "home_city", 0.9),
     (re.compile(r"^i(?:'m| am) (?:based|located) in (?P<c>.+)$", re.I), "home_city", 0.85),
-    (re.compile(r"^i(?:'m| am) (?:originally )?from (?P<c>.+)$", re.I), "hometown", 0.8),
+    (re.compile(r"^i(?:'m| am) (?:originally )?from (?P<c>.+?)(?: originally)?$", re.I), "hometown", 0.8),
     (re.compile(r"^i work (?:at|for) (?P<c>.+)$", re.I), "employer", 0.85),
     (re.compile(r"^i work as (?:an? )?(?P<c>.+)$", re.I), "job", 0.85),
     (re.compile(r"^i(?:'m| am) (?:an? )?(?P<c>(?:\w+ )?(?:" + "|".join(PROFESSIONS) + r"))$", re.I), "job", 0.8),
     (re.compile(r"^i(?:'m| am) (?:severely |very |mildly )?allergic to (?P<c>.+)$", re.I), "allergies", 0.9),
+    # "I have a peanut allergy": peanuts are what the user is allergic to ("allergic to peanut allergy" before)
+    (re.compile(r"^i have (?:an? )?(?:severe |mild |bad )?(?P<c>[\w -]+?) allerg(?:y|ies)$", re.I), "allergies", 0.85),
+    (re.compile(r"^i have (?:an? )?(?:severe |mild |bad )?allerg(?:y|ies) to (?P<c>.+)$", re.I), "allergies", 0.85),
     (re.compile(r"^i have an? (?P<c>.*allergy.*)$", re.I), "allergies", 0.85),
     (re.compile(r"^i drive (?:an? )?(?P<c>.+)$", re.I), "car", 0.85),
     (re.compile(r"^(?:i|we) (?:just |recently |finally )?(?:own|have|'ve got|have got|adopted|rescued|got) "

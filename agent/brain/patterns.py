@@ -117,6 +117,8 @@ RECALL = [
     (re.compile(r"\bremind me (?:of |what |about )?(?P<q>(?:what |where |when |who )?.*\bmy\b.*)$", re.I), None),
     (re.compile(r"\bwhere do i (?:live|stay|reside)\b|\bwhere(?:'s| is) (?:my )?home\b|"
                 r"\bwhat city do i live in\b", re.I), "home_city"),
+    (re.compile(r"\bwhere am i (?:originally )?from\b|\bwhere(?:'s| is) my hometown\b|\bwhere did i grow up\b|"
+                r"\bwhat(?:'s| is) my hometown\b", re.I), "hometown"),
     (re.compile(r"\bwhere do i work\b|\bwho do i work for\b|\bwhat company do i work (?:at|for)\b", re.I), "employer"),
     (re.compile(r"\bwhat do i do(?: for (?:work|a living))?\??$|\bwhat(?:'s| is) my job\b", re.I), "job"),
     (re.compile(r"\bwhat (?:car|vehicle) do i (?:drive|have|own)\b|\bwhat do i drive\b", re.I), "car"),

@@ -111,3 +111,23 @@ def test_mom_answers_a_question_about_the_mother():
            "vector_distance": 0.4}  # fmt: skip
     results = [("search_memories", {"query": "mother"}, _search(mom), False)]
     assert compose_reply("what's my mother's name?", results) == "You told me your mom's name is Linda."
+
+
+@pytest.mark.parametrize(
+    ("text", "allergen"),
+    [
+        ("I have a peanut allergy", "peanut"),
+        ("I have a severe shellfish allergy", "shellfish"),
+        ("I have an allergy to cats", "cats"),
+    ],
+)
+def test_an_allergy_said_as_a_noun_keeps_what_the_user_is_allergic_to(text, allergen):
+    """ "I have a peanut allergy" was kept as "peanut allergy" and said back as "allergic to peanut allergy"."""
+    assert classify(text).calls == [("remember_detail", {"memory_type": "allergies", "content": allergen})]
+
+
+def test_where_the_user_is_from_is_the_hometown_not_where_they_live():
+    calls = classify("I'm from Mumbai originally but I live in London now").calls
+    assert {args["memory_type"]: args["content"] for _, args in calls} == {"hometown": "Mumbai", "home_city": "London"}
+    for question in ("where am I from?", "where did I grow up?", "what's my hometown?"):
+        assert classify(question).calls == [("recall_detail", {"memory_type": "hometown"})]
