@@ -18,7 +18,7 @@ import streamlit as st
 from streamlit.runtime.pages_manager import PagesManager
 
 from core.errors import AuthError, AuthUnavailable
-from ui import auth, recovery, sidebar, style
+from ui import auth, button_names, recovery, sidebar, style
 from ui.errors import run_guarded, show_error
 
 # The auth server refuses new anonymous visitors; saved accounts can still sign in.
@@ -50,6 +50,7 @@ def render_shell() -> auth.Visitor:
         # holding the identity: without the cookie, every reload would make a new anonymous visitor.
         auth.sync_cookie()
         recovery.install()  # a page whose frontend crashed reloads instead of staying blank
+        button_names.install()  # accessible names: sliders said their label twice
     sidebar.render(visitor, redraw=redraw)
     return visitor
 

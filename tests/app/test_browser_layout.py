@@ -263,6 +263,25 @@ def test_tune_the_fusion_stays_open_while_the_sliders_move(streamlit_server, new
     expect(details).to_have_attribute("open", "")
 
 
+def test_a_slider_says_its_label_once(streamlit_server, new_browser_page):
+    """Streamlit labels a slider's input by itself and by its group, both carrying the label: the Knowledge
+    page's slider was read "Results Results", every fusion slider likewise (ui/button_names.py mends it)."""
+    page = _new_visitor(new_browser_page, streamlit_server, SIZES[0])
+    send(page, "hello")
+    fusion = page.locator('[data-testid="stExpander"]', has_text="Tune the fusion").first
+    fusion.locator("summary").click()
+    sliders = fusion.get_by_role("slider")
+    expect(sliders.first).to_be_visible()
+    names = [sliders.nth(i).evaluate("e => e.getAttribute('aria-label')") for i in range(sliders.count())]
+    assert len(names) >= 2
+    for name in names:  # the accessible name is the label, once
+        expect(fusion.get_by_role("slider", name=name, exact=True)).to_have_count(1)
+        expect(fusion.get_by_role("slider", name=f"{name} {name}", exact=True)).to_have_count(0)
+    open_page(page, "Knowledge")
+    expect(page.get_by_role("slider", name="Results", exact=True)).to_have_count(1, timeout=30_000)
+    expect(page.get_by_role("slider", name="Results Results", exact=True)).to_have_count(0)
+
+
 def test_keyboard_focus_on_the_top_navigation_shows_a_ring(streamlit_server, new_browser_page):
     """Tab onto a page link: Streamlit marked it with the grey of the current page only, so a keyboard
     user could not tell the focused link from the page they were on."""
