@@ -534,11 +534,13 @@ def _not_there(scope, session_id: str) -> None:
 
 
 def _linked_session() -> str | None:
-    """The session the address names (`/sessions?session=…`) when it is not the one this page wrote there
-    itself: a link opened, a bookmark, a reload in a new browser session. It is only ever looked up as the
-    visitor (RLS), so a link to someone else's session shows what an unknown one shows."""
+    """The session the address names (`/sessions?session=…`) on this browser session's first run of the
+    page: a link opened, a bookmark, a reload. Only then: a later run's address can be one the page has
+    already replaced (a rerun the browser asked for before the new address reached it named the session
+    just deleted). It is only ever looked up as the visitor (RLS), so a link to someone else's session
+    shows what an unknown one shows."""
     named = st.query_params.get(LINK_PARAM, "")
-    if not named.strip() or named == st.session_state.get(LINKED):
+    if LINKED in st.session_state or not named.strip():
         return None
     st.session_state[LINKED] = named  # taken once: what the page shows next says what became of it
     try:

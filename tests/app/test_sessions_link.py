@@ -64,18 +64,32 @@ def test_a_link_to_someone_elses_session_shows_nothing_of_it(app, new_user):
 
 
 def test_an_address_naming_no_session_id_is_said_and_the_page_works(app):
-    at = app()
-    [mine] = _with_sessions(at, 1)
     for junk in ("x" * 5000, "bad\x00id"):
-        _open_sessions_page(at, junk)
+        at = _open_sessions_page(app(), junk)
         assert any("which is not a session id" in w.value for w in at.warning), junk[:20]
-        assert at.selectbox(key="u_sessions_pick").value  # the newest of the visitor's own is shown
-        assert at.query_params["session"] == at.selectbox(key="u_sessions_pick").value
-    at.selectbox(key="u_sessions_pick").set_value(mine)
-    at.run()
-    _open_sessions_page(at, "   ")  # an empty link is no link: the page stays where it was
+    at = _open_sessions_page(app(), "   ")  # an empty link is no link
     assert not any("session id" in w.value for w in at.warning)
-    assert at.selectbox(key="u_sessions_pick").value == mine and at.query_params["session"] == mine
+
+
+def test_a_later_run_naming_another_session_does_not_pull_the_page_there(app):
+    """Seen in a fresh-clone run: Delete this session replaced the address, but a rerun the browser had asked
+    for before the new address reached it still named the deleted session, and the page said "Session … was
+    deleted, so it cannot be opened" instead of "Deleted session …". Only the first run reads the address."""
+    at = app()
+    older, newer = _with_sessions(at, 2)
+    _open_sessions_page(at, newer)
+    assert at.selectbox(key="u_sessions_pick").value == newer
+    at.query_params["session"] = older  # a stale address in a later run of the same browser session
+    at.run()
+    assert at.selectbox(key="u_sessions_pick").value == newer and at.query_params["session"] == newer
+    at.session_state["u_sessions_delete_pressed"] = newer  # what Delete this session's callback sets
+    at.query_params["session"] = newer  # the address of the run that deletes it, and of a stale one after
+    at.run()
+    assert any(f"Deleted session {newer} and its transcript" in s.value for s in at.success)
+    at.run()
+    assert not any("cannot be opened" in w.value for w in at.warning)
+    shown = at.selectbox(key="u_sessions_pick").value  # the newest left (the app's own chat, once stored)
+    assert shown != newer and at.query_params["session"] == shown
     delete_everything(at.session_state["mp_visitor"].scope)
 
 
