@@ -32,6 +32,7 @@ PICK = "u_sessions_pick"
 SEARCH = "u_sessions_search"
 JUMP = "u_sessions_jump"  # (session id, turn index) of the search hit to show
 DELETE = "u_sessions_delete_pressed"  # the id of the session whose Delete this session was pressed
+DELETED = "u_sessions_deleted"  # the id of the session this tab deleted, confirmed until a run finishes
 LINKED = "u_sessions_linked"  # the session id this page last wrote into the address (?session=…)
 LINK_PARAM = "session"
 OPEN = "in progress"  # a session whose report is not saved yet (SessionRecord.is_open)
@@ -333,8 +334,18 @@ def _delete_the_pressed_session(visitor) -> None:
                 icon=":material/info:",
             )
             return
-        # inside reported(): a deletion that failed (the database unreachable) shows its error, not this
+        # inside reported(): a deletion that failed (the database unreachable) shows its error, not this.
+        # Said by the runs that follow too, until one finishes: a rerun the browser asked for meanwhile (its
+        # widgets still naming the deleted session) cut this run short and the confirmation was lost.
+        st.session_state[DELETED] = session_id
+
+
+def _say_deleted() -> str | None:
+    """The confirmation of this tab's deletion (kept until a run finishes with it on the page)."""
+    session_id = st.session_state.get(DELETED)
+    if session_id is not None:
         st.success(f"Deleted session {session_id} and its transcript.", icon=":material/check_circle:")
+    return session_id
 
 
 def _open_hit(session_id: str, turn_index: int) -> None:
@@ -570,6 +581,7 @@ def main() -> None:
         icon=":material/history:",
     )
     _delete_the_pressed_session(visitor)
+    deleted_here = _say_deleted()
     records = sessions.list_sessions(visitor.scope, limit=LISTED, brief=True)  # the chosen one is read whole
     total = sessions.count_sessions(visitor.scope) if len(records) == LISTED else len(records)
     wanted = st.session_state.pop(REQUEST, None) or _linked_session()
@@ -582,6 +594,8 @@ def main() -> None:
                 records.append(sessions.get_session(visitor.scope, older))
                 listed.add(older)
             except NotFound:
+                if older == deleted_here:
+                    continue  # deleted by this tab: the confirmation above says so
                 if older == wanted:  # asked for by name: say so, rather than show another in its place
                     _not_there(visitor.scope, wanted)
                 else:  # the one shown on the run before: another is shown now, and the page says why
@@ -602,6 +616,7 @@ def main() -> None:
             "and timings will show up here.",
             link=("pages/chat.py", "Go to Chat", ":material/chat:"),
         )
+        st.session_state.pop(DELETED, None)  # said, by a run that finished
         return
     views = [read_report(record.report) for record in records]
     # an open session has no report yet: its turns so far come from the stored transcript
@@ -635,6 +650,7 @@ def main() -> None:
     if record.is_open:
         view.user_turns = conversations.count_user_turns(visitor.scope, [record.session_id]).get(record.session_id, 0)
     _detail(visitor, record, view)
+    st.session_state.pop(DELETED, None)  # said, by a run that finished
 
 
 run_page(main)

@@ -105,3 +105,25 @@ def test_delete_everything_clears_the_address(app):
     assert not at.exception, at.exception
     assert "session" not in at.query_params or at.query_params["session"] != mine
     assert not any(mine in w.value for w in at.warning)  # not "was deleted, so it cannot be opened" after it
+
+
+def test_a_deletion_is_confirmed_even_when_a_stale_rerun_cuts_its_run_short(app):
+    """A fresh-clone browser run: Delete this session deleted the session, then a rerun the browser had asked
+    for meanwhile (its picker still naming the deleted session) replaced the run's output, so "Deleted session
+    …" was never seen and the page said the session had been deleted "in another tab or window". The
+    confirmation is now kept until a run finishes with it, and this tab's own deletion is not "another tab"."""
+    at = app()
+    _, newer = _with_sessions(at, 2)
+    _open_sessions_page(at, newer)
+    sessions.delete_session(at.session_state["mp_visitor"].scope, newer)  # what the cut-short run did...
+    at.session_state["u_sessions_deleted"] = newer  # ...and noted, before the stale rerun replaced it
+    at.selectbox(key="u_sessions_pick").set_value(newer)  # the stale picker of that rerun
+    at.run()
+    assert not at.exception, at.exception
+    assert any(s.value == f"Deleted session {newer} and its transcript." for s in at.success)
+    assert not any("another tab" in i.value for i in at.info)
+    assert not any("cannot be opened" in w.value for w in at.warning)
+    assert at.selectbox(key="u_sessions_pick").value != newer
+    at.run()  # said once a run has finished with it
+    assert not any(s.value.startswith("Deleted session") for s in at.success)
+    delete_everything(at.session_state["mp_visitor"].scope)
