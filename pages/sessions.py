@@ -23,7 +23,7 @@ from ui.errors import reported
 from ui.format import ago, clip, duration, literal, ms, session_ref, when
 from ui.report_view import ReportView, read_report
 from ui.retrieval import render_retrieval
-from ui.shell import run_page
+from ui.shell import run_page, stayed_on_page
 from ui.style import empty_state, page_header
 
 LISTED = 100  # sessions in the table and the picker, newest first (each with what the overview reads of its report)
@@ -32,7 +32,8 @@ PICK = "u_sessions_pick"
 SEARCH = "u_sessions_search"
 JUMP = "u_sessions_jump"  # (session id, turn index) of the search hit to show
 DELETE = "u_sessions_delete_pressed"  # the id of the session whose Delete this session was pressed
-DELETED = "u_sessions_deleted"  # the id of the session this tab deleted, confirmed until a run finishes
+DELETED = "u_sessions_deleted"  # (id of the session this tab deleted, id of the one shown after it): confirmed
+DELETED_HERE = "u_sessions_deleted_here"  # every session this browser session deleted (not "another tab's")
 LINKED = "u_sessions_linked"  # the session id this page last wrote into the address (?session=…)
 LINK_PARAM = "session"
 OPEN = "in progress"  # a session whose report is not saved yet (SessionRecord.is_open)
@@ -86,11 +87,22 @@ def _overview(records, views) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+LABEL_SEPARATOR = " · "
+
+
 def _label(record, view: ReportView) -> str:
-    return (
-        f"{when(record.started_at or record.created_at)} · {view.user_turns} turn"
-        f"{'s' if view.user_turns != 1 else ''} · {record.session_id}" + (f" · {OPEN}" if record.is_open else "")
-    )
+    turns = f"{view.user_turns} turn{'s' if view.user_turns != 1 else ''}"
+    parts = [when(record.started_at or record.created_at), turns, record.session_id]
+    return LABEL_SEPARATOR.join(parts + ([OPEN] if record.is_open else []))
+
+
+def _picked_session_id() -> None:
+    """Make the picker's value a session id again. A rerun the browser sends with an option the page no
+    longer lists (the session just deleted) arrives as that option's *label*: Streamlit maps only the
+    labels it listed last back to values. Taken for a session id, it was "deleted in another tab"."""
+    picked = st.session_state.get(PICK)
+    if isinstance(picked, str) and picked.count(LABEL_SEPARATOR) >= 2:
+        st.session_state[PICK] = picked.split(LABEL_SEPARATOR)[2]
 
 
 def _medians(view: ReportView) -> dict[str, float]:
@@ -335,17 +347,29 @@ def _delete_the_pressed_session(visitor) -> None:
             )
             return
         # inside reported(): a deletion that failed (the database unreachable) shows its error, not this.
-        # Said by the runs that follow too, until one finishes: a rerun the browser asked for meanwhile (its
-        # widgets still naming the deleted session) cut this run short and the confirmation was lost.
-        st.session_state[DELETED] = session_id
+        # Said by the runs that follow too (see _say_deleted): reruns the browser asked for meanwhile, their
+        # picker still naming the deleted session, cut this run short or replaced its output.
+        st.session_state[DELETED] = (session_id, None)
+        st.session_state.setdefault(DELETED_HERE, set()).add(session_id)
 
 
-def _say_deleted() -> str | None:
-    """The confirmation of this tab's deletion (kept until a run finishes with it on the page)."""
-    session_id = st.session_state.get(DELETED)
-    if session_id is not None:
-        st.success(f"Deleted session {session_id} and its transcript.", icon=":material/check_circle:")
-    return session_id
+def _say_deleted() -> None:
+    """The confirmation of this tab's deletion, said until the visitor moves on: picks another session than
+    the one shown after it, or leaves the page. Not "until a run finishes": the browser can send more than
+    one rerun after a deletion (the cookie writer's, a stale picker's), and the last one came after the
+    confirmation had been taken down."""
+    confirmed = st.session_state.get(DELETED)
+    if confirmed is None:
+        return
+    deleted, shown_after = confirmed
+    if not stayed_on_page() or st.session_state.get(PICK) not in (deleted, shown_after, None):
+        st.session_state.pop(DELETED, None)
+        return
+    st.success(f"Deleted session {deleted} and its transcript.", icon=":material/check_circle:")
+
+
+def _deleted_here(session_id: str) -> bool:
+    return session_id in st.session_state.get(DELETED_HERE, ())
 
 
 def _open_hit(session_id: str, turn_index: int) -> None:
@@ -580,8 +604,9 @@ def main() -> None:
         "button on the Chat page, a finished call, or when you leave.",
         icon=":material/history:",
     )
+    _picked_session_id()
     _delete_the_pressed_session(visitor)
-    deleted_here = _say_deleted()
+    _say_deleted()
     records = sessions.list_sessions(visitor.scope, limit=LISTED, brief=True)  # the chosen one is read whole
     total = sessions.count_sessions(visitor.scope) if len(records) == LISTED else len(records)
     wanted = st.session_state.pop(REQUEST, None) or _linked_session()
@@ -594,8 +619,8 @@ def main() -> None:
                 records.append(sessions.get_session(visitor.scope, older))
                 listed.add(older)
             except NotFound:
-                if older == deleted_here:
-                    continue  # deleted by this tab: the confirmation above says so
+                if _deleted_here(older):
+                    continue  # deleted by this tab: said when it was (the confirmation above, while shown)
                 if older == wanted:  # asked for by name: say so, rather than show another in its place
                     _not_there(visitor.scope, wanted)
                 else:  # the one shown on the run before: another is shown now, and the page says why
@@ -616,7 +641,6 @@ def main() -> None:
             "and timings will show up here.",
             link=("pages/chat.py", "Go to Chat", ":material/chat:"),
         )
-        st.session_state.pop(DELETED, None)  # said, by a run that finished
         return
     views = [read_report(record.report) for record in records]
     # an open session has no report yet: its turns so far come from the stored transcript
@@ -649,8 +673,9 @@ def main() -> None:
     view = read_report(record.report)
     if record.is_open:
         view.user_turns = conversations.count_user_turns(visitor.scope, [record.session_id]).get(record.session_id, 0)
+    if DELETED in st.session_state:
+        st.session_state[DELETED] = (st.session_state[DELETED][0], chosen)  # what the confirmation stays with
     _detail(visitor, record, view)
-    st.session_state.pop(DELETED, None)  # said, by a run that finished
 
 
 run_page(main)

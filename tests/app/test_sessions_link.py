@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import uuid
 
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+from streamlit.testing.v1.element_tree import Selectbox
+
 from core import sessions
 from core.db import Scope
 from core.erasure import delete_everything
@@ -107,23 +110,52 @@ def test_delete_everything_clears_the_address(app):
     assert not any(mine in w.value for w in at.warning)  # not "was deleted, so it cannot be opened" after it
 
 
-def test_a_deletion_is_confirmed_even_when_a_stale_rerun_cuts_its_run_short(app):
-    """A fresh-clone browser run: Delete this session deleted the session, then a rerun the browser had asked
-    for meanwhile (its picker still naming the deleted session) replaced the run's output, so "Deleted session
-    …" was never seen and the page said the session had been deleted "in another tab or window". The
-    confirmation is now kept until a run finishes with it, and this tab's own deletion is not "another tab"."""
+def _stale_picker(monkeypatch, at, label: str) -> None:
+    """The next runs get the picker's value as the browser sent it after a deletion: the label of an option
+    the page no longer lists (AppTest's set_value refuses one)."""
+    picker_id = at.selectbox(key="u_sessions_pick").id
+    listed = Selectbox._widget_state
+
+    def sent(self):
+        return WidgetState(id=self.id, string_value=label) if self.id == picker_id else listed.fget(self)
+
+    monkeypatch.setattr(Selectbox, "_widget_state", property(sent))
+
+
+def test_a_deletion_is_confirmed_through_stale_reruns_until_the_visitor_moves_on(app, monkeypatch):
+    """Fresh-clone browser runs: Delete this session deleted the session, then reruns the browser had asked
+    for meanwhile (the cookie writer's, each with the picker still naming the deleted session) replaced the
+    run's output, and the last of them came after the confirmation had been taken down: "Deleted session …"
+    was never seen and the page said the session had been deleted "in another tab or window". The
+    confirmation now stays until the visitor picks another session or leaves the page."""
     at = app()
-    _, newer = _with_sessions(at, 2)
+    oldest, older, newer = _with_sessions(at, 3)  # older: a session left between the other two
     _open_sessions_page(at, newer)
-    sessions.delete_session(at.session_state["mp_visitor"].scope, newer)  # what the cut-short run did...
-    at.session_state["u_sessions_deleted"] = newer  # ...and noted, before the stale rerun replaced it
-    at.selectbox(key="u_sessions_pick").set_value(newer)  # the stale picker of that rerun
+    [newer_label] = [label for label in at.selectbox(key="u_sessions_pick").options if newer in label]
+    at.button(key="u_session_delete").click()
     at.run()
     assert not at.exception, at.exception
-    assert any(s.value == f"Deleted session {newer} and its transcript." for s in at.success)
-    assert not any("another tab" in i.value for i in at.info)
-    assert not any("cannot be opened" in w.value for w in at.warning)
-    assert at.selectbox(key="u_sessions_pick").value != newer
-    at.run()  # said once a run has finished with it
+    left = [record.session_id for record in sessions.list_sessions(at.session_state["mp_visitor"].scope)]
+    assert newer not in left and {older, oldest} <= set(left)
+    confirmation = f"Deleted session {newer} and its transcript."
+    assert any(s.value == confirmation for s in at.success)
+    shown_after = at.selectbox(key="u_sessions_pick").value  # the newest left (the app's own chat, once stored)
+    assert shown_after in left and shown_after != oldest
+    _stale_picker(monkeypatch, at, newer_label)
+    for _ in range(2):  # stale reruns: the picker still names the deleted session
+        at.run()
+        assert not at.exception, at.exception
+        assert any(s.value == confirmation for s in at.success)
+        assert not any("another tab" in i.value for i in at.info)
+        assert not any("cannot be opened" in w.value for w in at.warning)
+        assert at.selectbox(key="u_sessions_pick").value == shown_after
+    monkeypatch.undo()
+    at.run()  # a rerun of the page as it is (the one shown after the deletion): still said
+    assert any(s.value == confirmation for s in at.success)
+    at.selectbox(key="u_sessions_pick").set_value(oldest)  # the visitor moves on
+    at.run()
     assert not any(s.value.startswith("Deleted session") for s in at.success)
+    _stale_picker(monkeypatch, at, newer_label)  # a stale picker later still is not "another tab"
+    at.run()
+    assert not any("another tab" in i.value for i in at.info)
     delete_everything(at.session_state["mp_visitor"].scope)
