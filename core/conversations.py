@@ -379,10 +379,15 @@ def last_conversation(scope: Scope, *, before_session_id: str | None = None) -> 
     """The turns of the user's most recent session in which they said something, other than
     `before_session_id` (the one going on): what "what did we talk about last time?" is about. Empty when
     there is none. As the user: RLS decides; as the service: scoped by user."""
-    current = clean_text(before_session_id or "-", what="session id", max_length=MAX_SESSION_ID_LENGTH)
+    current = (
+        None
+        if not before_session_id
+        else clean_text(before_session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)
+    )
     with transaction(scope) as cur:
         cur.execute(
-            "select s.session_id from public.sessions s where s.user_id = %s and s.session_id <> %s "
+            "select s.session_id from public.sessions s where s.user_id = %s "
+            "and s.session_id is distinct from %s::text "
             "and exists (select 1 from public.conversation_turns t where t.user_id = s.user_id "
             "and t.session_id = s.session_id and t.speaker = 'user') "
             "order by s.created_at desc, s.session_id desc limit 1",

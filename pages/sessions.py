@@ -34,7 +34,7 @@ JUMP = "u_sessions_jump"  # (session id, turn index) of the search hit to show
 DELETE = "u_sessions_delete_pressed"  # the id of the session whose Delete this session was pressed
 DELETED = "u_sessions_deleted"  # (id of the session this tab deleted, id of the one shown after it): confirmed
 DELETED_HERE = "u_sessions_deleted_here"  # every session this browser session deleted (not "another tab's")
-LINKED = "u_sessions_linked"  # the session id this page last wrote into the address (?session=…)
+LINKED = "u_sessions_linked"  # set once the address (?session=…) is the page's own: read, or written, once
 LINK_PARAM = "session"
 OPEN = "in progress"  # a session whose report is not saved yet (SessionRecord.is_open)
 MATCH_KEY = "u_session_turn_match"
@@ -577,7 +577,7 @@ def _linked_session() -> str | None:
     named = st.query_params.get(LINK_PARAM, "")
     if LINKED in st.session_state or not named.strip():
         return None
-    st.session_state[LINKED] = named  # taken once: what the page shows next says what became of it
+    st.session_state[LINKED] = True  # taken once: what the page shows next says what became of it
     try:
         return clean_text(named, what="session id", max_length=conversations.MAX_SESSION_ID_LENGTH)
     except InvalidInput:
@@ -668,7 +668,8 @@ def main() -> None:
         "Show session", ids, key=PICK, format_func=lambda sid: _label(records[ids.index(sid)], views[ids.index(sid)])
     )
     # the address names the session shown, so a reload, a bookmark or a link opens it again
-    st.query_params[LINK_PARAM] = st.session_state[LINKED] = chosen
+    st.query_params[LINK_PARAM] = chosen
+    st.session_state[LINKED] = True  # from now on the address is the one written here
     record = sessions.get_session(visitor.scope, chosen)  # read again as the user: RLS decides
     view = read_report(record.report)
     if record.is_open:

@@ -97,19 +97,25 @@ def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user
     assert extraction.messages[0]["content"].startswith(EXTRACTION_PROMPT)
 
 
+def _an_earlier_chat(user, said: str, at: datetime) -> None:
+    """A session of the user's before this one: the agent's greeting, then what the user said."""
+    earlier = f"earlier-{user.user_id}"  # session ids are unique across users
+    conversations.store_turns(
+        Scope.service(user.user_id),
+        [
+            TurnInput(earlier, 0, "assistant", "Hi! What can I do for you today?", at),
+            TurnInput(earlier, 1, "user", said, at + timedelta(seconds=20)),
+        ],
+    )
+
+
 def test_past_conversations_through_an_llm(new_user, llm_server):
     """The model is offered search_past_conversations, calls it for "that trail I mentioned last week" and
     answers with what was said and when; the CLI stores its own session's turns as it goes."""
     user = new_user()
     last_week = datetime.now(UTC).replace(microsecond=0) - timedelta(days=7)
     trail = "We hiked the Cedar Creek Loop on Saturday with Nora, nine miles and my legs are dead."
-    conversations.store_turns(
-        Scope.service(user.user_id),
-        [
-            TurnInput("earlier-chat", 0, "assistant", "Hi! What can I do for you today?", last_week),
-            TurnInput("earlier-chat", 1, "user", trail, last_week + timedelta(seconds=20)),
-        ],
-    )
+    _an_earlier_chat(user, trail, last_week)
     question = "what was the name of that trail I mentioned last week?"
     result = run_chat_cli(llm_server.env(), [question], user_id=user.user_id)
     _no_traceback(result)
@@ -139,14 +145,7 @@ def test_the_last_conversation_through_an_llm(new_user, llm_server):
     user = new_user()
     yesterday = datetime.now(UTC).replace(microsecond=0) - timedelta(days=1)
     said = "We hiked the Cedar Creek Loop on Saturday with Nora."
-    earlier = f"earlier-{user.user_id}"  # session ids are unique across users
-    conversations.store_turns(
-        Scope.service(user.user_id),
-        [
-            TurnInput(earlier, 0, "assistant", "Hi! What can I do for you today?", yesterday),
-            TurnInput(earlier, 1, "user", said, yesterday + timedelta(seconds=20)),
-        ],
-    )
+    _an_earlier_chat(user, said, yesterday)
     question = "what did we talk about last time?"
     result = run_chat_cli(llm_server.env(), [question], user_id=user.user_id)
     _no_traceback(result)
