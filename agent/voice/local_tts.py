@@ -224,12 +224,15 @@ def _load_piper(piper_voice_class, model, config):
     return voice
 
 
-def synthesize_pcm(text: str, *, length_scale: float | None = None) -> np.ndarray:
-    """Blocking: the whole text as 22050 Hz mono int16 (tests, benchmark fixtures)."""
+def synthesize_pcm(text: str, *, length_scale: float | None = None, steady: bool = False) -> np.ndarray:
+    """Blocking: the whole text as 22050 Hz mono int16. Piper draws random noise for every utterance, so the
+    same text sounds a little different each time; `steady` leaves the noise out: the same audio every run
+    (a test whose precondition is what Whisper hears in it)."""
     from piper import SynthesisConfig
 
     voice = load_voice()
-    config = SynthesisConfig(length_scale=length_scale)
+    noise = {"noise_scale": 0.0, "noise_w_scale": 0.0} if steady else {}
+    config = SynthesisConfig(length_scale=length_scale, **noise)
     chunks = [chunk.audio_int16_array for chunk in voice.synthesize(text, syn_config=config)]
     return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int16)
 

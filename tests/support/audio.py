@@ -25,9 +25,9 @@ WEBRTC_FRAME_SAMPLES = 960  # 20 ms, what aiortc's Opus decoder produces
 
 
 @functools.lru_cache(maxsize=32)
-def piper_utterance(text: str, length_scale: float = 1.0) -> np.ndarray:
-    """`text` spoken by the offline Piper voice: 22050 Hz mono int16."""
-    return synthesize_pcm(text, length_scale=length_scale)
+def piper_utterance(text: str, length_scale: float = 1.0, *, steady: bool = False) -> np.ndarray:
+    """`text` spoken by the offline Piper voice: 22050 Hz mono int16 (`steady`: the same audio every run)."""
+    return synthesize_pcm(text, length_scale=length_scale, steady=steady)
 
 
 def resample(pcm: np.ndarray, from_rate: int, to_rate: int) -> np.ndarray:

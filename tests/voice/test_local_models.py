@@ -312,7 +312,9 @@ def test_with_a_vocabulary_an_unsure_turn_decode_is_weighed_against_the_plain_on
     kept alone, and an interim decode (`weigh=False`) is the prompted one alone."""
     from agent.voice import local_stt
 
-    audio = piper_utterance("My partner Thibault asked about order 1008.")
+    # steady: Piper's random noise once made Whisper hear "Thible" even with the name in its prompt (a
+    # fresh-clone run), and the precondition below failed; the same audio every run
+    audio = piper_utterance("My partner Thibault asked about order 1008.", steady=True)
     pcm = resample(audio, SAMPLE_RATE, WHISPER_SAMPLE_RATE).astype(np.float32) / 32768
     terms = ["Thibault", "1008", "Kestrel Grinder"]
     plain = LocalWhisperSTT(respell=False).transcribe_sync(pcm)  # no vocabulary: the style prompt alone
