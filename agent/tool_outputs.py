@@ -25,6 +25,8 @@ def knowledge_found(search: KnowledgeSearch) -> dict[str, Any]:
                 "title": h.title,
                 "category": h.category,
                 "similarity": round(h.similarity, 4),
+                # how distinctive the shared words are (IDF sum; None: no word shared)
+                "text_score": None if h.text_score is None else round(h.text_score, 2),
                 "match": match_kind(h.as_dict()),
                 "content": h.content,
             }

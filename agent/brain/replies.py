@@ -13,8 +13,8 @@ from livekit.agents import llm
 
 from agent.brain.earlier import answers, conversations_found, last_conversation, quote, relevant
 from agent.brain.facts import RELATIONS, describe_fact, search_query, slot_phrase, slot_words
-from agent.brain.patterns import QUESTION_START
-from agent.brain.text import best_sentences, clean, stems, strip_end
+from agent.brain.knowledge import knowledge_found
+from agent.brain.text import clean, stems, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
 from agent.sensitive import secret_reason
 from core.retrieval import is_relevant
@@ -50,10 +50,6 @@ SPOKEN_OPENERS = (
 MAX_LISTED = 12
 # what the brain says when memory had nothing; never said while the per-turn recall put a memory into context
 NOTHING_FOUND_REPLY = "I don't remember you telling me that. Tell me and I'll remember it."
-# a statement the rules did not keep as a memory: every turn is stored, so it can still be found later
-KEPT_IN_THE_CONVERSATION_REPLY = (
-    "Noted. I haven't saved that as a memory, but our conversation is kept, so you can ask me about it later."
-)
 
 
 def smalltalk_reply(lower: str) -> str:
@@ -291,7 +287,7 @@ def _success_reply(name: str, data: Any, user_text: str, recalled: list[tuple[st
     if not isinstance(data, dict):
         return str(data)
     if name == "search_knowledge":
-        return _knowledge_found(data, user_text, recalled)
+        return knowledge_found(data, user_text, recalled)
     if name == "search_past_conversations":
         return conversations_found(data)
     reply = _REPLIES.get(name)
@@ -363,21 +359,6 @@ def _profile_updated(data: dict[str, Any]) -> str:
 
 def _order_found(data: dict[str, Any]) -> str:
     return data.get("summary") or "I found the order."
-
-
-def _knowledge_found(data: dict[str, Any], user_text: str, recalled: list[tuple[str, str]]) -> str:
-    hits = data.get("hits") or []
-    if not hits or hits[0].get("similarity", 0) < 0.25:
-        if recalled:  # the panel shows a memory in context: say it rather than "nothing found"
-            return (
-                f"The Kestrel Coffee knowledge base doesn't cover that, but you told me {describe_fact(*recalled[0])}."
-            )
-        if not (user_text.rstrip().endswith("?") or QUESTION_START.match(user_text.strip())):
-            # a statement no rule kept ("Booked my flights to Lisbon!"): not a question for the shop's documents
-            return KEPT_IN_THE_CONVERSATION_REPLY
-        return "I couldn't find anything about that in the Kestrel Coffee knowledge base."
-    top = hits[0]
-    return f"From the Kestrel Coffee knowledge base ({top['title']}): {best_sentences(user_text, top['content'])}"
 
 
 _REPLIES = {

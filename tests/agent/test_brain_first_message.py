@@ -11,7 +11,8 @@ import json
 import pytest
 
 from agent.brain.intents import classify
-from agent.brain.replies import KEPT_IN_THE_CONVERSATION_REPLY, compose_reply
+from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
+from agent.brain.replies import compose_reply
 from core import memories, profiles
 from tests.support.agent_run import agent_session, reply_text
 
