@@ -22,7 +22,7 @@ from agent.model_factory import describe_models, llm_wait_seconds
 from agent.runtime import AgentRuntime, get_runtime
 from core import identity
 from core.config import check_settings
-from core.db import parse_user_id
+from core.db import parse_user_id, require_migrated
 from core.errors import PlaygroundError
 from core.retrieval import RrfParams
 from core.seed import demo_user_id
@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_logging()
     try:
         check_settings()  # a value that does not parse is a startup error with its name
+        require_migrated()  # a fresh DATA_DIR: one sentence, not "relation auth.users does not exist"
         user_id = _resolve_user(args)
         models = describe_models()
     except PlaygroundError as exc:

@@ -25,7 +25,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from core.config import LOCAL_SHIM_DIR, MIGRATIONS_DIR, get_settings
-from core.errors import DatabaseUnavailable, InvalidInput
+from core.errors import ConfigurationError, DatabaseUnavailable, InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -550,6 +550,23 @@ def status(conninfo: str | None = None) -> list[dict[str, Any]]:
     with admin_connection(conninfo) as conn:
         applied = _applied_migrations(conn)
     return [{"version": m.version, "name": m.name, "applied": m.version in applied} for m in migration_files()]
+
+
+def require_migrated(conninfo: str | None = None) -> None:
+    """Refuse to start on a database whose schema is not this version's: every query would otherwise fail
+    with "relation … does not exist" (a fresh DATA_DIR, or a pull that added a migration)."""
+    pending = [m["name"] or m["version"] for m in status(conninfo) if not m["applied"]]
+    if pending:
+        total = len(migration_files())
+        fix = (
+            "run `make db` (it applies them)"
+            if get_settings().embedded_database
+            else "run `DATABASE_URL=... make db` or `supabase db push`"
+        )
+        raise ConfigurationError(
+            f"The database is missing {len(pending)} of this version's {total} migrations "
+            f"({', '.join(pending[:3])}{', …' if len(pending) > 3 else ''}): {fix}, then start again."
+        )
 
 
 def reset(conninfo: str | None = None) -> None:

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent.prompts import EXTRACTION_PROMPT, PRELOAD_HEADER
-from core import conversations, memories, sessions
+from core import conversations, db, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope
 from core.errors import NotFound
@@ -282,6 +282,18 @@ def test_a_broken_setting_at_startup_exits_with_a_message(new_user):
     _no_traceback(result)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: LLM_TIMEOUT_SECONDS: ")
+
+
+def test_a_database_without_the_schema_exits_with_a_message(tmp_path):
+    """A fresh DATA_DIR (the embedded server starts, no migrations applied) said "relation auth.users does
+    not exist" with a traceback."""
+    result = run_chat_cli({"DATA_DIR": str(tmp_path)}, ["hello"], user_id="00000000-0000-0000-0000-000000000001")
+    _no_traceback(result)
+    assert result.returncode == 2
+    said = result.stderr.strip().splitlines()[-1]
+    total = len(db.migration_files())
+    assert said.startswith(f"error: The database is missing {total} of this version's {total} migrations (")
+    assert said.endswith("run `make db` (it applies them), then start again.")
 
 
 def test_the_benchmark_runs_its_voice_turns_through_an_llm_endpoint(database_uri, llm_server, tmp_path):
