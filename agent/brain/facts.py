@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent.brain.text import clean, content_words, second_person, strip_end
+from agent.brain.text import clean, content_words, second_person, split_sentences, strip_end
 
 # Phrases people use for a fact -> the slot it is stored under.
 # fmt: off
@@ -92,9 +92,13 @@ def slot_words(slot: str) -> str:
 
 
 def slot_phrase(slot: str) -> str:
-    """The slot as said after "your": 'dog_name' -> "dog's name", 'favorite_color' -> 'favorite color'."""
+    """The slot as said after "your": 'dog_name' -> "dog's name", 'favorite_color' -> 'favorite color',
+    'daughter_birthday' -> "daughter's birthday" (a relative's or a pet's)."""
     if slot.endswith("_name") and slot != "name":
         return f"{slot_words(slot[: -len('_name')])}'s name"
+    whose, _, what = slot.partition("_")
+    if what and (whose in RELATIONS or whose in ("dog", "cat", "pet")):
+        return f"{whose}'s {slot_words(what)}"
     return slot_words(slot)
 
 
@@ -177,7 +181,7 @@ def describe_fact(slot: str, content: str) -> str:
         return f"your {slot_words(slot)} {content}" if with_verb else f"your {slot_words(slot)} is {content}"
     if slot.startswith(NOTE_PREFIX):
         return f"you told me: {content}"
-    return f"your {slot_words(slot)} is {content}"
+    return f"your {slot_phrase(slot)} is {content}"
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,10 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
     (re.compile(r"^i(?:'m| am) (?:originally )?from (?P<c>.+?)(?: originally)?$", re.I), "hometown", 0.8),
     (re.compile(r"^i work (?:at|for) (?P<c>.+)$", re.I), "employer", 0.85),
     (re.compile(r"^i work as (?:an? )?(?P<c>.+)$", re.I), "job", 0.85),
+    # "I just started a new job as a nurse at St. Mary's", "I've started working as a barista"
+    (re.compile(r"^i(?:'ve| have)? (?:just |recently |finally )?(?:started|got|landed|took|accepted) (?:a |my |the )?"
+                r"(?:new )?(?:job|position|role) as (?:an? )?(?P<c>.+)$", re.I), "job", 0.85),
+    (re.compile(r"^i(?:'ve| have)? (?:just |recently )?started working as (?:an? )?(?P<c>.+)$", re.I), "job", 0.85),
     (re.compile(r"^i(?:'m| am) (?:an? )?(?P<c>(?:\w+ )?(?:" + "|".join(PROFESSIONS) + r"))$", re.I), "job", 0.8),
     (re.compile(r"^i(?:'m| am) (?:severely |very |mildly )?allergic to (?P<c>.+)$", re.I), "allergies", 0.9),
     # "I have a peanut allergy": peanuts are what the user is allergic to ("allergic to peanut allergy" before)
@@ -251,14 +259,15 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
 
 
 _STATEMENT_SPLIT = re.compile(
-    r"(?<=[.!?;])\s+|,?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|my|i've)\b)|,\s*(?=(?:i|i'm|my|i've)\b)", re.I
+    r";\s+|,?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|my|i've)\b)|,\s*(?=(?:i|i'm|my|i've)\b)", re.I
 )
 
 
 def split_statements(text: str) -> list[str]:
     """'I live in Boulder and I work at Globex.' -> ['I live in Boulder', 'I work at Globex.'] (also at a comma
     before 'I' or 'my': 'Hi, my name is Ada, I work at Globex')"""
-    return [part.strip() for part in _STATEMENT_SPLIT.split(text) if part and part.strip()]
+    parts = (part for sentence in split_sentences(text) for part in _STATEMENT_SPLIT.split(sentence))
+    return [part.strip() for part in parts if part and part.strip()]
 
 
 # a request to keep the fact, said after it: not part of the fact

@@ -35,11 +35,11 @@ def knowledge_found(data: dict[str, Any], user_text: str, recalled: list[tuple[s
     if hits and answers(hits[0]):
         top = hits[0]
         return f"From the Kestrel Coffee knowledge base ({top['title']}): {best_sentences(user_text, top['content'])}"
-    if recalled:  # the panel shows a memory in context: say it rather than "nothing found"
-        return f"The Kestrel Coffee knowledge base doesn't cover that, but you told me {describe_fact(*recalled[0])}."
     if not (user_text.rstrip().endswith("?") or QUESTION_START.match(user_text.strip())):
         # a statement no rule kept ("Booked my flights to Lisbon!"): not a question for the shop's documents
         return KEPT_IN_THE_CONVERSATION_REPLY
+    if recalled:  # the panel shows a memory in context: say it rather than "nothing found"
+        return f"The Kestrel Coffee knowledge base doesn't cover that, but you told me {describe_fact(*recalled[0])}."
     if hits and (hits[0].get("similarity") or 0.0) >= UNRELATED_BELOW:
         return (
             "The Kestrel Coffee knowledge base doesn't answer that: the closest it has is "

@@ -18,7 +18,7 @@ from livekit.agents import llm
 from livekit.agents.llm import ChatChunk, ChoiceDelta, FunctionToolCall
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConnectOptions, NotGivenOr
 
-from agent.brain.facts import search_query
+from agent.brain.facts import RELATIONS, search_query, slot_words
 from agent.brain.intents import Intent, classify
 from agent.brain.replies import ToolResult, compose_reply, follow_up, greeting_from_context, load_output
 from agent.chat_format import instruction_of, user_words
@@ -38,6 +38,29 @@ def _names_a_memory(user_text: str, recalled: list[tuple[str, str]]) -> bool:
     "where does Ana live?" is about the user's sister, not about the shop."""
     names = set(re.findall(r"(?<!^)(?<![.!?] )\b[A-Z][a-z]{2,}\b", user_text))
     return any(name in re.findall(r"\w+", content) for _, content in recalled for name in names)
+
+
+# where someone lives now, said by their name: "Actually Anika moved to Sydney last month."
+_MOVED = re.compile(
+    r"^(?i:(?:actually|so|oh|btw|by the way|update)[,:]? )?(?P<name>[A-Z][a-z]{2,})"
+    r"(?P<news> (?:(?:just|recently|finally) )?(?:moved|relocated) (?:back )?to .+?|(?:now )?lives in .+?)[.!]*$"
+)
+_WHERE = re.compile(r"\b(?:lives?|living|moved|relocated|based) (?:in|to)\b")
+
+
+def _relative_moved(user_text: str, recalled: list[tuple[str, str]]) -> Intent | None:
+    """A move of someone whose recalled memory (a relative's slot) says where they live, by the name it
+    starts with ("Anika lives in Melbourne", under `sister`): the news replaces it, rather than being a
+    question for the shop's documents. Only a move: "Anika is great" must not replace where she lives."""
+    match = _MOVED.match(user_text.strip())
+    if match is None:
+        return None
+    name = match.group("name")
+    for slot, content in recalled:
+        if slot_words(slot) in RELATIONS and re.match(rf"{name}\b", content) and _WHERE.search(content):
+            news = name + match.group("news")
+            return Intent("remember", calls=[("remember_detail", {"memory_type": slot, "content": news})])
+    return None
 
 
 def _text_of(item) -> str:
@@ -152,6 +175,8 @@ class BrainStream(llm.LLMStream):
                 return [], greeting_from_context(self._chat_ctx)
             return [], "Okay."
         intent = classify(user_text)
+        if intent.name == "knowledge":
+            intent = _relative_moved(user_text, recalled) or intent
         if intent.name == "knowledge" and _names_a_memory(user_text, recalled):
             intent = Intent("recall", calls=[("search_memories", {"query": search_query(user_text)})])
         if intent.calls:

@@ -12,7 +12,7 @@ from typing import Any
 from livekit.agents import llm
 
 from agent.brain.earlier import answers, conversations_found, last_conversation, quote, relevant
-from agent.brain.facts import RELATIONS, describe_fact, search_query, slot_phrase, slot_words
+from agent.brain.facts import NOTE_PREFIX, RELATIONS, describe_fact, search_query, slot_phrase, slot_words
 from agent.brain.knowledge import knowledge_found
 from agent.brain.text import clean, stems, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
@@ -303,9 +303,17 @@ def _remembered(data: dict[str, Any]) -> str:
     return f"Updated: I'll remember that {fact} (before, I had {data['previous_content']})."
 
 
+# slots named for what they hold ("I don't like olives" is `dislikes_olives`): said as the fact, not the slot
+_ONE_ITEM_SLOTS = ("likes_", "dislikes_", NOTE_PREFIX)
+
+
 def _forgotten(data: dict[str, Any], *, say_what: bool = False) -> str:
-    done = f"Done, I've forgotten your {slot_phrase(data.get('memory_type', ''))}"
-    if say_what:  # found by a search, not by the name said: say which memory it was
+    slot = str(data.get("memory_type") or "")
+    if slot.startswith(_ONE_ITEM_SLOTS):  # the slot holds one thing: "dislikes_olives" is "you don't like olives"
+        done = f"Done, I've forgotten that {describe_fact(slot, str(data.get('forgotten') or ''))}"
+    else:
+        done = f"Done, I've forgotten your {slot_phrase(slot)}"
+    if say_what and not slot.startswith(_ONE_ITEM_SLOTS):  # found by a search: say which memory it was
         done += f" (“{quote(str(data.get('forgotten') or ''), 120)}”)"
     mentions = data.get("past_mentions_removed") or 0
     if mentions:

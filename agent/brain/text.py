@@ -66,7 +66,13 @@ def second_person(text: str) -> str:
     return "".join(out)
 
 
-_ABBREVIATION = re.compile(r"\b(Co|Inc|Ltd|No|St|Mr|Mrs|Ms|Dr|vs|etc|e\.g|i\.e|P\.O|U\.S)\.", re.I)
+_ABBREVIATION = re.compile(r"\b(Co|Inc|Ltd|No|St|Mt|Mr|Mrs|Ms|Dr|Jr|Sr|vs|etc|e\.g|i\.e|P\.O|U\.S)\.", re.I)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences, not cut after an abbreviation ("a nurse at St. Mary's" is one)."""
+    protected = _ABBREVIATION.sub(lambda m: m.group(0).replace(".", "\x00"), text.strip())
+    return [s.replace("\x00", ".") for s in re.split(r"(?<=[.!?])\s+", protected) if s]
 
 
 def stems(text: str) -> set[str]:
@@ -76,8 +82,7 @@ def stems(text: str) -> set[str]:
 
 def best_sentences(query: str, content: str, limit: int = 2) -> str:
     """The `limit` sentences of `content` sharing most stems with `query`, in their order (the first if none)."""
-    protected = _ABBREVIATION.sub(lambda m: m.group(0).replace(".", "\x00"), content.strip())
-    sentences = [s.replace("\x00", ".") for s in re.split(r"(?<=[.!?])\s+", protected) if s]
+    sentences = split_sentences(content)
     terms = stems(query)
     scored = [(len(terms & stems(sentence)), -index, index) for index, sentence in enumerate(sentences)]
     best = sorted(scored, reverse=True)[:limit]

@@ -10,6 +10,7 @@ import json
 import pytest
 
 from agent.brain.intents import classify
+from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
 from agent.brain.replies import compose_reply
 from core import memories
 from tests.support.agent_run import agent_session, reply_text
@@ -131,3 +132,56 @@ def test_where_the_user_is_from_is_the_hometown_not_where_they_live():
     assert {args["memory_type"]: args["content"] for _, args in calls} == {"hometown": "Mumbai", "home_city": "London"}
     for question in ("where am I from?", "where did I grow up?", "what's my hometown?"):
         assert classify(question).calls == [("recall_detail", {"memory_type": "hometown"})]
+
+
+@pytest.mark.parametrize(
+    ("text", "job"),
+    [
+        ("I just started a new job as a nurse at St. Mary's hospital.", "nurse at St. Mary's hospital"),
+        ("I've started working as a barista", "barista"),
+        ("I got a job as an electrician", "electrician"),
+    ],
+)
+def test_a_new_job_is_the_job_and_an_abbreviation_does_not_end_the_sentence(text, job):
+    """ "I just started a new job as a nurse at St. Mary's hospital." kept a note, cut at "St."."""
+    assert classify(text).calls == [("remember_detail", {"memory_type": "job", "content": job})]
+    assert classify(f"Hello! I'm Priya and {text[0].lower()}{text[1:]}").calls[-1] == (
+        "remember_detail",
+        {"memory_type": "job", "content": job},
+    )
+
+
+def test_a_relatives_move_said_by_name_replaces_where_they_live_and_nothing_else_does(new_user):
+    """ "Actually Anika moved to Sydney last month." after "My sister Anika lives in Melbourne." was answered
+    with the old city; an opinion about her must not replace it."""
+    user = new_user()
+
+    async def talk() -> list[str]:
+        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
+            said = ["My sister Anika lives in Melbourne.", "Anika is great"]
+            said.append("Actually Anika moved to Sydney last month.")
+            return [reply_text(await run.session.run(user_input=line)) for line in said]
+
+    _, opinion, moved = asyncio.run(talk())
+    assert opinion == KEPT_IN_THE_CONVERSATION_REPLY  # a statement: not "the knowledge base doesn't cover that"
+    assert moved == (
+        "Updated: I'll remember that your sister Anika moved to Sydney last month (before, I had Anika lives in "
+        "Melbourne)."
+    )
+    assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {
+        "sister": "Anika moved to Sydney last month"
+    }
+
+
+def test_a_forgotten_dislike_is_said_as_the_fact_and_a_relatives_slot_as_theirs(new_user):
+    """ "Done, I've forgotten your dislikes olives" and "your daughter birthday is on March 3rd" before."""
+    user = new_user()
+
+    async def talk() -> list[str]:
+        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
+            said = ["I don't like olives", "forget that I don't like olives", "My daughter's birthday is on March 3rd."]
+            return [reply_text(await run.session.run(user_input=line)) for line in said]
+
+    _, forgot, birthday = asyncio.run(talk())
+    assert forgot.startswith("Done, I've forgotten that you don't like olives")
+    assert birthday == "Got it, I'll remember that your daughter's birthday is on March 3rd."
