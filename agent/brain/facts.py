@@ -95,11 +95,15 @@ def slot_phrase(slot: str) -> str:
     """The slot as said after "your": 'dog_name' -> "dog's name", 'favorite_color' -> 'favorite color',
     'daughter_birthday' -> "daughter's birthday" (a relative's or a pet's)."""
     if slot.endswith("_name") and slot != "name":
-        return f"{slot_words(slot[: -len('_name')])}'s name"
+        return f"{_possessive(slot_words(slot[: -len('_name')]))} name"
     whose, _, what = slot.partition("_")
     if what and (whose in RELATIONS or whose in ("dog", "cat", "pet")):
-        return f"{whose}'s {slot_words(what)}"
+        return f"{_possessive(whose)} {slot_words(what)}"
     return slot_words(slot)
+
+
+def _possessive(noun: str) -> str:
+    return f"{noun}'" if noun.endswith("s") else f"{noun}'s"  # "kids' names", not "kids's names"
 
 
 # family and friends: "my sister Ana lives in Porto" is kept under `sister` as "Ana lives in Porto"
@@ -179,8 +183,8 @@ def describe_fact(slot: str, content: str) -> str:
             content,
         )
         return f"your {slot_words(slot)} {content}" if with_verb else f"your {slot_words(slot)} is {content}"
-    if slot.startswith(NOTE_PREFIX):
-        return f"you told me: {content}"
+    if slot.startswith(NOTE_PREFIX):  # the user's words as they said them ("Maya is 7 and Leo is 4")
+        return content
     return f"your {slot_phrase(slot)} is {content}"
 
 

@@ -368,6 +368,11 @@ def _name_intent(name: str, body: str = "") -> Intent:
     )
 
 
+def remember_note(statement: str) -> Intent:
+    """Keep a statement no rule understood in the user's own words (a note)."""
+    return _remember([note_fact(strip_end(clean(statement)))])
+
+
 def _remember(facts: list[Fact]) -> Intent:
     if any(secret_reason(f"{fact.memory_type.replace('_', ' ')} {fact.content}") for fact in facts):
         return Intent("remember", reply=SECRET_REPLY)

@@ -163,8 +163,9 @@ def _asked_memory(results: list[ToolResult]) -> bool:
     return any(name in ("recall_detail", "search_memories") for name, *_ in results)
 
 
-# "my dog's name", "my sister's birthday" (straight or curly apostrophe): whose detail the question asks for
-_POSSESSOR = re.compile(r"\bmy\s+([a-z]+(?:\s+[a-z]+)?)(?:'s|\u2019s|s')\s", re.I)
+# "my dog's name", "my sister's birthday", "my kids' names" (straight or curly apostrophe): whose detail the
+# question asks for ("kids", with its s: "kid" did not match the memory that says "kids")
+_POSSESSOR = re.compile(r"\bmy\s+([a-z]+(?:\s+[a-z]+)?)(?:'s|\u2019s|(?<=s)'|(?<=s)\u2019)\s", re.I)
 
 
 # words that ask about every relative at once ("what do you know about my family?")

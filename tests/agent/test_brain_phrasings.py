@@ -185,3 +185,25 @@ def test_a_forgotten_dislike_is_said_as_the_fact_and_a_relatives_slot_as_theirs(
     _, forgot, birthday = asyncio.run(talk())
     assert forgot.startswith("Done, I've forgotten that you don't like olives")
     assert birthday == "Got it, I'll remember that your daughter's birthday is on March 3rd."
+
+
+def test_more_about_people_a_memory_names_is_kept_and_found_by_their_names(new_user):
+    """ "Maya is 7 and Leo is 4." after "I have two kids, Maya and Leo." was answered with the kids' memory
+    (kept nothing), and "what are my kids' names?" looked for "kid" and found nothing: "I don't remember your
+    kids's names yet"."""
+    user = new_user()
+
+    async def talk() -> list[str]:
+        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
+            said = ["I have two kids, Maya and Leo.", "Maya is 7 and Leo is 4.", "what are my kids' names?"]
+            said.append("how old is Maya?")
+            return [reply_text(await run.session.run(user_input=line)) for line in said]
+
+    _, ages, names, maya = asyncio.run(talk())
+    assert ages == "Got it, I'll remember that Maya is 7 and Leo is 4."
+    assert names == "You told me you have two kids, Maya and Leo."
+    assert maya.startswith("You told me Maya is 7 and Leo is 4.")
+    assert sorted(m.content for m in memories.list_memories(user.scope)) == [
+        "I have two kids, Maya and Leo",
+        "Maya is 7 and Leo is 4",
+    ]
