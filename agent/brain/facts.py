@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent.brain.text import clean, content_words, second_person, split_sentences, strip_end
+from agent.brain.text import TITLE, clean, content_words, second_person, split_sentences, strip_end
 
 # Phrases people use for a fact -> the slot it is stored under.
 # fmt: off
@@ -270,7 +270,7 @@ _STATEMENT_SPLIT = re.compile(
 def split_statements(text: str) -> list[str]:
     """'I live in Boulder and I work at Globex.' -> ['I live in Boulder', 'I work at Globex.'] (also at a comma
     before 'I' or 'my': 'Hi, my name is Ada, I work at Globex')"""
-    parts = (part for sentence in split_sentences(text) for part in _STATEMENT_SPLIT.split(sentence))
+    parts = (part for sentence in split_sentences(text, TITLE) for part in _STATEMENT_SPLIT.split(sentence))
     return [part.strip() for part in parts if part and part.strip()]
 
 

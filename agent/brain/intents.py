@@ -129,7 +129,7 @@ def _profile(said: _Utterance) -> Intent | None:
         if value:
             return _name_intent(" ".join(part[:1].upper() + part[1:] for part in value.split()), body)
     email = p.EMAIL.search(body)
-    if email and not _question(body):
+    if email and not p.is_question(body):
         return _profile_intent("email", email.group("v"))
     timezone = _first(p.TIMEZONE, body)
     if timezone:
@@ -191,7 +191,7 @@ def _support(said: _Utterance) -> Intent | None:
 
 def _statement(said: _Utterance) -> Intent | None:
     """A plain statement of a fact: 'I live in Denver'; one about oneself that fits no slot is kept as a note."""
-    if _question(said.body):
+    if p.is_question(said.body):
         return None
     unfinished = _UNFINISHED.search(strip_end(said.body))
     if unfinished and re.match(r"^(?:i|i'm|i've|my)\b", said.body, re.I):
@@ -266,13 +266,13 @@ def _personal_question(said: _Utterance) -> Intent | None:
     )
     tell_me_about = re.match(r"^(?:tell me|talk to me) about my\b", lower)
     procedural = p.PROCEDURAL.match(said.body) and not counts_mine
-    if (_question(said.raw) or tell_me_about) and not procedural and personal and not about_the_shop:
+    if (p.is_question(said.raw) or tell_me_about) and not procedural and personal and not about_the_shop:
         return Intent("recall", calls=[("search_memories", {"query": search_query(said.body)})])
     return None
 
 
 def _knowledge(said: _Utterance) -> Intent | None:
-    if _question(said.raw) or len(said.body.split()) >= 3:
+    if p.is_question(said.raw) or len(said.body.split()) >= 3:
         return Intent("knowledge", calls=[("search_knowledge", {"query": said.body})])
     return None
 
@@ -283,10 +283,6 @@ _RULES = (_identity, _order_with_number, _forget, _list, _last_conversation, _pa
 
 
 # --- helpers ---------------------------------------------------------------------------------------
-
-
-def _question(text: str) -> bool:
-    return text.endswith("?") or bool(p.QUESTION_START.match(text))
 
 
 def _first(pattern_list: list[re.Pattern], text: str) -> re.Match | None:

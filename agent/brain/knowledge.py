@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.brain.facts import describe_fact
-from agent.brain.patterns import QUESTION_START
+from agent.brain.patterns import is_question
 from agent.brain.text import best_sentences
 
 # a statement the rules did not keep as a memory: every turn is stored, so it can still be found later
@@ -35,7 +35,7 @@ def knowledge_found(data: dict[str, Any], user_text: str, recalled: list[tuple[s
     if hits and answers(hits[0]):
         top = hits[0]
         return f"From the Kestrel Coffee knowledge base ({top['title']}): {best_sentences(user_text, top['content'])}"
-    if not (user_text.rstrip().endswith("?") or QUESTION_START.match(user_text.strip())):
+    if not is_question(user_text):
         # a statement no rule kept ("Booked my flights to Lisbon!"): not a question for the shop's documents
         return KEPT_IN_THE_CONVERSATION_REPLY
     if recalled:  # the panel shows a memory in context: say it rather than "nothing found"

@@ -20,7 +20,7 @@ from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConn
 
 from agent.brain.facts import RELATIONS, search_query, slot_words
 from agent.brain.intents import Intent, classify, remember_note
-from agent.brain.patterns import QUESTION_START
+from agent.brain.patterns import is_question
 from agent.brain.replies import ToolResult, compose_reply, follow_up, greeting_from_context, load_output
 from agent.chat_format import instruction_of, user_words
 from agent.prompts import PAST_TURNS_LEAD
@@ -62,10 +62,6 @@ def _relative_moved(user_text: str, recalled: list[tuple[str, str]]) -> Intent |
             news = name + match.group("news")
             return Intent("remember", calls=[("remember_detail", {"memory_type": slot, "content": news})])
     return None
-
-
-def _a_question(text: str) -> bool:
-    return text.rstrip().endswith("?") or QUESTION_START.match(text.strip()) is not None
 
 
 def _text_of(item) -> str:
@@ -183,7 +179,7 @@ class BrainStream(llm.LLMStream):
         if intent.name == "knowledge":
             intent = _relative_moved(user_text, recalled) or intent
         if intent.name == "knowledge" and _names_a_memory(user_text, recalled):
-            if _a_question(user_text):  # "where does Ana live?": about the user's sister, not the shop
+            if is_question(user_text):  # "where does Ana live?": about the user's sister, not the shop
                 intent = Intent("recall", calls=[("search_memories", {"query": search_query(user_text)})])
             else:  # "Maya is 7 and Leo is 4." after "I have two kids, Maya and Leo": more about them, kept
                 intent = remember_note(user_text)

@@ -21,6 +21,13 @@ TIMEZONE_NAMES = {
 QUESTION_START = re.compile(
     r"^(what|what's|whats|where|where's|when|when's|who|who's|whom|which|why|how|how's|is|are|am|do|does|did|"
     r"can|could|would|will|should|shall|may|have|has|tell me|remind me|any|anything)\b", re.I)
+
+
+def is_question(text: str) -> bool:
+    """Asked, not told: a question mark, or a question's first word ("where does Ana live")."""
+    text = text.strip()
+    return text.endswith("?") or QUESTION_START.match(text) is not None
+
 IDENTITY = [
     re.compile(r"\b(what|who) (are|r) (you|u)\b", re.I),
     re.compile(r"\bare (you|u) (an? |the )?(real |actual )?(ai|bot|robot|human|person|llm|language model|chatgpt|"

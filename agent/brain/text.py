@@ -69,9 +69,14 @@ def second_person(text: str) -> str:
 _ABBREVIATION = re.compile(r"\b(Co|Inc|Ltd|No|St|Mt|Mr|Mrs|Ms|Dr|Jr|Sr|vs|etc|e\.g|i\.e|P\.O|U\.S)\.", re.I)
 
 
-def split_sentences(text: str) -> list[str]:
+# what a person says before a name: "a nurse at St. Mary's", "I saw Dr. Patel" (not "No." or "etc.", which a
+# spoken sentence can end with)
+TITLE = re.compile(r"\b(St|Mt|Mr|Mrs|Ms|Dr|Jr|Sr|e\.g|i\.e)\.", re.I)
+
+
+def split_sentences(text: str, abbreviation: re.Pattern = _ABBREVIATION) -> list[str]:
     """Sentences, not cut after an abbreviation ("a nurse at St. Mary's" is one)."""
-    protected = _ABBREVIATION.sub(lambda m: m.group(0).replace(".", "\x00"), text.strip())
+    protected = abbreviation.sub(lambda m: m.group(0).replace(".", "\x00"), text.strip())
     return [s.replace("\x00", ".") for s in re.split(r"(?<=[.!?])\s+", protected) if s]
 
 
