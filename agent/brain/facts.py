@@ -159,6 +159,7 @@ def describe_fact(slot: str, content: str) -> str:
         "hometown": "you're from {c}",
         "age": "you're {c} years old",
         "birthday": "your birthday is {c}",
+        "birthplace": "you were born in {c}",
         "languages_spoken": "you speak {c}",
         "favorite_drink": "your usual is {c}",
         "preference": "you prefer {c}",
@@ -195,10 +196,10 @@ class Fact:
     confidence: float  # how sure the parser is that this is a durable fact about the user
 
 
+_MONTH = r"january|february|march|april|may|june|july|august|september|october|november|december"
 # when a move happened, said after where to ("last month", "in May", "in 2024", "recently"): not the place
 _MOVED_WHEN = (
-    r"(?: (?:last|this) (?:year|month|week|summer|spring|fall|autumn|winter)| recently| in (?:january|"
-    r"february|march|april|may|june|july|august|september|october|november|december|\d{4}))?"
+    r"(?: (?:last|this) (?:year|month|week|summer|spring|fall|autumn|winter)| recently| in (?:" + _MONTH + r"|\d{4}))?"
 )
 # (pattern, slot or None to take it from the subject `s`, confidence); the first match wins
 # fmt: off
@@ -242,7 +243,9 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
     (re.compile(r"^i(?:'m| am) (?P<c>lactose intolerant|coeliac|celiac)$", re.I), "diet", 0.8),
     (re.compile(r"^i (?:really )?(?:hate|dislike|can't stand|don't like|do not like) (?P<c>.+)$", re.I), "dislikes",
      0.75),
-    (re.compile(r"^i (?:was )?born (?:on|in) (?P<c>.+)$", re.I), "birthday", 0.8),
+    # "I was born in Lagos" is a place ("your birthday is Lagos" before); "born in March", "on May 2" a date
+    (re.compile(r"^i (?:was )?born (?:on |in (?=(?:" + _MONTH + r"|\d)))(?P<c>.+)$", re.I), "birthday", 0.8),
+    (re.compile(r"^i (?:was )?born in (?P<c>.+)$", re.I), "birthplace", 0.8),
     (re.compile(r"^i(?:'m| am) (?P<c>\d{1,3}) years? old$", re.I), "age", 0.8),
     (re.compile(r"^i speak (?P<c>.+)$", re.I), "languages_spoken", 0.8),
     (re.compile(r"^i (?:(?:usually|always|normally|typically) (?:drink|order|get|have)|"

@@ -343,7 +343,15 @@ def _recall_slot(slot: str) -> Intent:
 
 
 def _profile_intent(field_name: str, value: str) -> Intent:
-    return Intent("update_profile", calls=[("update_profile", {"field": field_name, "value": value})])
+    """The profile field, and a memory of the same name: "what's my email?" recalls memories, not the profile
+    (it said "I don't remember your email yet" right after saving it)."""
+    return Intent(
+        "update_profile",
+        calls=[
+            ("update_profile", {"field": field_name, "value": value}),
+            ("remember_detail", {"memory_type": field_name, "content": value}),
+        ],
+    )
 
 
 def _name_intent(name: str, body: str = "") -> Intent:

@@ -126,6 +126,8 @@ RECALL = [
                 r"\bwhat city do i live in\b", re.I), "home_city"),
     (re.compile(r"\bwhere am i (?:originally )?from\b|\bwhere(?:'s| is) my hometown\b|\bwhere did i grow up\b|"
                 r"\bwhat(?:'s| is) my hometown\b", re.I), "hometown"),
+    (re.compile(r"\bwhere was i born\b|\bwhere(?:'s| is) my birthplace\b|\bwhat(?:'s| is) my place of birth\b", re.I),
+     "birthplace"),
     (re.compile(r"\bwhere do i work\b|\bwho do i work for\b|\bwhat company do i work (?:at|for)\b", re.I), "employer"),
     (re.compile(r"\bwhat do i do(?: for (?:work|a living))?\??$|\bwhat(?:'s| is) my job\b", re.I), "job"),
     (re.compile(r"\bwhat (?:car|vehicle) do i (?:drive|have|own)\b|\bwhat do i drive\b", re.I), "car"),

@@ -105,8 +105,10 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
         parts.append(found)
     names = [name for name, *_ in results]
 
+    profile_fields = {args.get("field") for name, args, *_ in results if name == "update_profile"}
+
     def said_by_the_profile_reply(name: str, args: dict[str, Any]) -> bool:
-        return name == "remember_detail" and "update_profile" in names and args.get("memory_type") == "name"
+        return name == "remember_detail" and args.get("memory_type") in profile_fields
 
     saved = [
         load_output(output)

@@ -207,3 +207,33 @@ def test_more_about_people_a_memory_names_is_kept_and_found_by_their_names(new_u
         "I have two kids, Maya and Leo",
         "Maya is 7 and Leo is 4",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "content"),
+    [
+        ("I was born in Lagos", "birthplace", "Lagos"),
+        ("I was born in March 1990", "birthday", "March 1990"),
+        ("I was born on May 2", "birthday", "May 2"),
+    ],
+)
+def test_born_in_a_place_is_the_birthplace_and_born_in_a_month_the_birthday(text, slot, content):
+    """ "I was born in Lagos" was kept as the birthday and said back as "your birthday is Lagos"."""
+    assert classify(text).calls == [("remember_detail", {"memory_type": slot, "content": content})]
+    assert classify("where was I born?").calls == [("recall_detail", {"memory_type": "birthplace"})]
+
+
+def test_an_email_saved_to_the_profile_is_recalled(new_user):
+    """ "what's my email?" right after "my email is …" said "I don't remember your email yet": the profile
+    was updated, but recall reads memories."""
+    user = new_user()
+
+    async def talk() -> list[str]:
+        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
+            said = ["my email is priya@example.com", "what's my email?"]
+            return [reply_text(await run.session.run(user_input=line)) for line in said]
+
+    saved, recalled = asyncio.run(talk())
+    assert saved == "Thanks, I've saved priya@example.com as your email address."  # said once, not twice
+    assert recalled == "You told me your email is priya@example.com."
+    assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {"email": "priya@example.com"}
