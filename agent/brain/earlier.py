@@ -7,6 +7,7 @@ import datetime as dt
 import re
 from typing import Any
 
+from agent.brain.patterns import is_question
 from core.retrieval import is_relevant
 
 # a greeting or a thank-you says nothing worth quoting back
@@ -30,6 +31,20 @@ def last_conversation(data: dict[str, Any]) -> str:
     more = len(substantial) - LAST_CONVERSATION_QUOTED + (data.get("more_turns") or 0) // 2
     tail = f", and {more} more thing{'s' if more != 1 else ''} (the Sessions page has it all)" if more > 0 else ""
     return f"Last time, {on_day(data.get('date'))}, you told me: {quoted}{tail}."
+
+
+def this_conversation(said: list[str]) -> str:
+    """What the user told the agent so far in this conversation (before the question): their statements, in
+    their words; greetings, thanks and questions left out."""
+    substantial = [
+        line for line in said if len(line.split()) >= 3 and not SMALLTALK_LINE.match(line) and not is_question(line)
+    ]
+    if not substantial:
+        return "We've only just started: you haven't told me anything in this conversation yet."
+    quoted = "; ".join(f"“{quote(line, 160)}”" for line in substantial[:LAST_CONVERSATION_QUOTED])
+    more = len(substantial) - LAST_CONVERSATION_QUOTED
+    tail = f", and {more} more thing{'s' if more != 1 else ''}" if more > 0 else ""
+    return f"So far in this conversation you told me: {quoted}{tail}."
 
 
 def on_day(date: Any) -> str:

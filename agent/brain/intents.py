@@ -90,6 +90,11 @@ def _list(said: _Utterance) -> Intent | None:
     return None
 
 
+def _this_conversation(said: _Utterance) -> Intent | None:
+    """'what did we talk about today?': answered from this conversation's own turns (agent/brain/llm.py)."""
+    return Intent("this_conversation") if p.THIS_CONVERSATION.match(said.raw) else None
+
+
 def _last_conversation(said: _Utterance) -> Intent | None:
     if p.LAST_CONVERSATION.match(said.raw):
         return Intent("past_conversations", calls=[("recall_last_conversation", {})])
@@ -277,7 +282,8 @@ def _knowledge(said: _Utterance) -> Intent | None:
     return None
 
 
-_RULES = (_identity, _order_with_number, _forget, _list, _last_conversation, _past_conversation, _search,
+_RULES = (_identity, _order_with_number, _forget, _list, _this_conversation, _last_conversation, _past_conversation,
+          _search,
           _profile, _recall, _remember_asked, _support, _statement, _order_without_number, _smalltalk,
           _personal_question, _knowledge)  # fmt: skip
 

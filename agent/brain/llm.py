@@ -18,6 +18,7 @@ from livekit.agents import llm
 from livekit.agents.llm import ChatChunk, ChoiceDelta, FunctionToolCall
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConnectOptions, NotGivenOr
 
+from agent.brain.earlier import this_conversation
 from agent.brain.facts import RELATIONS, search_query, slot_words
 from agent.brain.intents import Intent, classify, remember_note
 from agent.brain.patterns import is_question
@@ -176,6 +177,13 @@ class BrainStream(llm.LLMStream):
                 return [], greeting_from_context(self._chat_ctx)
             return [], "Okay."
         intent = classify(user_text)
+        if intent.name == "this_conversation":
+            earlier = [
+                user_words(_text_of(item))
+                for item in items[:last_user]
+                if item.type == "message" and item.role == "user" and instruction_of(user_words(_text_of(item))) is None
+            ]
+            return [], this_conversation(earlier)
         if intent.name == "knowledge":
             intent = _relative_moved(user_text, recalled) or intent
         if intent.name == "knowledge" and _names_a_memory(user_text, recalled):

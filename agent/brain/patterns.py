@@ -167,6 +167,14 @@ LAST_CONVERSATION = re.compile(
     r"(?:in|during) (?:our|the) (?:last|previous) (?:conversation|chat|call|session)))?[?.!]*$",
     re.I,
 )
+# this conversation, not an earlier one: answered from what was said in it (no tool)
+THIS_CONVERSATION = re.compile(
+    r"^(?:(?:hey|so|ok|okay)[, ]+)?(?:(?:can|could) you )?(?:remind me )?(?:"
+    r"what (?:did|have) we (?:talk|talked|chat|chatted|speak|spoken|discuss|discussed)(?: about)? "
+    r"(?:today|so far|just now|in this (?:conversation|chat|session))|"
+    r"(?:sum up|summari[sz]e|recap) (?:this|our|the) (?:conversation|chat|session)(?: so far)?)[?.!]*$",
+    re.I,
+)
 PAST_CONVERSATION = [
     re.compile(r"\bsearch (?:our |my )?(?:past |previous |earlier |old )?(?:conversations|chats|transcripts|sessions)"
                r"(?: for| about)? (?P<q>.+)$", re.I),

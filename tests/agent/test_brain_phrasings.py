@@ -237,3 +237,20 @@ def test_an_email_saved_to_the_profile_is_recalled(new_user):
     assert saved == "Thanks, I've saved priya@example.com as your email address."  # said once, not twice
     assert recalled == "You told me your email is priya@example.com."
     assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {"email": "priya@example.com"}
+
+
+def test_what_we_talked_about_today_is_this_conversation(new_user):
+    """ "what did we talk about today?" searched earlier conversations for those words and found nothing."""
+    user = new_user()
+
+    async def talk() -> list[str]:
+        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
+            said = ["what did we talk about today?", "hi", "My favorite food is sushi", "is shipping free?"]
+            said += ["I love playing tennis on weekends", "can you sum up this conversation?"]
+            return [reply_text(await run.session.run(user_input=line)) for line in said]
+
+    replies = asyncio.run(talk())
+    assert replies[0] == "We've only just started: you haven't told me anything in this conversation yet."
+    assert replies[-1] == (
+        "So far in this conversation you told me: “My favorite food is sushi”; “I love playing tennis on weekends”."
+    )
