@@ -283,8 +283,7 @@ def _knowledge(said: _Utterance) -> Intent | None:
 
 
 _RULES = (_identity, _order_with_number, _forget, _list, _this_conversation, _last_conversation, _past_conversation,
-          _search,
-          _profile, _recall, _remember_asked, _support, _statement, _order_without_number, _smalltalk,
+          _search, _profile, _recall, _remember_asked, _support, _statement, _order_without_number, _smalltalk,
           _personal_question, _knowledge)  # fmt: skip
 
 
