@@ -16,6 +16,16 @@ from core import memories
 from tests.support.agent_run import agent_session, reply_text
 
 
+def _replies(user_id, said: list[str]) -> list[str]:
+    """The agent's reply to each line, said in turn in one session (the user's real memories, recall on)."""
+
+    async def talk() -> list[str]:
+        async with agent_session(user_id, recall_budget_ms=30_000) as run:
+            return [reply_text(await run.session.run(user_input=line)) for line in said]
+
+    return asyncio.run(talk())
+
+
 @pytest.mark.parametrize(
     ("text", "name"),
     [("Change my name to Lex", "Lex"), ("please update my name to Dee Dee", "Dee Dee"), ("my name is now Lex", "Lex")],
@@ -78,17 +88,8 @@ def test_a_question_about_the_user_is_not_answered_with_a_relatives_fact():
 
 def test_forget_my_dog_forgets_the_pet_and_forget_my_brother_forgets_no_one_else(new_user):
     user = new_user()
-
-    async def talk() -> list[str]:
-        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
-            for said in ("I have a golden retriever called Maple.", "My sister Ana lives in Porto."):
-                await run.session.run(user_input=said)
-            return [
-                reply_text(await run.session.run(user_input=said))
-                for said in ("forget everything about my dog", "forget my brother")
-            ]
-
-    dog, brother = asyncio.run(talk())
+    said = ["I have a golden retriever called Maple.", "My sister Ana lives in Porto."]
+    _, _, dog, brother = _replies(user.user_id, [*said, "forget everything about my dog", "forget my brother"])
     assert dog == "Done, I've forgotten your pet (“a golden retriever called Maple”)."
     assert brother == "I didn't have anything saved as your brother, so there was nothing to forget."
     assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {"sister": "Ana lives in Porto"}
@@ -155,14 +156,8 @@ def test_a_relatives_move_said_by_name_replaces_where_they_live_and_nothing_else
     """ "Actually Anika moved to Sydney last month." after "My sister Anika lives in Melbourne." was answered
     with the old city; an opinion about her must not replace it."""
     user = new_user()
-
-    async def talk() -> list[str]:
-        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
-            said = ["My sister Anika lives in Melbourne.", "Anika is great"]
-            said.append("Actually Anika moved to Sydney last month.")
-            return [reply_text(await run.session.run(user_input=line)) for line in said]
-
-    _, opinion, moved = asyncio.run(talk())
+    said = ["My sister Anika lives in Melbourne.", "Anika is great", "Actually Anika moved to Sydney last month."]
+    _, opinion, moved = _replies(user.user_id, said)
     assert opinion == KEPT_IN_THE_CONVERSATION_REPLY  # a statement: not "the knowledge base doesn't cover that"
     assert moved == (
         "Updated: I'll remember that your sister Anika moved to Sydney last month (before, I had Anika lives in "
@@ -176,13 +171,8 @@ def test_a_relatives_move_said_by_name_replaces_where_they_live_and_nothing_else
 def test_a_forgotten_dislike_is_said_as_the_fact_and_a_relatives_slot_as_theirs(new_user):
     """ "Done, I've forgotten your dislikes olives" and "your daughter birthday is on March 3rd" before."""
     user = new_user()
-
-    async def talk() -> list[str]:
-        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
-            said = ["I don't like olives", "forget that I don't like olives", "My daughter's birthday is on March 3rd."]
-            return [reply_text(await run.session.run(user_input=line)) for line in said]
-
-    _, forgot, birthday = asyncio.run(talk())
+    said = ["I don't like olives", "forget that I don't like olives", "My daughter's birthday is on March 3rd."]
+    _, forgot, birthday = _replies(user.user_id, said)
     assert forgot.startswith("Done, I've forgotten that you don't like olives")
     assert birthday == "Got it, I'll remember that your daughter's birthday is on March 3rd."
 
@@ -192,14 +182,9 @@ def test_more_about_people_a_memory_names_is_kept_and_found_by_their_names(new_u
     (kept nothing), and "what are my kids' names?" looked for "kid" and found nothing: "I don't remember your
     kids's names yet"."""
     user = new_user()
-
-    async def talk() -> list[str]:
-        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
-            said = ["I have two kids, Maya and Leo.", "Maya is 7 and Leo is 4.", "what are my kids' names?"]
-            said.append("how old is Maya?")
-            return [reply_text(await run.session.run(user_input=line)) for line in said]
-
-    _, ages, names, maya = asyncio.run(talk())
+    said = ["I have two kids, Maya and Leo.", "Maya is 7 and Leo is 4.", "what are my kids' names?"]
+    said.append("how old is Maya?")
+    _, ages, names, maya = _replies(user.user_id, said)
     assert ages == "Got it, I'll remember that Maya is 7 and Leo is 4."
     assert names == "You told me you have two kids, Maya and Leo."
     assert maya.startswith("You told me Maya is 7 and Leo is 4.")
@@ -227,13 +212,8 @@ def test_an_email_saved_to_the_profile_is_recalled(new_user):
     """ "what's my email?" right after "my email is …" said "I don't remember your email yet": the profile
     was updated, but recall reads memories."""
     user = new_user()
-
-    async def talk() -> list[str]:
-        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
-            said = ["my email is priya@example.com", "what's my email?"]
-            return [reply_text(await run.session.run(user_input=line)) for line in said]
-
-    saved, recalled = asyncio.run(talk())
+    said = ["my email is priya@example.com", "what's my email?"]
+    saved, recalled = _replies(user.user_id, said)
     assert saved == "Thanks, I've saved priya@example.com as your email address."  # said once, not twice
     assert recalled == "You told me your email is priya@example.com."
     assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {"email": "priya@example.com"}
@@ -242,14 +222,9 @@ def test_an_email_saved_to_the_profile_is_recalled(new_user):
 def test_what_we_talked_about_today_is_this_conversation(new_user):
     """ "what did we talk about today?" searched earlier conversations for those words and found nothing."""
     user = new_user()
-
-    async def talk() -> list[str]:
-        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
-            said = ["what did we talk about today?", "hi", "My favorite food is sushi", "is shipping free?"]
-            said += ["I love playing tennis on weekends", "can you sum up this conversation?"]
-            return [reply_text(await run.session.run(user_input=line)) for line in said]
-
-    replies = asyncio.run(talk())
+    said = ["what did we talk about today?", "hi", "My favorite food is sushi", "is shipping free?"]
+    said += ["I love playing tennis on weekends", "can you sum up this conversation?"]
+    replies = _replies(user.user_id, said)
     assert replies[0] == "We've only just started: you haven't told me anything in this conversation yet."
     assert replies[-1] == (
         "So far in this conversation you told me: “My favorite food is sushi”; “I love playing tennis on weekends”."
