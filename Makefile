@@ -21,8 +21,9 @@ $(PIP_STAMP): requirements.txt
 	@touch $@
 
 # Debian's chromium for the browser tests (Playwright drives it; it never downloads a browser),
-# a font so screenshots have readable text, and espeak-ng + sox for the benchmark's recorded speech set.
-APT_PACKAGES := chromium fonts-dejavu-core espeak-ng sox
+# a font so screenshots have readable text, espeak-ng + sox for the benchmark's recorded speech set,
+# and binutils (objdump) for the test that the embedded server's binaries suit any x86-64 CPU.
+APT_PACKAGES := chromium fonts-dejavu-core espeak-ng sox binutils
 system-packages: $(APT_STAMP)
 $(APT_STAMP): Makefile | $(PIP_STAMP)
 	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
