@@ -72,6 +72,7 @@ _EXPORTS = {
     "WEIGH_BELOW": "agent.voice.local_stt",
     "WhisperTranscript": "agent.voice.local_stt",
     "VAD_MIN_SILENCE": "agent.voice.local_call",
+    "voice_thread_budget": "agent.voice.threads",
     "spoken_pieces_reused": "agent.voice.local_tts",
     "WEBRTC_SAMPLE_RATE": "agent.voice.audio",
     "WEBRTC_FRAME_SAMPLES": "agent.voice.audio",
@@ -87,6 +88,7 @@ _RENAMED = {
     "save_report": "save",
     "flush_pending_reports": "flush_pending",
     "WhisperTranscript": "Transcript",
+    "voice_thread_budget": "thread_budget",
 }
 
 __all__ = [
@@ -136,6 +138,7 @@ __all__ = [
     "save_report",
     "shutdown_runtime",
     "spoken_pieces_reused",
+    "voice_thread_budget",
     "warmup",
 ]  # the keys of _EXPORTS (tests/agent/test_layout.py checks)
 

@@ -79,6 +79,8 @@ def voice_section(result: dict) -> str:
     stt = summary(t.metrics.get("stt_ms") for t in heard)
     alone = summary(result["whisper_alone_ms"])
     one_decode = summary(result.get("one_decode_ms") or [])
+    interim = summary(result.get("interim_ms") or [])
+    interim_whole = summary(result.get("interim_whole_window_ms") or [])
     load = result["load"]
     parts = {
         "speech end → final transcript (VAD silence + what is left of the decode)": [
@@ -165,6 +167,18 @@ def voice_section(result: dict) -> str:
                         fmt_ms(one_decode["p50"]),
                         fmt_ms(one_decode["p95"]),
                         fmt_ms(one_decode["max"]),
+                    ],
+                    [
+                        "an interim decode on its one thread, the encoder on a 15 s window (since 2026-12-01)",
+                        fmt_ms(interim["p50"]),
+                        fmt_ms(interim["p95"]),
+                        fmt_ms(interim["max"]),
+                    ],
+                    [
+                        "… the same on the whole 30 s window (interim decodes until 2026-12-01)",
+                        fmt_ms(interim_whole["p50"]),
+                        fmt_ms(interim_whole["p95"]),
+                        fmt_ms(interim_whole["max"]),
                     ],
                 ],
             ),

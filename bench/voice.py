@@ -34,6 +34,7 @@ from agent import (
     per_turn_latency,
     prewarm_voice,
     spoken_pieces_reused,
+    voice_thread_budget,
 )
 from core import identity
 from core.db import admin_connection
@@ -184,18 +185,25 @@ def barge_in(call, browser: FakeBrowser, log) -> float | None:
 
 
 def whisper_alone(
-    stt: LocalWhisperSTT, recordings: list[np.ndarray], repeats: int = 2, *, weigh: bool = True
+    stt: LocalWhisperSTT,
+    recordings: list[np.ndarray],
+    repeats: int = 2,
+    *,
+    weigh: bool = True,
+    threads: int | None = None,
+    interim: bool = False,
 ) -> list[float]:
     """Decode times (ms) of the same recordings, straight into Whisper with the call's prompt and
     threads, with the VAD's 0.5 s of lead-in the pipeline's decodes also get: the recognition a turn makes
     (with `weigh`, its decodes with and without the user's words), without the rare beam re-decode;
-    `weigh=False`: one decode with the user's words."""
+    `weigh=False`: one decode with the user's words; `interim`: an interim decode (its 15 s window)."""
     lead = np.zeros(WHISPER_SAMPLE_RATE // 2, np.float32)
     times = []
     for _ in range(repeats):
         for pcm in recordings:
             audio = np.concatenate([lead, resample(pcm, PIPER_RATE, WHISPER_SAMPLE_RATE).astype(np.float32) / 32768])
-            times.append(stt.transcribe_sync(audio, redecode=False, weigh=weigh).decode_seconds * 1000)
+            decoded = stt.transcribe_sync(audio, cpu_threads=threads, redecode=False, weigh=weigh, interim=interim)
+            times.append(decoded.decode_seconds * 1000)
     return times
 
 
@@ -235,6 +243,10 @@ def run(
         local = isinstance(stt, LocalWhisperSTT)
         alone_ms = whisper_alone(stt, list(recordings.values())) if local else []
         one_decode_ms = whisper_alone(stt, list(recordings.values()), weigh=False) if local else []
+        # interim decodes on their thread share, with their 15 s window and with the whole 30 s one
+        said, one = list(recordings.values()), voice_thread_budget().whisper_interim
+        interim_ms = whisper_alone(stt, said, threads=one, interim=True) if local else []
+        interim_whole_ms = whisper_alone(stt, said, weigh=False, threads=one) if local else []
     finally:
         future = end_call(key)
         if future is not None:
@@ -248,4 +260,6 @@ def run(
         "speculation": speculation,
         "whisper_alone_ms": alone_ms,
         "one_decode_ms": one_decode_ms,
+        "interim_ms": interim_ms,
+        "interim_whole_window_ms": interim_whole_ms,
     }

