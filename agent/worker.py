@@ -250,6 +250,11 @@ def cli_setup_problem(args: list[str]) -> str | None:
                 ".streamlit/secrets.toml; LiveKit Cloud or `livekit-server --dev`, docs/AGENT.md). "
                 "Without LiveKit, use `python -m agent chat` or the app's Voice page."
             )
+    if command in (*_SERVER_COMMANDS, "console"):
+        try:
+            db.require_migrated()  # every job would fail with "relation … does not exist"
+        except PlaygroundError as exc:
+            return f"python -m agent {command}: {exc}"
     if command == "console":
         try:
             import sounddevice  # noqa: F401 - livekit's console plays and records through it

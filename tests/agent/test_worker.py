@@ -272,7 +272,27 @@ def test_a_worker_command_without_livekit_names_the_settings_to_set(command):
 
 
 @pytest.mark.slow
-def test_a_worker_whose_livekit_server_does_not_answer_says_which_setting_to_check():
+@pytest.mark.parametrize("command", ["start", "dev"])
+def test_a_worker_on_a_database_without_the_schema_says_to_apply_the_migrations(command, tmp_path):
+    """A fresh DATA_DIR: the worker registered with LiveKit and then failed every job on a missing relation."""
+    livekit = {
+        "LIVEKIT_URL": f"ws://127.0.0.1:{free_port()}",
+        "LIVEKIT_API_KEY": "devkey",
+        "LIVEKIT_API_SECRET": "secret-that-is-long-enough-for-hs256-0123456789",
+    }
+    result = _run_without_livekit([command], extra_env={"DATA_DIR": str(tmp_path), **livekit})
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout
+    total = len(db.migration_files())
+    said = result.stderr.strip().splitlines()[-1]
+    assert said.startswith(f"python -m agent {command}: The database is missing {total} of this version's {total} ")
+    assert said.endswith("run `make db` (it applies them), then start again."), said
+    assert "does not answer" not in result.stderr  # refused before it tried the LiveKit server
+
+
+@pytest.mark.slow
+def test_a_worker_whose_livekit_server_does_not_answer_says_which_setting_to_check(database_uri):
+    """(The test database has the schema: a worker without it is refused first, the test above.)"""
     env = {
         **os.environ,
         "PYTHONPATH": str(PROJECT_ROOT),
