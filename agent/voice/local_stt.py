@@ -264,7 +264,7 @@ class LocalWhisperSTT(stt.STT):
         whose confidence is under `redecode_below` is decoded again, the same way, with a beam of 5
         (`redecode`). Interim transcripts do neither: one prompted decode, its encoder on a 15 s window."""
         started = time.perf_counter()
-        model = load_model(cpu_threads or self._cpu_threads, interim=interim)
+        model = load_model(cpu_threads or (self._interim_threads if interim else self._cpu_threads), interim=interim)
         if pcm.size < WHISPER_SAMPLE_RATE // 10:  # under 100 ms: nothing to say
             return Transcript("", 0.0, pcm.size / WHISPER_SAMPLE_RATE, 0.0)
         redecode, weigh = redecode and not interim, weigh and not interim and self._prompt != self._style

@@ -86,3 +86,5 @@ async def test_interim_decodes_use_the_short_window_and_turn_decodes_the_whole_o
     assert final.text == words
     assert interim.text == final.text, (interim.text, final.text)
     assert stt.speculation.interims == 0  # counted by the stream when shown, not by a decode
+    stt.transcribe_sync(audio, interim=True)  # called directly: the interim decodes' own model and threads
+    assert window.shortened == shortened + 2
