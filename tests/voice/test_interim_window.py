@@ -86,5 +86,6 @@ async def test_interim_decodes_use_the_short_window_and_turn_decodes_the_whole_o
     assert final.text == words
     assert interim.text == final.text, (interim.text, final.text)
     assert stt.speculation.interims == 0  # counted by the stream when shown, not by a decode
-    stt.transcribe_sync(audio, interim=True)  # called directly: the interim decodes' own model and threads
-    assert window.shortened == shortened + 2
+    # called directly, on other audio (the same would reuse the last encoding): the interim decodes' model
+    direct = stt.transcribe_sync(np.concatenate([np.zeros(1600, np.float32), audio]), interim=True)
+    assert window.shortened == shortened + 2 and direct.text == words
