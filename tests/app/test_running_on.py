@@ -10,7 +10,8 @@ import time
 
 import pytest
 
-from core import doctor
+from core import ctranslate2_cpu, doctor
+from core.config import get_settings
 from tests.support.app import start_streamlit, stop_streamlit
 from tests.support.browser import wait_for_app
 from tests.support.openai_standin import OpenAIStandIn
@@ -62,7 +63,8 @@ def test_running_on_shows_every_check_without_waiting_for_it(app):
     at.run()
     assert any(c.startswith("Full check") and "all configured parts healthy" in c for c in sidebar_captions(at))
     details = " ".join(m.value for m in at.sidebar.markdown)
-    assert "Whisper tiny.en (local)\\: loaded in" in details  # the full check ran the voice models
+    weights = ctranslate2_cpu.whisper_compute_type(get_settings().stt_compute_type)
+    assert f"Whisper tiny.en (local, {weights})\\: loaded in" in details  # the full check ran the voice models
 
 
 @pytest.mark.browser

@@ -1,4 +1,5 @@
-"""Whisper's runtime is asked for AVX-512 only where the CPU has every extension it needs."""
+"""Whisper's runtime is asked for AVX-512 only where the CPU has every extension it needs, and keeps its
+weights int8 only where the CPU multiplies 8-bit numbers exactly (VNNI)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import sys
 
 import pytest
 
-from core.ctranslate2_cpu import ISA_VARIABLE, use_avx512_where_available
+from core.ctranslate2_cpu import ISA_VARIABLE, use_avx512_where_available, whisper_compute_type
 
 XEON = "processor\t: 0\nflags\t\t: fpu sse4_2 avx avx2 avx512f avx512dq avx512cd avx512bw avx512vl avx512_vnni\n"
 LAPTOP = "processor\t: 0\nflags\t\t: fpu sse4_2 avx avx2 fma\n"
+ALDER_LAKE = "processor\t: 0\nflags\t\t: fpu sse4_2 avx avx2 fma avx_vnni\n"  # VNNI without AVX-512
 PARTIAL = "processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512cd\n"  # AVX-512 foundation only (Xeon Phi-like)
 
 
@@ -60,3 +62,38 @@ def test_the_apps_whisper_runs_with_avx512_on_a_cpu_that_has_it():
     loaded = subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, text=True, timeout=120)
     assert loaded.returncode == 0, loaded.stderr[-2000:]
     assert "Selected ISA: AVX512" in loaded.stderr
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "compute_type"),
+    [(XEON, "int8"), (ALDER_LAKE, "int8"), (LAPTOP, "float32"), (PARTIAL, "float32"), ("", "float32")],
+    ids=["avx512 vnni", "avx vnni", "avx2 only", "avx512 without vnni", "no flags"],
+)
+def test_whisper_keeps_int8_weights_only_where_the_cpu_has_vnni(tmp_path, cpuinfo, compute_type):
+    assert whisper_compute_type("auto", _cpuinfo(tmp_path, cpuinfo)) == compute_type
+
+
+def test_whisper_without_cpuinfo_computes_in_float32(tmp_path):
+    assert whisper_compute_type("auto", tmp_path / "missing") == "float32"
+
+
+@pytest.mark.parametrize("configured", ["int8", "float32"])
+def test_a_configured_compute_type_is_kept_on_any_cpu(tmp_path, configured):
+    for cpuinfo in (XEON, LAPTOP):
+        assert whisper_compute_type(configured, _cpuinfo(tmp_path, cpuinfo)) == configured
+
+
+@pytest.mark.parametrize("configured", ["auto", "int8"])
+def test_the_apps_whisper_loads_with_the_chosen_compute_type(configured):
+    """The loader and the sidebar's label follow STT_COMPUTE_TYPE, and "auto" follows this CPU."""
+    expected = whisper_compute_type(configured)
+    load = (
+        "from agent.voice.local_stt import load_model; from agent.model_factory import describe_models; "
+        "model = load_model(1); print(model.model.compute_type); print(describe_models().stt)"
+    )
+    env = os.environ | {"STT_COMPUTE_TYPE": configured}
+    loaded = subprocess.run([sys.executable, "-c", load], env=env, capture_output=True, text=True, timeout=120)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    compute_type, label = loaded.stdout.strip().splitlines()[-2:]
+    assert compute_type == {"int8": "int8_float32"}.get(expected, expected)  # int8 weights, float32 elsewhere
+    assert label == f"faster-whisper tiny.en (local, {expected})"
