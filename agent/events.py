@@ -138,6 +138,7 @@ class RetrievalEvent(_Common):
     injected: NotRequired[list[str]]
     embed_ms: NotRequired[float]
     search_ms: NotRequired[float]
+    window: NotRequired[str]  # a search of past turns kept to these days ("2026-11-23 to 2026-11-29")
 
 
 class StateEvent(_Common):
@@ -219,6 +220,7 @@ def retrieval(
     injected: "Iterable[MemoryHit | ConversationHit] | None" = None,
     embed_ms: float | None = None,
     search_ms: float | None = None,
+    window: str | None = None,
 ) -> EventFields:
     """A search and what it found; `hits` are MemoryHit / ConversationHit / KnowledgeHit (or their dicts)."""
     fields: EventFields = {
@@ -243,6 +245,8 @@ def retrieval(
         fields["embed_ms"] = round(embed_ms, 2)
     if search_ms is not None:
         fields["search_ms"] = round(search_ms, 2)
+    if window is not None:
+        fields["window"] = window
     return fields
 
 
@@ -270,6 +274,7 @@ def memory_search_retrieval(
         injected=injected,
         embed_ms=search.embed_ms,
         search_ms=None if latency_ms is None else search.latency_ms,
+        window=search.as_dict().get("window"),
     )
 
 

@@ -33,6 +33,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterable, Callable
+from datetime import UTC, date, datetime
 from typing import Any
 
 from livekit.agents import Agent, ModelSettings, RunContext, function_tool, llm
@@ -45,6 +46,7 @@ from agent.recall import Searches, recall, start_searches
 from agent.tool_calls import call_core
 from core import conversations, memories, orders, profiles, retrieval
 from core.config import get_settings
+from core.date_window import DateWindow
 from core.db import Scope, parse_user_id
 from core.profiles import Preload
 from core.retrieval import RrfParams
@@ -53,6 +55,11 @@ from core.retrieval import RrfParams
 def load_preload(user_id: uuid.UUID | str) -> Preload:
     """Stamp last_seen_at and read profile + memories (blocking; run it in a thread)."""
     return profiles.preload(Scope.service(parse_user_id(user_id)))
+
+
+def _today() -> date:
+    """Today in UTC, the calendar every date the agent reads and says is in."""
+    return datetime.now(UTC).date()
 
 
 class PlaygroundAgent(Agent):
@@ -99,7 +106,9 @@ class PlaygroundAgent(Agent):
         self._early_searches: Searches | None = None  # started from a voice turn's speculative transcript
         chat_ctx = llm.ChatContext.empty()
         if preload is not None:
-            chat_ctx.add_message(role="system", content=preload_message(preload.as_context()), id=PRELOAD_MESSAGE_ID)
+            chat_ctx.add_message(
+                role="system", content=preload_message(preload.as_context(), _today()), id=PRELOAD_MESSAGE_ID
+            )
         super().__init__(instructions=instructions, chat_ctx=chat_ctx)
 
     def set_rrf(self, params: RrfParams) -> RrfParams:
@@ -113,7 +122,7 @@ class PlaygroundAgent(Agent):
             self.preload = await asyncio.to_thread(load_preload, self.user_id)
             chat_ctx = self.chat_ctx.copy()
             chat_ctx.add_message(
-                role="system", content=preload_message(self.preload.as_context()), id=PRELOAD_MESSAGE_ID
+                role="system", content=preload_message(self.preload.as_context(), _today()), id=PRELOAD_MESSAGE_ID
             )
             await self.update_chat_ctx(chat_ctx)
         if self.greet:
@@ -301,24 +310,32 @@ class PlaygroundAgent(Agent):
         return output
 
     @function_tool
-    async def search_past_conversations(self, ctx: RunContext, query: str) -> str:
+    async def search_past_conversations(
+        self, ctx: RunContext, query: str, from_date: str | None = None, to_date: str | None = None
+    ) -> str:
         """Search what the user and the agent said in the user's earlier conversations (hybrid vector + keyword
         search, best first; each hit has the date it was said). Use it when the user refers to something
         mentioned before, e.g. "that trail I told you about last week".
 
         Args:
             query: what to look for, in the user's words
+            from_date: only what was said on or after this day (YYYY-MM-DD, UTC), when the user says when
+            to_date: only what was said on or before this day (YYYY-MM-DD, UTC), when the user says when
         """
         params = self.rrf
+        arguments = {"query": query} | {
+            name: value for name, value in (("from_date", from_date), ("to_date", to_date)) if value is not None
+        }
         result, output = await self._call(
             "search_past_conversations",
-            {"query": query},
+            arguments,
             lambda: retrieval.search_conversations(
                 self.scope,
                 retrieval.query_from_message(query),
                 limit=5,
                 params=params,
                 exclude_session_id=self.session_id,
+                window=DateWindow.from_dates(from_date, to_date),
             ),
             tool_outputs.conversations_found,
         )

@@ -7,6 +7,8 @@ cannot leave one of them behind.
 
 from __future__ import annotations
 
+from datetime import date
+
 INSTRUCTIONS = """\
 You are the Memory Playground agent for Kestrel Coffee Co.: a friendly voice and text assistant that \
 remembers the people it talks to.
@@ -20,7 +22,9 @@ list_user_memories when they ask what you know about them. Never invent facts ab
 - Use forget_detail when they ask you to forget something, and update_profile for their name ("call me \
 Sam"), email, preferred_language, timezone or preferences.
 - When the user refers to something said in an earlier conversation ("that trail I mentioned last week"), \
-use search_past_conversations; its hits carry the date each thing was said. When they ask what you talked \
+use search_past_conversations; its hits carry the date each thing was said. When they say when ("last \
+week", "in March", "yesterday"), also pass from_date and to_date (YYYY-MM-DD, UTC; today's date is in the \
+context), and if nothing from those days answers, search again without them. When they ask what you talked \
 about last time, use recall_last_conversation and sum it up in a sentence or two.
 - Use lookup_order for order status and search_knowledge for questions about Kestrel Coffee products, \
 shipping, returns, warranty and subscriptions; answer only from what the tools return.
@@ -57,8 +61,12 @@ HOW_TO_USE_A_REAL_MODEL = (
 OFFLINE_BRAIN_HELP = "The offline demo brain is a rule-based stand-in, not a language model. " + HOW_TO_USE_A_REAL_MODEL
 
 
-def preload_message(profile_and_memories: str) -> str:
-    return f"{PRELOAD_HEADER}\n{profile_and_memories}"
+# The preload ends with today's date, so that a model can turn "last week" into dates for a search.
+TODAY_LEAD = "Today's date (UTC):"
+
+
+def preload_message(profile_and_memories: str, today: date) -> str:
+    return f"{PRELOAD_HEADER}\n{profile_and_memories}\n\n{TODAY_LEAD} {today.isoformat()}, a {today:%A}."
 
 
 def greeting_instruction(name: str | None) -> str:

@@ -77,10 +77,16 @@ def memories_found(search: MemorySearch) -> dict[str, Any]:
 
 
 def conversations_found(search: ConversationSearch) -> dict[str, Any]:
+    window: dict[str, Any] = {}
+    if search.window is not None:
+        window["searched_dates"] = search.window.describe()
+        if not search.hits:
+            window["note"] = "Nothing was said on those dates; search again without from_date and to_date."
     return {
         "query": search.query,
         "mode": search.mode,
         "degraded_reason": search.degraded_reason,
+        **window,
         "hits": [
             {
                 "date": h.created_at.date().isoformat(),

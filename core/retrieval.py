@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from core import embeddings
 from core.config import get_settings
+from core.date_window import DateWindow
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput
 from core.text import clean_choice, clean_float, clean_int, clean_text
@@ -291,6 +292,7 @@ class ConversationSearch:
     latency_ms: float
     embed_ms: float
     degraded_reason: str | None = None
+    window: DateWindow | None = None  # only turns said on these days were searched
 
     @property
     def degraded(self) -> bool:
@@ -304,6 +306,7 @@ class ConversationSearch:
             "latency_ms": round(self.latency_ms, 2),
             "embed_ms": round(self.embed_ms, 2),
             "degraded_reason": self.degraded_reason,
+            "window": None if self.window is None else self.window.describe(),
             "hits": [hit.as_dict() for hit in self.hits],
         }
 
@@ -341,12 +344,14 @@ def search_conversations(
     text_match: Literal["any", "all"] = "any",
     candidates: int | None = None,
     exclude_session_id: str | None = None,
+    window: DateWindow | None = None,
     embed=embeddings.embed_one,
     conninfo: str | None = None,
 ) -> ConversationSearch:
     """Hybrid search over the scope's past conversation turns.
 
     `candidates` is how deep each branch ranks before fusion (default 4 * limit).
+    `window` keeps both branches to the turns said on its days (UTC).
     If the query cannot be embedded, the search still runs on the text branch
     and says why.
     """
@@ -365,7 +370,7 @@ def search_conversations(
     with transaction(scope, conninfo=conninfo) as cur:
         cur.execute(
             "select * from public.match_conversation_turns_hybrid("
-            "%s::extensions.vector, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "%s::extensions.vector, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             (
                 vector,
                 query_text,
@@ -377,6 +382,7 @@ def search_conversations(
                 text_match,
                 candidates,
                 exclude_session_id,
+                *(window.bounds() if window else (None, None)),
             ),
         )
         hits = [ConversationHit(**row) for row in cur.fetchall()]
@@ -388,6 +394,7 @@ def search_conversations(
         latency_ms=(time.perf_counter() - started) * 1000,
         embed_ms=embed_ms,
         degraded_reason=degraded_reason,
+        window=window,
     )
 
 

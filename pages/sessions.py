@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from core import conversations, memories, sessions
+from core.date_window import DateWindow
 from core.errors import InvalidInput, NotFound
 from core.retrieval import match_kind, search_conversations
 from core.text import clean_text
@@ -30,6 +31,7 @@ LISTED = 100  # sessions in the table and the picker, newest first (each with wh
 REQUEST = "u_sessions_request"  # another page sets a session id here before switching to this page
 PICK = "u_sessions_pick"
 SEARCH = "u_sessions_search"
+SEARCH_DAYS = "u_sessions_search_days"  # the days the search keeps to (a date range, empty: every day)
 JUMP = "u_sessions_jump"  # (session id, turn index) of the search hit to show
 DELETE = "u_sessions_delete_pressed"  # the id of the session whose Delete this session was pressed
 DELETED = "u_sessions_deleted"  # (id of the session this tab deleted, id of the one shown after it): confirmed
@@ -518,21 +520,35 @@ def _search_hit(hit, index: int) -> None:
 def _search_panel(scope) -> None:
     """Search every turn of every one of my sessions (hybrid, as the user); Open jumps to the turn."""
     with st.form("u_sessions_search_form", border=False):
-        query_col, go_col = st.columns([4, 1], vertical_alignment="bottom")
+        query_col, days_col, go_col = st.columns([4, 2, 1], vertical_alignment="bottom")
         query = query_col.text_input(
             "Search all my transcripts", key=SEARCH, placeholder="e.g. the trail I hiked with Nora"
+        )
+        days = days_col.date_input(
+            "Said between",
+            value=[],
+            key=SEARCH_DAYS,
+            format="YYYY-MM-DD",
+            help="Only what was said on these days (UTC). Leave empty to search every day.",
         )
         go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
     if not query.strip():
         return
+    window = DateWindow.of_days(days)
     with reported():
-        found = search_conversations(scope, query, limit=8)
+        found = search_conversations(scope, query, limit=8, window=window)
         if found.degraded_reason:
             st.warning(found.degraded_reason, icon=":material/warning:")
         matches = [hit for hit in found.hits if match_kind(hit.as_dict()) != "nearest only"]
         loose = [hit for hit in found.hits if hit not in matches]
+        if window is not None:
+            st.caption(f"Only what was said {window.describe()} (UTC).")
         if not matches:
-            st.caption("No turn of your transcripts matches that.")
+            st.caption(
+                "No turn of your transcripts matches that."
+                if window is None
+                else "No turn said on those days matches that: clear **Said between** to search every day."
+            )
         for index, hit in enumerate(matches):
             _search_hit(hit, index)
         name_buttons({f"u_sessions_open_{index}": _open_name(hit) for index, hit in enumerate(matches + loose)})

@@ -50,6 +50,7 @@ class RetrievalView:
     note: str | None = None  # e.g. "skipped: over the time budget"
     trigger: str | None = None  # agent events: per_turn_recall, tool:search_memories, ...
     injected: set[str] = field(default_factory=set)  # ids the agent put into the model's context
+    window: str | None = None  # a search of past turns kept to these days
 
 
 def view_of_event(event: RetrievalEvent) -> RetrievalView:
@@ -66,6 +67,7 @@ def view_of_event(event: RetrievalEvent) -> RetrievalView:
         note=f"Skipped: {event['skip_reason']}." if event["skipped"] else None,
         trigger=event["trigger"],
         injected=set(event.get("injected") or []),
+        window=event.get("window"),
     )
 
 
@@ -91,6 +93,7 @@ def view_of_search(search: MemorySearch | ConversationSearch | KnowledgeSearch) 
         latency_ms=data["latency_ms"],
         embed_ms=data["embed_ms"],
         degraded_reason=search.degraded_reason,
+        window=data.get("window"),
     )
 
 
@@ -397,6 +400,8 @@ def summary_line(view: RetrievalView) -> str:
         parts.append(f"({_TRIGGERS.get(view.trigger, view.trigger)})")
     if view.query:
         parts.append(f"for “{clip(view.query, 80)}”")
+    if view.window:
+        parts.append(f"said {view.window}")
     details = []
     if view.mode:
         details.append(view.mode)

@@ -4,10 +4,12 @@ and the last conversation summed up in the user's own words."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 from typing import Any
 
 from agent.brain.patterns import is_question
+from core.date_window import mentioned_in
 from core.retrieval import is_relevant
 
 # a greeting or a thank-you says nothing worth quoting back
@@ -98,3 +100,31 @@ def conversations_found(data: dict[str, Any], *, after_memories: bool = False) -
         "I don't have that saved as a memory, but I found it in our earlier conversations. " if after_memories else ""
     )
     return f"{lead}{said_on(top)} (RRF score {top['rrf_score']:.4f})."
+
+
+def search_dates(sentence: str, today: dt.date | None) -> dict[str, str]:
+    """from_date and to_date for the days the user named ("last week"), as a model would fill them in."""
+    window = mentioned_in(sentence, today) if today else None
+    return {"from_date": window.first.isoformat(), "to_date": window.last.isoformat()} if window else {}
+
+
+def _data(output: str) -> dict[str, Any]:
+    try:
+        data = json.loads(output)
+    except (TypeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def windowed_search_answered_nothing(results: list[tuple[str, dict[str, Any], str, bool]]):
+    """This turn's search of earlier conversations kept to the days the user named, when nothing it found
+    answers; None when it answered, or when it ran without dates."""
+    for result in results:
+        name, args, output, is_error = result
+        if name == "search_past_conversations" and not is_error and ("from_date" in args or "to_date" in args):
+            return None if answers(_data(output)) else result
+    return None
+
+
+def dates_searched(result: tuple[str, dict[str, Any], str, bool]) -> str:
+    return str(_data(result[2]).get("searched_dates") or "those days")

@@ -1,6 +1,6 @@
 """What the user wants, from one utterance: an intent and the tool calls that serve it.
 
-`classify(text)` is public: the labelled set in tests/data/brain_utterances.jsonl
+`classify(text, today)` is public: the labelled set in tests/data/brain_utterances.jsonl
 measures its intent accuracy. The rules are tried in a fixed order (the first
 that applies wins), one function each below.
 """
@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from agent.brain import patterns as p
+from agent.brain.earlier import search_dates
 from agent.brain.facts import NOTE_PREFIX, Fact, parse_fact, parse_facts, search_query, slot_for
 from agent.brain.replies import ASK_ORDER_NUMBER, IDENTITY_REPLY, SECRET_REPLY, UNFINISHED_REPLY, smalltalk_reply
 from agent.brain.text import clean, content_words, strip_end
@@ -36,15 +38,17 @@ class _Utterance:
     raw: str  # cleaned, punctuation kept
     body: str  # without the final full stop or exclamation mark
     lower: str
+    today: date | None = None  # what "last week" is relative to; None: dates are not searched by
 
 
-def classify(text: str) -> Intent:
-    """Map one user utterance to an intent and the tool calls that serve it."""
+def classify(text: str, today: date | None = None) -> Intent:
+    """Map one user utterance to an intent and the tool calls that serve it. With `today`, a search of earlier
+    conversations keeps to the days the utterance names ("last week")."""
     raw = clean(text)
     if not raw:
         return Intent("smalltalk", reply="I didn't catch that. Could you say it again?")
     body = raw.rstrip(".! ")
-    said = _Utterance(raw=raw, body=body, lower=body.lower())
+    said = _Utterance(raw=raw, body=body, lower=body.lower(), today=today)
     for rule in _RULES:
         intent = rule(said)
         if intent is not None:
@@ -107,7 +111,8 @@ def _past_conversation(said: _Utterance) -> Intent | None:
     if not match:
         return None
     query = strip_end(match.groupdict().get("q") or "") or said.body
-    return Intent("past_conversations", calls=[("search_past_conversations", {"query": query})])
+    dates = search_dates(said.raw, said.today)  # "last week": the days a model would search
+    return Intent("past_conversations", calls=[("search_past_conversations", {"query": query} | dates)])
 
 
 def _search(said: _Utterance) -> Intent | None:

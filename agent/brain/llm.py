@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from livekit.agents import llm
@@ -176,7 +177,7 @@ class BrainStream(llm.LLMStream):
             if "greet" in instruction.lower():
                 return [], greeting_from_context(self._chat_ctx)
             return [], "Okay."
-        intent = classify(user_text)
+        intent = classify(user_text, datetime.now(UTC).date())
         if intent.name == "this_conversation":
             earlier = [
                 user_words(_text_of(item))

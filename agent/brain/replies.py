@@ -11,7 +11,15 @@ from typing import Any
 
 from livekit.agents import llm
 
-from agent.brain.earlier import answers, conversations_found, last_conversation, quote, relevant
+from agent.brain.earlier import (
+    answers,
+    conversations_found,
+    dates_searched,
+    last_conversation,
+    quote,
+    relevant,
+    windowed_search_answered_nothing,
+)
 from agent.brain.facts import NOTE_PREFIX, RELATIONS, describe_fact, search_query, slot_phrase, slot_words
 from agent.brain.knowledge import knowledge_found
 from agent.brain.text import clean, stems, strip_end
@@ -83,6 +91,11 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
     put into context (what the retrieval panel stars); a question about the user is answered from them when
     the tools found nothing, so the reply never contradicts the panel."""
     recalled = [fact for fact in recalled or [] if _about_what_was_asked(user_text, *fact)]
+    searched_dates = ""
+    if windowed := windowed_search_answered_nothing(results):
+        # the same search without the dates followed (`follow_up`): answer from it, and say so
+        searched_dates = f"Nothing from {dates_searched(windowed)} answers that. "
+        results = [r for r in results if r is not windowed]
     forgets = [r for r in results if r[0] == "forget_detail"]
     if len(forgets) > 1 and not forgets[-1][3]:  # the slot named was not there; the search found what was meant
         return _forgotten(load_output(forgets[-1][2]), say_what=True)
@@ -138,7 +151,7 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
         # "my name is Ada and my PIN is 1234": the name was saved, the secret left out (agent/brain/intents.py)
         parts.append(SECRET_REPLY.split(". ")[0] + ".")
     text = " ".join(part for part in parts if part)
-    return text or "Done."
+    return searched_dates + text if text else "Done."
 
 
 def _nothing_found(results: list[ToolResult]) -> str:
@@ -220,6 +233,10 @@ def follow_up(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict
     query = strip_end(clean(user_text)) or user_text
     if any(name == "forget_detail" and is_error for name, _, _, is_error in results):
         return _forget_found(user_text, results)
+    searches = [args for name, args, _, is_error in results if name == "search_past_conversations"]
+    if len(searches) == 1 and windowed_search_answered_nothing(results):
+        # the user may misplace when they said it ("last week" for ten days ago): look at every day
+        return [("search_past_conversations", {"query": searches[0].get("query") or query})]
     for name, _args, output, is_error in results:
         if name == "recall_detail" and is_error and "search_memories" not in names:
             return [("search_memories", {"query": search_query(query)})]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from datetime import date
 
 import pytest
 
@@ -374,3 +375,22 @@ def test_the_name_reply_says_whether_the_name_is_new_changed_or_known(before, sa
         ("remember_detail", {"memory_type": "name", "content": "Ada"}, json.dumps(memory), False),
     ]
     assert compose_reply("my name is Ada", results) == said
+
+
+@pytest.mark.parametrize(
+    ("text", "dates"),
+    [
+        ("what was the name of that trail I mentioned last week?", ("2026-11-23", "2026-11-29")),
+        ("did I ever mention my sister's wedding back in March?", ("2026-03-01", "2026-03-31")),
+        ("what did I tell you yesterday about the dentist?", ("2026-12-01", "2026-12-01")),
+        ("search our past conversations for the flight number", None),  # says no time
+        ("what was that restaurant we talked about the other day?", None),  # no day it can place
+    ],
+)
+def test_a_search_of_earlier_conversations_keeps_to_the_days_the_user_names(text, dates):
+    """With today's date (the brain's clock, or the one the system prompt states), as a model would fill in the
+    tool's from_date and to_date; without it, no dates."""
+    (name, args), *_ = classify(text, date(2026, 12, 2)).calls
+    assert name == "search_past_conversations"
+    assert (args.get("from_date"), args.get("to_date")) == (dates or (None, None))
+    assert "from_date" not in classify(text).calls[0][1]

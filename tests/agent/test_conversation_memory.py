@@ -5,12 +5,14 @@ real database, real embeddings; `AgentSession.run` as in livekit's agent-starter
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
 
 from agent import recall as recall_module
+from agent.brain.llm import BrainStream
 from agent.prompts import PAST_TURNS_LEAD, RECALL_HEADER
 from agent.recall import Injection, choose, estimate_tokens, turn_line
 from core import conversations, embeddings, memories, sessions
@@ -21,7 +23,8 @@ from core.retrieval import RrfParams, search_conversations, search_memories
 from core.turn_indexer import get_indexer
 from tests.support.agent_run import agent_session, reply_text
 
-LAST_WEEK = datetime.now(UTC).replace(microsecond=0) - timedelta(days=7)
+# noon UTC seven days ago: in last week's Monday-to-Sunday, with its turns (a few minutes) on the same day
+LAST_WEEK = (datetime.now(UTC) - timedelta(days=7)).replace(hour=12, minute=0, second=0, microsecond=0)
 TRAIL = "We hiked the Cedar Creek Loop on Saturday with Nora, nine miles and my legs are dead."
 PAST = [
     ("assistant", "Hi! What can I do for you today?"),
@@ -226,6 +229,103 @@ def test_every_turn_of_a_chat_is_stored_as_it_happens_even_when_the_embedder_fai
     assert sessions.get_session(user.scope, session_id).report["playground"]["session_id"] == session_id
     sessions.delete_session(user.scope, session_id)
     assert conversations.list_turns(user.scope, session_id) == []
+
+
+OLDER_TRAIL = "The trail I mentioned? Granite Peak Trail, the one with the fire lookout at the top."
+
+
+async def test_the_days_the_user_names_keep_the_search_to_them(new_user):
+    """Two trails: the one said five weeks ago holds the question's words ("trail", "mentioned") and ranks
+    first over every day; "last week" asks for the other, and the tool's dates find it."""
+    user = new_user()
+    _store_past(user, f"older-{user.user_id}", [("user", OLDER_TRAIL)], start=LAST_WEEK - timedelta(days=35))
+    past = _store_past(user, f"past-{user.user_id}")
+    question = "what was the name of that trail I mentioned last week?"
+    everywhere = search_conversations(user.scope, question, limit=3).hits
+    assert everywhere[0].content == OLDER_TRAIL  # without the dates, the wrong trail comes first
+    today = datetime.now(UTC).date()
+    monday = today - timedelta(days=today.weekday() + 7)
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input=question)
+        result.expect.next_event().is_function_call(
+            name="search_past_conversations",
+            arguments={"query": question, "from_date": monday.isoformat(),
+                       "to_date": (monday + timedelta(days=6)).isoformat()},
+        )  # fmt: skip
+        output = result.expect.next_event().is_function_call_output(is_error=False).event().item.output
+        reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
+        result.expect.no_more_events()
+        searched = [e for e in run.events("retrieval", turn=1) if e["trigger"] == "tool:search_past_conversations"]
+    assert TRAIL in reply and "Granite" not in reply
+    assert f'"searched_dates": "{monday.isoformat()} to {monday + timedelta(days=6)}"' in output
+    assert OLDER_TRAIL not in output
+    # the panel's event names the days, and every hit was said on them
+    assert searched[0]["window"] == f"{monday.isoformat()} to {monday + timedelta(days=6)}"
+    assert {hit["id"] for hit in searched[0]["hits"]} <= {turn.id for turn in past}
+
+
+async def test_when_nothing_from_the_days_named_answers_every_day_is_searched(new_user):
+    """ "Yesterday" for what was said five weeks ago: the search of that day finds nothing, the brain searches
+    again without the dates (as the instructions tell a model to) and says so."""
+    user = new_user()
+    said_at = LAST_WEEK - timedelta(days=35)
+    _store_past(user, f"older-{user.user_id}", [("user", OLDER_TRAIL)], start=said_at)
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="what was the trail I mentioned yesterday?")
+        first = result.expect.next_event().is_function_call(name="search_past_conversations").event().item
+        empty = result.expect.next_event().is_function_call_output(is_error=False).event().item.output
+        second = result.expect.next_event().is_function_call(name="search_past_conversations").event().item
+        result.expect.next_event().is_function_call_output(is_error=False)
+        reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
+    yesterday = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
+    assert json.loads(first.arguments) == {
+        "query": "what was the trail I mentioned yesterday?",
+        "from_date": yesterday,
+        "to_date": yesterday,
+    }
+    assert json.loads(empty)["hits"] == [] and "search again without from_date and to_date" in empty
+    assert json.loads(second.arguments) == {"query": "what was the trail I mentioned yesterday?"}
+    day = said_at.date()
+    assert reply.startswith(
+        f"Nothing from {yesterday} answers that. On {day:%A}, {day:%B} {day.day} you said: “{OLDER_TRAIL}”"
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "refused"),
+    [
+        (
+            {"query": "trail", "from_date": "last week"},
+            "from_date must be a date like 2026-11-30 (YYYY-MM-DD), not 'last week'.",
+        ),
+        (
+            {"query": "trail", "from_date": "2026-11-29", "to_date": "2026-11-01"},
+            "from_date (2026-11-29) is after to_date (2026-11-01)",
+        ),
+    ],
+)
+async def test_dates_a_model_gets_wrong_come_back_as_a_tool_error_it_can_act_on(
+    new_user, monkeypatch, arguments, refused
+):
+    user = new_user()
+    _store_past(user, f"past-{user.user_id}")
+    original = BrainStream.plan
+
+    def plan(stream):  # a model that calls the tool with these arguments, then answers as the brain does
+        calls, text = original(stream)
+        if calls and calls[0][0] == "search_past_conversations":
+            return [("search_past_conversations", arguments)], None
+        return calls, text
+
+    monkeypatch.setattr(BrainStream, "plan", plan)
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="what was the name of that trail I mentioned last week?")
+        result.expect.next_event().is_function_call(name="search_past_conversations", arguments=arguments)
+        output = result.expect.next_event().is_function_call_output(is_error=True).event().item.output
+        tool_call = run.events("tool_call", turn=1)[0]
+    assert refused in output and tool_call["error"] and refused in tool_call["error"]
+    assert tool_call["arguments"] == arguments
+    assert not [e for e in run.events("retrieval", turn=1) if e["trigger"] == "tool:search_past_conversations"]
 
 
 async def test_a_question_no_slot_answers_falls_back_to_earlier_conversations(new_user):

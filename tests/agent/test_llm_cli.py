@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent.prompts import EXTRACTION_PROMPT, PRELOAD_HEADER
+from agent.prompts import EXTRACTION_PROMPT, PRELOAD_HEADER, TODAY_LEAD
 from core import conversations, db, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope
@@ -110,10 +110,12 @@ def _an_earlier_chat(user, said: str, at: datetime) -> None:
 
 
 def test_past_conversations_through_an_llm(new_user, llm_server):
-    """The model is offered search_past_conversations, calls it for "that trail I mentioned last week" and
-    answers with what was said and when; the CLI stores its own session's turns as it goes."""
+    """The model is offered search_past_conversations, calls it for "that trail I mentioned last week" with last
+    week's dates (today's date is in the system prompt) and answers with what was said and when; the CLI stores
+    its own session's turns as it goes."""
     user = new_user()
-    last_week = datetime.now(UTC).replace(microsecond=0) - timedelta(days=7)
+    # noon seven days ago: in last week's Monday to Sunday
+    last_week = (datetime.now(UTC) - timedelta(days=7)).replace(hour=12, minute=0, second=0, microsecond=0)
     trail = "We hiked the Cedar Creek Loop on Saturday with Nora, nine miles and my legs are dead."
     _an_earlier_chat(user, trail, last_week)
     question = "what was the name of that trail I mentioned last week?"
@@ -129,10 +131,19 @@ def test_past_conversations_through_an_llm(new_user, llm_server):
     assert {"search_past_conversations", "search_memories", "remember_detail"} <= offered
     asked = first_request_for(requests, question)
     assert [call["function"]["name"] for call in asked.answer_tool_calls] == ["search_past_conversations"]
+    today = datetime.now(UTC).date()
+    assert f"{TODAY_LEAD} {today.isoformat()}, a {today:%A}." in system_message(asked)
+    monday = today - timedelta(days=today.weekday() + 7)
+    assert json.loads(asked.answer_tool_calls[0]["function"]["arguments"]) == {
+        "query": question,
+        "from_date": monday.isoformat(),
+        "to_date": (monday + timedelta(days=6)).isoformat(),
+    }
     # the recall in front of the question already carried the turn, with its date
     assert_recall_carries(asked, f"- {day.isoformat()}, user: {trail}")
     answered = next(r for r in requests if r.messages and r.messages[-1]["role"] == "tool")
     assert "Cedar Creek Loop" in answered.messages[-1]["content"]
+    assert f'"searched_dates": "{monday.isoformat()} to ' in answered.messages[-1]["content"]
     # the CLI's own session: every turn stored (greeting, question, answer), read back as the user
     stored = conversations.list_turns(user.scope, saved_session_id(result.stdout))
     assert [t.speaker for t in stored] == ["assistant", "user", "assistant"]

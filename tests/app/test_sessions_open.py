@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from core import conversations, erasure, memories, sessions, turn_indexer
 from core.conversations import TurnInput
@@ -322,4 +322,44 @@ def test_a_deletion_that_fails_says_so_and_not_that_it_was_deleted(app, monkeypa
     at.run()
     assert any(s.value == f"Deleted session {doomed} and its transcript." for s in at.success)
     assert doomed not in _sessions_of(visitor.scope)
+    delete_everything(visitor.scope)
+
+
+def test_the_transcript_search_keeps_to_the_days_picked(app):
+    """Two sessions a month apart mention a trail: picking the days of the older one finds only it, days with
+    nothing said say so, and clearing the days searches every day again."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    older_at = datetime(2026, 10, 3, 15, 0, tzinfo=UTC)
+    for session_id, said, at_time in (
+        (f"text-{uuid.uuid4().hex[:16]}", "We hiked the Granite Peak Trail to the fire lookout", older_at),
+        (f"text-{uuid.uuid4().hex[:16]}", "I went hiking on the Bear Creek trail", older_at + timedelta(days=30)),
+    ):
+        conversations.store_turns(service, [TurnInput(session_id, 0, "user", said, at_time)])
+    at.switch_page("pages/sessions.py")
+    at.run()
+
+    def listed() -> list[str]:
+        return [m.value for m in at.markdown if " · message " in m.value]
+
+    _search_transcripts(at, "the trail I hiked")
+    assert any("Granite Peak" in hit for hit in listed()) and any("Bear Creek" in hit for hit in listed())
+
+    at.date_input(key="u_sessions_search_days").set_value((date(2026, 10, 1), date(2026, 10, 7)))
+    _search_transcripts(at, "the trail I hiked")
+    assert any(c.value == "Only what was said 2026-10-01 to 2026-10-07 (UTC)." for c in at.caption)
+    assert [hit for hit in listed() if "trail" in hit.lower()] and all("Bear Creek" not in hit for hit in listed())
+    assert any("Granite Peak" in hit for hit in listed())
+
+    at.date_input(key="u_sessions_search_days").set_value((date(2026, 10, 10),))  # a range half picked: that day
+    _search_transcripts(at, "the trail I hiked")
+    assert any(c.value == "Only what was said 2026-10-10 (UTC)." for c in at.caption)
+    assert any(c.value.startswith("No turn said on those days matches that") for c in at.caption)
+    assert listed() == []
+
+    at.date_input(key="u_sessions_search_days").set_value(())
+    _search_transcripts(at, "the trail I hiked")
+    assert not any(c.value.startswith("Only what was said") for c in at.caption)
+    assert any("Bear Creek" in hit for hit in listed())
     delete_everything(visitor.scope)

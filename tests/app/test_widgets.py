@@ -11,6 +11,7 @@ import pytest
 from agent import events
 from core import conversations, memories
 from core.conversations import TurnInput
+from core.date_window import DateWindow
 from core.retrieval import (
     RELEVANT_MAX_DISTANCE,
     RrfParams,
@@ -137,6 +138,27 @@ def test_the_panel_says_when_a_search_of_past_turns_used_less_text_weight(new_us
     named = search_conversations(user.scope, "sesame and poppy", params=params)
     assert named.hits[0].text_weight_used == 0.5
     assert "w_text 0.5 · k 2" in summary_line(view_of_search(named))
+
+
+def test_the_panel_names_the_days_a_search_of_past_turns_kept_to(new_user):
+    user = new_user()
+    said_earlier(user, [("user", "We hiked the Cedar Creek Loop with Nora.")])  # on 2026-11-01
+    for from_date, to_date, shown, found in (
+        ("2026-11-01", "2026-11-07", "said 2026-11-01 to 2026-11-07", 1),
+        ("2026-11-02", None, "said from 2026-11-02", 0),
+    ):
+        window = DateWindow.from_dates(from_date, to_date)
+        asked = search_conversations(user.scope, "the trail with Nora", window=window)
+        assert len(asked.hits) == found
+        event = events.stamped(
+            events.conversation_search_retrieval(asked, trigger="tool:search_past_conversations"),
+            ts=1.0, session_id="s", turn=1, seq=1,
+        )  # fmt: skip
+        for view in (view_of_event(event), view_of_search(asked)):
+            assert f"for “the trail with Nora” {shown}  ·  hybrid" in summary_line(view)
+    unbounded = search_conversations(user.scope, "the trail with Nora")
+    assert " said " not in summary_line(view_of_search(unbounded))
+    assert "window" not in events.conversation_search_retrieval(unbounded, trigger="per_turn_recall")
 
 
 def test_a_past_turn_shows_its_rank_in_context_and_the_parts_add_up(new_user):

@@ -28,6 +28,7 @@ from core import (
     turn_indexer,
 )
 from core.conversations import TurnInput
+from core.date_window import DateWindow
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
 from core.retrieval import RrfParams, search_conversations
@@ -103,7 +104,7 @@ def corpus(database_uri):
 def user_turns(user_id) -> list[dict]:
     with db.admin_connection() as conn:
         rows = conn.execute(
-            "select id, session_id, embedding::text, tsvector_to_array(fts), turn_index "
+            "select id, session_id, embedding::text, tsvector_to_array(fts), turn_index, created_at "
             "from public.conversation_turns where user_id = %s",
             (user_id,),
         ).fetchall()
@@ -114,6 +115,7 @@ def user_turns(user_id) -> list[dict]:
             "embedding": None if r[2] is None else np.array(json.loads(r[2])),
             "lexemes": set(r[3]),
             "turn_index": r[4],
+            "created_at": r[5],
         }
         for r in rows
     ]
@@ -125,11 +127,27 @@ def query_lexemes(text: str) -> list[str]:
 
 
 def expected_hybrid(
-    user_id, query_vector, query_text, match_count, wv, wt, k, candidates=None, exclude_session_id=None
+    user_id,
+    query_vector,
+    query_text,
+    match_count,
+    wv,
+    wt,
+    k,
+    candidates=None,
+    exclude_session_id=None,
+    said_since=None,
+    said_before=None,
 ):
     candidates = candidates or min(max(match_count, 1), 200) * 4
     turns = user_turns(user_id)
-    visible = [t for t in turns if exclude_session_id is None or t["session_id"] != exclude_session_id]
+    visible = [
+        t
+        for t in turns
+        if (exclude_session_id is None or t["session_id"] != exclude_session_id)
+        and (said_since is None or t["created_at"] >= said_since)
+        and (said_before is None or t["created_at"] < said_before)
+    ]
 
     vector = {}
     if query_vector is not None:
@@ -149,6 +167,7 @@ def expected_hybrid(
         vector = {i: (rank, dist[i]) for rank, i in enumerate(order[:candidates], start=1)}
 
     text = {}
+    hybrid = wv > 0 and wt > 0  # as asked: the coverage scaling below can take the text weight to 0
     if query_text and query_text.strip():
         # A query word weighs its English rarity plus its IDF over all of the user's turns (the
         # statistics include every session); a turn scores the sum of the kept words it contains.
@@ -184,7 +203,7 @@ def expected_hybrid(
     # of the same session (its own alone if it is the last), and that ranking takes half the vector weight.
     context = {}
     vector_share = 1.0
-    if query_vector is not None and wv > 0 and wt > 0:
+    if query_vector is not None and hybrid:
         vector_share = 0.5
         by_id = {t["id"]: t for t in turns}
         by_place = {(t["session_id"], t["turn_index"]): t for t in turns}
@@ -232,12 +251,14 @@ def expected_hybrid(
     return fused[: min(max(match_count, 1), 200)]
 
 
-def call_sql(scope, query_vector, query_text, user_id, match_count, wv, wt, k, candidates=None, exclude=None):
+def call_sql(
+    scope, query_vector, query_text, user_id, match_count, wv, wt, k, candidates=None, exclude=None, window=(None, None)
+):
     with transaction(scope) as cur:
         cur.execute(
             "select * from public.match_conversation_turns_hybrid("
-            "%s::extensions.vector, %s, %s, %s, %s, %s, %s, 'any', %s, %s)",
-            (query_vector, query_text, user_id, match_count, wv, wt, k, candidates, exclude),
+            "%s::extensions.vector, %s, %s, %s, %s, %s, %s, 'any', %s, %s, %s, %s)",
+            (query_vector, query_text, user_id, match_count, wv, wt, k, candidates, exclude, *window),
         )
         return cur.fetchall()
 
@@ -442,6 +463,58 @@ def test_exclude_session_leaves_out_the_current_conversation(corpus):
     assert_matches(rows, expected_hybrid(owner.user_id, qv, query, 50, 0.5, 0.5, 60, exclude_session_id=corpus.sb))
     hits = search_conversations(owner.scope, query, limit=5, exclude_session_id=corpus.sa).hits
     assert hits and all(h.session_id == corpus.sb for h in hits)
+
+
+WINDOWS = {
+    "session a's day": (T0, T0 + timedelta(days=1)),
+    "from session b on": (T0 + timedelta(days=9), None),
+    "before both": (None, T0),
+    "three turns of session a": (T0 + timedelta(minutes=3), T0 + timedelta(minutes=6)),
+}
+
+
+@pytest.mark.parametrize("window", WINDOWS.values(), ids=WINDOWS.keys())
+@pytest.mark.parametrize(("wv", "wt"), [(0.5, 0.5), (1.0, 0.0), (0.0, 1.0)], ids=["hybrid", "vector", "text"])
+def test_a_window_of_time_keeps_both_branches_to_the_turns_said_in_it(corpus, window, wv, wt):
+    """[said_since, said_before) filters each branch's candidates; the word statistics stay those of every turn
+    (the independent computation's IDF counts all of them)."""
+    owner = corpus.owner
+    query = "Lisbon trail"
+    qv = vector_literal(embeddings.embed_one(query))
+    rows = call_sql(owner.scope, qv, query, owner.user_id, 50, wv, wt, 60, None, None, window)
+    assert_matches(rows, expected_hybrid(owner.user_id, qv, query, 50, wv, wt, 60, None, None, *window))
+    since, before = window
+    assert all(
+        (since is None or r["created_at"] >= since) and (before is None or r["created_at"] < before) for r in rows
+    )
+    said = {r["content"] for r in rows}
+    if window == WINDOWS["before both"]:
+        assert rows == []
+    elif window == WINDOWS["three turns of session a"] and wt == 0.0:  # the vector branch ranks every turn in it
+        assert said == {content for _, content in SESSION_A[3:6]}
+    elif window == WINDOWS["from session b on"]:
+        assert {r["session_id"] for r in rows} == {corpus.sb}
+        assert any("Granite Peak Trail" in content for content in said)
+
+
+def test_search_through_core_keeps_to_the_days_asked_for(corpus):
+    owner = corpus.owner
+    question = "what was the name of the trail I hiked with Nora?"
+    everywhere = search_conversations(owner.scope, question, limit=3).hits
+    assert "Cedar Creek Loop" in everywhere[0].content  # said on T0, in session a
+    days_of_b = DateWindow(T0.date() + timedelta(days=9), T0.date() + timedelta(days=9), said_as="that day")
+    found = search_conversations(owner.scope, question, limit=3, window=days_of_b)
+    assert found.hits and all(h.session_id == corpus.sb for h in found.hits)
+    assert any("Granite Peak Trail" in h.content for h in found.hits)  # the trail said that day
+    assert found.as_dict()["window"] == (T0.date() + timedelta(days=9)).isoformat()
+    # RLS still applies inside the window: another user asking for the owner's turns finds nothing
+    with transaction(corpus.other.scope) as cur:
+        cur.execute(
+            "select count(*) as n from public.match_conversation_turns_hybrid(null, 'Lisbon trail', %s, "
+            "10, 0, 1, 60, 'any', null, null, %s, null)",
+            (owner.user_id, T0 - timedelta(days=1)),
+        )
+        assert cur.fetchone()["n"] == 0
 
 
 def test_search_through_core_returns_the_functions_numbers_and_dates(corpus):

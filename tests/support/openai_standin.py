@@ -55,12 +55,14 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import date
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from agent.brain.facts import parse_facts
 from agent.brain.intents import classify
 from agent.brain.replies import compose_reply, follow_up
+from agent.prompts import TODAY_LEAD
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_API_KEY = "sk-standin-test-key"
@@ -197,6 +199,12 @@ def _extraction_answer(prompt: str) -> str:
     return json.dumps(facts)
 
 
+def _today(system_text: str) -> date | None:
+    """Today's date as the system prompt states it (a model knows no other); None when it does not."""
+    match = re.search(re.escape(TODAY_LEAD) + r" (\d{4}-\d{2}-\d{2})", system_text)
+    return date.fromisoformat(match.group(1)) if match else None
+
+
 def script(body: dict[str, Any]) -> tuple[list[tuple[str, dict]], str]:
     """(tool calls, text) the scripted model answers `body` with; exactly one of them is non-empty."""
     messages = body.get("messages") or []
@@ -215,7 +223,7 @@ def script(body: dict[str, Any]) -> tuple[list[tuple[str, dict]], str]:
         return (more, "") if more else ([], compose_reply(said, results))
     if re.search(r"\bgreet the user\b", said, re.I):
         return [], _greeting(system_text)
-    intent = classify(said)
+    intent = classify(said, _today(system_text))
     calls = [(name, args) for name, args in intent.calls if name in offered]
     if calls:
         return calls, ""
