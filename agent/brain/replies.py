@@ -92,7 +92,8 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
     the tools found nothing, so the reply never contradicts the panel."""
     recalled = [fact for fact in recalled or [] if _about_what_was_asked(user_text, *fact)]
     searched_dates = ""
-    if windowed := windowed_search_answered_nothing(results):
+    windowed = windowed_search_answered_nothing(results)
+    if windowed and sum(r[0] == "search_past_conversations" for r in results) > 1:
         # the same search without the dates followed (`follow_up`): answer from it, and say so
         searched_dates = f"Nothing from {dates_searched(windowed)} answers that. "
         results = [r for r in results if r is not windowed]

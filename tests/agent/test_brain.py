@@ -394,3 +394,28 @@ def test_a_search_of_earlier_conversations_keeps_to_the_days_the_user_names(text
     assert name == "search_past_conversations"
     assert (args.get("from_date"), args.get("to_date")) == (dates or (None, None))
     assert "from_date" not in classify(text).calls[0][1]
+
+
+def test_a_search_of_the_days_named_that_found_nothing_is_answered_even_without_the_second_search():
+    """The brain follows an empty search of the days named with one of every day; where that second search
+    did not run, the reply still says nothing was found (it was "Done.")."""
+    windowed = (
+        "search_past_conversations",
+        {"query": "the trail", "from_date": "2026-11-23", "to_date": "2026-11-29"},
+        json.dumps({"searched_dates": "2026-11-23 to 2026-11-29", "hits": []}),
+        False,
+    )
+    assert compose_reply("what was the trail I mentioned last week?", [windowed]) == (
+        "I couldn't find anything about that in our earlier conversations."
+    )
+    everywhere = (
+        "search_past_conversations",
+        {"query": "the trail"},
+        json.dumps({"hits": [{"date": "2026-11-10", "speaker": "user", "content": "We hiked the Cedar Creek Loop.",
+                              "rrf_score": 0.5, "vector_rank": 1, "text_rank": 1, "vector_distance": 0.2}]}),
+        False,
+    )  # fmt: skip
+    assert compose_reply("what was the trail I mentioned last week?", [windowed, everywhere]) == (
+        "Nothing from 2026-11-23 to 2026-11-29 answers that. On Tuesday, November 10 you said: "
+        "“We hiked the Cedar Creek Loop.” (RRF score 0.5000)."
+    )
