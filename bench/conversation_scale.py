@@ -497,7 +497,7 @@ def vector_index_choices(uri, user_ids, sizes, probe, query_vectors, truth, repe
         "exact halfvec, covering index (default)",
         half_exact,
         [],
-        "index-only scan of (user_id) include (id, session_id, embedding)",
+        "index-only scan of (user_id) include (id, session_id, embedding, created_at)",
     )
     without_covering = ["drop index public.conversation_turns_user_embedding_idx"]
     measure(
