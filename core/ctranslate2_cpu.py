@@ -20,7 +20,7 @@ from pathlib import Path
 
 ISA_VARIABLE = "CT2_FORCE_CPU_ISA"
 # the extensions CTranslate2's AVX-512 kernels use; forcing AVX512 on a CPU without them fails
-AVX512_FLAGS = frozenset({"avx512f", "avx512cd", "avx512bw", "avx512vl", "avx512dq"})
+AVX512_FLAGS = frozenset({"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"})
 # either gives exact 8-bit dot products (without them, 8-bit products go through 16-bit sums that saturate)
 INT8_DOT_PRODUCT_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
 CPUINFO = Path("/proc/cpuinfo")

@@ -60,7 +60,7 @@ _COUNT = r"(?P<count>\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|s
 class DateWindow:
     first: date
     last: date
-    said_as: str  # how the user or the tool put it, for the reply and the panel
+    said_as: str  # the words that named these days ("last week"; the tool's two dates)
 
     def bounds(self) -> tuple[datetime | None, datetime | None]:
         """[since, before) in UTC; None for a side left open."""
@@ -138,10 +138,10 @@ def mentioned_in(sentence: str, today: date) -> DateWindow | None:
 
     if match := re.search(r"\b(?:today|this morning|this afternoon|earlier today)\b", text):
         return found(today, today, match.group(0))
+    if match := re.search(r"\bday before yesterday\b", text):  # before "yesterday", which it holds
+        return found(today - timedelta(days=2), today - timedelta(days=2), match.group(0))
     if match := re.search(r"\b(?:yesterday|last night)\b", text):
         return found(today - timedelta(days=1), today - timedelta(days=1), match.group(0))
-    if match := re.search(r"\b(?:the )?day before yesterday\b", text):
-        return found(today - timedelta(days=2), today - timedelta(days=2), match.group(0))
     if match := re.search(r"\b(?:earlier |)this week\b", text):
         return found(_week_start(today), today, match.group(0))
     if match := re.search(r"\blast week(?:end)?\b", text):

@@ -17,6 +17,7 @@ TODAY = date(2026, 12, 2)  # a Wednesday
     ("sentence", "first", "last"),
     [
         ("what did I tell you yesterday about the dentist?", date(2026, 12, 1), date(2026, 12, 1)),
+        ("the day before yesterday", date(2026, 11, 30), date(2026, 11, 30)),
         ("the trail I mentioned last week", date(2026, 11, 23), date(2026, 11, 29)),
         ("that restaurant from last weekend", date(2026, 11, 28), date(2026, 11, 29)),
         ("something I said earlier this week", date(2026, 11, 30), date(2026, 12, 2)),
