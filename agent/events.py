@@ -274,7 +274,7 @@ def memory_search_retrieval(
         injected=injected,
         embed_ms=search.embed_ms,
         search_ms=None if latency_ms is None else search.latency_ms,
-        window=search.as_dict().get("window"),
+        window=window.describe() if (window := getattr(search, "window", None)) else None,
     )
 
 

@@ -16,6 +16,7 @@ where VNNI is.
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
 
 ISA_VARIABLE = "CT2_FORCE_CPU_ISA"
@@ -26,6 +27,7 @@ INT8_DOT_PRODUCT_FLAGS = frozenset({"avx512_vnni", "avx_vnni"})
 CPUINFO = Path("/proc/cpuinfo")
 
 
+@cache  # read once: the sidebar's model labels ask on every page run
 def cpu_flags(cpuinfo: Path = CPUINFO) -> frozenset[str]:
     """The first CPU's flags; empty where /proc/cpuinfo cannot be read (not Linux)."""
     try:
