@@ -78,10 +78,21 @@ def shape(
     recalls: Mapping[str, str] | None = None,
     opening_instruction: str | None = None,
     recall_placement: RecallPlacement = DEFAULT_RECALL_PLACEMENT,
+    preload: str | None = None,
 ) -> llm.ChatContext:
     """A new context for one model call (see the module docstring). `recalls` maps a user message id to
-    its recall text; `opening_instruction` is the instruction the greeting was generated from."""
+    its recall text; `opening_instruction` is the instruction the greeting was generated from; `preload`,
+    when given, is sent instead of the stored preload message (the profile changed, or a day began)."""
     recalls = recalls or {}
+    if preload is not None:
+        chat_ctx = llm.ChatContext(
+            [
+                llm.ChatMessage(id=item.id, role="system", content=[preload], created_at=item.created_at)
+                if item.id == PRELOAD_MESSAGE_ID and item.type == "message"
+                else item
+                for item in chat_ctx.items
+            ]
+        )
     latest_recall = next(
         (
             item.id

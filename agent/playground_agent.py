@@ -33,7 +33,8 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterable, Callable
-from datetime import UTC, date, datetime
+from dataclasses import replace
+from datetime import date, tzinfo
 from typing import Any
 
 from livekit.agents import Agent, ModelSettings, RunContext, function_tool, llm
@@ -46,7 +47,7 @@ from agent.recall import Searches, recall, start_searches
 from agent.tool_calls import call_core
 from core import conversations, memories, orders, profiles, retrieval
 from core.config import get_settings
-from core.date_window import DateWindow
+from core.date_window import DateWindow, today_in, user_zone, zone_name
 from core.db import Scope, parse_user_id
 from core.profiles import Preload
 from core.retrieval import RrfParams
@@ -55,11 +56,6 @@ from core.retrieval import RrfParams
 def load_preload(user_id: uuid.UUID | str) -> Preload:
     """Stamp last_seen_at and read profile + memories (blocking; run it in a thread)."""
     return profiles.preload(Scope.service(parse_user_id(user_id)))
-
-
-def _today() -> date:
-    """Today in UTC, the calendar every date the agent reads and says is in."""
-    return datetime.now(UTC).date()
 
 
 class PlaygroundAgent(Agent):
@@ -106,10 +102,22 @@ class PlaygroundAgent(Agent):
         self._early_searches: Searches | None = None  # started from a voice turn's speculative transcript
         chat_ctx = llm.ChatContext.empty()
         if preload is not None:
-            chat_ctx.add_message(
-                role="system", content=preload_message(preload.as_context(), _today()), id=PRELOAD_MESSAGE_ID
-            )
+            chat_ctx.add_message(role="system", content=self.preload_text(), id=PRELOAD_MESSAGE_ID)
         super().__init__(instructions=instructions, chat_ctx=chat_ctx)
+
+    @property
+    def zone(self) -> tzinfo:
+        """The user's calendar, which every date the agent reads, says and searches by is in: their profile's
+        time zone, UTC when it has none."""
+        return user_zone(self.preload.profile.timezone if self.preload else None)
+
+    def today(self) -> date:
+        return today_in(self.zone)
+
+    def preload_text(self) -> str:
+        """The profile, the remembered facts and today's date, as the model reads them now."""
+        zone = self.zone
+        return preload_message(self.preload.as_context() if self.preload else "", today_in(zone), zone_name(zone))
 
     def set_rrf(self, params: RrfParams) -> RrfParams:
         self.rrf = params.validated()
@@ -121,9 +129,7 @@ class PlaygroundAgent(Agent):
         if self.preload is None:  # not loaded by the caller: load it now, before the first word
             self.preload = await asyncio.to_thread(load_preload, self.user_id)
             chat_ctx = self.chat_ctx.copy()
-            chat_ctx.add_message(
-                role="system", content=preload_message(self.preload.as_context(), _today()), id=PRELOAD_MESSAGE_ID
-            )
+            chat_ctx.add_message(role="system", content=self.preload_text(), id=PRELOAD_MESSAGE_ID)
             await self.update_chat_ctx(chat_ctx)
         if self.greet:
             self.greeting_instruction = greeting_instruction(self.preload.profile.name if self.preload else None)
@@ -157,6 +163,9 @@ class PlaygroundAgent(Agent):
             recalls=self._recalls,
             opening_instruction=self.greeting_instruction,
             recall_placement=self.recall_placement,
+            # the stored preload is as the session began; each call reads today's (a changed time zone or
+            # name, a call that went past midnight)
+            preload=self.preload_text() if self.preload is not None else None,
         )
 
     async def _prepare_turn(self, chat_ctx: llm.ChatContext, message: llm.ChatMessage) -> None:
@@ -192,6 +201,7 @@ class PlaygroundAgent(Agent):
             inject_turns=self.recall_inject_turns,
             token_budget=self.recall_token_budget,
             started_searches=early,
+            zone=self.zone,
         )
 
     # ------------------------------------------------------------------ tool plumbing
@@ -319,10 +329,10 @@ class PlaygroundAgent(Agent):
 
         Args:
             query: what to look for, in the user's words
-            from_date: only what was said on or after this day (YYYY-MM-DD, UTC), when the user says when
-            to_date: only what was said on or before this day (YYYY-MM-DD, UTC), when the user says when
+            from_date: only what was said on or after this day (YYYY-MM-DD, in the user's time zone), when they say
+            to_date: only what was said on or before this day (YYYY-MM-DD, in the user's time zone), when they say
         """
-        params = self.rrf
+        params, zone = self.rrf, self.zone
         arguments = {"query": query} | {
             name: value for name, value in (("from_date", from_date), ("to_date", to_date)) if value is not None
         }
@@ -335,9 +345,9 @@ class PlaygroundAgent(Agent):
                 limit=5,
                 params=params,
                 exclude_session_id=self.session_id,
-                window=DateWindow.from_dates(from_date, to_date),
+                window=DateWindow.from_dates(from_date, to_date, zone),
             ),
-            tool_outputs.conversations_found,
+            lambda found: tool_outputs.conversations_found(found, zone),
         )
         self.bus.emit(events.conversation_search_retrieval(result, trigger="tool:search_past_conversations"))
         return output
@@ -346,11 +356,12 @@ class PlaygroundAgent(Agent):
     async def recall_last_conversation(self, ctx: RunContext) -> str:
         """What the user and the agent said in the user's most recent earlier conversation, in order, with
         its date. Use it when the user asks what you talked about last time or where you left off."""
+        zone = self.zone
         _, output = await self._call(
             "recall_last_conversation",
             {},
             lambda: conversations.last_conversation(self.scope, before_session_id=self.session_id),
-            tool_outputs.last_conversation,
+            lambda turns: tool_outputs.last_conversation(turns, zone),
         )
         return output
 
@@ -374,12 +385,14 @@ class PlaygroundAgent(Agent):
             value: the new value; for preferences a JSON object such as {"units": "metric"}
         """
         ctx.disallow_interruptions()
-        _profile, output = await self._call(
+        profile, output = await self._call(
             "update_profile",
             {"field": field, "value": value},
             lambda: profiles.update_profile(self.scope, field, value),
             lambda profile: tool_outputs.profile_updated(field, value, profile),
         )
+        if self.preload is not None:  # the next model call reads the new name, and dates in the new zone
+            self.preload = replace(self.preload, profile=profile)
         self.profile_updates.append({"field": field, "value": value, "turn": self.bus.turn, "ts": time.time()})
         return output
 

@@ -7,6 +7,7 @@ cannot leave one of them behind.
 
 from __future__ import annotations
 
+import re
 from datetime import date
 
 INSTRUCTIONS = """\
@@ -23,9 +24,10 @@ list_user_memories when they ask what you know about them. Never invent facts ab
 Sam"), email, preferred_language, timezone or preferences.
 - When the user refers to something said in an earlier conversation ("that trail I mentioned last week"), \
 use search_past_conversations; its hits carry the date each thing was said. When they say when ("last \
-week", "in March", "yesterday"), also pass from_date and to_date (YYYY-MM-DD, UTC; today's date is in the \
-context), and if nothing from those days answers, search again without them. When they ask what you talked \
-about last time, use recall_last_conversation and sum it up in a sentence or two.
+week", "in March", "yesterday"), also pass from_date and to_date (YYYY-MM-DD, in the time zone that \
+today's date in the context names), and if nothing from those days answers, search again without them. \
+When they ask what you talked about last time, use recall_last_conversation and sum it up in a sentence or \
+two.
 - Use lookup_order for order status and search_knowledge for questions about Kestrel Coffee products, \
 shipping, returns, warranty and subscriptions; answer only from what the tools return.
 - Search hits say how they match: "words", "meaning" or both; a "nearest only" hit shares no word with \
@@ -61,12 +63,29 @@ HOW_TO_USE_A_REAL_MODEL = (
 OFFLINE_BRAIN_HELP = "The offline demo brain is a rule-based stand-in, not a language model. " + HOW_TO_USE_A_REAL_MODEL
 
 
-# The preload ends with today's date, so that a model can turn "last week" into dates for a search.
-TODAY_LEAD = "Today's date (UTC):"
+# The preload ends with today's date in the user's time zone (UTC when their profile has none), so that a
+# model can turn "last week" into dates for a search, and every date it reads is of that calendar.
+TODAY_LEAD = "Today's date"
 
 
-def preload_message(profile_and_memories: str, today: date) -> str:
-    return f"{PRELOAD_HEADER}\n{profile_and_memories}\n\n{TODAY_LEAD} {today.isoformat()}, a {today:%A}."
+def today_line(today: date, zone_name: str) -> str:
+    return f"{TODAY_LEAD} ({zone_name}): {today.isoformat()}, a {today:%A}."
+
+
+def preload_message(profile_and_memories: str, today: date, zone_name: str = "UTC") -> str:
+    return f"{PRELOAD_HEADER}\n{profile_and_memories}\n\n{today_line(today, zone_name)}"
+
+
+_TODAY_STATED = re.compile(re.escape(TODAY_LEAD) + r" \([^)]{1,64}\): (\d{4}-\d{2}-\d{2})")
+
+
+def stated_today(context_text: str) -> date | None:
+    """Today's date as a context states it (the preload's last line); None when it does not."""
+    match = _TODAY_STATED.search(context_text)
+    try:
+        return date.fromisoformat(match.group(1)) if match else None
+    except ValueError:
+        return None
 
 
 def greeting_instruction(name: str | None) -> str:

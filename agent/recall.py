@@ -22,6 +22,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, tzinfo
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from agent import events
 from agent.event_bus import EventBus
 from agent.prompts import PAST_TURNS_LEAD, RECALL_LEAD
 from core import embeddings, retrieval
+from core.date_window import day_of
 from core.db import Scope
 from core.errors import PlaygroundError
 from core.retrieval import ConversationHit, MemoryHit, RrfParams, is_relevant, query_from_message
@@ -48,9 +50,10 @@ def slot_line(hit: MemoryHit) -> str:
     return f"- {hit.memory_type}: {hit.content}"
 
 
-def turn_line(hit: ConversationHit) -> str:
+def turn_line(hit: ConversationHit, zone: tzinfo = UTC) -> str:
+    """'- 2026-11-29, user: …', the day in `zone`, the user's calendar."""
     said = hit.content if len(hit.content) <= TURN_QUOTE_CHARS else hit.content[: TURN_QUOTE_CHARS - 1] + "…"
-    return f"- {hit.created_at.date().isoformat()}, {hit.speaker}: {said}"
+    return f"- {day_of(hit.created_at, zone).isoformat()}, {hit.speaker}: {said}"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class Injection:
 
     slots: list[MemoryHit]
     turns: list[ConversationHit]
+    zone: tzinfo = UTC  # the calendar of the turns' dates
 
     @property
     def text(self) -> str | None:
@@ -66,7 +70,7 @@ class Injection:
             return None
         lines = [RECALL_LEAD, *(slot_line(hit) for hit in self.slots)]
         if self.turns:
-            lines += [PAST_TURNS_LEAD, *(turn_line(hit) for hit in self.turns)]
+            lines += [PAST_TURNS_LEAD, *(turn_line(hit, self.zone) for hit in self.turns)]
         return "\n".join(lines)
 
 
@@ -77,6 +81,7 @@ def choose(
     inject: int,
     inject_turns: int,
     token_budget: int,
+    zone: tzinfo = UTC,
 ) -> Injection:
     """The relevant hits, best first, slots before past turns, within `token_budget` tokens (the headers
     included); a hit that does not fit is left out and smaller ones after it may still go in."""
@@ -90,11 +95,11 @@ def choose(
     chosen_turns: list[ConversationHit] = []
     used += estimate_tokens(PAST_TURNS_LEAD)
     for hit in [h for h in turns if is_relevant(h.text_rank, h.vector_distance, h.rrf_score)][:inject_turns]:
-        cost = estimate_tokens(turn_line(hit))
+        cost = estimate_tokens(turn_line(hit, zone))
         if used + cost <= token_budget:
             chosen_turns.append(hit)
             used += cost
-    return Injection(chosen_slots, chosen_turns)
+    return Injection(chosen_slots, chosen_turns, zone)
 
 
 class _SharedEmbedding:
@@ -169,12 +174,14 @@ async def recall(
     inject_turns: int = 3,
     token_budget: int = 400,
     started_searches: Searches | None = None,
+    zone: tzinfo = UTC,
 ) -> str | None:
     """Search both tiers of `scope`'s user with `text` within `budget_ms`; publish one ``retrieval`` event per
     tier (slots first) and ``recall_ms``; return the recall text, or None when nothing relevant fits.
     `session_id` is the current session, left out of the conversation search. `started_searches`, when they
     are for this `text`, are used instead of new ones (the budget counts from their start); ``recall_ms`` is
-    what the turn waited, each event's ``latency_ms`` what its searches took."""
+    what the turn waited, each event's ``latency_ms`` what its searches took. Past turns are dated in
+    `zone`, the user's calendar."""
     waited_from = time.perf_counter()
     if started_searches is not None and started_searches.serves(text, params):
         searches = started_searches
@@ -212,6 +219,7 @@ async def recall(
         inject=inject,
         inject_turns=inject_turns,
         token_budget=token_budget,
+        zone=zone,
     )
     if slot_search is None:
         bus.emit(events.skipped_recall(text, params, reason=found["slots"], latency_ms=took, tier="slots"))

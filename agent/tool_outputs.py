@@ -8,9 +8,11 @@ nearest row there is, not an answer.
 
 from __future__ import annotations
 
+from datetime import UTC, tzinfo
 from typing import Any
 
 from core.conversations import ConversationTurn
+from core.date_window import day_of
 from core.memories import Forgotten, Memory, Remembered
 from core.orders import Order
 from core.profiles import Profile
@@ -76,7 +78,8 @@ def memories_found(search: MemorySearch) -> dict[str, Any]:
     }
 
 
-def conversations_found(search: ConversationSearch) -> dict[str, Any]:
+def conversations_found(search: ConversationSearch, zone: tzinfo = UTC) -> dict[str, Any]:
+    """The hits with the day each was said in `zone`, the user's calendar (the one the tool's dates are in)."""
     window: dict[str, Any] = {}
     if search.window is not None:
         window["searched_dates"] = search.window.describe()
@@ -89,7 +92,7 @@ def conversations_found(search: ConversationSearch) -> dict[str, Any]:
         **window,
         "hits": [
             {
-                "date": h.created_at.date().isoformat(),
+                "date": day_of(h.created_at, zone).isoformat(),
                 "speaker": h.speaker,
                 "content": h.content,
                 "rrf_score": round(h.rrf_score, 6),
@@ -108,13 +111,13 @@ LAST_CONVERSATION_TURNS = 24
 LAST_CONVERSATION_CHARACTERS = 240
 
 
-def last_conversation(turns: list[ConversationTurn]) -> dict[str, Any]:
+def last_conversation(turns: list[ConversationTurn], zone: tzinfo = UTC) -> dict[str, Any]:
     if not turns:
         return {"found": False, "turns": []}
     shown = turns[:LAST_CONVERSATION_TURNS]
     return {
         "found": True,
-        "date": turns[0].created_at.date().isoformat(),
+        "date": day_of(turns[0].created_at, zone).isoformat(),
         "turns": [
             {
                 "speaker": t.speaker,

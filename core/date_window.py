@@ -1,17 +1,19 @@
 """Days a search of past conversations keeps to: from the tool's dates, or from what the user said.
 
 "What did I tell you last week about the trail?" names when something was said. A `DateWindow` is a span
-of whole days (UTC, as every date the app shows), both ends included; `bounds()` gives the half-open
-[since, before) the SQL function takes. `DateWindow.from_dates` reads the search tool's `from_date` and
-`to_date` (a model's arguments: anything may arrive), `mentioned_in` finds the span a sentence names
-("yesterday", "last week", "back in March", "3 days ago", "on November 20"), relative to today.
+of whole days of one calendar, both ends included: the user's time zone when their profile has one
+(`user_zone`), UTC otherwise; `bounds()` gives the half-open [since, before) the SQL function takes.
+`DateWindow.from_dates` reads the search tool's `from_date` and `to_date` (a model's arguments: anything
+may arrive), `mentioned_in` finds the span a sentence names ("yesterday", "last week", "back in March",
+"3 days ago", "on November 20"), relative to today.
 """
 
 from __future__ import annotations
 
 import re
+import zoneinfo
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from core.errors import InvalidInput
 
@@ -56,16 +58,45 @@ _NUMBERS = {
 _COUNT = r"(?P<count>\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
 
 
+def user_zone(name: str | None) -> tzinfo:
+    """The calendar a user's days are in: their profile's time zone, UTC when it has none (or names a zone
+    this machine does not know: the profile check refuses those, but an older row or another machine's
+    zone database may hold one)."""
+    if not name:
+        return UTC
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return UTC
+
+
+def zone_name(zone: tzinfo) -> str:
+    """'Europe/Paris', or 'UTC'."""
+    return getattr(zone, "key", None) or str(zone)
+
+
+def today_in(zone: tzinfo, now: datetime | None = None) -> date:
+    """The date it is in `zone` (at `now`, default the present)."""
+    return (now or datetime.now(UTC)).astimezone(zone).date()
+
+
+def day_of(moment: datetime, zone: tzinfo) -> date:
+    """The day of `zone`'s calendar a moment falls on: a turn said at 23:30 in Los Angeles is that day's,
+    not the next UTC day's."""
+    return moment.astimezone(zone).date()
+
+
 @dataclass(frozen=True)
 class DateWindow:
     first: date
     last: date
     said_as: str  # the words that named these days ("last week"; the tool's two dates)
+    zone: tzinfo = UTC  # whose calendar the days are
 
     def bounds(self) -> tuple[datetime | None, datetime | None]:
-        """[since, before) in UTC; None for a side left open."""
-        since = None if self.first == date.min else datetime.combine(self.first, time(), UTC)
-        before = None if self.last == date.max else datetime.combine(self.last + timedelta(days=1), time(), UTC)
+        """[since, before) in UTC (midnight in the window's zone); None for a side left open."""
+        since = None if self.first == date.min else _midnight(self.first, self.zone)
+        before = None if self.last == date.max else _midnight(self.last + timedelta(days=1), self.zone)
         return since, before
 
     def describe(self) -> str:
@@ -79,23 +110,30 @@ class DateWindow:
         return f"{self.first.isoformat()} to {self.last.isoformat()}"
 
     @classmethod
-    def of_days(cls, days: tuple[date, ...] | list[date]) -> DateWindow | None:
+    def of_days(cls, days: tuple[date, ...] | list[date], zone: tzinfo = UTC) -> DateWindow | None:
         """A date picker's range: none picked is no window, one (a range half picked) is that day."""
         if not days:
             return None
         first, last = min(days), max(days)
-        return cls(first, last, said_as=f"{first} to {last}")
+        return cls(first, last, said_as=f"{first} to {last}", zone=zone)
 
     @classmethod
-    def from_dates(cls, from_date: object, to_date: object) -> DateWindow | None:
-        """The tool's dates (YYYY-MM-DD, both included); None when neither is given."""
+    def from_dates(cls, from_date: object, to_date: object, zone: tzinfo = UTC) -> DateWindow | None:
+        """The tool's dates (YYYY-MM-DD, both included, days of `zone`); None when neither is given."""
         first, last = _tool_date(from_date, "from_date"), _tool_date(to_date, "to_date")
         if first is None and last is None:
             return None
         first, last = first or date.min, last or date.max
         if first > last:
             raise InvalidInput(f"from_date ({first}) is after to_date ({last}): give the earlier date first.")
-        return cls(first, last, said_as=f"{from_date or '…'} to {to_date or '…'}")
+        return cls(first, last, said_as=f"{from_date or '…'} to {to_date or '…'}", zone=zone)
+
+
+def _midnight(day: date, zone: tzinfo) -> datetime:
+    """When `day` begins in `zone`, in UTC. Where clocks skip midnight (a daylight-saving start at 00:00),
+    fold 0 reads the skipped 00:00 with the offset before the jump: exactly the instant the day begins
+    (01:00 on the new clock). In UTC, because a wall time in a gap compares unequal to every other zone's."""
+    return datetime.combine(day, time(), zone).astimezone(UTC)
 
 
 def _tool_date(value: object, name: str) -> date | None:
@@ -125,8 +163,9 @@ def _count(text: str) -> int:
     return int(text) if text.isdigit() else _NUMBERS[text]
 
 
-def mentioned_in(sentence: str, today: date) -> DateWindow | None:
-    """The days `sentence` says something was said on, or None when it names no time it can place.
+def mentioned_in(sentence: str, today: date, zone: tzinfo = UTC) -> DateWindow | None:
+    """The days `sentence` says something was said on, or None when it names no time it can place. `today`
+    is the date in `zone`, the calendar of the days found.
 
     Relative spans are generous where people are loose: "a week ago" is 4 to 10 days ago, "3 days ago" the
     day before to the day after; "last week" and "last month" are the previous calendar week (Monday to
@@ -134,7 +173,7 @@ def mentioned_in(sentence: str, today: date) -> DateWindow | None:
     text = " ".join(sentence.lower().replace("\u2019", "'").split())
 
     def found(first: date, last: date, said_as: str) -> DateWindow:
-        return DateWindow(max(first, date.min), min(last, today), said_as=said_as)
+        return DateWindow(max(first, date.min), min(last, today), said_as=said_as, zone=zone)
 
     if match := re.search(r"\b(?:today|this morning|this afternoon|earlier today)\b", text):
         return found(today, today, match.group(0))

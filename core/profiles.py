@@ -7,11 +7,12 @@ import json
 import uuid
 import zoneinfo
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
 from core import memories, memory_changes
 from core.config import get_settings
+from core.date_window import user_zone
 from core.db import Scope, transaction
 from core.errors import InvalidInput, NotFound
 from core.memories import Memory
@@ -89,6 +90,14 @@ def get_profile(scope: Scope) -> Profile:
     if row is None:
         raise NotFound("No profile exists for this user.")
     return Profile(**row)
+
+
+def time_zone(scope: Scope) -> tzinfo:
+    """The calendar the user's dates are shown and searched in: their profile's time zone, UTC without one."""
+    with transaction(scope) as cur:
+        cur.execute("select timezone from public.profiles where id = %s", (scope.user_id,))
+        row = cur.fetchone()
+    return user_zone(row["timezone"] if row else None)
 
 
 def _clean_value(field_name: str, value):

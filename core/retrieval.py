@@ -351,7 +351,7 @@ def search_conversations(
     """Hybrid search over the scope's past conversation turns.
 
     `candidates` is how deep each branch ranks before fusion (default 4 * limit).
-    `window` keeps both branches to the turns said on its days (UTC).
+    `window` keeps both branches to the turns said on its days (of its calendar: the user's time zone).
     If the query cannot be embedded, the search still runs on the text branch
     and says why.
     """

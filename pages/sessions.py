@@ -8,12 +8,13 @@ Every call runs as the user (RLS decides)."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, tzinfo
 
 import pandas as pd
 import streamlit as st
 
-from core import conversations, memories, sessions
-from core.date_window import DateWindow
+from core import conversations, memories, profiles, sessions
+from core.date_window import DateWindow, zone_name
 from core.errors import InvalidInput, NotFound
 from core.retrieval import match_kind, search_conversations
 from core.text import clean_text
@@ -61,6 +62,15 @@ METRIC_LABELS = {
 }
 
 
+# The user's calendar for this run (the page script runs afresh each run): their profile's time zone, UTC
+# without one. Every time shown and the Said between days are in it, as the agent's dates are.
+_zone: tzinfo = UTC
+
+
+def _when(value) -> str:
+    return when(value, _zone)
+
+
 def _duration_seconds(record, view: ReportView) -> float | None:
     if record.duration_seconds is not None:
         return record.duration_seconds
@@ -73,7 +83,7 @@ def _overview(records, views) -> pd.DataFrame:
         tools = view.tools_used
         rows.append(
             {
-                "Date": when(record.started_at or record.created_at),
+                "Date": _when(record.started_at or record.created_at),
                 "Duration": OPEN if record.is_open else duration(_duration_seconds(record, view)),
                 "Turns": view.user_turns,
                 "Tools used": ", ".join(
@@ -94,7 +104,7 @@ LABEL_SEPARATOR = " · "
 
 def _label(record, view: ReportView) -> str:
     turns = f"{view.user_turns} turn{'s' if view.user_turns != 1 else ''}"
-    parts = [when(record.started_at or record.created_at), turns, record.session_id]
+    parts = [_when(record.started_at or record.created_at), turns, record.session_id]
     return LABEL_SEPARATOR.join(parts + ([OPEN] if record.is_open else []))
 
 
@@ -246,7 +256,7 @@ def _transcript(scope, record, view: ReportView) -> None:
                 with st.container(key=MATCH_KEY, border=True):
                     st.caption(
                         f":material/my_location: The message you searched for · {_message_number(turn.turn_index)}"
-                        f" · {when(turn.created_at)}"
+                        f" · {_when(turn.created_at)}"
                     )
                     with st.chat_message(role):
                         st.markdown(literal(turn.content) if role == "user" else turn.content)
@@ -321,7 +331,7 @@ def _memories_so_far(scope, record) -> None:
     if written:
         st.caption("Written so far, as they are now:")
         st.dataframe(
-            pd.DataFrame([{"Slot": m.memory_type, "Content": m.content, "When": when(m.updated_at)} for m in written]),
+            pd.DataFrame([{"Slot": m.memory_type, "Content": m.content, "When": _when(m.updated_at)} for m in written]),
             hide_index=True,
             key="u_session_memories_so_far",
         )
@@ -382,7 +392,7 @@ def _open_hit(session_id: str, turn_index: int) -> None:
 def _detail(visitor, record, view: ReportView) -> None:
     st.subheader(f"Session {record.session_id}", anchor=False)
     st.caption(
-        f"Started {when(record.started_at or record.created_at)} ({ago(record.started_at or record.created_at)})"
+        f"Started {_when(record.started_at or record.created_at)} ({ago(record.started_at or record.created_at)})"
         + (f" · room `{record.room_name}`" if record.room_name else "")
     )
     # Expanders, not popovers (as on the Memories page): a popover draws its body at the end of the document,
@@ -469,7 +479,7 @@ def _detail(visitor, record, view: ReportView) -> None:
                         "Content": m.get("content"),
                         "Before": m.get("previous_content") or "",
                         "By": m.get("source") or "tool",
-                        "When": when(m.get("ts") or m.get("updated_at") or m.get("created_at")),
+                        "When": _when(m.get("ts") or m.get("updated_at") or m.get("created_at")),
                     }
                     for m in view.memories_written
                 ]
@@ -501,7 +511,7 @@ def _open_name(hit) -> str:
 def _search_hit(hit, index: int) -> None:
     with st.container(border=True, key=f"u_sessions_hit_{index}"):
         text_col, open_col = st.columns([6, 1], vertical_alignment="center")
-        where = f"**{when(hit.created_at)}** · {hit.speaker} · {_message_number(hit.turn_index)}"
+        where = f"**{_when(hit.created_at)}** · {hit.speaker} · {_message_number(hit.turn_index)}"
         said = clip(hit.content, 220)
         text_col.markdown(f"{where}  \n{literal(said) if hit.speaker == 'user' else said}")
         ranks = f"vector #{hit.vector_rank or '—'} · text #{hit.text_rank or '—'}"
@@ -529,12 +539,13 @@ def _search_panel(scope) -> None:
             value=[],
             key=SEARCH_DAYS,
             format="YYYY-MM-DD",
-            help="Only what was said on these days (UTC). Leave empty to search every day.",
+            help=f"Only what was said on these days ({zone_name(_zone)}, your time zone; the agent sets it when "
+            "you tell it yours). Leave empty to search every day.",
         )
         go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
     if not query.strip():
         return
-    window = DateWindow.of_days(days)
+    window = DateWindow.of_days(days, _zone)
     with reported():
         found = search_conversations(scope, query, limit=8, window=window)
         if found.degraded_reason:
@@ -542,7 +553,7 @@ def _search_panel(scope) -> None:
         matches = [hit for hit in found.hits if match_kind(hit.as_dict()) != "nearest only"]
         loose = [hit for hit in found.hits if hit not in matches]
         if window is not None:
-            st.caption(f"Only what was said {window.describe()} (UTC).")
+            st.caption(f"Only what was said {window.describe()} ({zone_name(_zone)}).")
         if not matches:
             st.caption(
                 "No turn of your transcripts matches that."
@@ -613,7 +624,9 @@ def _delete_everything(visitor, count: int) -> None:
 
 
 def main() -> None:
+    global _zone
     visitor = auth.current_visitor()
+    _zone = profiles.time_zone(visitor.scope)
     page_header(
         "Sessions",
         "Your past conversations. A report is saved when a session ends — the End session "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 
@@ -54,10 +54,10 @@ def ago(value: Any, *, now: datetime | None = None) -> str:
     return "just now"
 
 
-def when(value: Any) -> str:
-    """A compact absolute time for tables: 2026-11-22 14:03 UTC."""
+def when(value: Any, zone: tzinfo = UTC) -> str:
+    """A compact absolute time for tables, in `zone`: 2026-11-22 14:03 UTC, 2026-11-22 15:03 CET."""
     moment = parse_time(value)
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC") if moment else "—"
+    return moment.astimezone(zone).strftime("%Y-%m-%d %H:%M %Z") if moment else "—"
 
 
 def duration(seconds: float | None) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from livekit.agents import llm
@@ -25,7 +25,7 @@ from agent.brain.intents import Intent, classify, remember_note
 from agent.brain.patterns import is_question
 from agent.brain.replies import ToolResult, compose_reply, follow_up, greeting_from_context, load_output
 from agent.chat_format import instruction_of, user_words
-from agent.prompts import PAST_TURNS_LEAD
+from agent.prompts import PAST_TURNS_LEAD, stated_today
 
 
 def recalled_memories(message_text: str) -> list[tuple[str, str]]:
@@ -68,6 +68,15 @@ def _relative_moved(user_text: str, recalled: list[tuple[str, str]]) -> Intent |
 
 def _text_of(item) -> str:
     return (item.text_content or "").strip()
+
+
+def _today(chat_ctx: llm.ChatContext) -> date:
+    """Today's date as the context states it, in the user's time zone (a model knows no other; the
+    present UTC date when the context does not say)."""
+    for item in chat_ctx.items:
+        if item.type == "message" and item.role == "system" and (today := stated_today(_text_of(item))):
+            return today
+    return datetime.now(UTC).date()
 
 
 def _tool_results(items: list[llm.ChatItem]) -> list[ToolResult]:
@@ -158,8 +167,9 @@ class BrainStream(llm.LLMStream):
         after = items[last_user + 1 :]
         results = _tool_results(after)
         available = self._available_tools()
+        today = _today(self._chat_ctx)
         if results:
-            more = [(name, args) for name, args in follow_up(user_text, results) if name in available]
+            more = [(name, args) for name, args in follow_up(user_text, results, today) if name in available]
             if more:
                 return more, None
             return [], compose_reply(user_text, results, recalled)
@@ -177,7 +187,7 @@ class BrainStream(llm.LLMStream):
             if "greet" in instruction.lower():
                 return [], greeting_from_context(self._chat_ctx)
             return [], "Okay."
-        intent = classify(user_text, datetime.now(UTC).date())
+        intent = classify(user_text, today)
         if intent.name == "this_conversation":
             earlier = [
                 user_words(_text_of(item))

@@ -5,6 +5,7 @@ It never invents facts: what it says about the user comes from the tools.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from typing import Any
@@ -18,6 +19,7 @@ from agent.brain.earlier import (
     last_conversation,
     quote,
     relevant,
+    search_dates,
     windowed_search_answered_nothing,
 )
 from agent.brain.facts import NOTE_PREFIX, RELATIONS, describe_fact, search_query, slot_phrase, slot_words
@@ -227,9 +229,10 @@ def _memory_answer(results: list[ToolResult], user_text: str = "") -> str | None
     return None
 
 
-def follow_up(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict]]:
+def follow_up(user_text: str, results: list[ToolResult], today: dt.date | None = None) -> list[tuple[str, dict]]:
     """A next tool step when the last one came back empty: recall -> hybrid search of the slots -> a search of
-    earlier conversations (what was said may never have become a slot)."""
+    earlier conversations (what was said may never have become a slot), kept to the days the user named
+    ("my flight number last week") when `today` places them, and then of every day if those answer nothing."""
     names = {name for name, *_ in results}
     query = strip_end(clean(user_text)) or user_text
     if any(name == "forget_detail" and is_error for name, _, _, is_error in results):
@@ -244,7 +247,7 @@ def follow_up(user_text: str, results: list[ToolResult]) -> list[tuple[str, dict
         if name == "search_memories" and not is_error and "search_past_conversations" not in names:
             data = load_output(output)
             if not relevant(data if isinstance(data, dict) else {}):
-                return [("search_past_conversations", {"query": query})]
+                return [("search_past_conversations", {"query": query} | search_dates(user_text, today))]
     return []
 
 

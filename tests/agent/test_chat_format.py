@@ -42,6 +42,20 @@ def test_greeting_request_is_one_system_message_and_a_user_turn():
     assert instruction_of(messages[1]["content"]) == "Greet the user warmly."
 
 
+def test_a_preload_given_is_sent_in_place_of_the_stored_one_which_stays():
+    """The profile changed (a new time zone) or a day began: the call sends the preload as it is now."""
+    ctx = _ctx(("assistant", "Hi there!"), ("user", "hello"))
+    messages = _openai_messages(shape(ctx, preload="PRELOAD NOW"))
+    assert messages[0] == {"role": "system", "content": "INSTRUCTIONS\n\nPRELOAD NOW"}
+    assert [m["content"] for m in messages[1:]] == [
+        "<instructions>\nThe conversation starts.\n</instructions>",
+        "Hi there!",
+        "hello",
+    ]
+    assert next(item for item in ctx.items if item.id == PRELOAD_MESSAGE_ID).text_content == "PRELOAD"
+    assert _openai_messages(shape(ctx))[0]["content"] == "INSTRUCTIONS\n\nPRELOAD"
+
+
 def test_after_the_greeting_the_same_instruction_turn_opens_the_conversation():
     ctx = _ctx(("assistant", "Hi there!"), ("user", "hello"))
     messages = _openai_messages(shape(ctx, opening_instruction="Greet the user warmly."))

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from types import SimpleNamespace
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -15,8 +16,9 @@ from agent import recall as recall_module
 from agent.brain.llm import BrainStream
 from agent.prompts import PAST_TURNS_LEAD, RECALL_HEADER
 from agent.recall import Injection, choose, estimate_tokens, turn_line
-from core import conversations, embeddings, memories, sessions
+from core import conversations, embeddings, memories, profiles, sessions
 from core.conversations import TurnInput
+from core.date_window import today_in
 from core.db import Scope
 from core.errors import EmbeddingUnavailable
 from core.retrieval import RrfParams, search_conversations, search_memories
@@ -231,6 +233,7 @@ def test_every_turn_of_a_chat_is_stored_as_it_happens_even_when_the_embedder_fai
     assert conversations.list_turns(user.scope, session_id) == []
 
 
+OLDER_FLIGHT = "Booked a flight to Amsterdam for the conference, KLM flight KL 1234, leaving at dawn."
 OLDER_TRAIL = "The trail I mentioned? Granite Peak Trail, the one with the fire lookout at the top."
 
 
@@ -339,6 +342,35 @@ async def test_a_question_no_slot_answers_falls_back_to_earlier_conversations(ne
     assert "found it in our earlier conversations" in reply and "TP 1357" in reply
 
 
+async def test_a_question_no_slot_answers_keeps_to_the_days_the_user_named(new_user):
+    """ "My flight number last week": the slot is missing, so earlier conversations are searched, and only
+    last week's (a flight booked five weeks ago holds the same words). When those days hold nothing that
+    answers, every day is searched, as after a search the user's words sent straight there."""
+    user = new_user()
+    _store_past(user, f"older-{user.user_id}", [("user", OLDER_FLIGHT)], start=LAST_WEEK - timedelta(days=35))
+    _store_past(user, f"past-{user.user_id}")
+    today = datetime.now(UTC).date()
+    monday = today - timedelta(days=today.weekday() + 7)
+    last_week = {"from_date": monday.isoformat(), "to_date": (monday + timedelta(days=6)).isoformat()}
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="what was my flight number last week?")
+        searches = [e["arguments"] for e in run.events("tool_call", turn=1) if e["name"] == "search_past_conversations"]
+        reply = reply_text(result)
+        result = await run.session.run(user_input="what was my flight number yesterday?")
+        searched_again = [
+            e["arguments"] for e in run.events("tool_call", turn=2) if e["name"] == "search_past_conversations"
+        ]
+        reply_again = reply_text(result)
+    assert searches == [{"query": "what was my flight number last week"} | last_week]
+    assert "TP 1357" in reply and "KL 1234" not in reply
+    yesterday = (today - timedelta(days=1)).isoformat()
+    assert searched_again == [
+        {"query": "what was my flight number yesterday", "from_date": yesterday, "to_date": yesterday},
+        {"query": "what was my flight number yesterday"},
+    ]
+    assert reply_again.startswith(f"Nothing from {yesterday} answers that.")
+
+
 async def test_a_forgotten_detail_does_not_come_back_from_earlier_conversations(new_user):
     user = new_user()
     # last week: the detail was said, stored as a slot and as turns
@@ -436,3 +468,43 @@ async def test_a_first_conversation_has_no_last_time(new_user):
         result.expect.next_event().is_function_call_output()
         reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
     assert reply == "This is our first conversation, so there's nothing earlier to look back on yet."
+
+
+async def test_yesterday_and_every_date_the_agent_reads_are_of_the_users_time_zone(new_user):
+    """A user in Kiritimati (UTC+14): what they said there at 09:00 yesterday was said the day before in UTC.
+    "Yesterday" is placed, searched, quoted and dated in their calendar, and a time zone they set during the
+    conversation is the one the next model call is told."""
+    user = new_user()
+    profiles.update_profile(user.scope, "timezone", "Pacific/Kiritimati")
+    zone = ZoneInfo("Pacific/Kiritimati")
+    yesterday = today_in(zone) - timedelta(days=1)
+    said_at = datetime.combine(yesterday, time(9), zone).astimezone(UTC)
+    assert said_at.date() == yesterday - timedelta(days=1)  # in UTC's calendar another day
+    _store_past(user, f"past-{user.user_id}", [("user", TRAIL)], start=said_at)
+    question = "what was the trail I mentioned yesterday?"
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input=question)
+        result.expect.next_event().is_function_call(
+            name="search_past_conversations",
+            arguments={"query": question, "from_date": yesterday.isoformat(), "to_date": yesterday.isoformat()},
+        )
+        output = json.loads(result.expect.next_event().is_function_call_output(is_error=False).event().item.output)
+        reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
+        result.expect.no_more_events()
+        told = run.brain.last_chat_ctx.items
+        result = await run.session.run(user_input="set my time zone to Pacific/Pago_Pago")
+        result.expect.next_event().is_function_call(
+            name="update_profile", arguments={"field": "timezone", "value": "Pacific/Pago_Pago"}
+        )
+        told_after = run.brain.last_chat_ctx.items
+    # the day the user means, searched as their day, with what was said on it
+    assert output["searched_dates"] == yesterday.isoformat()
+    assert [(hit["date"], hit["content"]) for hit in output["hits"]] == [(yesterday.isoformat(), TRAIL)]
+    assert reply.startswith(f"On {yesterday:%A}, {yesterday:%B} {yesterday.day} you said: “{TRAIL}”")
+    system = told[0].text_content
+    assert f"Today's date (Pacific/Kiritimati): {today_in(zone).isoformat()}, a {today_in(zone):%A}." in system
+    question_sent = next(i for i in told if i.type == "message" and i.role == "user").text_content
+    assert f"- {yesterday.isoformat()}, user: {TRAIL}" in question_sent  # the recall block dates it the same way
+    samoa = ZoneInfo("Pacific/Pago_Pago")  # UTC-11
+    assert f"Today's date (Pacific/Pago_Pago): {today_in(samoa).isoformat()}" in told_after[0].text_content
+    assert "The user's timezone is Pacific/Pago_Pago." in told_after[0].text_content

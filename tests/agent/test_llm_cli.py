@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent.prompts import EXTRACTION_PROMPT, PRELOAD_HEADER, TODAY_LEAD
+from agent.prompts import EXTRACTION_PROMPT, PRELOAD_HEADER, today_line
 from core import conversations, db, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope
@@ -132,7 +132,7 @@ def test_past_conversations_through_an_llm(new_user, llm_server):
     asked = first_request_for(requests, question)
     assert [call["function"]["name"] for call in asked.answer_tool_calls] == ["search_past_conversations"]
     today = datetime.now(UTC).date()
-    assert f"{TODAY_LEAD} {today.isoformat()}, a {today:%A}." in system_message(asked)
+    assert today_line(today, "UTC") in system_message(asked)
     monday = today - timedelta(days=today.weekday() + 7)
     assert json.loads(asked.answer_tool_calls[0]["function"]["arguments"]) == {
         "query": question,

@@ -7,7 +7,7 @@ import re
 import uuid
 from datetime import UTC, date, datetime, timedelta
 
-from core import conversations, erasure, memories, sessions, turn_indexer
+from core import conversations, erasure, memories, profiles, sessions, turn_indexer
 from core.conversations import TurnInput
 from core.db import Scope
 from core.erasure import delete_everything
@@ -362,4 +362,28 @@ def test_the_transcript_search_keeps_to_the_days_picked(app):
     _search_transcripts(at, "the trail I hiked")
     assert not any(c.value.startswith("Only what was said") for c in at.caption)
     assert any("Bear Creek" in hit for hit in listed())
+    delete_everything(visitor.scope)
+
+
+def test_times_and_the_days_picked_are_the_users_time_zone(app):
+    """A user whose profile says Pacific/Kiritimati (UTC+14): a turn said at 15:00 UTC on October 3 was said at
+    05:00 on October 4 there. The hit shows that time, and October 4, not October 3, finds it."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    profiles.update_profile(visitor.scope, "timezone", "Pacific/Kiritimati")
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    said_at = datetime(2026, 10, 3, 15, 0, tzinfo=UTC)
+    conversations.store_turns(
+        Scope.service(visitor.user_id), [TurnInput(session_id, 0, "user", "We hiked the Granite Peak Trail", said_at)]
+    )
+    at.switch_page("pages/sessions.py")
+    at.run()
+    at.date_input(key="u_sessions_search_days").set_value((date(2026, 10, 4),))
+    _search_transcripts(at, "the trail I hiked")
+    assert any(c.value == "Only what was said 2026-10-04 (Pacific/Kiritimati)." for c in at.caption)
+    [hit] = [m.value for m in at.markdown if " · message " in m.value]
+    assert hit.startswith("**2026-10-04 05:00 +14** · user · message 1") and "Granite Peak" in hit
+    at.date_input(key="u_sessions_search_days").set_value((date(2026, 10, 3),))  # October 3 in UTC, not there
+    _search_transcripts(at, "the trail I hiked")
+    assert not [m.value for m in at.markdown if " · message " in m.value]
     delete_everything(visitor.scope)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 
-from core.date_window import DateWindow, mentioned_in
+from core.date_window import DateWindow, day_of, mentioned_in, today_in, user_zone, zone_name
 from core.errors import InvalidInput
 
 TODAY = date(2026, 12, 2)  # a Wednesday
@@ -102,3 +103,59 @@ def test_a_date_pickers_range():
         datetime(2026, 11, 23, tzinfo=UTC),
         datetime(2026, 11, 24, tzinfo=UTC),
     )
+
+
+# ---------------------------------------------------------------- the user's calendar
+
+KIRITIMATI = ZoneInfo("Pacific/Kiritimati")  # UTC+14: its day starts ten hours before UTC's
+SANTIAGO = ZoneInfo("America/Santiago")
+
+
+@pytest.mark.parametrize(
+    ("profile_zone", "expected"),
+    [
+        (None, "UTC"),
+        ("", "UTC"),
+        ("Pacific/Kiritimati", "Pacific/Kiritimati"),
+        ("Mars/Olympus_Mons", "UTC"),  # an older row, or another machine's zone database: not a crash
+        ("Europe", "UTC"),  # a directory of the zone database, not a zone
+    ],
+)
+def test_a_users_calendar_is_their_profiles_time_zone_or_utc(profile_zone, expected):
+    assert zone_name(user_zone(profile_zone)) == expected
+
+
+def test_today_and_the_day_of_a_moment_are_the_users():
+    moment = datetime(2026, 12, 2, 11, 30, tzinfo=UTC)  # 01:30 on December 3 in Kiritimati
+    assert today_in(KIRITIMATI, moment) == date(2026, 12, 3)
+    assert today_in(UTC, moment) == date(2026, 12, 2)
+    assert day_of(datetime(2026, 12, 2, 9, 59, tzinfo=UTC), KIRITIMATI) == date(2026, 12, 2)
+    assert day_of(datetime(2026, 12, 2, 10, 0, tzinfo=UTC), KIRITIMATI) == date(2026, 12, 3)
+
+
+def test_a_window_in_a_time_zone_is_that_zones_whole_days():
+    window = DateWindow.from_dates("2026-12-01", "2026-12-01", KIRITIMATI)
+    since, before = window.bounds()
+    # December 1 in Kiritimati is 10:00 UTC on November 30 to 10:00 UTC on December 1
+    assert since == datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
+    assert before == datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+    assert window.describe() == "2026-12-01"
+    days = DateWindow.of_days([date(2026, 12, 1)], KIRITIMATI).bounds()
+    assert days == (since, before)
+
+
+def test_a_day_whose_midnight_the_clocks_skip_starts_when_they_resume():
+    """Santiago's clocks went from 23:59:59 on September 7, 2024 to 01:00 on the 8th: the 8th begins at 04:00
+    UTC, the 7th ends a second before it, and no moment is in two days or in none."""
+    since, before = DateWindow(date(2024, 9, 8), date(2024, 9, 8), said_as="", zone=SANTIAGO).bounds()
+    assert since == datetime(2024, 9, 8, 4, 0, tzinfo=UTC)
+    assert day_of(since, SANTIAGO) == date(2024, 9, 8)
+    assert day_of(since - timedelta(seconds=1), SANTIAGO) == date(2024, 9, 7)
+    assert before - since == timedelta(hours=23)
+    assert day_of(before - timedelta(seconds=1), SANTIAGO) == date(2024, 9, 8)
+
+
+def test_the_days_a_sentence_names_are_of_the_users_calendar():
+    window = mentioned_in("what did I say yesterday?", date(2026, 12, 3), KIRITIMATI)
+    assert (window.first, window.last, window.zone) == (date(2026, 12, 2), date(2026, 12, 2), KIRITIMATI)
+    assert window.bounds()[0] == datetime(2026, 12, 1, 10, 0, tzinfo=UTC)

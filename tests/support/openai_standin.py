@@ -62,7 +62,7 @@ from typing import Any
 from agent.brain.facts import parse_facts
 from agent.brain.intents import classify
 from agent.brain.replies import compose_reply, follow_up
-from agent.prompts import TODAY_LEAD
+from agent.prompts import stated_today
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_API_KEY = "sk-standin-test-key"
@@ -201,8 +201,7 @@ def _extraction_answer(prompt: str) -> str:
 
 def _today(system_text: str) -> date | None:
     """Today's date as the system prompt states it (a model knows no other); None when it does not."""
-    match = re.search(re.escape(TODAY_LEAD) + r" (\d{4}-\d{2}-\d{2})", system_text)
-    return date.fromisoformat(match.group(1)) if match else None
+    return stated_today(system_text)
 
 
 def script(body: dict[str, Any]) -> tuple[list[tuple[str, dict]], str]:
@@ -219,7 +218,7 @@ def script(body: dict[str, Any]) -> tuple[list[tuple[str, dict]], str]:
         return [], _extraction_answer(_text(messages[last].get("content")))
     results = _tool_results(messages, last)
     if results:
-        more = [(name, args) for name, args in follow_up(said, results) if name in offered]
+        more = [(name, args) for name, args in follow_up(said, results, _today(system_text)) if name in offered]
         return (more, "") if more else ([], compose_reply(said, results))
     if re.search(r"\bgreet the user\b", said, re.I):
         return [], _greeting(system_text)
