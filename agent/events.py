@@ -63,6 +63,8 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, get_args
 # No `from __future__ import annotations` here: TypedDict reads NotRequired[...] from evaluated annotations.
 
 if TYPE_CHECKING:
+    from datetime import tzinfo
+
     from core.retrieval import ConversationHit, ConversationSearch, KnowledgeSearch, MemoryHit, MemorySearch, RrfParams
 
 EVENTS_TOPIC = "memory-playground.events"
@@ -257,19 +259,25 @@ def memory_search_retrieval(
     query: str | None = None,
     latency_ms: float | None = None,
     injected: "Iterable[MemoryHit | ConversationHit] | None" = None,
+    zone: "tzinfo | None" = None,
 ) -> EventFields:
     """A search of either memory tier that ran (slots, or past turns for a ConversationSearch). `query` is what
     the user said when it differs from the search's cleaned query; `latency_ms` is the caller's wall time when
-    it differs from the search's own (the per-turn recall waits on a thread), which is then `search_ms`."""
+    it differs from the search's own (the per-turn recall waits on a thread), which is then `search_ms`. With
+    `zone` (the user's calendar), each past turn also has `said_on`, its day there, as the model was told."""
+    # by name, not isinstance: this module imports nothing from core at run time
+    source = "conversations" if type(search).__name__ == "ConversationSearch" else "memories"
+    hits: list[Any] = list(search.hits)
+    if source == "conversations" and zone is not None:
+        hits = [hit.as_dict() | {"said_on": hit.created_at.astimezone(zone).date().isoformat()} for hit in hits]
     return retrieval(
-        # by name, not isinstance: this module imports nothing from core at run time
-        source="conversations" if type(search).__name__ == "ConversationSearch" else "memories",
+        source=source,
         trigger=trigger,
         query=search.query if query is None else query,
         mode=search.mode,
         params=search.params,
         latency_ms=search.latency_ms if latency_ms is None else latency_ms,
-        hits=search.hits,
+        hits=hits,
         degraded_reason=search.degraded_reason,
         injected=injected,
         embed_ms=search.embed_ms,

@@ -349,7 +349,7 @@ class PlaygroundAgent(Agent):
             ),
             lambda found: tool_outputs.conversations_found(found, zone),
         )
-        self.bus.emit(events.conversation_search_retrieval(result, trigger="tool:search_past_conversations"))
+        self.bus.emit(events.conversation_search_retrieval(result, trigger="tool:search_past_conversations", zone=zone))
         return output
 
     @function_tool

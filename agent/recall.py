@@ -236,7 +236,12 @@ async def recall(
     else:
         bus.emit(
             events.conversation_search_retrieval(
-                turn_search, trigger=events.RECALL_TRIGGER, query=text, latency_ms=took, injected=injection.turns
+                turn_search,
+                trigger=events.RECALL_TRIGGER,
+                query=text,
+                latency_ms=took,
+                injected=injection.turns,
+                zone=zone,
             )
         )
     bus.metric("recall_ms", (time.perf_counter() - waited_from) * 1000)

@@ -5,11 +5,12 @@ Every call runs as the user (RLS decides)."""
 from __future__ import annotations
 
 import json
+from datetime import tzinfo
 from types import SimpleNamespace
 
 import streamlit as st
 
-from core import conversations, memories, sessions
+from core import conversations, memories, profiles, sessions
 from core.errors import NotFound
 from core.retrieval import search_memories
 from ui import auth, erase, rrf
@@ -57,8 +58,9 @@ def _memory_list(scope, items, deleted_sessions: set[str]) -> None:
     limit = max(PAGE, int(st.session_state.get(_SHOWN, PAGE)))
     _edit_of_deleted(scope, items)
     names: dict[str, str] = {}
+    zone = profiles.time_zone(scope)  # the user's calendar, as the agent's dates and the Sessions page's
     for memory in shown[:limit]:
-        _memory_card(scope, memory, deleted_sessions)
+        _memory_card(scope, memory, deleted_sessions, zone)
         names |= _card_button_names(memory, session_gone=memory.session_id in deleted_sessions)
     name_buttons(names)
     if len(shown) > limit:
@@ -80,7 +82,7 @@ def _card_button_names(memory, *, session_gone: bool) -> dict[str, str]:
     return names
 
 
-def _memory_card(scope, memory, deleted_sessions: set[str]) -> None:
+def _memory_card(scope, memory, deleted_sessions: set[str], zone: tzinfo) -> None:
     mid = str(memory.id)
     # the memory outlives the session that wrote it: a deleted session is neither named nor linked
     session_gone = memory.session_id in deleted_sessions
@@ -96,7 +98,7 @@ def _memory_card(scope, memory, deleted_sessions: set[str]) -> None:
                 with st.expander(f"All {len(memory.content):,} characters", key=f"u_mem_more_{mid}"):
                     st.markdown(literal(memory.content))
         with meta_col:
-            st.caption(f":material/update: updated {ago(memory.updated_at)}  \n{when(memory.updated_at)}")
+            st.caption(f":material/update: updated {ago(memory.updated_at)}  \n{when(memory.updated_at, zone)}")
             if session_gone:
                 st.caption(":material/delete: written in a session you deleted")
             elif memory.session_id:

@@ -214,8 +214,10 @@ def memory_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -
 
 
 def turn_label(hit: dict[str, Any]) -> str:
-    """When a past turn was said and by whom: "2026-11-16 user"."""
-    return f"{str(hit.get('created_at') or '')[:10]} {hit.get('speaker') or ''}".strip()
+    """When a past turn was said and by whom: "2026-11-16 user" (the day in the user's time zone, as the agent
+    was told it; an event from before said_on has only the UTC time)."""
+    day = hit.get("said_on") or str(hit.get("created_at") or "")[:10]
+    return f"{day} {hit.get('speaker') or ''}".strip()
 
 
 def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:

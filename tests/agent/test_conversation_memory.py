@@ -492,6 +492,7 @@ async def test_yesterday_and_every_date_the_agent_reads_are_of_the_users_time_zo
         reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
         result.expect.no_more_events()
         told = run.brain.last_chat_ctx.items
+        searched = [e for e in run.events("retrieval", turn=1) if e["tier"] == "conversations"]
         result = await run.session.run(user_input="set my time zone to Pacific/Pago_Pago")
         result.expect.next_event().is_function_call(
             name="update_profile", arguments={"field": "timezone", "value": "Pacific/Pago_Pago"}
@@ -505,6 +506,13 @@ async def test_yesterday_and_every_date_the_agent_reads_are_of_the_users_time_zo
     assert f"Today's date (Pacific/Kiritimati): {today_in(zone).isoformat()}, a {today_in(zone):%A}." in system
     question_sent = next(i for i in told if i.type == "message" and i.role == "user").text_content
     assert f"- {yesterday.isoformat()}, user: {TRAIL}" in question_sent  # the recall block dates it the same way
+    # and so do the panel's events (the recall's and the tool's), beside the UTC time
+    assert [e["trigger"] for e in searched] == ["per_turn_recall", "tool:search_past_conversations"]
+    for event in searched:
+        assert (event["hits"][0]["said_on"], event["hits"][0]["created_at"]) == (
+            yesterday.isoformat(),
+            said_at.isoformat(),
+        )
     samoa = ZoneInfo("Pacific/Pago_Pago")  # UTC-11
     assert f"Today's date (Pacific/Pago_Pago): {today_in(samoa).isoformat()}" in told_after[0].text_content
     assert "The user's timezone is Pacific/Pago_Pago." in told_after[0].text_content

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -479,3 +480,15 @@ def test_a_long_memory_shows_its_start_on_the_card_and_the_rest_on_request(app):
     more = next(e for e in at.expander if e.label == f"All {len(long_text):,} characters")
     assert long_text in [m.value for m in more.markdown]  # no Markdown character in it: shown as is
     assert not any(e.label.startswith("All ") for e in at.expander if e.label != more.label)  # short ones: whole
+
+
+def test_a_cards_time_is_in_the_users_time_zone(app):
+    at = app("pages/memories.py")
+    visitor = at.session_state["mp_visitor"]
+    memory = memories.remember(visitor.scope, "favorite_color", "teal").memory
+    at.run()
+    assert any(c.value.endswith(memory.updated_at.strftime("%Y-%m-%d %H:%M UTC")) for c in at.caption)
+    profiles.update_profile(visitor.scope, "timezone", "Pacific/Kiritimati")
+    at.run()
+    there = memory.updated_at.astimezone(ZoneInfo("Pacific/Kiritimati")).strftime("%Y-%m-%d %H:%M +14")
+    assert any(c.value.endswith(there) for c in at.caption), [c.value for c in at.caption]

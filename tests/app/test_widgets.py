@@ -186,6 +186,15 @@ def test_a_past_turn_shows_its_rank_in_context_and_the_parts_add_up(new_user):
     assert list(compact_memory_table(vector_only, turns=True).columns) == ["Said", "Vector", "Text", "Fused score"]
 
 
+def test_a_past_turn_is_dated_in_the_users_time_zone_as_the_agent_was_told():
+    """A turn said at 19:00 UTC on November 30 was said on December 1 in Kiritimati (UTC+14): the event carries
+    that day (said_on), and the table shows it; an event without it (older reports) shows the UTC day."""
+    hit = {"id": "t1", "speaker": "user", "content": "the Cedar Creek Loop", "rrf_score": 0.25, "vector_rank": 1}
+    hit |= {"created_at": "2026-11-30T19:00:00+00:00", "text_rank": None, "vector_distance": 0.3}
+    assert conversation_table([hit | {"said_on": "2026-12-01"}])["When"].tolist() == ["2026-12-01 user"]
+    assert conversation_table([hit])["When"].tolist() == ["2026-11-30 user"]
+
+
 def test_turn_grouping_and_reading_a_worker_report_without_agent_events():
     published = [
         {"type": "transcript", "role": "assistant", "text": "Hi!", "final": True, "turn": 0, "ts": 1.0},
