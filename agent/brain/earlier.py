@@ -35,6 +35,22 @@ def last_conversation(data: dict[str, Any]) -> str:
     return f"Last time, {on_day(data.get('date'))}, you told me: {quoted}{tail}."
 
 
+def today_so_far(said: list[str], last: dict[str, Any], today: dt.date) -> str:
+    """'What did we talk about today?': the last other conversation when it was today (`last` is
+    recall_last_conversation's output), then this one; this one alone when the last was another day."""
+    earlier = [str(t.get("content") or "") for t in last.get("turns") or [] if t.get("speaker") == "user"]
+    if not last.get("found") or str(last.get("date")) != today.isoformat() or not earlier:
+        return this_conversation(said)
+    substantial = [line for line in earlier if len(line.split()) >= 3 and not SMALLTALK_LINE.match(line)] or earlier
+    quoted = "; ".join(f"“{quote(line, 160)}”" for line in substantial[:LAST_CONVERSATION_QUOTED])
+    more = len(substantial) - LAST_CONVERSATION_QUOTED + (last.get("more_turns") or 0) // 2
+    tail = f", and {more} more thing{'s' if more != 1 else ''}" if more > 0 else ""
+    now = this_conversation(said)
+    if now.startswith("We've only just started"):
+        now = "Nothing new in this conversation yet."
+    return f"Earlier today, in another conversation, you told me: {quoted}{tail}. {now}"
+
+
 def this_conversation(said: list[str]) -> str:
     """What the user told the agent so far in this conversation (before the question): their statements, in
     their words; greetings, thanks and questions left out."""

@@ -95,8 +95,14 @@ def _list(said: _Utterance) -> Intent | None:
 
 
 def _this_conversation(said: _Utterance) -> Intent | None:
-    """'what did we talk about today?': answered from this conversation's own turns (agent/brain/llm.py)."""
-    return Intent("this_conversation") if p.THIS_CONVERSATION.match(said.raw) else None
+    """'what did we talk about so far?': answered from this conversation's own turns (agent/brain/llm.py);
+    '... today?' also reads the last other conversation, which is part of the answer when it was today."""
+    match = p.THIS_CONVERSATION.match(said.raw)
+    if not match:
+        return None
+    if re.search(r"\btoday\b", match.group(0), re.I):
+        return Intent("today", calls=[("recall_last_conversation", {})])
+    return Intent("this_conversation")
 
 
 def _last_conversation(said: _Utterance) -> Intent | None:

@@ -19,7 +19,7 @@ from livekit.agents import llm
 from livekit.agents.llm import ChatChunk, ChoiceDelta, FunctionToolCall
 from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConnectOptions, NotGivenOr
 
-from agent.brain.earlier import this_conversation
+from agent.brain.earlier import this_conversation, today_so_far
 from agent.brain.facts import RELATIONS, search_query, slot_words
 from agent.brain.intents import Intent, classify, remember_note
 from agent.brain.patterns import is_question
@@ -77,6 +77,16 @@ def _today(chat_ctx: llm.ChatContext) -> date:
         if item.type == "message" and item.role == "system" and (today := stated_today(_text_of(item))):
             return today
     return datetime.now(UTC).date()
+
+
+def _said_before(items: list[llm.ChatItem], last_user: int) -> list[str]:
+    """What the user said in this conversation before the message at `last_user` (per-call instructions left
+    out)."""
+    return [
+        user_words(_text_of(item))
+        for item in items[:last_user]
+        if item.type == "message" and item.role == "user" and instruction_of(user_words(_text_of(item))) is None
+    ]
 
 
 def _tool_results(items: list[llm.ChatItem]) -> list[ToolResult]:
@@ -169,6 +179,9 @@ class BrainStream(llm.LLMStream):
         available = self._available_tools()
         today = _today(self._chat_ctx)
         if results:
+            if results[0][0] == "recall_last_conversation" and classify(user_text, today).name == "today":
+                last = load_output(results[0][2]) if not results[0][3] else {}
+                return [], today_so_far(_said_before(items, last_user), last if isinstance(last, dict) else {}, today)
             more = [(name, args) for name, args in follow_up(user_text, results, today) if name in available]
             if more:
                 return more, None
@@ -188,13 +201,10 @@ class BrainStream(llm.LLMStream):
                 return [], greeting_from_context(self._chat_ctx)
             return [], "Okay."
         intent = classify(user_text, today)
+        if intent.name == "today" and "recall_last_conversation" not in available:
+            intent = Intent("this_conversation")  # without the tool, this conversation is what it can tell
         if intent.name == "this_conversation":
-            earlier = [
-                user_words(_text_of(item))
-                for item in items[:last_user]
-                if item.type == "message" and item.role == "user" and instruction_of(user_words(_text_of(item))) is None
-            ]
-            return [], this_conversation(earlier)
+            return [], this_conversation(_said_before(items, last_user))
         if intent.name == "knowledge":
             intent = _relative_moved(user_text, recalled) or intent
         if intent.name == "knowledge" and _names_a_memory(user_text, recalled):

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent import recall as recall_module
+from agent.brain.earlier import today_so_far
 from agent.brain.llm import BrainStream
 from agent.prompts import PAST_TURNS_LEAD, RECALL_HEADER
 from agent.recall import Injection, choose, estimate_tokens, turn_line
@@ -516,3 +517,45 @@ async def test_yesterday_and_every_date_the_agent_reads_are_of_the_users_time_zo
     samoa = ZoneInfo("Pacific/Pago_Pago")  # UTC-11
     assert f"Today's date (Pacific/Pago_Pago): {today_in(samoa).isoformat()}" in told_after[0].text_content
     assert "The user's timezone is Pacific/Pago_Pago." in told_after[0].text_content
+
+
+def test_what_did_we_talk_about_today_includes_an_earlier_conversation_of_today(runtime, new_user):
+    """ "What did we talk about today?" after a chat this morning: that chat (recall_last_conversation, dated
+    today), then this one. It answered from this conversation alone until 2026-12-02."""
+    user = new_user()
+    first = runtime.open_conversation("today-1", user.user_id)
+    first.ready.result(timeout=60)
+    for said in ("I hiked the Bear Creek trail with Nora on Saturday.", "Booked my flights to Lisbon for May!"):
+        assert first.send(said).result(timeout=60).error is None
+    first.close().result(timeout=60)
+
+    second = runtime.open_conversation("today-2", user.user_id)
+    second.ready.result(timeout=60)
+    second.send("My favorite food is sushi").result(timeout=60)
+    answer = second.send("what did we talk about today?").result(timeout=60)
+    session_id = second.session_id
+    second.close().result(timeout=60)
+    assert answer.error is None
+    assert answer.reply == (
+        "Earlier today, in another conversation, you told me: “I hiked the Bear Creek trail with Nora on Saturday.”; "
+        "“Booked my flights to Lisbon for May!”. So far in this conversation you told me: “My favorite food is sushi”."
+    )
+    report = sessions.get_session(user.scope, session_id).report["playground"]
+    assert [c["name"] for c in report["tool_calls"] if c["name"] == "recall_last_conversation"] == [
+        "recall_last_conversation"
+    ]
+
+
+def test_a_last_conversation_of_another_day_is_not_today():
+    said = ["My favorite food is sushi"]
+    today = datetime(2026, 12, 2, tzinfo=UTC).date()
+    yesterdays = {"found": True, "date": "2026-12-01", "turns": [{"speaker": "user", "content": "I hiked the trail"}]}
+    assert (
+        today_so_far(said, yesterdays, today) == "So far in this conversation you told me: “My favorite food is sushi”."
+    )
+    todays = yesterdays | {"date": "2026-12-02"}
+    assert today_so_far([], todays, today) == (
+        "Earlier today, in another conversation, you told me: “I hiked the trail”. "
+        "Nothing new in this conversation yet."
+    )
+    assert today_so_far([], {"found": False, "turns": []}, today).startswith("We've only just started")
