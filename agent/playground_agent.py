@@ -34,7 +34,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterable, Callable
 from dataclasses import replace
-from datetime import date, tzinfo
+from datetime import tzinfo
 from typing import Any
 
 from livekit.agents import Agent, ModelSettings, RunContext, function_tool, llm
@@ -110,9 +110,6 @@ class PlaygroundAgent(Agent):
         """The user's calendar, which every date the agent reads, says and searches by is in: their profile's
         time zone, UTC when it has none."""
         return user_zone(self.preload.profile.timezone if self.preload else None)
-
-    def today(self) -> date:
-        return today_in(self.zone)
 
     def preload_text(self) -> str:
         """The profile, the remembered facts and today's date, as the model reads them now."""
@@ -329,8 +326,8 @@ class PlaygroundAgent(Agent):
 
         Args:
             query: what to look for, in the user's words
-            from_date: only what was said on or after this day (YYYY-MM-DD, in the user's time zone), when they say
-            to_date: only what was said on or before this day (YYYY-MM-DD, in the user's time zone), when they say
+            from_date: only what was said on or after this day (YYYY-MM-DD, the user's time zone), if they say when
+            to_date: only what was said on or before this day (YYYY-MM-DD, the user's time zone), if they say when
         """
         params, zone = self.rrf, self.zone
         arguments = {"query": query} | {
