@@ -1,28 +1,23 @@
 """The Memory Playground agent: one livekit ``Agent`` with its tools.
 
-The same class serves the LiveKit worker, the text chat page and the local
-voice pipeline. Every tool is a thin call into ``core/`` through
-``Scope.service(self.user_id)``, where ``user_id`` is the verified id given to
-the constructor (dispatch metadata or a verified session): no tool takes a
-user id, so the model can never act for someone else.
+The same class serves the LiveKit worker, the text chat page and the local voice pipeline. Every tool is
+a thin call into ``core/`` through ``Scope.service(self.user_id)``, where ``user_id`` is the verified id
+given to the constructor (dispatch metadata or a verified session): no tool takes a user id, so the model
+can never act for someone else.
 
 Context the model gets:
 
-* **Preload** (before the first word): profile and every remembered fact, in
-  the initial chat context (see :func:`load_preload`); each model call sends
-  it inside the one leading system message, after the instructions.
-* **Per-turn recall**: before each reply, a hybrid search of both memory
-  tiers (remembered slots, and the turns of the user's earlier sessions) with
-  the user's words; the top hits, within a token budget, go in front of the
-  user's message, in ``<recall>`` tags (agent/recall.py). It has a time
-  budget: when a search is slower, the turn goes on without it and its
-  ``retrieval`` event records the skip.
+* **Preload** (before the first word): profile, every remembered fact and today's date in the user's time
+  zone, in the initial chat context (see :func:`load_preload`); each model call sends it, as it is then,
+  inside the one leading system message, after the instructions.
+* **Per-turn recall**: before each reply, a hybrid search of both memory tiers (remembered slots, and the
+  turns of the user's earlier sessions) with the user's words; the top hits, within a token budget, go in
+  front of the user's message, in ``<recall>`` tags (agent/recall.py). It has a time budget: when a search
+  is slower, the turn goes on without it and its ``retrieval`` event records the skip.
 
-Every model call goes through :func:`agent.chat_format.shape`, which gives
-the request the form every common chat template accepts (one leading system
-message, a user turn, alternating turns); the stored history is not changed.
-
-Each tool call, retrieval and turn is published on the agent's
+Every model call goes through :func:`agent.chat_format.shape`, which gives the request the form every
+common chat template accepts (one leading system message, a user turn, alternating turns); the stored
+history is not changed. Each tool call, retrieval and turn is published on the agent's
 :class:`~agent.event_bus.EventBus` (the event contract is agent/events.py).
 """
 
@@ -107,14 +102,12 @@ class PlaygroundAgent(Agent):
 
     @property
     def zone(self) -> tzinfo:
-        """The user's calendar, which every date the agent reads, says and searches by is in: their profile's
-        time zone, UTC when it has none."""
+        """The user's calendar (their profile's time zone, UTC without one): every date the agent reads or says."""
         return user_zone(self.preload.profile.timezone if self.preload else None)
 
     def preload_text(self) -> str:
         """The profile, the remembered facts and today's date, as the model reads them now."""
-        zone = self.zone
-        return preload_message(self.preload.as_context() if self.preload else "", today_in(zone), zone_name(zone))
+        return preload_message(self.preload.as_context(), today_in(self.zone), zone_name(self.zone))
 
     def set_rrf(self, params: RrfParams) -> RrfParams:
         self.rrf = params.validated()
@@ -160,8 +153,7 @@ class PlaygroundAgent(Agent):
             recalls=self._recalls,
             opening_instruction=self.greeting_instruction,
             recall_placement=self.recall_placement,
-            # the stored preload is as the session began; each call reads today's (a changed time zone or
-            # name, a call that went past midnight)
+            # the preload as it is now (a time zone set, a day begun), not as the session began
             preload=self.preload_text() if self.preload is not None else None,
         )
 
@@ -353,12 +345,11 @@ class PlaygroundAgent(Agent):
     async def recall_last_conversation(self, ctx: RunContext) -> str:
         """What the user and the agent said in the user's most recent earlier conversation, in order, with
         its date. Use it when the user asks what you talked about last time or where you left off."""
-        zone = self.zone
         _, output = await self._call(
             "recall_last_conversation",
             {},
             lambda: conversations.last_conversation(self.scope, before_session_id=self.session_id),
-            lambda turns: tool_outputs.last_conversation(turns, zone),
+            lambda turns: tool_outputs.last_conversation(turns, self.zone),
         )
         return output
 

@@ -231,8 +231,8 @@ def _memory_answer(results: list[ToolResult], user_text: str = "") -> str | None
 
 def follow_up(user_text: str, results: list[ToolResult], today: dt.date | None = None) -> list[tuple[str, dict]]:
     """A next tool step when the last one came back empty: recall -> hybrid search of the slots -> a search of
-    earlier conversations (what was said may never have become a slot), kept to the days the user named
-    ("my flight number last week") when `today` places them, and then of every day if those answer nothing."""
+    earlier conversations (what was said may never have become a slot), of the days named when `today` places
+    them ("my flight number last week"), then of every day if those answer nothing."""
     names = {name for name, *_ in results}
     query = strip_end(clean(user_text)) or user_text
     if any(name == "forget_detail" and is_error for name, _, _, is_error in results):
@@ -389,15 +389,11 @@ def _profile_updated(data: dict[str, Any]) -> str:
     return f"Updated your {slot_words(str(field_name))}."
 
 
-def _order_found(data: dict[str, Any]) -> str:
-    return data.get("summary") or "I found the order."
-
-
 _REPLIES = {
     "remember_detail": _remembered,
     "forget_detail": _forgotten,
     "list_user_memories": _listed,
     "update_profile": _profile_updated,
-    "lookup_order": _order_found,
+    "lookup_order": lambda data: data.get("summary") or "I found the order.",
     "recall_last_conversation": last_conversation,
 }
