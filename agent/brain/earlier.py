@@ -23,32 +23,42 @@ NOTHING_FOUND_PHRASES = ("I don't remember", "I couldn't find anything", "found 
 LAST_CONVERSATION_QUOTED = 3
 
 
-def last_conversation(data: dict[str, Any]) -> str:
-    """The user's own lines of the last conversation, greetings and thanks left out."""
+def _quoted_from(data: dict[str, Any]) -> tuple[str, int] | None:
+    """The user's own lines of a recall_last_conversation output, greetings and thanks left out, quoted, and
+    how many more were said; None when it found no conversation."""
     said = [str(t.get("content") or "") for t in data.get("turns") or [] if t.get("speaker") == "user"]
     if not data.get("found") or not said:
-        return "This is our first conversation, so there's nothing earlier to look back on yet."
+        return None
     substantial = [line for line in said if len(line.split()) >= 3 and not SMALLTALK_LINE.match(line)] or said
     quoted = "; ".join(f"“{quote(line, 160)}”" for line in substantial[:LAST_CONVERSATION_QUOTED])
-    more = len(substantial) - LAST_CONVERSATION_QUOTED + (data.get("more_turns") or 0) // 2
-    tail = f", and {more} more thing{'s' if more != 1 else ''} (the Sessions page has it all)" if more > 0 else ""
+    return quoted, len(substantial) - LAST_CONVERSATION_QUOTED + (data.get("more_turns") or 0) // 2
+
+
+def _more(count: int) -> str:
+    return f", and {count} more thing{'s' if count != 1 else ''}" if count > 0 else ""
+
+
+def last_conversation(data: dict[str, Any]) -> str:
+    """The user's own lines of the last conversation, greetings and thanks left out."""
+    found = _quoted_from(data)
+    if found is None:
+        return "This is our first conversation, so there's nothing earlier to look back on yet."
+    quoted, more = found
+    tail = f"{_more(more)} (the Sessions page has it all)" if more > 0 else ""
     return f"Last time, {on_day(data.get('date'))}, you told me: {quoted}{tail}."
 
 
 def today_so_far(said: list[str], last: dict[str, Any], today: dt.date) -> str:
     """'What did we talk about today?': the last other conversation when it was today (`last` is
     recall_last_conversation's output), then this one; this one alone when the last was another day."""
-    earlier = [str(t.get("content") or "") for t in last.get("turns") or [] if t.get("speaker") == "user"]
-    if not last.get("found") or str(last.get("date")) != today.isoformat() or not earlier:
+    found = _quoted_from(last) if str(last.get("date")) == today.isoformat() else None
+    if found is None:
         return this_conversation(said)
-    substantial = [line for line in earlier if len(line.split()) >= 3 and not SMALLTALK_LINE.match(line)] or earlier
-    quoted = "; ".join(f"“{quote(line, 160)}”" for line in substantial[:LAST_CONVERSATION_QUOTED])
-    more = len(substantial) - LAST_CONVERSATION_QUOTED + (last.get("more_turns") or 0) // 2
-    tail = f", and {more} more thing{'s' if more != 1 else ''}" if more > 0 else ""
+    quoted, more = found
     now = this_conversation(said)
     if now.startswith("We've only just started"):
         now = "Nothing new in this conversation yet."
-    return f"Earlier today, in another conversation, you told me: {quoted}{tail}. {now}"
+    return f"Earlier today, in another conversation, you told me: {quoted}{_more(more)}. {now}"
 
 
 def this_conversation(said: list[str]) -> str:

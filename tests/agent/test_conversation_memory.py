@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from datetime import UTC, datetime, time, timedelta
 from types import SimpleNamespace
 from zoneinfo import ZoneInfo
@@ -434,23 +435,28 @@ async def test_a_question_asked_in_an_earlier_session_is_not_quoted_as_its_own_a
     assert "Cedar Creek Loop" in trail  # a statement still answers
 
 
+def _two_chats(runtime, user_id, *, then: list[str]):
+    """A chat that tells two things and ends, then a second one that says `then`: its last answer and its
+    session id."""
+    first = runtime.open_conversation(f"first-{uuid.uuid4().hex[:8]}", user_id)
+    first.ready.result(timeout=60)
+    for said in ("I hiked the Bear Creek trail with Nora on Saturday.", "Booked my flights to Lisbon for May!"):
+        assert first.send(said).result(timeout=60).error is None
+    first.close().result(timeout=60)
+    second = runtime.open_conversation(f"second-{uuid.uuid4().hex[:8]}", user_id)
+    second.ready.result(timeout=60)
+    answers = [second.send(said).result(timeout=60) for said in then]
+    session_id = second.session_id
+    second.close().result(timeout=60)
+    return answers[-1], session_id
+
+
 def test_what_did_we_talk_about_last_time_sums_up_the_last_conversation(runtime, new_user):
     """A chat, ended; a new chat asks what the last one was about: the agent calls recall_last_conversation
     and answers with the user's own lines and the day (it searched all past turns for the words "what did we
     talk about" until 2026-11-29, and found nothing). The chat going on is not "last time"."""
     user = new_user()
-    first = runtime.open_conversation("last-1", user.user_id)
-    first.ready.result(timeout=60)
-    for said in ("I hiked the Bear Creek trail with Nora on Saturday.", "Booked my flights to Lisbon for May!"):
-        assert first.send(said).result(timeout=60).error is None
-    first.close().result(timeout=60)
-
-    second = runtime.open_conversation("last-2", user.user_id)
-    second.ready.result(timeout=60)
-    second.send("hi there").result(timeout=60)
-    answer = second.send("what did we talk about last time?").result(timeout=60)
-    session_id = second.session_id
-    second.close().result(timeout=60)
+    answer, session_id = _two_chats(runtime, user.user_id, then=["hi there", "what did we talk about last time?"])
     today = datetime.now(UTC).date()
     assert answer.error is None
     assert answer.reply.startswith(f"Last time, on {today:%A}, {today:%B} {today.day}, you told me:")
@@ -523,18 +529,9 @@ def test_what_did_we_talk_about_today_includes_an_earlier_conversation_of_today(
     """ "What did we talk about today?" after a chat this morning: that chat (recall_last_conversation, dated
     today), then this one. It answered from this conversation alone until 2026-12-02."""
     user = new_user()
-    first = runtime.open_conversation("today-1", user.user_id)
-    first.ready.result(timeout=60)
-    for said in ("I hiked the Bear Creek trail with Nora on Saturday.", "Booked my flights to Lisbon for May!"):
-        assert first.send(said).result(timeout=60).error is None
-    first.close().result(timeout=60)
-
-    second = runtime.open_conversation("today-2", user.user_id)
-    second.ready.result(timeout=60)
-    second.send("My favorite food is sushi").result(timeout=60)
-    answer = second.send("what did we talk about today?").result(timeout=60)
-    session_id = second.session_id
-    second.close().result(timeout=60)
+    answer, session_id = _two_chats(
+        runtime, user.user_id, then=["My favorite food is sushi", "what did we talk about today?"]
+    )
     assert answer.error is None
     assert answer.reply == (
         "Earlier today, in another conversation, you told me: “I hiked the Bear Creek trail with Nora on Saturday.”; "
