@@ -5,7 +5,7 @@ of whole days of one calendar, both ends included: the user's time zone when the
 (`user_zone`), UTC otherwise; `bounds()` gives the half-open [since, before) the SQL function takes.
 `DateWindow.from_dates` reads the search tool's `from_date` and `to_date` (a model's arguments: anything
 may arrive), `mentioned_in` finds the span a sentence names ("yesterday", "last week", "back in March",
-"3 days ago", "on November 20"), relative to today.
+"3 days ago", "on November 20", "on Monday"), relative to today.
 """
 
 from __future__ import annotations
@@ -55,6 +55,7 @@ _NUMBERS = {
     "a couple of": 2,
     "a few": 3,
 }
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _COUNT = r"(?P<count>\d{1,3}|a couple of|a few|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
 
 
@@ -169,7 +170,8 @@ def mentioned_in(sentence: str, today: date, zone: tzinfo = UTC) -> DateWindow |
 
     Relative spans are generous where people are loose: "a week ago" is 4 to 10 days ago, "3 days ago" the
     day before to the day after; "last week" and "last month" are the previous calendar week (Monday to
-    Sunday) and month; a month without a year is the latest one that has begun."""
+    Sunday) and month; a month without a year is the latest one that has begun; "on Monday" is the latest
+    Monday before today (a bare weekday is no date: "my Sunday roast")."""
     text = " ".join(sentence.lower().replace("\u2019", "'").split())
 
     def found(first: date, last: date, said_as: str) -> DateWindow:
@@ -208,6 +210,10 @@ def mentioned_in(sentence: str, today: date, zone: tzinfo = UTC) -> DateWindow |
         if not match.group("year") and said > today:
             said = said.replace(year=year - 1)
         return found(said, said, match.group(0).removeprefix("on "))  # "on": "I may 5 times" is no date
+    if match := re.search(rf"\b(?:on|last|this past) (?P<weekday>{'|'.join(WEEKDAYS)})\b", text):
+        # the latest one before today: on a Wednesday, "on Monday" is two days ago and "on Wednesday" a week ago
+        back = (today.weekday() - WEEKDAYS.index(match.group("weekday")) - 1) % 7 + 1
+        return found(today - timedelta(days=back), today - timedelta(days=back), match.group(0))
     if match := re.search(rf"\b(?:in|back in|during|early in|late in) {_MONTH}(?: (?P<year>\d{{4}}))?\b", text):
         month = MONTHS[match.group("month")]
         year = int(match.group("year") or today.year)

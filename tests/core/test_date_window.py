@@ -32,6 +32,10 @@ TODAY = date(2026, 12, 2)  # a Wednesday
         ("a week ago", date(2026, 11, 22), date(2026, 11, 28)),
         ("a couple of weeks ago", date(2026, 11, 12), date(2026, 11, 24)),
         ("What did I say THIS MORNING?", TODAY, TODAY),
+        ("what did we talk about on Monday?", date(2026, 11, 30), date(2026, 11, 30)),
+        ("the gift I mentioned last Tuesday", date(2026, 12, 1), date(2026, 12, 1)),
+        ("what did I say on Wednesday?", date(2026, 11, 25), date(2026, 11, 25)),  # today is one: last week's
+        ("this past Sunday", date(2026, 11, 29), date(2026, 11, 29)),
     ],
 )
 def test_the_days_a_sentence_names(sentence, first, last):
@@ -43,7 +47,13 @@ def test_the_days_a_sentence_names(sentence, first, last):
 
 @pytest.mark.parametrize(
     "sentence",
-    ["that trail I mentioned", "what did we talk about before?", "I may 5 times have said it", "on February 30"],
+    [
+        "that trail I mentioned",
+        "what did we talk about before?",
+        "I may 5 times have said it",
+        "on February 30",
+        "what was in my Sunday roast?",
+    ],
 )
 def test_a_sentence_without_a_time_it_can_place_names_no_days(sentence):
     assert mentioned_in(sentence, TODAY) is None
