@@ -19,6 +19,7 @@ from typing import Any, Literal
 import numpy as np
 
 from core import db, embeddings, session_deletions
+from core.date_window import DateWindow
 from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound, SessionDeleted
 from core.retrieval import ConversationSearch, RrfParams, SearchMode, search_conversations
@@ -395,6 +396,64 @@ def last_conversation(scope: Scope, *, before_session_id: str | None = None) -> 
         )
         row = cur.fetchone()
     return list_turns(scope, row["session_id"]) if row else []
+
+
+@dataclass(frozen=True)
+class HeldConversation:
+    """An earlier conversation as held on some days: its first turns of those days, and how many it had."""
+
+    session_id: str
+    turns: list[ConversationTurn]
+    turn_count: int  # its turns on those days, shown or not
+
+
+def conversations_within(
+    scope: Scope, window: DateWindow, *, except_session_id: str | None = None, most: int = 5, turns_each: int = 12
+) -> tuple[list[HeldConversation], int]:
+    """The user's conversations in which they said something on the window's days (of its time zone), other
+    than `except_session_id` (the one going on): the latest `most`, oldest first, each with its first
+    `turns_each` turns of those days; and how many such conversations there were. What "what did we talk
+    about yesterday?" is about. As the user: RLS decides; as the service: scoped by user."""
+    current = (
+        None
+        if not except_session_id
+        else clean_text(except_session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)
+    )
+    since, before = window.bounds()
+    within = (
+        "t.user_id = %(user)s and (%(since)s::timestamptz is null or t.created_at >= %(since)s) "
+        "and (%(before)s::timestamptz is null or t.created_at < %(before)s)"
+    )
+    with transaction(scope) as cur:
+        cur.execute(
+            f"with held as (select t.session_id, min(t.created_at) as started, count(*) as turn_count "
+            f"  from public.conversation_turns t where {within} and t.session_id is distinct from %(current)s "
+            "  group by t.session_id having bool_or(t.speaker = 'user')), "
+            "latest as (select h.*, count(*) over () as held_count from held h "
+            "  order by h.started desc, h.session_id desc limit %(most)s), "
+            f"shown as (select t.*, row_number() over (partition by t.session_id order by t.turn_index) as place "
+            f"  from public.conversation_turns t join latest l on l.session_id = t.session_id where {within}) "
+            "select l.turn_count, l.held_count, s.id, s.session_id, s.turn_index, s.speaker, s.content, s.created_at, "
+            "s.embedding is not null as embedded "
+            "from latest l join shown s on s.session_id = l.session_id and s.place <= %(each)s "
+            "order by l.started, l.session_id, s.turn_index",
+            {
+                "user": scope.user_id,
+                "since": since,
+                "before": before,
+                "current": current,
+                "most": max(int(most), 1),
+                "each": max(int(turns_each), 1),
+            },
+        )
+        rows = cur.fetchall()
+    held_count = int(rows[0]["held_count"]) if rows else 0
+    held: dict[str, HeldConversation] = {}
+    for row in rows:
+        turn_count, _ = row.pop("turn_count"), row.pop("held_count")
+        turn = ConversationTurn(**row)
+        held.setdefault(turn.session_id, HeldConversation(turn.session_id, [], int(turn_count))).turns.append(turn)
+    return list(held.values()), held_count
 
 
 def count_user_turns(scope: Scope, session_ids: Sequence[str]) -> dict[str, int]:
