@@ -18,7 +18,8 @@ Context the model gets:
 Every model call goes through :func:`agent.chat_format.shape`, which gives the request the form every
 common chat template accepts (one leading system message, a user turn, alternating turns); the stored
 history is not changed. Each tool call, retrieval and turn is published on the agent's
-:class:`~agent.event_bus.EventBus` (the event contract is agent/events.py).
+:class:`~agent.event_bus.EventBus` (the event contract is agent/events.py). The tools over earlier
+conversations live in agent/past_conversation_tools.py, a base class of this one.
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ from livekit.agents import Agent, ModelSettings, RunContext, function_tool, llm
 from agent import events, tool_outputs
 from agent.chat_format import DEFAULT_RECALL_PLACEMENT, PRELOAD_MESSAGE_ID, RecallPlacement, shape
 from agent.event_bus import EventBus
+from agent.past_conversation_tools import PastConversationTools
 from agent.prompts import FILLER_TEXT, INSTRUCTIONS, greeting_instruction, preload_message
 from agent.recall import Searches, recall, start_searches
 from agent.tool_calls import call_core
-from core import conversations, memories, orders, profiles, retrieval
+from core import memories, orders, profiles, retrieval
 from core.config import get_settings
-from core.date_window import DateWindow, today_in, user_zone, zone_name
+from core.date_window import today_in, user_zone, zone_name
 from core.db import Scope, parse_user_id
 from core.profiles import Preload
 from core.retrieval import RrfParams
@@ -53,7 +55,7 @@ def load_preload(user_id: uuid.UUID | str) -> Preload:
     return profiles.preload(Scope.service(parse_user_id(user_id)))
 
 
-class PlaygroundAgent(Agent):
+class PlaygroundAgent(PastConversationTools, Agent):
     """See the module docstring. ``rrf`` may be reassigned at any time (the chat page's sliders)."""
 
     def __init__(
@@ -306,51 +308,6 @@ class PlaygroundAgent(Agent):
             tool_outputs.memories_found,
         )
         self.bus.emit(events.memory_search_retrieval(result, trigger="tool:search_memories"))
-        return output
-
-    @function_tool
-    async def search_past_conversations(
-        self, ctx: RunContext, query: str, from_date: str | None = None, to_date: str | None = None
-    ) -> str:
-        """Search what the user and the agent said in the user's earlier conversations (hybrid vector + keyword
-        search, best first; each hit has the date it was said). Use it when the user refers to something
-        mentioned before, e.g. "that trail I told you about last week".
-
-        Args:
-            query: what to look for, in the user's words
-            from_date: only what was said on or after this day (YYYY-MM-DD, the user's time zone), if they say when
-            to_date: only what was said on or before this day (YYYY-MM-DD, the user's time zone), if they say when
-        """
-        params, zone = self.rrf, self.zone
-        arguments = {"query": query} | {
-            name: value for name, value in (("from_date", from_date), ("to_date", to_date)) if value is not None
-        }
-        result, output = await self._call(
-            "search_past_conversations",
-            arguments,
-            lambda: retrieval.search_conversations(
-                self.scope,
-                retrieval.query_from_message(query),
-                limit=5,
-                params=params,
-                exclude_session_id=self.session_id,
-                window=DateWindow.from_dates(from_date, to_date, zone),
-            ),
-            lambda found: tool_outputs.conversations_found(found, zone),
-        )
-        self.bus.emit(events.conversation_search_retrieval(result, trigger="tool:search_past_conversations", zone=zone))
-        return output
-
-    @function_tool
-    async def recall_last_conversation(self, ctx: RunContext) -> str:
-        """What the user and the agent said in the user's most recent earlier conversation, in order, with
-        its date. Use it when the user asks what you talked about last time or where you left off."""
-        _, output = await self._call(
-            "recall_last_conversation",
-            {},
-            lambda: conversations.last_conversation(self.scope, before_session_id=self.session_id),
-            lambda turns: tool_outputs.last_conversation(turns, self.zone),
-        )
         return output
 
     @function_tool

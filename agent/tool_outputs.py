@@ -11,8 +11,8 @@ from __future__ import annotations
 from datetime import UTC, tzinfo
 from typing import Any
 
-from core.conversations import ConversationTurn
-from core.date_window import day_of
+from core.conversations import ConversationTurn, HeldConversation
+from core.date_window import DateWindow, day_of
 from core.memories import Forgotten, Memory, Remembered
 from core.orders import Order
 from core.profiles import Profile
@@ -111,6 +111,18 @@ LAST_CONVERSATION_TURNS = 24
 LAST_CONVERSATION_CHARACTERS = 240
 
 
+def _lines(turns: list[ConversationTurn]) -> list[dict[str, str]]:
+    return [
+        {
+            "speaker": t.speaker,
+            "content": t.content
+            if len(t.content) <= LAST_CONVERSATION_CHARACTERS
+            else t.content[: LAST_CONVERSATION_CHARACTERS - 1] + "…",
+        }
+        for t in turns
+    ]
+
+
 def last_conversation(turns: list[ConversationTurn], zone: tzinfo = UTC) -> dict[str, Any]:
     if not turns:
         return {"found": False, "turns": []}
@@ -118,16 +130,29 @@ def last_conversation(turns: list[ConversationTurn], zone: tzinfo = UTC) -> dict
     return {
         "found": True,
         "date": day_of(turns[0].created_at, zone).isoformat(),
-        "turns": [
-            {
-                "speaker": t.speaker,
-                "content": t.content
-                if len(t.content) <= LAST_CONVERSATION_CHARACTERS
-                else t.content[: LAST_CONVERSATION_CHARACTERS - 1] + "…",
-            }
-            for t in shown
-        ],
+        "turns": _lines(shown),
         "more_turns": len(turns) - len(shown),
+    }
+
+
+def conversations_held(
+    held: list[HeldConversation], count: int, *, window: DateWindow, zone: tzinfo = UTC
+) -> dict[str, Any]:
+    """recall_conversations: the conversations of the days asked for, oldest first, each dated (the user's
+    day and start time) with its first turns; how many more there were, and more turns of each."""
+    return {
+        "found": bool(held),
+        "dates": window.describe(),
+        "conversations": [
+            {
+                "date": day_of(c.turns[0].created_at, zone).isoformat(),
+                "started": c.turns[0].created_at.astimezone(zone).strftime("%H:%M"),
+                "turns": _lines(c.turns),
+                "more_turns": c.turn_count - len(c.turns),
+            }
+            for c in held
+        ],
+        "more_conversations": count - len(held),
     }
 
 

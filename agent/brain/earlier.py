@@ -48,17 +48,51 @@ def last_conversation(data: dict[str, Any]) -> str:
     return f"Last time, {on_day(data.get('date'))}, you told me: {quoted}{tail}."
 
 
-def today_so_far(said: list[str], last: dict[str, Any], today: dt.date) -> str:
-    """'What did we talk about today?': the last other conversation when it was today (`last` is
-    recall_last_conversation's output), then this one; this one alone when the last was another day."""
-    found = _quoted_from(last) if str(last.get("date")) == today.isoformat() else None
-    if found is None:
-        return this_conversation(said)
-    quoted, more = found
+def today_so_far(said: list[str], held: dict[str, Any], today: dt.date) -> str:
+    """'What did we talk about today?': the other conversations of today (`held` is recall_conversations'
+    output for today), then this one; this one alone when there were none."""
+    quoted = _quoted_per_conversation(held) if str(held.get("dates")) == today.isoformat() else []
     now = this_conversation(said)
+    if not quoted:
+        return now
     if now.startswith("We've only just started"):
         now = "Nothing new in this conversation yet."
-    return f"Earlier today, in another conversation, you told me: {quoted}{_more(more)}. {now}"
+    count = len(quoted) + int(held.get("more_conversations") or 0)
+    where = "another conversation" if count == 1 else f"{count} other conversations"
+    lines = ", then ".join(q for _, q, _ in quoted)
+    return f"Earlier today, in {where}, you told me: {lines}{_more(sum(m for *_, m in quoted))}. {now}"
+
+
+def held_conversations(data: dict[str, Any]) -> str:
+    """recall_conversations: what the user told the agent on the days asked for, in their words, conversation
+    by conversation; that they did not talk then, when they did not."""
+    first, _, last = str(data.get("dates") or "").partition(" to ")
+    when = f"between {on_day(first)[3:]} and {on_day(last)[3:]}" if last else on_day(first)
+    quoted = _quoted_per_conversation(data)
+    if not quoted:
+        return f"We didn't talk {when}."
+    lead = when[0].upper() + when[1:]
+    count = len(quoted) + int(data.get("more_conversations") or 0)
+    if count == 1:
+        return f"{lead}, you told me: {quoted[0][1]}{_more(quoted[0][2])}."
+    said = []
+    for conversation, lines, more in quoted:
+        at = f"at {conversation.get('started')}"
+        at = f"On {on_day(conversation.get('date'))[3:]} {at}" if last else at[0].upper() + at[1:]
+        said.append(f"{at}{' you told me' if not said else ''}: {lines}{_more(more)}")
+    shown = f" (the latest {len(quoted)} here; the Sessions page has them all)" if count > len(quoted) else ""
+    times = "twice" if count == 2 else f"{count} times"
+    return f"{lead}, we talked {times}{shown}. {'. '.join(said)}."
+
+
+def _quoted_per_conversation(data: dict[str, Any]) -> list[tuple[dict[str, Any], str, int]]:
+    """recall_conversations' conversations with the user's lines quoted, and how many more they said."""
+    out = []
+    for conversation in data.get("conversations") or []:
+        found = _quoted_from({"found": True} | conversation) if isinstance(conversation, dict) else None
+        if found:
+            out.append((conversation, *found))
+    return out
 
 
 def this_conversation(said: list[str]) -> str:
@@ -132,6 +166,16 @@ def search_dates(sentence: str, today: dt.date | None) -> dict[str, str]:
     """from_date and to_date for the days the user named ("last week"), as a model would fill them in."""
     window = mentioned_in(sentence, today) if today else None
     return {"from_date": window.first.isoformat(), "to_date": window.last.isoformat()} if window else {}
+
+
+def held_on(when: str, today: dt.date | None) -> dict[str, str] | None:
+    """recall_conversations' dates when `when` is nothing but a time placed relative to `today` ("yesterday",
+    "on Monday", "last week"); None otherwise."""
+    window = mentioned_in(when, today) if today else None
+    if window is None or " ".join(when.lower().split()) not in (window.said_as, f"on {window.said_as}"):
+        return None
+    last = {"to_date": window.last.isoformat()} if window.last != window.first else {}
+    return {"from_date": window.first.isoformat()} | last
 
 
 def _data(output: str) -> dict[str, Any]:

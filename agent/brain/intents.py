@@ -1,8 +1,7 @@
 """What the user wants, from one utterance: an intent and the tool calls that serve it.
 
-`classify(text, today)` is public: the labelled set in tests/data/brain_utterances.jsonl
-measures its intent accuracy. The rules are tried in a fixed order (the first
-that applies wins), one function each below.
+`classify(text, today)` is public: the labelled set in tests/data/brain_utterances.jsonl measures its intent
+accuracy. The rules are tried in a fixed order (the first that applies wins), one function each below.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from datetime import date
 from typing import Any
 
 from agent.brain import patterns as p
-from agent.brain.earlier import search_dates
+from agent.brain.earlier import held_on, search_dates
 from agent.brain.facts import NOTE_PREFIX, Fact, parse_fact, parse_facts, search_query, slot_for
 from agent.brain.replies import ASK_ORDER_NUMBER, IDENTITY_REPLY, SECRET_REPLY, UNFINISHED_REPLY, smalltalk_reply
 from agent.brain.text import clean, content_words, strip_end
@@ -60,9 +59,7 @@ def classify(text: str, today: date | None = None) -> Intent:
 
 
 def _identity(said: _Utterance) -> Intent | None:
-    if _first(p.IDENTITY, said.body):
-        return Intent("identity", reply=IDENTITY_REPLY)
-    return None
+    return Intent("identity", reply=IDENTITY_REPLY) if _first(p.IDENTITY, said.body) else None
 
 
 def _order_with_number(said: _Utterance) -> Intent | None:
@@ -89,26 +86,29 @@ def _forget(said: _Utterance) -> Intent | None:
 
 
 def _list(said: _Utterance) -> Intent | None:
-    if _first(p.LIST, said.body):
-        return Intent("list_memories", calls=[("list_user_memories", {})])
-    return None
+    calls = [("list_user_memories", {})]
+    return Intent("list_memories", calls=calls) if _first(p.LIST, said.body) else None
 
 
 def _this_conversation(said: _Utterance) -> Intent | None:
-    """'what did we talk about so far?': answered from this conversation's own turns (agent/brain/llm.py);
-    '... today?' also reads the last other conversation, which is part of the answer when it was today."""
-    match = p.THIS_CONVERSATION.match(said.raw)
-    if not match:
-        return None
-    if re.search(r"\btoday\b", match.group(0), re.I):
-        return Intent("today", calls=[("recall_last_conversation", {})])
-    return Intent("this_conversation")
+    """'what did we talk about so far?': answered from this conversation's own turns (agent/brain/llm.py)."""
+    return Intent("this_conversation") if p.THIS_CONVERSATION.match(said.raw) else None
+
+
+def _conversations_on(said: _Utterance) -> Intent | None:
+    """'what did we talk about yesterday / on Monday / last week?': the conversations held on those days;
+    '... today?' is today's and this one."""
+    match = p.CONVERSATIONS_ON.match(said.raw)
+    dates = held_on(match.group("when"), said.today) if match else None
+    if dates is None:
+        return None  # "what did we talk about the trail?" names no day
+    return Intent("today" if dates == {"from_date": str(said.today)} else "past_conversations",
+                  calls=[("recall_conversations", dates)])  # fmt: skip
 
 
 def _last_conversation(said: _Utterance) -> Intent | None:
-    if p.LAST_CONVERSATION.match(said.raw):
-        return Intent("past_conversations", calls=[("recall_last_conversation", {})])
-    return None
+    calls = [("recall_last_conversation", {})]
+    return Intent("past_conversations", calls=calls) if p.LAST_CONVERSATION.match(said.raw) else None
 
 
 def _past_conversation(said: _Utterance) -> Intent | None:
@@ -293,9 +293,9 @@ def _knowledge(said: _Utterance) -> Intent | None:
     return None
 
 
-_RULES = (_identity, _order_with_number, _forget, _list, _this_conversation, _last_conversation, _past_conversation,
-          _search, _profile, _recall, _remember_asked, _support, _statement, _order_without_number, _smalltalk,
-          _personal_question, _knowledge)  # fmt: skip
+_RULES = (_identity, _order_with_number, _forget, _list, _conversations_on, _this_conversation, _last_conversation,
+          _past_conversation, _search, _profile, _recall, _remember_asked, _support, _statement,
+          _order_without_number, _smalltalk, _personal_question, _knowledge)  # fmt: skip
 
 
 # --- helpers ---------------------------------------------------------------------------------------

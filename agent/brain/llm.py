@@ -179,9 +179,9 @@ class BrainStream(llm.LLMStream):
         available = self._available_tools()
         today = _today(self._chat_ctx)
         if results:
-            if results[0][0] == "recall_last_conversation" and classify(user_text, today).name == "today":
-                last = load_output(results[0][2]) if not results[0][3] else {}
-                return [], today_so_far(_said_before(items, last_user), last if isinstance(last, dict) else {}, today)
+            if results[0][0] == "recall_conversations" and classify(user_text, today).name == "today":
+                held = load_output(results[0][2]) if not results[0][3] else {}
+                return [], today_so_far(_said_before(items, last_user), held if isinstance(held, dict) else {}, today)
             more = [(name, args) for name, args in follow_up(user_text, results, today) if name in available]
             if more:
                 return more, None
@@ -201,7 +201,7 @@ class BrainStream(llm.LLMStream):
                 return [], greeting_from_context(self._chat_ctx)
             return [], "Okay."
         intent = classify(user_text, today)
-        if intent.name == "today" and "recall_last_conversation" not in available:
+        if intent.name == "today" and "recall_conversations" not in available:
             intent = Intent("this_conversation")  # without the tool, this conversation is what it can tell
         if intent.name == "this_conversation":
             return [], this_conversation(_said_before(items, last_user))

@@ -167,6 +167,14 @@ LAST_CONVERSATION = re.compile(
     r"(?:in|during) (?:our|the) (?:last|previous) (?:conversation|chat|call|session)))?[?.!]*$",
     re.I,
 )
+# "what did we talk about on Monday?": the conversations of the days named (agent/brain/intents.py checks
+# that what follows is only a time it can place)
+CONVERSATIONS_ON = re.compile(
+    r"^(?:(?:hey|so|ok|okay)[, ]+)?(?:(?:can|could) you )?(?:remind me |tell me )?(?:what (?:did|have) we (?:talk|"
+    r"talked|chat|chatted|speak|spoken|discuss|discussed)(?: about)?|what we (?:talked|chatted|spoke|discussed)"
+    r"(?: about)?|what was our (?:conversation|chat|call) about) (?P<when>[^?.!]+)[?.!]*$",
+    re.I,
+)
 # this conversation, not an earlier one: answered from what was said in it (no tool)
 THIS_CONVERSATION = re.compile(
     r"^(?:(?:hey|so|ok|okay)[, ]+)?(?:(?:can|could) you )?(?:remind me )?(?:"

@@ -16,6 +16,7 @@ from agent.brain.earlier import (
     answers,
     conversations_found,
     dates_searched,
+    held_conversations,
     last_conversation,
     quote,
     relevant,
@@ -48,8 +49,7 @@ SECRET_REPLY = (
 )
 ASK_ORDER_NUMBER = "Sure, which order number? They look like 1001."
 # How the replies heard most begin, cut where a voice call's Piper cuts them (agent/voice/local_tts.py
-# `split_first_clause`): the voice warm-up says them once, so even a process's first call starts these
-# replies without waiting for Piper.
+# `split_first_clause`): the voice warm-up says them once, so a process's first call need not wait for Piper.
 SPOKEN_OPENERS = (
     "Got it,",
     "You told me,",
@@ -185,7 +185,6 @@ def _asked_memory(results: list[ToolResult]) -> bool:
 # question asks for ("kids", with its s: "kid" did not match the memory that says "kids")
 _POSSESSOR = re.compile(r"\bmy\s+([a-z]+(?:\s+[a-z]+)?)(?:'s|\u2019s|(?<=s)'|(?<=s)\u2019)\s", re.I)
 
-
 # words that ask about every relative at once ("what do you know about my family?")
 _FAMILY = {"family", "relatives", "kids", "children", "parents", "siblings", "folks"}
 
@@ -242,6 +241,8 @@ def follow_up(user_text: str, results: list[ToolResult], today: dt.date | None =
         # the user may misplace when they said it ("last week" for ten days ago): look at every day
         return [("search_past_conversations", {"query": searches[0].get("query") or query})]
     for name, _args, output, is_error in results:
+        if name == "recall_conversations" and len(results) == 1 and not is_error and not load_output(output)["found"]:
+            return [("recall_last_conversation", {})]  # "we didn't talk yesterday", and when we last did
         if name == "recall_detail" and is_error and "search_memories" not in names:
             return [("search_memories", {"query": search_query(query)})]
         if name == "search_memories" and not is_error and "search_past_conversations" not in names:
@@ -312,8 +313,6 @@ def _success_reply(name: str, data: Any, user_text: str, recalled: list[tuple[st
         return str(data)
     if name == "search_knowledge":
         return knowledge_found(data, user_text, recalled)
-    if name == "search_past_conversations":
-        return conversations_found(data)
     reply = _REPLIES.get(name)
     return reply(data) if reply else "Done."
 
@@ -396,4 +395,6 @@ _REPLIES = {
     "update_profile": _profile_updated,
     "lookup_order": lambda data: data.get("summary") or "I found the order.",
     "recall_last_conversation": last_conversation,
+    "recall_conversations": held_conversations,
+    "search_past_conversations": conversations_found,
 }

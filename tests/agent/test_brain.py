@@ -396,6 +396,39 @@ def test_a_search_of_earlier_conversations_keeps_to_the_days_the_user_names(text
     assert "from_date" not in classify(text).calls[0][1]
 
 
+@pytest.mark.parametrize(
+    ("text", "intent", "dates"),
+    [
+        ("what did we talk about yesterday?", "past_conversations", {"from_date": "2026-12-01"}),
+        ("So, what did we discuss on Monday?", "past_conversations", {"from_date": "2026-11-30"}),
+        ("remind me what we talked about last week", "past_conversations",
+         {"from_date": "2026-11-23", "to_date": "2026-11-29"}),
+        ("what did we chat about on November 20th?", "past_conversations", {"from_date": "2026-11-20"}),
+        ("what was our conversation about in March?", "past_conversations",
+         {"from_date": "2026-03-01", "to_date": "2026-03-31"}),
+        ("What did we talk about today?", "today", {"from_date": "2026-12-02"}),
+        ("what did we talk about this morning?", "today", {"from_date": "2026-12-02"}),
+    ],
+)  # fmt: skip
+def test_what_we_talked_about_on_the_days_named_reads_those_days_conversations(text, intent, dates):
+    said = classify(text, date(2026, 12, 2))
+    assert (said.name, said.calls) == (intent, [("recall_conversations", dates)])
+
+
+@pytest.mark.parametrize(
+    ("text", "calls"),
+    [
+        ("what did we talk about last time?", [("recall_last_conversation", {})]),
+        ("what did we talk about the other day?", [("recall_last_conversation", {})]),  # no day it can place
+        ("What did we talk about today?", []),  # without today's date: this conversation, from its context
+        ("what did we talk about yesterday?", [("recall_last_conversation", {})]),
+    ],
+)
+def test_without_a_day_it_can_place_what_we_talked_about_is_the_last_conversation(text, calls):
+    today = date(2026, 12, 2) if "today" not in text and "yesterday" not in text else None
+    assert classify(text, today).calls == calls
+
+
 def test_a_search_of_the_days_named_that_found_nothing_is_answered_even_without_the_second_search():
     """The brain follows an empty search of the days named with one of every day; where that second search
     did not run, the reply still says nothing was found (it was "Done.")."""

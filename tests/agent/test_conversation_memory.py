@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from types import SimpleNamespace
 from zoneinfo import ZoneInfo
 
@@ -526,7 +526,7 @@ async def test_yesterday_and_every_date_the_agent_reads_are_of_the_users_time_zo
 
 
 def test_what_did_we_talk_about_today_includes_an_earlier_conversation_of_today(runtime, new_user):
-    """ "What did we talk about today?" after a chat this morning: that chat (recall_last_conversation, dated
+    """ "What did we talk about today?" after a chat this morning: that chat (recall_conversations, for
     today), then this one. It answered from this conversation alone until 2026-12-02."""
     user = new_user()
     answer, session_id = _two_chats(
@@ -538,21 +538,144 @@ def test_what_did_we_talk_about_today_includes_an_earlier_conversation_of_today(
         "“Booked my flights to Lisbon for May!”. So far in this conversation you told me: “My favorite food is sushi”."
     )
     report = sessions.get_session(user.scope, session_id).report["playground"]
-    assert [c["name"] for c in report["tool_calls"] if c["name"] == "recall_last_conversation"] == [
-        "recall_last_conversation"
-    ]
+    [call] = [c for c in report["tool_calls"] if c["name"].startswith("recall_")]
+    assert (call["name"], call["arguments"]) == ("recall_conversations", {"from_date": today_in(UTC).isoformat()})
 
 
-def test_a_last_conversation_of_another_day_is_not_today():
+def _held_on(day, started: str, lines: list[str]) -> dict:
+    return {"date": day, "started": started, "turns": [{"speaker": "user", "content": line} for line in lines]}
+
+
+def test_today_is_every_other_conversation_of_today_then_this_one():
     said = ["My favorite food is sushi"]
     today = datetime(2026, 12, 2, tzinfo=UTC).date()
-    yesterdays = {"found": True, "date": "2026-12-01", "turns": [{"speaker": "user", "content": "I hiked the trail"}]}
-    assert (
-        today_so_far(said, yesterdays, today) == "So far in this conversation you told me: “My favorite food is sushi”."
+    held = {
+        "found": True,
+        "dates": "2026-12-02",
+        "conversations": [
+            _held_on("2026-12-02", "08:10", ["I hiked the trail"]),
+            _held_on("2026-12-02", "12:30", ["hi", "My sister Ana lives in Porto"]),
+        ],
+        "more_conversations": 1,
+    }
+    assert today_so_far(said, held, today) == (
+        "Earlier today, in 3 other conversations, you told me: “I hiked the trail”, then “My sister Ana lives in "
+        "Porto”. So far in this conversation you told me: “My favorite food is sushi”."
     )
-    todays = yesterdays | {"date": "2026-12-02"}
-    assert today_so_far([], todays, today) == (
+    assert today_so_far([], held | {"conversations": held["conversations"][:1], "more_conversations": 0}, today) == (
         "Earlier today, in another conversation, you told me: “I hiked the trail”. "
         "Nothing new in this conversation yet."
     )
-    assert today_so_far([], {"found": False, "turns": []}, today).startswith("We've only just started")
+    nothing = {"found": False, "dates": "2026-12-02", "conversations": [], "more_conversations": 0}
+    assert today_so_far(said, nothing, today) == "So far in this conversation you told me: “My favorite food is sushi”."
+    assert today_so_far(said, held | {"dates": "2026-12-01"}, today).startswith("So far in this conversation")
+    assert today_so_far([], nothing, today).startswith("We've only just started")
+
+
+def _store_on(user, day, hour: int, lines: list[str], zone=UTC) -> str:
+    session_id = f"held-{uuid.uuid4().hex[:12]}"
+    _store_past(user, session_id, [("user", line) for line in lines], datetime.combine(day, time(hour), zone))
+    return session_id
+
+
+async def test_what_did_we_talk_about_yesterday_reads_every_conversation_of_that_day(new_user):
+    """Two conversations yesterday (the user's day, in Tokyo), one today, one the day before: "yesterday" is
+    the two of yesterday, in order, with their start times in the user's zone. It answered with the latest
+    conversation, whatever its day, until 2026-12-02."""
+    user = new_user()
+    profiles.update_profile(user.scope, "timezone", "Asia/Tokyo")
+    tokyo = ZoneInfo("Asia/Tokyo")
+    today = today_in(tokyo)
+    yesterday = today - timedelta(days=1)
+    _store_on(user, yesterday - timedelta(days=1), 9, ["I adopted a cat named Miso"], tokyo)
+    _store_on(user, yesterday, 8, ["I hiked the Bear Creek trail with Nora"], tokyo)
+    _store_on(user, yesterday, 23, ["Booked my flights to Lisbon for May", "TAP, flight TP 1357"], tokyo)
+    _store_on(user, today, 0, ["My sister Ana lives in Porto"], tokyo)
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="what did we talk about yesterday?")
+        result.expect.next_event().is_function_call(
+            name="recall_conversations", arguments={"from_date": yesterday.isoformat()}
+        )
+        output = json.loads(result.expect.next_event().is_function_call_output(is_error=False).event().item.output)
+        reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
+        result.expect.no_more_events()
+    assert output["dates"] == yesterday.isoformat() and output["more_conversations"] == 0
+    assert [(c["date"], c["started"], [t["content"] for t in c["turns"]]) for c in output["conversations"]] == [
+        (yesterday.isoformat(), "08:00", ["I hiked the Bear Creek trail with Nora"]),
+        (yesterday.isoformat(), "23:00", ["Booked my flights to Lisbon for May", "TAP, flight TP 1357"]),
+    ]
+    assert reply == (
+        f"On {yesterday:%A}, {yesterday:%B} {yesterday.day}, we talked twice. At 08:00 you told me: “I hiked the "
+        "Bear Creek trail with Nora”. At 23:00: “Booked my flights to Lisbon for May”; “TAP, flight TP 1357”."
+    )
+
+
+async def test_a_day_without_a_conversation_says_so_and_when_we_last_talked(new_user):
+    user = new_user()
+    today = today_in(UTC)
+    monday = today - timedelta(days=(today.weekday() - 0 - 1) % 7 + 1)  # the latest Monday before today
+    _store_on(user, monday - timedelta(days=2), 10, ["I hiked the Bear Creek trail with Nora"])
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="What did we talk about on Monday?")
+        result.expect.next_event().is_function_call(name="recall_conversations", arguments={"from_date": str(monday)})
+        result.expect.next_event().is_function_call_output(is_error=False)
+        result.expect.next_event().is_function_call(name="recall_last_conversation")
+        result.expect.next_event().is_function_call_output(is_error=False)
+        reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
+        tool_calls = run.events("tool_call", turn=1)
+    before = monday - timedelta(days=2)
+    assert reply == (
+        f"We didn't talk on Monday, {monday:%B} {monday.day}. Last time, on {before:%A}, {before:%B} {before.day}, "
+        "you told me: “I hiked the Bear Creek trail with Nora”."
+    )
+    assert [(e["name"], e["error"]) for e in tool_calls] == [
+        ("recall_conversations", None),
+        ("recall_last_conversation", None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "refused"),
+    [
+        ({"from_date": "last tuesday"}, "from_date must be a date like 2026-11-30 (YYYY-MM-DD), not 'last tuesday'."),
+        ({"from_date": " "}, "from_date is required: the first day (YYYY-MM-DD) of the conversations asked for."),
+        ({"from_date": "2026-12-02", "to_date": "2026-12-01"}, "from_date (2026-12-02) is after to_date (2026-12-01)"),
+    ],
+)
+async def test_days_a_model_gets_wrong_for_recall_conversations_come_back_as_a_tool_error(
+    new_user, monkeypatch, arguments, refused
+):
+    user = new_user()
+    original = BrainStream.plan
+
+    def plan(stream):  # a model that calls the tool with these arguments, then answers as the brain does
+        calls, text = original(stream)
+        if calls and calls[0][0] == "recall_conversations":
+            return [("recall_conversations", arguments)], None
+        return calls, text
+
+    monkeypatch.setattr(BrainStream, "plan", plan)
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="what did we talk about yesterday?")
+        result.expect.next_event().is_function_call(name="recall_conversations", arguments=arguments)
+        output = result.expect.next_event().is_function_call_output(is_error=True).event().item.output
+        tool_call = run.events("tool_call", turn=1)[0]
+    assert refused in output and refused in tool_call["error"]
+
+
+async def test_a_span_without_conversations_on_a_first_visit(new_user):
+    user = new_user()
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="what did we discuss last week?")
+        call = result.expect.next_event().is_function_call(name="recall_conversations").event().item
+        output = json.loads(result.expect.next_event().is_function_call_output(is_error=False).event().item.output)
+        result.expect.next_event().is_function_call(name="recall_last_conversation")
+        result.expect.next_event().is_function_call_output(is_error=False)
+        reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
+    first, last = (date.fromisoformat(json.loads(call.arguments)[k]) for k in ("from_date", "to_date"))
+    assert (first.weekday(), (last - first).days) == (0, 6)  # last week: Monday to Sunday
+    assert output == {"found": False, "dates": f"{first} to {last}", "conversations": [], "more_conversations": 0}
+    assert reply == (
+        f"We didn't talk between {first:%A}, {first:%B} {first.day} and {last:%A}, {last:%B} {last.day}. "
+        "This is our first conversation, so there's nothing earlier to look back on yet."
+    )

@@ -173,6 +173,32 @@ def test_the_last_conversation_through_an_llm(new_user, llm_server):
     assert said in answered.messages[-1]["content"] and day.isoformat() in answered.messages[-1]["content"]
 
 
+def test_the_conversations_of_a_day_through_an_llm(new_user, llm_server):
+    """The model is offered recall_conversations (from_date required, to_date optional), calls it with
+    yesterday's date for "what did we talk about yesterday?" and gets that day's conversations."""
+    user = new_user()
+    yesterday = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    said = "We hiked the Cedar Creek Loop on Saturday with Nora."
+    _an_earlier_chat(user, said, yesterday)
+    question = "what did we talk about yesterday?"
+    result = run_chat_cli(llm_server.env(), [question], user_id=user.user_id)
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr + result.stdout
+    day = yesterday.date()
+    assert f"agent> On {day:%A}, {day:%B} {day.day}, you told me: “{said}”." in result.stdout
+
+    requests = llm_server.chat_requests()
+    offered = {tool["function"]["name"]: tool["function"] for tool in requests[0].body["tools"]}
+    parameters = offered["recall_conversations"]["parameters"]
+    assert set(parameters["properties"]) == {"from_date", "to_date"} and parameters["required"] == ["from_date"]
+    asked = first_request_for(requests, question)
+    [call] = asked.answer_tool_calls
+    assert call["function"]["name"] == "recall_conversations"
+    assert json.loads(call["function"]["arguments"]) == {"from_date": day.isoformat()}
+    answered = next(r for r in requests if r.messages and r.messages[-1]["role"] == "tool")
+    assert said in answered.messages[-1]["content"] and '"started": "12:00"' in answered.messages[-1]["content"]
+
+
 def test_messages_as_long_as_the_chat_allows_through_an_llm(new_user, llm_server):
     """The model passes a whole 2,000-character message to a search tool as its query (a query may be 1,000
     characters): each tool searches with part of it and the model gets hits, not an error, to answer from."""
