@@ -314,23 +314,30 @@ async def test_dates_a_model_gets_wrong_come_back_as_a_tool_error_it_can_act_on(
 ):
     user = new_user()
     _store_past(user, f"past-{user.user_id}")
+    question = "what was the name of that trail I mentioned last week?"
+    output, tool_call, retrievals = await _refused(user, monkeypatch, question, "search_past_conversations", arguments)
+    assert refused in output and tool_call["error"] and refused in tool_call["error"]
+    assert tool_call["arguments"] == arguments
+    assert not [e for e in retrievals if e["trigger"] == "tool:search_past_conversations"]
+
+
+async def _refused(user, monkeypatch, question: str, tool: str, arguments: dict):
+    """A model that calls `tool` with these arguments for `question`, then answers as the brain does: the
+    tool's error output, its tool_call event and the turn's retrieval events."""
     original = BrainStream.plan
 
-    def plan(stream):  # a model that calls the tool with these arguments, then answers as the brain does
+    def plan(stream):
         calls, text = original(stream)
-        if calls and calls[0][0] == "search_past_conversations":
-            return [("search_past_conversations", arguments)], None
+        if calls and calls[0][0] == tool:
+            return [(tool, arguments)], None
         return calls, text
 
     monkeypatch.setattr(BrainStream, "plan", plan)
     async with agent_session(user.user_id) as run:
-        result = await run.session.run(user_input="what was the name of that trail I mentioned last week?")
-        result.expect.next_event().is_function_call(name="search_past_conversations", arguments=arguments)
+        result = await run.session.run(user_input=question)
+        result.expect.next_event().is_function_call(name=tool, arguments=arguments)
         output = result.expect.next_event().is_function_call_output(is_error=True).event().item.output
-        tool_call = run.events("tool_call", turn=1)[0]
-    assert refused in output and tool_call["error"] and refused in tool_call["error"]
-    assert tool_call["arguments"] == arguments
-    assert not [e for e in run.events("retrieval", turn=1) if e["trigger"] == "tool:search_past_conversations"]
+        return output, run.events("tool_call", turn=1)[0], run.events("retrieval", turn=1)
 
 
 async def test_a_question_no_slot_answers_falls_back_to_earlier_conversations(new_user):
@@ -645,21 +652,8 @@ async def test_a_day_without_a_conversation_says_so_and_when_we_last_talked(new_
 async def test_days_a_model_gets_wrong_for_recall_conversations_come_back_as_a_tool_error(
     new_user, monkeypatch, arguments, refused
 ):
-    user = new_user()
-    original = BrainStream.plan
-
-    def plan(stream):  # a model that calls the tool with these arguments, then answers as the brain does
-        calls, text = original(stream)
-        if calls and calls[0][0] == "recall_conversations":
-            return [("recall_conversations", arguments)], None
-        return calls, text
-
-    monkeypatch.setattr(BrainStream, "plan", plan)
-    async with agent_session(user.user_id) as run:
-        result = await run.session.run(user_input="what did we talk about yesterday?")
-        result.expect.next_event().is_function_call(name="recall_conversations", arguments=arguments)
-        output = result.expect.next_event().is_function_call_output(is_error=True).event().item.output
-        tool_call = run.events("tool_call", turn=1)[0]
+    question = "what did we talk about yesterday?"
+    output, tool_call, _ = await _refused(new_user(), monkeypatch, question, "recall_conversations", arguments)
     assert refused in output and refused in tool_call["error"]
 
 

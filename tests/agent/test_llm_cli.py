@@ -153,42 +153,22 @@ def test_past_conversations_through_an_llm(new_user, llm_server):
 def test_the_last_conversation_through_an_llm(new_user, llm_server):
     """The model is offered recall_last_conversation (no arguments), calls it for "what did we talk about last
     time?" and gets the last conversation's turns with its date."""
-    user = new_user()
-    yesterday = datetime.now(UTC).replace(microsecond=0) - timedelta(days=1)
-    said = "We hiked the Cedar Creek Loop on Saturday with Nora."
-    _an_earlier_chat(user, said, yesterday)
     question = "what did we talk about last time?"
-    result = run_chat_cli(llm_server.env(), [question], user_id=user.user_id)
-    _no_traceback(result)
-    assert result.returncode == 0, result.stderr + result.stdout
-    day = yesterday.date()
-    assert f"agent> Last time, on {day:%A}, {day:%B} {day.day}, you told me: “{said}”" in result.stdout
-
-    requests = llm_server.chat_requests()
-    offered = {tool["function"]["name"]: tool["function"] for tool in requests[0].body["tools"]}
+    stdout, requests, offered, day = _asked_after_a_chat_yesterday(new_user(), llm_server, question)
+    assert f"agent> Last time, on {day:%A}, {day:%B} {day.day}, you told me: “{SAID_YESTERDAY}”" in stdout
     assert offered["recall_last_conversation"]["parameters"].get("properties", {}) == {}
     asked = first_request_for(requests, question)
     assert [call["function"]["name"] for call in asked.answer_tool_calls] == ["recall_last_conversation"]
     answered = next(r for r in requests if r.messages and r.messages[-1]["role"] == "tool")
-    assert said in answered.messages[-1]["content"] and day.isoformat() in answered.messages[-1]["content"]
+    assert SAID_YESTERDAY in answered.messages[-1]["content"] and day.isoformat() in answered.messages[-1]["content"]
 
 
 def test_the_conversations_of_a_day_through_an_llm(new_user, llm_server):
     """The model is offered recall_conversations (from_date required, to_date optional), calls it with
     yesterday's date for "what did we talk about yesterday?" and gets that day's conversations."""
-    user = new_user()
-    yesterday = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0) - timedelta(days=1)
-    said = "We hiked the Cedar Creek Loop on Saturday with Nora."
-    _an_earlier_chat(user, said, yesterday)
     question = "what did we talk about yesterday?"
-    result = run_chat_cli(llm_server.env(), [question], user_id=user.user_id)
-    _no_traceback(result)
-    assert result.returncode == 0, result.stderr + result.stdout
-    day = yesterday.date()
-    assert f"agent> On {day:%A}, {day:%B} {day.day}, you told me: “{said}”." in result.stdout
-
-    requests = llm_server.chat_requests()
-    offered = {tool["function"]["name"]: tool["function"] for tool in requests[0].body["tools"]}
+    stdout, requests, offered, day = _asked_after_a_chat_yesterday(new_user(), llm_server, question)
+    assert f"agent> On {day:%A}, {day:%B} {day.day}, you told me: “{SAID_YESTERDAY}”." in stdout
     parameters = offered["recall_conversations"]["parameters"]
     assert set(parameters["properties"]) == {"from_date", "to_date"} and parameters["required"] == ["from_date"]
     asked = first_request_for(requests, question)
@@ -196,7 +176,25 @@ def test_the_conversations_of_a_day_through_an_llm(new_user, llm_server):
     assert call["function"]["name"] == "recall_conversations"
     assert json.loads(call["function"]["arguments"]) == {"from_date": day.isoformat()}
     answered = next(r for r in requests if r.messages and r.messages[-1]["role"] == "tool")
-    assert said in answered.messages[-1]["content"] and '"started": "12:00"' in answered.messages[-1]["content"]
+    assert (
+        SAID_YESTERDAY in answered.messages[-1]["content"] and '"started": "12:00"' in answered.messages[-1]["content"]
+    )
+
+
+SAID_YESTERDAY = "We hiked the Cedar Creek Loop on Saturday with Nora."
+
+
+def _asked_after_a_chat_yesterday(user, llm_server, question: str):
+    """A chat yesterday at noon (UTC) in which the user said SAID_YESTERDAY, then `question` through `python
+    -m agent chat`: its output, the model's requests, the tools it was offered (by name) and yesterday's date."""
+    noon = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    _an_earlier_chat(user, SAID_YESTERDAY, noon)
+    result = run_chat_cli(llm_server.env(), [question], user_id=user.user_id)
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr + result.stdout
+    requests = llm_server.chat_requests()
+    offered = {tool["function"]["name"]: tool["function"] for tool in requests[0].body["tools"]}
+    return result.stdout, requests, offered, noon.date()
 
 
 def test_messages_as_long_as_the_chat_allows_through_an_llm(new_user, llm_server):
