@@ -43,7 +43,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from pgserver import postgres_server as _pgserver
     from pgserver._commands import pg_ctl
-    from pgserver.utils import PostmasterInfo
+    from pgserver.utils import PostmasterInfo, process_is_running
 
 log = logging.getLogger("memory_playground.embedded_pg")
 
@@ -184,6 +184,7 @@ class LockedDownServer(_pgserver.PostgresServer):
             )
 
     def ensure_postgres_running(self) -> None:
+        self._forget_dead_handles()
         info = PostmasterInfo.read_from_pgdata(self.pgdata)
         if info is not None and info.is_running():
             self._postmaster_info = info
@@ -207,6 +208,22 @@ class LockedDownServer(_pgserver.PostgresServer):
                 time.sleep(0.1)
             self.restarted = True
         self._lock_down()
+
+    def _forget_dead_handles(self) -> None:
+        """Drop from pgserver's list of attached processes those that no longer run. A process killed
+        without running its atexit handlers (SIGKILL, the OOM killer) stays on that list, and then no
+        later process is ever the last to let go: the server would run on after everyone left."""
+        attached = self.global_process_id_list.get()
+        alive = [pid for pid in attached if process_is_running(pid)]
+        if alive != attached:
+            log.info("forgetting %d ended process(es) attached to %s", len(attached) - len(alive), self.pgdata)
+            self.global_process_id_list.put(alive)
+
+    def _cleanup(self) -> None:
+        with _guard:
+            with self._lock:
+                self._forget_dead_handles()
+            super()._cleanup()
 
     @property
     def endpoint(self) -> Endpoint:
