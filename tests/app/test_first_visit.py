@@ -85,5 +85,5 @@ def test_the_first_message_typed_while_the_app_warms_up_is_answered_and_stored(
                 f"Stored turns: {_stored_turns(pgdata, visitor)}\n{what_the_page_went_through(page)}"
             )
     finally:
-        stop_streamlit(process)
+        stop_streamlit(process, pgdata)
     wait_until_stopped(pgdata)

@@ -40,7 +40,7 @@ def test_the_server_warms_up_before_the_first_visitor_and_lets_go_of_the_databas
         assert status["seconds"] > 0
         assert postmaster(pgdata) is not None  # the server started the stopped database itself
     finally:
-        stop_streamlit(process)
+        stop_streamlit(process, pgdata)
     wait_until_stopped(pgdata)  # uvicorn skips atexit handlers: the lifespan's shutdown let go of it
 
 

@@ -27,6 +27,7 @@ APP_SCRIPT = PROJECT_ROOT / "app_script.py"  # the page script it runs (AppTest 
 APP_TIMEOUT = 180  # first run loads the embedding model and starts the agent
 TEST_DATA = PROJECT_ROOT / "tests" / "data"
 SERVER_LOGS: dict[str, Path] = {}  # base URL of each server started here -> the file it logs to
+_LOG_OF_PID: dict[int, Path] = {}  # the same files by the server's pid
 
 
 def free_port() -> int:
@@ -45,7 +46,8 @@ def start_streamlit(
     """`streamlit run streamlit_app.py` on a free port with this test run's DATA_DIR; returns (process, url).
     `tls` = (certificate, key) serves it over https."""
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", **(extra_env or {})}
+    # PYTHONFAULTHANDLER: a server that will not stop writes its threads' stacks on SIGABRT (stop_streamlit)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1", **(extra_env or {})}
     log = open(log_path or Path(tempfile.mkstemp(prefix="mp-streamlit-", suffix=".log")[1]), "w")  # noqa: SIM115 - the server writes to it until it stops
     process = subprocess.Popen(
         [
@@ -71,7 +73,7 @@ def start_streamlit(
         start_new_session=True,
     )
     url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
-    SERVER_LOGS[url] = Path(log.name)
+    SERVER_LOGS[url] = _LOG_OF_PID[process.pid] = Path(log.name)
     # a test's self-signed certificate: the health check only asks whether the server is up
     unverified = ssl._create_unverified_context() if tls else None
     deadline = time.monotonic() + timeout
@@ -96,14 +98,33 @@ def server_log_tail(page_url: str, lines: int = 60) -> str:
     return "\n".join(log_path.read_text(errors="replace").splitlines()[-lines:])
 
 
-def stop_streamlit(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)  # its own process group: only what this fixture started
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
+def stop_streamlit(process: subprocess.Popen, pgdata: Path | None = None) -> None:
+    """SIGTERM, as a user's Ctrl-C. A server that has not exited 30 s later is a bug (Ctrl-C would hang):
+    SIGABRT makes faulthandler (PYTHONFAULTHANDLER, set at start) write every thread's stack to the
+    server's log, it is killed, the embedded database under `pgdata` it could not let go of is stopped
+    (so the next test starts clean), and the test fails with those stacks."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)  # its own process group: only what this fixture started
+    try:
+        process.wait(timeout=30)
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGABRT)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+    if pgdata is not None and (left := postmaster(pgdata)) is not None:
+        left.process.send_signal(signal.SIGINT)  # PostgreSQL's fast shutdown
+        wait_until_stopped(pgdata)
+    log_path = _LOG_OF_PID.get(process.pid)
+    stacks = log_path.read_text(errors="replace").splitlines()[-120:] if log_path and log_path.exists() else []
+    raise AssertionError(
+        f"streamlit (pid {process.pid}) did not exit within 30 s of SIGTERM; the end of its log, with its "
+        "threads' stacks:\n" + "\n".join(stacks or ["(no log)"])
+    )
 
 
 def postmaster(pgdata: Path) -> PostmasterInfo | None:
