@@ -105,8 +105,7 @@ def this_conversation(said: list[str]) -> str:
         return "We've only just started: you haven't told me anything in this conversation yet."
     quoted = "; ".join(f"“{quote(line, 160)}”" for line in substantial[:LAST_CONVERSATION_QUOTED])
     more = len(substantial) - LAST_CONVERSATION_QUOTED
-    tail = f", and {more} more thing{'s' if more != 1 else ''}" if more > 0 else ""
-    return f"So far in this conversation you told me: {quoted}{tail}."
+    return f"So far in this conversation you told me: {quoted}{_more(more)}."
 
 
 def on_day(date: Any) -> str:
