@@ -408,23 +408,31 @@ class HeldConversation:
 
 
 def conversations_within(
-    scope: Scope, window: DateWindow, *, except_session_id: str | None = None, most: int = 5, turns_each: int = 12
+    scope: Scope,
+    window: DateWindow,
+    *,
+    except_session_id: str | None = None,
+    most: int = 5,
+    turns_each: int = 12,
+    conninfo: str | None = None,
 ) -> tuple[list[HeldConversation], int]:
     """The user's conversations in which they said something on the window's days (of its time zone), other
     than `except_session_id` (the one going on): the latest `most`, oldest first, each with its first
     `turns_each` turns of those days; and how many such conversations there were. What "what did we talk
-    about yesterday?" is about. As the user: RLS decides; as the service: scoped by user."""
+    about yesterday?" is about. As the user: RLS decides; as the service: scoped by user. A range read of
+    the user's turns by time (conversation_turns_user_time_idx)."""
     current = (
         None
         if not except_session_id
         else clean_text(except_session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)
     )
     since, before = window.bounds()
+    # open ends as infinities, not "is null or": a plan prepared for any bounds still reads a range
     within = (
-        "t.user_id = %(user)s and (%(since)s::timestamptz is null or t.created_at >= %(since)s) "
-        "and (%(before)s::timestamptz is null or t.created_at < %(before)s)"
+        "t.user_id = %(user)s and t.created_at >= coalesce(%(since)s::timestamptz, '-infinity') "
+        "and t.created_at < coalesce(%(before)s::timestamptz, 'infinity')"
     )
-    with transaction(scope) as cur:
+    with transaction(scope, conninfo=conninfo) as cur:
         cur.execute(
             f"with held as (select t.session_id, min(t.created_at) as started, count(*) as turn_count "
             f"  from public.conversation_turns t where {within} and t.session_id is distinct from %(current)s "
