@@ -9,6 +9,7 @@ import json
 
 import streamlit as st
 
+from core import profiles
 from core.config import get_settings
 from core.livekit_tokens import AGENTS_PLAYGROUND_URL, mint_user_token
 from ui import auth
@@ -69,8 +70,10 @@ def main() -> None:
     if minted is None or minted.identity != str(visitor.user_id):
         st.caption("No token yet.")
         return
+    zone = profiles.time_zone(visitor.scope)  # the user's calendar, as on the Memories and Sessions pages
     st.success(
-        f"Token for room `{minted.room_name}`, valid until {when(minted.expires_at)}.", icon=":material/check_circle:"
+        f"Token for room `{minted.room_name}`, valid until {when(minted.expires_at, zone)}.",
+        icon=":material/check_circle:",
     )
     st.markdown("**Access token**")
     st.code(minted.token, language=None, wrap_lines=True)

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
+import jwt
 import pandas as pd
 import pytest
 from livekit import api
 
-from core import config
+from core import config, profiles
 from core.errors import ConfigurationError, InvalidInput
 from core.livekit_tokens import mint_user_token
 from tests.support.panels import branch
@@ -116,6 +118,17 @@ def test_livekit_token_carries_the_verified_user_in_identity_and_dispatch(app, l
         at.code[0].value
     )
     assert again.video.room != first_room and again.identity == str(visitor.user_id)
+
+
+def test_the_tokens_expiry_is_shown_in_the_users_time_zone(app, livekit_settings):
+    at = app("pages/livekit.py")
+    visitor = at.session_state["mp_visitor"]
+    profiles.update_profile(visitor.scope, "timezone", "Pacific/Kiritimati")
+    at.button(key="u_livekit_mint").click()
+    at.run()
+    expiry = jwt.decode(at.code[0].value, options={"verify_signature": False})["exp"]  # what LiveKit will enforce
+    expires = datetime.fromtimestamp(expiry, UTC).astimezone(ZoneInfo("Pacific/Kiritimati"))
+    assert f"valid until {expires:%Y-%m-%d %H:%M} +14." in at.success[0].value, at.success[0].value
 
 
 def test_mint_user_token_refuses_anything_but_a_verified_user(new_user, livekit_settings):
