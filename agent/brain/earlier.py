@@ -42,7 +42,9 @@ def last_conversation(data: dict[str, Any]) -> str:
     """The user's own lines of the last conversation, greetings and thanks left out."""
     found = _quoted_from(data)
     if found is None:
-        return "This is our first conversation, so there's nothing earlier to look back on yet."
+        # not "our first conversation": the user may have remembered details (the demo user's are seeded, the
+        # greeting says "Welcome back") or have deleted their earlier sessions
+        return "I have no earlier conversation with you on record, so there's nothing to look back on yet."
     quoted, more = found
     tail = f"{_more(more)} (the Sessions page has it all)" if more > 0 else ""
     return f"Last time, {on_day(data.get('date'))}, you told me: {quoted}{tail}."

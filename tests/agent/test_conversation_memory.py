@@ -481,7 +481,7 @@ async def test_a_first_conversation_has_no_last_time(new_user):
         result.expect.next_event().is_function_call(name="recall_last_conversation")
         result.expect.next_event().is_function_call_output()
         reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
-    assert reply == "This is our first conversation, so there's nothing earlier to look back on yet."
+    assert reply == "I have no earlier conversation with you on record, so there's nothing to look back on yet."
 
 
 async def test_yesterday_and_every_date_the_agent_reads_are_of_the_users_time_zone(new_user):
@@ -671,5 +671,5 @@ async def test_a_span_without_conversations_on_a_first_visit(new_user):
     assert output == {"found": False, "dates": f"{first} to {last}", "conversations": [], "more_conversations": 0}
     assert reply == (
         f"We didn't talk between {first:%A}, {first:%B} {first.day} and {last:%A}, {last:%B} {last.day}. "
-        "This is our first conversation, so there's nothing earlier to look back on yet."
+        "I have no earlier conversation with you on record, so there's nothing to look back on yet."
     )
