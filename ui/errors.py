@@ -8,10 +8,12 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 
 import streamlit as st
 
 from core import db
+from core.date_window import user_zone, zone_name
 from core.errors import AuthError, DatabaseUnavailable, EmbeddingUnavailable, InvalidInput, NotFound, PlaygroundError
 from ui.fragments import timed_fragment
 
@@ -71,12 +73,20 @@ def _watch_database() -> None:
     try:
         db.ping()
     except PlaygroundError:
-        st.caption(f"Still unreachable at {time.strftime('%H:%M:%S')}.")
+        st.caption(still_unreachable(st.context.timezone))
         if st.button("Try again now", key="db_retry_now", icon=":material/refresh:"):
             st.rerun(scope="app")
         return
     st.cache_data.clear()
     st.rerun(scope="app")
+
+
+def still_unreachable(browser_zone: str | None, now: datetime | None = None) -> str:
+    """When the last check failed, in the time zone the visitor's browser reports (the profile's is in the
+    database that is down); in UTC, said so, when it reports none."""
+    zone = user_zone(browser_zone)
+    checked = (now or datetime.now(UTC)).astimezone(zone)
+    return f"Still unreachable at {checked:%H:%M:%S}{' UTC' if zone_name(zone) == 'UTC' else ''}."
 
 
 def run_guarded(body: Callable[[], None]) -> None:
