@@ -40,7 +40,9 @@ def _cleanup(days: float | None) -> None:
     print(
         f"cleanup: {removed['anonymous_users']} idle anonymous user(s) deleted with their data, "
         f"{removed['session_handoffs']} expired session hand-off(s), "
-        f"{removed['turns_embedded']} conversation turn(s) embedded that were stored without an embedding"
+        f"{removed['turns_embedded']} conversation turn(s) embedded that were stored without an embedding, "
+        f"{removed['vector_indexes_built']} heavy user vector index(es) built, "
+        f"{removed['vector_indexes_dropped']} dropped"
     )
 
 

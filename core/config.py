@@ -114,6 +114,9 @@ class Settings(BaseSettings):
     # How much the per-turn recall may add in front of the user's message (slots first, then past
     # conversation turns), in tokens estimated at four characters each.
     recall_token_budget: int = Field(400, ge=50, le=20_000)
+    # From this many turns a user's past-turn vector search reads an HNSW index of their own turns, which
+    # the maintenance job (`python -m core cleanup`) builds; below it, an exact scan is as fast.
+    vector_index_min_turns: int = Field(10_000, ge=1, le=100_000_000)
 
     demo_user_id: str | None = Field(None, description="Default user for the worker console and `agent chat`.")
 
