@@ -145,7 +145,18 @@ def scale_markdown(
                     f"p50 {fmt_ms(store['p50'])}, p95 {fmt_ms(store['p95'])}",
                 ],
                 ["embedding with all-MiniLM-L6-v2 on this CPU", f"{result['embed_rate_per_s']:,.0f} turns/s"],
-            ],
+            ]
+            + (
+                [
+                    [
+                        f"the maintenance job's HNSW index of each user with at least "
+                        f"{result['vector_indexes']['min_turns']:,} turns",
+                        f"{result['vector_indexes']['users']} user(s) in {result['vector_indexes']['seconds']:,.0f} s",
+                    ]
+                ]
+                if result.get("vector_indexes")
+                else []
+            ),
         )
     )
     sizes = result["sizes"]

@@ -15,6 +15,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+import psycopg
 from psycopg import sql
 
 from core.config import get_settings
@@ -32,6 +33,7 @@ NAME_PREFIX = "conversation_turns_vectors_"
 class VectorIndexChanges:
     built: list[uuid.UUID] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    failed: list[uuid.UUID] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -76,12 +78,19 @@ def keep_vector_indexes(min_turns: int | None = None, *, conninfo: str | None = 
             if existing.get(name):
                 continue
             built = time.perf_counter()
-            conn.execute(
-                sql.SQL(
-                    "create index concurrently if not exists {} on public.conversation_turns "
-                    "using hnsw (embedding extensions.halfvec_cosine_ops) with ({}) where user_id = {}"
-                ).format(sql.Identifier(name), sql.SQL(HNSW_OPTIONS), sql.Literal(str(user_id)))
-            )
+            try:
+                conn.execute(
+                    sql.SQL(
+                        "create index concurrently if not exists {} on public.conversation_turns "
+                        "using hnsw (embedding extensions.halfvec_cosine_ops) with ({}) where user_id = {}"
+                    ).format(sql.Identifier(name), sql.SQL(HNSW_OPTIONS), sql.Literal(str(user_id)))
+                )
+            except psycopg.Error as exc:
+                # The user's search stays exact, and the next run drops what this one left and tries again:
+                # an index the job could not build must not stop the job (or `make run`, which runs it).
+                changes.failed.append(user_id)
+                log.warning("could not build the vector index %s: %s", name, exc)
+                continue
             changes.built.append(user_id)
             log.info(
                 "built the vector index of a user with %s turns in %.1f s", counts[user_id], time.perf_counter() - built

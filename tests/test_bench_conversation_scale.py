@@ -13,8 +13,13 @@ TINY = conversation_scale.Size(turns=3_000, users=12, heavy_users=1, heavy_turns
 
 
 @pytest.mark.slow
-def test_the_scale_run_loads_times_and_checks_recall_on_its_own_server():
+def test_the_scale_run_loads_times_and_checks_recall_on_its_own_server(monkeypatch):
+    from core.config import get_settings
+
+    # the heavy user of this size (1,000 turns) gets their own HNSW index, as one with 10,000 would
+    monkeypatch.setattr(get_settings(), "vector_index_min_turns", 800)
     result = conversation_scale.run(TINY, n_queries=6, repeats=1)
+    assert result["vector_indexes"]["users"] == 1 and result["sizes"]["heavy users' HNSW indexes"] > 0
 
     assert result["ingest"]["copy_turns_per_s"] > 0
     assert result["store_turn"]["n"] > 0 and result["store_turn"]["p50"] > 0  # the service's write path
@@ -24,18 +29,21 @@ def test_the_scale_run_loads_times_and_checks_recall_on_its_own_server():
     exact = [c for c in result["index_choices"] if c["choice"].startswith("exact")]
     assert exact and all(c["recall@10"] == pytest.approx(1.0) for c in exact)  # exact scans are the truth
     assert {c["choice"] for c in result["index_choices"]} > {c["choice"] for c in exact}  # the approximate ones ran
+    own = [c for c in result["index_choices"] if c["choice"].startswith("HNSW of the heavy user alone")]
+    assert {c["user"] for c in own} == {"heavy"} and all(c["recall@10"] >= 0.95 for c in own)
 
 
 @pytest.mark.slow
 def test_the_search_cost_run_times_an_earlier_search_beside_todays_and_says_whether_they_agree():
-    # today's search reads each matching turn once: the same answers as the search before it
+    # a user of 400 turns gets no index of their own: today's search ranks as the one before it did
     result = search_cost.run(heavy=400, others=12, rounds=1, questions=4)
     assert set(result["users"]) == {"heavy", "typical"} and result["users"]["heavy"]["turns"] == 400
+    assert result["vector_indexes"]["users"] == 0
     for user in result["users"].values():
         assert user["same"] == user["questions"] == 4
         for label in search_cost.FUNCTIONS:
             assert 0 < user[label]["p50"] <= user[label]["p95"] <= user[label]["p99"]
-    assert "before (20261127190000_turns_in_context.sql)" in search_cost.report(result)
+    assert "before (20261202000000_past_turns_within_dates.sql)" in search_cost.report(result)
     # before the turn in context the hybrid scores were different ones
     older = search_cost.run(
         heavy=400,

@@ -10,8 +10,8 @@
 -- one user's turns alone has no filter to lose rows to: for that 50,000-turn
 -- user it found 0.993 of the exact top 10 in 6 ms p50 (ef_search 1000; the
 -- exact walk 18 ms in the same run). The whole hybrid search of that user went
--- from 28 / 40 ms to 14 / 21 ms (p50 / p95; `python -m bench.search_cost`), a
--- typical user's stayed at 1.2 / 1.5 ms. docs/RETRIEVAL.md, "Speed at scale".
+-- from 30 / 41 ms to 16 / 24 ms (p50 / p95; `python -m bench.search_cost`), a
+-- typical user's stayed at 1.5 / 2.6 ms. docs/RETRIEVAL.md, "Speed at scale".
 --
 -- So a user with many turns gets one: a partial index
 --   conversation_turns_vectors_<user id without dashes>
@@ -41,6 +41,9 @@ create function public.nearest_conversation_turns(
 )
 returns table (id bigint, distance float)
 language plpgsql stable
+-- what the search asks for by default (4 x 10): with the planner's default guess of 1,000 rows the rest of
+-- the search was planned for far more candidates, and a typical user's search took twice as long
+rows 40
 security invoker
 set search_path = public, extensions, pg_temp
 -- the graph walk keeps the best 1,000 it meets: 0.99 of the exact top 10 at 50,000 turns

@@ -251,6 +251,19 @@ def test_the_job_drops_what_is_not_needed_and_rebuilds_a_broken_index(heavy):
     assert heavy.index not in changes.dropped and _exists(heavy.index)
 
 
+def test_an_index_that_cannot_be_built_leaves_the_search_exact_and_the_job_running(heavy, monkeypatch):
+    with db.admin_connection() as conn:
+        conn.execute(f"drop index public.{heavy.index}")
+    monkeypatch.setattr(vector_indexes, "HNSW_OPTIONS", "m = 1")  # refused by pgvector: m is at least 2
+    changes = vector_indexes.keep_vector_indexes(MIN_TURNS)
+    assert heavy.user.user_id in changes.failed and heavy.user.user_id not in changes.built
+    query = _unit(heavy.rng, 1)[0]
+    rows, scans = _vector_branch(heavy.user.user_id, query)
+    assert scans == 0 and [i for i, _ in rows] == _exact(heavy.vectors, query)[:40]
+    monkeypatch.undo()
+    assert heavy.user.user_id in vector_indexes.keep_vector_indexes(MIN_TURNS).built
+
+
 def test_the_cleanup_job_keeps_the_indexes(heavy, monkeypatch):
     from core import maintenance
     from core.config import get_settings
