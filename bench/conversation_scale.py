@@ -349,6 +349,15 @@ def run(
         result["store_turn"] = single_turn_stores(uri, writer, vectors[:1])
         probe = probe_users(sizes)
         result["hybrid"] = hybrid_latency(uri, user_ids, sizes, probe, query_texts, query_vectors, repeats, settings)
+        if size.heavy_users > 1:
+            # a heavy user's new turn also goes into their own HNSW index; written to the last heavy user,
+            # never the probed one (user 0), whose rows the recall checks below compare with
+            heavy_writer = size.heavy_users - 1
+            result["store_turn_heavy"] = {
+                **single_turn_stores(uri, user_ids[heavy_writer], vectors[:1]),
+                "turns": sizes[heavy_writer],
+                "own_index": uuid.UUID(str(user_ids[heavy_writer])) in changes.built,
+            }
         truth = exact_truth(vectors, rows_of_user, probe, query_vectors)
         if index_choices:
             # each choice on its own: the heavy users' indexes would serve the exact scan's statements too

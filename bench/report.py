@@ -144,6 +144,17 @@ def scale_markdown(
                     "one turn through core.conversations.store_turn (embedding computed beforehand)",
                     f"p50 {fmt_ms(store['p50'])}, p95 {fmt_ms(store['p95'])}",
                 ],
+                *(
+                    [
+                        [
+                            f"the same, a heavy user's turn ({heavy_store['turns']:,} turns"
+                            + (", into their own HNSW index too)" if heavy_store["own_index"] else ")"),
+                            f"p50 {fmt_ms(heavy_store['p50'])}, p95 {fmt_ms(heavy_store['p95'])}",
+                        ]
+                    ]
+                    if (heavy_store := result.get("store_turn_heavy"))
+                    else []
+                ),
                 ["embedding with all-MiniLM-L6-v2 on this CPU", f"{result['embed_rate_per_s']:,.0f} turns/s"],
             ]
             + (

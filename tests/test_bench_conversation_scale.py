@@ -7,22 +7,28 @@ from __future__ import annotations
 
 import pytest
 
-from bench import conversation_scale, search_cost
+from bench import conversation_scale, report, search_cost
 
-TINY = conversation_scale.Size(turns=3_000, users=12, heavy_users=1, heavy_turns=1_000, real_sample=300, label="tiny")
+TINY = conversation_scale.Size(turns=3_000, users=12, heavy_users=2, heavy_turns=1_000, real_sample=300, label="tiny")
 
 
 @pytest.mark.slow
-def test_the_scale_run_loads_times_and_checks_recall_on_its_own_server(monkeypatch):
+def test_the_scale_run_loads_times_and_checks_recall_on_its_own_server(monkeypatch, tmp_path):
     from core.config import get_settings
 
-    # the heavy user of this size (1,000 turns) gets their own HNSW index, as one with 10,000 would
+    # the heavy users of this size (1,000 turns) get their own HNSW indexes, as ones with 10,000 would
     monkeypatch.setattr(get_settings(), "vector_index_min_turns", 800)
     result = conversation_scale.run(TINY, n_queries=6, repeats=1)
-    assert result["vector_indexes"]["users"] == 1 and result["sizes"]["heavy users' HNSW indexes"] > 0
+    assert result["vector_indexes"]["users"] == 2 and result["sizes"]["heavy users' HNSW indexes"] > 0
 
     assert result["ingest"]["copy_turns_per_s"] > 0
     assert result["store_turn"]["n"] > 0 and result["store_turn"]["p50"] > 0  # the service's write path
+    # the same for the heavy user who was not probed, whose turns also go into their own index
+    heavy_store = result["store_turn_heavy"]
+    assert heavy_store["own_index"] and heavy_store["turns"] == TINY.heavy_turns and heavy_store["p50"] > 0
+    assert "a heavy user's turn (1,000 turns, into their own HNSW index too)" in report.scale_markdown(
+        result, image_prefix="tiny", images_dir=tmp_path, relative_to=tmp_path
+    )
     heavy, typical = result["hybrid"]["heavy"], result["hybrid"]["typical"]
     assert heavy["turns"] == TINY.heavy_turns and typical["turns"] < heavy["turns"]
     assert all(entry["n"] == 6 and entry["p50"] > 0 for entry in result["hybrid"].values())
