@@ -43,6 +43,12 @@ def _cleanup(days: float | None) -> None:
         f"{removed['turns_embedded']} conversation turn(s) embedded that were stored without an embedding, "
         f"{removed['vector_indexes_built']} heavy user vector index(es) built, "
         f"{removed['vector_indexes_dropped']} dropped"
+        + (
+            f", {removed['vector_indexes_failed']} could not be built (those users' searches stay exact; "
+            "the log says why, and the next cleanup tries again)"
+            if removed["vector_indexes_failed"]
+            else ""
+        )
     )
 
 

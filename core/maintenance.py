@@ -30,4 +30,5 @@ def cleanup(older_than_days: float | None = None, *, conninfo: str | None = None
         removed["turns_embedded"] = 0
     changes = vector_indexes.keep_vector_indexes(conninfo=conninfo)
     removed["vector_indexes_built"], removed["vector_indexes_dropped"] = len(changes.built), len(changes.dropped)
+    removed["vector_indexes_failed"] = len(changes.failed)
     return removed
