@@ -87,6 +87,8 @@ class Settings(BaseSettings):
     anon_signin_per_minute: float = Field(20.0, gt=0, le=1_000_000)
     # `python -m core cleanup` (run by `make run`) deletes anonymous users idle this long.
     anon_user_retention_days: float = Field(30.0, gt=0, le=36500)
+    # The app server runs that job again this often while it is up (0: never; then schedule it yourself).
+    maintenance_interval_hours: float = Field(24.0, ge=0, le=8760)
 
     # --- limits per user ----------------------------------------------------
     max_memories_per_user: int = Field(1000, ge=1, le=1_000_000)

@@ -5,7 +5,8 @@ Streamlit runs the lifespan on the process's main thread, inside the server's ev
 server accepts a connection. There it registers the livekit plugins (livekit registers plugins only
 on the main thread; see agent/plugins.py) and starts the warm-up (agent/warmup.py), which loads the
 database, the embedding model, the agent and the voice models in the background, so the first
-visitor's first reply does not wait for them. When the server stops, it saves the open
+visitor's first reply does not wait for them. It also starts the maintenance job's schedule
+(core.maintenance, every MAINTENANCE_INTERVAL_HOURS). When the server stops, it saves the open
 conversations' reports and lets go of the embedded database.
 
 ``GET /api/warmup`` says how far the warm-up is (JSON: done, seconds, and each part's state), for a
@@ -27,7 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from agent import plugins, shutdown_runtime, warmup
-from core import db
+from core import db, maintenance
 from core.config import check_settings
 from core.errors import PlaygroundError
 
@@ -57,13 +58,17 @@ async def lifespan(app: Any) -> AsyncIterator[None]:
         importlib.import_module(module)
     warmup.start()
     log.info("warming up in the background: %s", ", ".join(part.label for part in warmup.current().status()))
+    # the maintenance job (idle anonymous users, heavy users' vector indexes) again every day the server runs
+    schedule = maintenance.start_schedule()
     yield
-    await asyncio.to_thread(_stop)
+    await asyncio.to_thread(_stop, schedule)
 
 
-def _stop() -> None:
+def _stop(schedule: maintenance.Schedule | None = None) -> None:
     """What the process does at exit, done here: uvicorn ends the process with the signal it caught
     (SIGTERM, Ctrl+C) right after this shutdown, and atexit handlers never run then."""
+    if schedule is not None:
+        schedule.stop()  # a run in progress finishes before the database goes
     shutdown_runtime()  # every open conversation is closed and its report saved
     db.stop_embedded()  # the embedded database stops when no other process uses it
 

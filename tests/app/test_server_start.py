@@ -61,7 +61,7 @@ server.warmup.current = lambda: type("W", (), {"status": lambda self: []})()
 async def main():
     async with server.lifespan(None):
         pass
-server._stop = lambda: None
+server._stop = lambda *args: None
 asyncio.run(main())
 print("before" if "narwhals.stable.v2" not in sys.modules or not seen else ("imported" if seen[0] else "late"))
 """
