@@ -58,7 +58,7 @@ async def lifespan(app: Any) -> AsyncIterator[None]:
         importlib.import_module(module)
     warmup.start()
     log.info("warming up in the background: %s", ", ".join(part.label for part in warmup.current().status()))
-    # the maintenance job (idle anonymous users, heavy users' vector indexes) again every day the server runs
+    # the maintenance job (idle anonymous users, heavy users' vector indexes) again every MAINTENANCE_INTERVAL_HOURS
     schedule = maintenance.start_schedule()
     yield
     await asyncio.to_thread(_stop, schedule)

@@ -68,3 +68,32 @@ print("before" if "narwhals.stable.v2" not in sys.modules or not seen else ("imp
     done = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "imported"
+
+
+def test_the_server_runs_the_maintenance_job_on_the_interval_set(database_uri, tmp_path):
+    """`streamlit run` with MAINTENANCE_INTERVAL_HOURS=0.0003 (about a second) against the test database: an
+    idle anonymous user is deleted by the server's own schedule, no `cleanup` run by hand."""
+    from core import db, identity
+
+    session = identity.sign_in_anonymously()
+    with db.admin_connection() as conn:
+        conn.execute(
+            "update auth.users set created_at = now() - interval '45 days', "
+            "last_sign_in_at = now() - interval '45 days' where id = %s",
+            (session.user_id,),
+        )
+
+    def exists() -> bool:
+        with db.admin_connection() as conn:
+            return conn.execute(
+                "select exists (select 1 from auth.users where id = %s)", (session.user_id,)
+            ).fetchone()[0]
+
+    process, _ = start_streamlit({"MAINTENANCE_INTERVAL_HOURS": "0.0003"}, log_path=tmp_path / "streamlit.log")
+    try:
+        deadline = time.monotonic() + 120
+        while exists():
+            assert time.monotonic() < deadline, (tmp_path / "streamlit.log").read_text()[-3000:]
+            time.sleep(0.5)
+    finally:
+        stop_streamlit(process)  # and it still stops within 30 s of SIGTERM
