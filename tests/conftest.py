@@ -78,6 +78,19 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         _SECOND_TRIES.append(f"{report.nodeid}: {why}")
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A browser test that fails says what its pages showed then (their text, errors, a screenshot, the
+    server's log), while they are still open: a CI run's report is often all there is to go on."""
+    report = yield
+    if report.when == "call" and report.failed and item.get_closest_marker("browser") is not None:
+        from tests.support.browser import OPEN_PAGES, describe_open_pages
+
+        if OPEN_PAGES:
+            report.sections.append(("what the open pages showed when the test failed", describe_open_pages()))
+    return report
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """Say why each second try was needed: a rerun that passes is green, but its cause should be on record."""
     if _SECOND_TRIES:

@@ -12,6 +12,7 @@ temporary folder, so a test run leaves the working tree as it found it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -106,6 +107,7 @@ def quiet_mic_browser(playwright) -> Iterator[object]:
 
 
 PAGE_ERRORS: dict[int, list[str]] = {}  # id(page) -> the page's uncaught errors and console errors
+OPEN_PAGES: list = []  # every page the factories below made and have not closed yet (see describe_open_pages)
 
 
 def _keep_page_errors(page) -> None:
@@ -127,12 +129,15 @@ def _page_factory(launched, *, microphone: bool) -> Iterator[Callable[..., objec
         contexts.append(context)
         page = context.new_page()
         _keep_page_errors(page)
+        OPEN_PAGES.append(page)
         return page
 
     yield make
     for context in contexts:
         for page in context.pages:
             PAGE_ERRORS.pop(id(page), None)
+            with contextlib.suppress(ValueError):
+                OPEN_PAGES.remove(page)
         context.close()
 
 
@@ -275,6 +280,15 @@ def _first_and_last(errors: list[str], each: int = 6) -> list[str]:
     return [*errors[:each], f"... {len(errors) - 2 * each} more ...", *errors[-each:]]
 
 
+def describe_open_pages() -> str:
+    """What every page still open shows, for any failing browser test's report (tests/conftest.py): a wait
+    that timed out then says what the page said instead, not only what it did not say."""
+    return "\n\n".join(
+        f"page {number} of {len(OPEN_PAGES)} ({page.url}):\n{what_the_page_went_through(page)}"
+        for number, page in enumerate(list(OPEN_PAGES), 1)
+    )
+
+
 def what_the_page_went_through(page) -> str:
     """For a failing browser test's message: what the page's scripts noted, its text, its server's log."""
     try:
@@ -282,7 +296,7 @@ def what_the_page_went_through(page) -> str:
         text = page.locator("body").inner_text()[:3000]
         if not text.strip():  # nothing visible: say what the document holds
             text = "(nothing visible) " + page.evaluate(_DOCUMENT_OUTLINE)
-        shot = Path(tempfile.gettempdir()) / f"mp-failure-{time.strftime('%H%M%S')}.png"
+        shot = Path(tempfile.gettempdir()) / f"mp-failure-{time.strftime('%H%M%S')}-{id(page):x}.png"
         page.screenshot(path=str(shot))
     except Exception as exc:  # a page that is gone still gets the server's log
         scripts, text, shot = f"(not readable: {exc})", "", None
