@@ -61,7 +61,7 @@ def _sums_up(row: list[str], header: list[str]) -> None:
 def _delete_shown_session(page, visitor: str, session_id: str, turns: int) -> None:
     """Press Delete this session and wait for its confirmation. A press that did nothing at all (once in a
     CI run: no confirmation after 30 s, and no report of what the page showed) is pressed once more, as a
-    visitor would, with a warning; a deletion without its confirmation fails."""
+    visitor would, with a warning; a deletion without its confirmation, or an error shown, fails."""
     confirmation = page.get_by_text(re.compile("Deleted session .* and its transcript"))
     button = page.get_by_role("button", name="Delete this session", exact=True)
     for attempt in range(2):
@@ -73,7 +73,8 @@ def _delete_shown_session(page, visitor: str, session_id: str, turns: int) -> No
             return
         except PlaywrightTimeoutError:
             left = _turn_count(visitor, session_id)
-            if attempt == 1 or left != turns or page.get_by_text("Deleting session").count():
+            said_why = page.locator('[data-testid="stAlertContentError"]').count()  # an error: a failure
+            if attempt == 1 or left != turns or said_why or page.get_by_text("Deleting session").count():
                 raise AssertionError(
                     f"no confirmation 30 s after Delete this session; {left} of the session's {turns} turns are "
                     f"left; {what_the_page_went_through(page)}"
