@@ -100,6 +100,7 @@ def conversations_found(search: ConversationSearch, zone: tzinfo = UTC) -> dict[
                 "text_rank": h.text_rank,
                 "vector_distance": None if h.vector_distance is None else round(h.vector_distance, 4),
                 "match": match_kind(h.as_dict()),
+                **({"times_said": h.repeats} if h.repeats > 1 else {}),  # its copies, folded into this hit
             }
             for h in search.hits
         ],

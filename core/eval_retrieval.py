@@ -15,7 +15,8 @@ public.match_conversation_turns_hybrid.
 stdout: one JSON line per query, {"id", "hits": [{"id", "rrf_score",
 "vector_rank", "text_rank"}, ...], "latency_ms"} (with --as-turns each hit also
 has "context_rank": its rank as the turn with its reply, a hybrid search's third
-list; null otherwise); with --qrels, one last line
+list, null otherwise; and "repeats": how many of the ranked turns say its words,
+itself included, folded into this one hit as the app folds them); with --qrels, one last line
 {"summary": {...}} with recall@k, hit@k and MRR for the vector, text and hybrid
 modes (all three are run for the summary whatever --mode says) and the latency
 percentiles of the printed run. Progress and a readable table go to stderr.
@@ -468,7 +469,8 @@ def insert_turns(
 @dataclass(frozen=True)
 class QueryResult:
     id: str
-    hits: list[dict[str, Any]]  # {"id", "rrf_score", "vector_rank", "text_rank"} (+ "context_rank" for turns)
+    # {"id", "rrf_score", "vector_rank", "text_rank"} (+ "context_rank", "repeats" for turns)
+    hits: list[dict[str, Any]]
     latency_ms: float
 
     def as_dict(self) -> dict[str, Any]:
@@ -543,6 +545,7 @@ def run_queries(
         if as_turns:  # the turn-in-context ranking, the third list a hybrid search of turns fuses
             for line, hit in zip(hits, search.hits, strict=True):
                 line["context_rank"] = hit.context_rank
+                line["repeats"] = hit.repeats  # the turns that say the same words, folded into this hit
         result = QueryResult(id=query.id, hits=hits, latency_ms=search.latency_ms)
         results.append(result)
         if on_result:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import unicodedata
 import uuid
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -276,11 +276,33 @@ class ConversationHit:
     context_rank: int | None = None
     context_distance: float | None = None
     context_rrf: float = 0.0
+    # How many of the search's ranked turns said exactly this (the same speaker, the same words): the copies
+    # ranked below it are folded into this hit (search_conversations, fold_repeats).
+    repeats: int = 1
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["created_at"] = self.created_at.isoformat()
         return data
+
+
+def said_alike(hit: ConversationHit) -> tuple[str, str]:
+    """What makes two turns the same thing said: the speaker and the words, case and spacing aside."""
+    return hit.speaker, " ".join(hit.content.casefold().split())
+
+
+def fold_repeats_of(hits: list[ConversationHit], limit: int) -> list[ConversationHit]:
+    """The first `limit` distinct things said, each at its best-ranked copy, with how many copies it has.
+    The agent's stock replies ("Thanks for telling me, I'll remember that.") and greetings come back word
+    for word in every session; unfolded, five copies of one took a recall's five places."""
+    kept: dict[tuple[str, str], ConversationHit] = {}
+    for hit in hits:
+        key = said_alike(hit)
+        if key in kept:
+            kept[key] = replace(kept[key], repeats=kept[key].repeats + 1)
+        elif len(kept) < limit:
+            kept[key] = hit
+    return list(kept.values())
 
 
 @dataclass(frozen=True)
@@ -345,12 +367,16 @@ def search_conversations(
     candidates: int | None = None,
     exclude_session_id: str | None = None,
     window: DateWindow | None = None,
+    fold_repeats: bool = True,
     embed=embeddings.embed_one,
     conninfo: str | None = None,
 ) -> ConversationSearch:
     """Hybrid search over the scope's past conversation turns.
 
     `candidates` is how deep each branch ranks before fusion (default 4 * limit).
+    `fold_repeats`: a turn that says word for word what a better-ranked hit says is folded into it (the
+    hit's `repeats`), so `limit` distinct things said come back; off, every copy is a hit of its own (a
+    search of transcripts, where each copy is a place to go).
     `window` keeps both branches to the turns said on its days (of its calendar: the user's time zone).
     If the query cannot be embedded, the search still runs on the text branch
     and says why.
@@ -360,6 +386,10 @@ def search_conversations(
     params = (params or RrfParams.from_settings()).validated()
     if candidates is not None:
         candidates = max(_clean_limit(candidates, 1000), limit)
+    # Folding reads more fused rows than it returns; the branches stay as deep as `limit` asks.
+    rows = min(200, limit * 4) if fold_repeats else limit
+    if fold_repeats and candidates is None:
+        candidates = limit * 4
     if exclude_session_id is not None:
         exclude_session_id = clean_text(exclude_session_id, what="session id", max_length=200)
     started = time.perf_counter()
@@ -375,7 +405,7 @@ def search_conversations(
                 vector,
                 query_text,
                 scope.user_id,
-                limit,
+                rows,
                 vector_weight,
                 text_weight,
                 params.k,
@@ -386,6 +416,8 @@ def search_conversations(
             ),
         )
         hits = [ConversationHit(**row) for row in cur.fetchall()]
+    if fold_repeats:
+        hits = fold_repeats_of(hits, limit)
     return ConversationSearch(
         query=query,
         hits=hits,

@@ -547,7 +547,8 @@ def _search_panel(scope) -> None:
         return
     window = DateWindow.of_days(days, _zone)
     with reported():
-        found = search_conversations(scope, query, limit=8, window=window)
+        # every copy of a thing said is a place to go: not folded into one hit
+        found = search_conversations(scope, query, limit=8, window=window, fold_repeats=False)
         if found.degraded_reason:
             st.warning(found.degraded_reason, icon=":material/warning:")
         matches = [hit for hit in found.hits if match_kind(hit.as_dict()) != "nearest only"]

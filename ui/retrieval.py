@@ -134,7 +134,8 @@ def compact_memory_table(
             text_column: _mark(hit, injected)
             + (turn_label(hit) if turns else str(hit.get("memory_type")))
             + ": "
-            + clip(hit.get("content"), 60),
+            + clip(hit.get("content"), 60)
+            + said_times(hit),
             "Match": match_kind(hit),
             "Vector": _branch(hit.get("vector_rank"), hit.get("vector_rrf")),
             "In context": _branch(hit.get("context_rank"), hit.get("context_rrf")),
@@ -220,6 +221,12 @@ def turn_label(hit: dict[str, Any]) -> str:
     return f"{day} {hit.get('speaker') or ''}".strip()
 
 
+def said_times(hit: dict[str, Any]) -> str:
+    """After a past turn that stands for more turns saying the same words (folded by the search): how many."""
+    times = hit.get("repeats")  # absent from the reports saved before searches folded repeats
+    return f" (said {times}×)" if isinstance(times, int) and times > 1 else ""
+
+
 def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = None) -> pd.DataFrame:
     columns = ["When", "Said", "Match", "Vector rank", "Text rank", "Vector RRF", "Text RRF", "Fused score"]
     columns += ["Cosine distance"]
@@ -231,7 +238,7 @@ def conversation_table(hits: list[dict[str, Any]], injected: set[str] | None = N
     rows = [
         {
             "When": ("★ " if starred(hit, injected) else "") + turn_label(hit),
-            "Said": clip(hit.get("content"), 120),
+            "Said": clip(hit.get("content"), 120) + said_times(hit),
             "Vector rank": hit.get("vector_rank"),
             "Context rank": hit.get("context_rank"),
             "Text rank": hit.get("text_rank"),

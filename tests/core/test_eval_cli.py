@@ -318,8 +318,9 @@ def test_turns_one_line_per_query_with_the_contract_keys(turns_run):
     for line in lines:
         assert set(line) == {"id", "hits", "latency_ms"} and len(line["hits"]) == 4
         for hit in line["hits"]:
-            assert set(hit) == {"id", "rrf_score", "vector_rank", "text_rank", "context_rank"}
+            assert set(hit) == {"id", "rrf_score", "vector_rank", "text_rank", "context_rank", "repeats"}
             assert hit["id"] in TURN_USER  # eval turn ids, not database ids
+            assert hit["repeats"] >= 1  # the turns saying the same words folded into it, itself included
             assert hit["context_rank"]  # hybrid: every embedded candidate is also ranked with its reply
         scores = [hit["rrf_score"] for hit in line["hits"]]
         assert scores == sorted(scores, reverse=True)
