@@ -280,7 +280,9 @@ def in_context(
 def fold_repeats(split: Split, ranked: dict[str, list[str]], top: int = 10) -> dict[str, list[str]]:
     """Per query: the first `top` turns that say different things (speaker and words, case and spacing
     aside), as core.retrieval.fold_repeats_of keeps them."""
-    said = {t["id"]: (t["speaker"], " ".join(t["content"].casefold().split())) for t in split.turns}
+    from core.retrieval import what_was_said
+
+    said = {t["id"]: what_was_said(t["speaker"], t["content"]) for t in split.turns}
     folded = {}
     for qid, ids in ranked.items():
         kept: dict[tuple[str, str], str] = {}

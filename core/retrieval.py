@@ -286,9 +286,13 @@ class ConversationHit:
         return data
 
 
-def said_alike(hit: ConversationHit) -> tuple[str, str]:
+def what_was_said(speaker: str, content: str) -> tuple[str, str]:
     """What makes two turns the same thing said: the speaker and the words, case and spacing aside."""
-    return hit.speaker, " ".join(hit.content.casefold().split())
+    return speaker, " ".join(content.casefold().split())
+
+
+def said_alike(hit: ConversationHit) -> tuple[str, str]:
+    return what_was_said(hit.speaker, hit.content)
 
 
 def fold_repeats_of(hits: list[ConversationHit], limit: int) -> list[ConversationHit]:

@@ -12,7 +12,6 @@ temporary folder, so a test run leaves the working tree as it found it.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import shutil
@@ -130,15 +129,14 @@ def _page_factory(launched, *, microphone: bool) -> Iterator[Callable[..., objec
         page = context.new_page()
         _keep_page_errors(page)
         OPEN_PAGES.append(page)
+        page.on("close", lambda closed: closed in OPEN_PAGES and OPEN_PAGES.remove(closed))  # a test's own close
         return page
 
     yield make
     for context in contexts:
         for page in context.pages:
             PAGE_ERRORS.pop(id(page), None)
-            with contextlib.suppress(ValueError):
-                OPEN_PAGES.remove(page)
-        context.close()
+        context.close()  # closes its pages: each leaves OPEN_PAGES as it closes
 
 
 @pytest.fixture
