@@ -653,14 +653,14 @@ def _llm_endpoint(settings: Settings) -> _Endpoint | None:
 
 
 def _openai_client(endpoint: _Endpoint, timeout: float):
-    import httpx
     import openai
 
     return openai.OpenAI(
         base_url=endpoint.base_url,
         api_key=endpoint.api_key,
         max_retries=0,
-        timeout=httpx.Timeout(timeout, connect=min(10.0, timeout)),
+        # the SDK's own Timeout: openai 3.x sends through httpx2, whose client (from 2.17) refuses an httpx.Timeout
+        timeout=openai.Timeout(timeout, connect=min(10.0, timeout)),
     )
 
 
