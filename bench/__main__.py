@@ -34,6 +34,7 @@ from core.config import get_settings
 ROOT = Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "docs" / "BENCHMARKS.md"
 FULL_SCALE_JSON = ROOT / "docs" / "bench" / "conversation_scale_full.json"
+QUALITY_JSON = ROOT / "docs" / "bench" / "quality.json"  # the quality section's raw summaries
 E2E_P50_GOAL_MS = 700
 E2E_P95_GOAL_MS = 1000
 BARGE_IN_GOAL_MS = 300
@@ -545,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
         measured.update(date=dt.date.today().isoformat(), load=f"{load_before} / {machine()['load']}")
         sections.append(first_visit_section(measured))
     if "quality" not in skip:
-        sections.append(quality_section(quality.run(["dev", "test"])))
+        sections.append(quality_section(quality.run(["dev", "test"], save=QUALITY_JSON)))
     if "conversation-scale" not in skip:
         size = conversation_scale.FULL if args.conversation_full else conversation_scale.SMALL
         result = conversation_scale.run(size)

@@ -292,6 +292,110 @@ def fold_repeats(split: Split, ranked: dict[str, list[str]], top: int = 10) -> d
     return folded
 
 
+# The vector weight is full from this z-score of the best vector hit (match_conversation_turns_hybrid).
+CONFIDENT_Z = 4.0
+CONFIDENCE_SAMPLE = 1000  # the function's z-score reads at most this many of the user's turns
+CONFIDENCE_MIN_TURNS = 100  # and with fewer the vector weight stays full
+
+
+def vector_confidence(split: Split, turn_vectors: np.ndarray, query_vectors: np.ndarray) -> dict[str, float]:
+    """Per query: how far the nearest turn stands out among the asking user's turns, the z-score of its
+    cosine distance among theirs (half precision, as the table keeps them), as the SQL function computes it
+    for the vector weight (infinite, so the weight stays full, for a user with fewer than CONFIDENCE_MIN_TURNS
+    turns); the users of these sets have more than that and fewer than CONFIDENCE_SAMPLE."""
+    user_rows = defaultdict(list)
+    for i, t in enumerate(split.turns):
+        user_rows[t["user"]].append(i)
+    half = turn_vectors.astype(np.float16).astype(np.float64)
+    result = {}
+    for qi, q in enumerate(split.queries):
+        rows = user_rows[q["user"]][:CONFIDENCE_SAMPLE]
+        distances = 1 - half[rows] @ query_vectors[qi].astype(np.float16).astype(np.float64)
+        spread = distances.std()
+        enough = len(rows) >= CONFIDENCE_MIN_TURNS and spread > 0
+        result[q["id"]] = float((distances.mean() - distances.min()) / spread) if enough else math.inf
+    return result
+
+
+def vector_factor(z: float, full_from: float | None = CONFIDENT_Z) -> float:
+    """The share of the vector weight a hybrid search uses for a best hit with this z-score (None: all)."""
+    return 1.0 if full_from is None else min(1.0, max(0.0, z / full_from))
+
+
+def todays_hybrid(
+    split: Split,
+    vector: dict[str, list[str]],
+    text: dict[str, list[str]],
+    coverage: dict[str, tuple[float, float]],
+    turn_vectors: np.ndarray,
+    query_vectors: np.ndarray,
+    full_from: float | None = CONFIDENT_Z,
+) -> dict[str, list[str]]:
+    """Per query: the fused ranking of today's defaults, 40 deep (0.5 / 0.5, k 2, the turn in context on
+    half of the vector weight, the text weight by coverage, the vector weight by confidence unless
+    full_from is None)."""
+    pool = {q: list(dict.fromkeys(vector[q][:40] + text[q][:40])) for q in split.qrels}
+    context = in_context(split, turn_vectors, query_vectors, pool, 1.0)
+    confidence = vector_confidence(split, turn_vectors, query_vectors)
+    fused = {}
+    for q in split.qrels:
+        wv = 0.5 * vector_factor(confidence[q], full_from)
+        wt = 0.5 * min(1.0, coverage[q][1] / 0.5)
+        fused[q] = rrf_lists([(wv / 2, vector[q]), (wv / 2, context[q]), (wt, text[q])], 2, 40, vector[q], 40)
+    return fused
+
+
+def word_piece_vectors(texts: list[str]) -> np.ndarray:
+    """A weaker embedding of the same texts, for the robustness check: the mean of all-MiniLM-L6-v2's input
+    word-piece vectors (its vocabulary without the transformer layers, like averaged word vectors)."""
+    from core import embeddings
+
+    model = embeddings.get_model()
+    table = model[0].auto_model.embeddings.word_embeddings.weight.detach().numpy().astype(np.float64)
+    out = np.zeros((len(texts), table.shape[1]))
+    for i, text in enumerate(texts):
+        ids = model.tokenizer(text, add_special_tokens=False, truncation=True, max_length=256)["input_ids"]
+        if ids:
+            mean = table[ids].mean(axis=0)
+            out[i] = mean / (np.linalg.norm(mean) or 1.0)
+    return out
+
+
+def noisy(vectors: np.ndarray, sigma: float, seed: int) -> np.ndarray:
+    """The vectors with Gaussian noise of this spread per dimension, normalised again: a blurrier model."""
+    out = vectors + np.random.default_rng(seed).normal(0.0, sigma, vectors.shape)
+    return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def weaker_vector_branches(
+    split: Split, text: dict[str, list[str]], coverage, turn_vectors: np.ndarray, query_vectors: np.ndarray
+) -> list[list[str]]:
+    """Rows of the robustness table: for all-MiniLM-L6-v2 and for weaker embeddings of the same turns, the
+    vector and text branches alone and today's hybrid without and with the vector weight by confidence
+    (recall@5, repeats folded; the margin is over the better branch)."""
+    texts = turn_texts(split.turns, "speaker")
+    questions = [q["query"] for q in split.queries]
+    variants = [("all-MiniLM-L6-v2 (the app's)", turn_vectors, query_vectors)]
+    for number, sigma in enumerate((0.04, 0.06, 0.08), start=1):
+        turns, queries = noisy(turn_vectors, sigma, number), noisy(query_vectors, sigma, 10 + number)
+        variants.append((f"MiniLM + noise, sd {sigma:g}", turns, queries))
+    variants.append(("MiniLM's word pieces, averaged", word_piece_vectors(texts), word_piece_vectors(questions)))
+    rows = []
+    deep_text = {q: text[q][:40] for q in split.qrels}
+    text_r5 = metrics(fold_repeats(split, deep_text), split.qrels)["R@5"]
+    for label, turns, queries in variants:
+        vector = vector_rankings(split, turns, queries)
+        vector_r5 = metrics(fold_repeats(split, {q: vector[q][:40] for q in split.qrels}), split.qrels)["R@5"]
+        best = max(vector_r5, text_r5)
+        cells = [label, f"{vector_r5:.3f}", f"{text_r5:.3f}"]
+        for full_from in (None, CONFIDENT_Z):
+            fused = todays_hybrid(split, vector, text, coverage, turns, queries, full_from)
+            r5 = metrics(fold_repeats(split, fused), split.qrels)["R@5"]
+            cells += [f"{r5:.3f}", f"{100 * (r5 - best):+.1f}"]
+        rows.append(cells)
+    return rows
+
+
 def metrics(ranked: dict[str, list[str]], qrels: dict[str, set[str]], ids=None) -> dict[str, float]:
     ids = ids or list(qrels)
     r5, r10, rr = [], [], []
@@ -498,20 +602,27 @@ def main(argv=None) -> int:
 
         # today's defaults, every mode with the repeats folded (each list read 4 x 10 deep, as the app reads)
         print("\n### Repeats folded (today's defaults; each search keeps the first copy of a thing said)\n")
-        pool = {q: list(dict.fromkeys(vchosen[q][:40] + chosen[q][:40])) for q in split.qrels}
-        context = in_context(split, turn_vectors["speaker"], qvec, pool, 1.0)
-        hybrid = {
-            q: rrf_lists(
-                [(0.25, vchosen[q]), (0.25, context[q]), (with_coverage(q, 0.5), chosen[q])], 2, 40, vchosen[q], 40
-            )
-            for q in split.qrels
-        }
+        hybrid_before = todays_hybrid(split, vchosen, chosen, coverage, turn_vectors["speaker"], qvec, None)
+        hybrid = todays_hybrid(split, vchosen, chosen, coverage, turn_vectors["speaker"], qvec)
         rows = []
-        for label, ranking in (("vector", vchosen), ("text", chosen), ("hybrid", hybrid)):
+        for label, ranking in (
+            ("vector", vchosen),
+            ("text", chosen),
+            ("hybrid, the vector weight always full", hybrid_before),
+            ("hybrid (today: the vector weight by confidence)", hybrid),
+        ):
             deep = {q: ranking[q][:40] for q in split.qrels}
             rows.append(row(f"{label}, every copy", {q: ids[:10] for q, ids in deep.items()}))
             rows.append(row(f"{label}, repeats folded", fold_repeats(split, deep)))
         print(markdown_table(["search", "R@5", "R@10", "MRR"], rows))
+
+        print("\n### A weaker vector branch: today's hybrid without and with the vector weight by confidence\n")
+        print(
+            markdown_table(
+                ["vector branch", "vector R@5", "text R@5", "hybrid, full weight", "margin", "hybrid, today", "margin"],
+                weaker_vector_branches(split, chosen, coverage, turn_vectors["speaker"], qvec),
+            )
+        )
     return 0
 
 

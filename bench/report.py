@@ -50,7 +50,7 @@ def quality_markdown(result: dict[str, Any]) -> str:
                 if when == "before"
                 else f"after: conversation tier, {summary['weights'][0]:g}/{summary['weights'][1]:g}, "
                 f"k {summary['rrf_k']}, text weighted by English rarity + per-user IDF, text weight by coverage, "
-                "the turn in context, repeats folded"
+                "the turn in context, repeats folded, vector weight by confidence"
             )
             rows.append(
                 [f"{set_name} {split} ({summary['queries']:,} questions, {summary['memories']:,} turns)", label]

@@ -12,9 +12,11 @@ beside today's, and times both on the same questions, alternating which runs
 first. Prints p50 / p95 / p99 per user and function, how many questions both
 answered with the same rows, and the load average.
 
-    --before supabase/migrations/20261127180000_text_weight_by_coverage.sql   # the turn in context
-    --before supabase/migrations/20261127190000_turns_in_context.sql          # each turn read once
-    --before supabase/migrations/20261202000000_past_turns_within_dates.sql   # a heavy user's own index (default)
+    --before supabase/migrations/20261127180000_text_weight_by_coverage.sql     # the turn in context
+    --before supabase/migrations/20261127190000_turns_in_context.sql            # each turn read once
+    --before supabase/migrations/20261202000000_past_turns_within_dates.sql     # a heavy user's own index
+    --before supabase/migrations/20261203000000_vector_index_per_heavy_user.sql # the vector weight by
+                                                                                # confidence (default)
 
 Before timing, the maintenance job's heavy-user HNSW indexes are built (core.vector_indexes), as a
 deployment has them; a `--before` search that ranks exactly does not read them.
@@ -39,7 +41,7 @@ from bench import conversation_scale as scale
 from bench.stats import percentile
 
 ROOT = Path(__file__).resolve().parent.parent
-BEFORE = ROOT / "supabase" / "migrations" / "20261202000000_past_turns_within_dates.sql"
+BEFORE = ROOT / "supabase" / "migrations" / "20261203000000_vector_index_per_heavy_user.sql"
 FUNCTIONS = {"before": "public.match_turns_before", "today": "public.match_conversation_turns_hybrid"}
 TURNS_PER_SESSION = 40
 SEARCH = "select * from {}(%s::extensions.vector, %s, %s, 10, 0.5, 0.5, 2, 'any', null)"

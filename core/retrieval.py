@@ -276,6 +276,9 @@ class ConversationHit:
     context_rank: int | None = None
     context_distance: float | None = None
     context_rrf: float = 0.0
+    # The vector weight vector_rrf and context_rrf were computed with: the asked one scaled by how far the
+    # best vector hit stands out from the user's turns (full from a z-score of 4); the same on every hit.
+    vector_weight_used: float | None = None
     # How many of the search's ranked turns said exactly this (the same speaker, the same words): the copies
     # ranked below it are folded into this hit (search_conversations, fold_repeats).
     repeats: int = 1

@@ -41,15 +41,17 @@ def test_the_scale_run_loads_times_and_checks_recall_on_its_own_server(monkeypat
 
 @pytest.mark.slow
 def test_the_search_cost_run_times_an_earlier_search_beside_todays_and_says_whether_they_agree():
-    # a user of 400 turns gets no index of their own: today's search ranks as the one before it did
-    result = search_cost.run(heavy=400, others=12, rounds=1, questions=4)
+    # today's own migration as the one "before": every answer is the same (a user of 400 turns gets no
+    # index of their own)
+    today = search_cost.BEFORE.with_name("20261206000000_vector_weight_by_confidence.sql")
+    result = search_cost.run(heavy=400, others=12, rounds=1, questions=4, before=today)
     assert set(result["users"]) == {"heavy", "typical"} and result["users"]["heavy"]["turns"] == 400
     assert result["vector_indexes"]["users"] == 0
     for user in result["users"].values():
         assert user["same"] == user["questions"] == 4
         for label in search_cost.FUNCTIONS:
             assert 0 < user[label]["p50"] <= user[label]["p95"] <= user[label]["p99"]
-    assert "before (20261202000000_past_turns_within_dates.sql)" in search_cost.report(result)
+    assert "before (20261206000000_vector_weight_by_confidence.sql)" in search_cost.report(result)
     # before the turn in context the hybrid scores were different ones
     older = search_cost.run(
         heavy=400,

@@ -402,6 +402,15 @@ def _text_weight(view: RetrievalView, asked: float) -> str:
     return f"{asked:g} ({float(used):.2f} used: the best word match holds little of the question)"
 
 
+def _vector_weight(view: RetrievalView, asked: float) -> str:
+    """The vector weight as asked, and what the search used when it scaled it down (past turns: the nearest
+    turn hardly stood out from the user's other turns)."""
+    used = view.hits[0].get("vector_weight_used") if view.hits else None
+    if used is None or abs(float(used) - asked) < 0.0005:
+        return f"{asked:g}"
+    return f"{asked:g} ({float(used):.2f} used: the nearest turn hardly stands out from the others)"
+
+
 def summary_line(view: RetrievalView) -> str:
     what = {"memories": "Memories", "conversations": "Past conversations"}.get(view.kind, "Knowledge")
     parts = [f"**{what}**"]
@@ -418,7 +427,8 @@ def summary_line(view: RetrievalView) -> str:
         vw, tw, k = view.params.get("vector_weight"), view.params.get("text_weight"), view.params.get("k")
         if vw is not None and tw is not None and k is not None:
             halves = " (half on the turn in context)" if view.kind == "conversations" and in_context(view.hits) else ""
-            details.append(f"w_vector {float(vw):g}{halves} · w_text {_text_weight(view, float(tw))} · k {int(k)}")
+            weights = f"w_vector {_vector_weight(view, float(vw))}{halves} · w_text {_text_weight(view, float(tw))}"
+            details.append(f"{weights} · k {int(k)}")
     if view.latency_ms is not None:
         timing = ms(view.latency_ms)
         if view.embed_ms is not None:

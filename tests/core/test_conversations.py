@@ -9,6 +9,7 @@ import itertools
 import json
 import math
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -34,6 +35,7 @@ from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
 from core.retrieval import RrfParams, search_conversations
 from tests.support.english import english_rarity
 
+ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2024, 3, 1, 18, 0, tzinfo=UTC)
 
 SESSION_A = [  # (speaker, content)
@@ -150,6 +152,8 @@ def expected_hybrid(
     ]
 
     vector = {}
+    hybrid = wv > 0 and wt > 0  # as asked: the coverage scaling below can take the text weight to 0
+    vector_factor = 1.0
     if query_vector is not None:
         # turns store half-precision embeddings and the function casts the query the same way
         q = np.asarray(json.loads(query_vector)).astype(np.float16).astype(np.float64)
@@ -160,14 +164,20 @@ def expected_hybrid(
         }
         order = sorted(dist, key=lambda i: (dist[i], i))
         values = [dist[i] for i in order]
-        # float32 sums in pgvector: ranks are only comparable if no two distances are near-ties
-        assert all(right - left == 0 or right - left > 2e-6 for left, right in itertools.pairwise(values)), (
+        # float32 sums in pgvector: the ranks returned are only comparable if no two distances among them
+        # (and the first one left out) are near-ties
+        ranked = values[: candidates + 1]
+        assert all(right - left == 0 or right - left > 2e-6 for left, right in itertools.pairwise(ranked)), (
             "near-tie in the test data; change the query"
         )
         vector = {i: (rank, dist[i]) for rank, i in enumerate(order[:candidates], start=1)}
+        # In a hybrid search the vector weight is scaled by how far the nearest turn stands out: the z-score
+        # of its distance among the visible turns' (these users have fewer than the 1,000 it reads), full
+        # from 4; with fewer than 100 turns it stays full.
+        if hybrid and len(values) >= 100 and np.std(values) > 0:
+            vector_factor = min(1.0, max(0.0, (np.mean(values) - values[0]) / np.std(values) / 4.0))
 
     text = {}
-    hybrid = wv > 0 and wt > 0  # as asked: the coverage scaling below can take the text weight to 0
     if query_text and query_text.strip():
         # A query word weighs its English rarity plus its IDF over all of the user's turns (the
         # statistics include every session); a turn scores the sum of the kept words it contains.
@@ -198,6 +208,8 @@ def expected_hybrid(
         query_weight = sum(idf[x] for x in kept) + sum(rarity[x] + math.log(1 + (n + 0.5) / 0.5) for x in unsaid)
         if wv > 0 and query_weight > 0:
             wt *= min(1.0, max(scores.values(), default=0.0) / (0.5 * query_weight))
+
+    wv *= vector_factor
 
     # In a hybrid search every candidate is also ranked in context: its embedding plus the next turn's
     # of the same session (its own alone if it is the last), and that ranking takes half the vector weight.
@@ -245,6 +257,8 @@ def expected_hybrid(
                 "text_rrf": t_rrf,
                 "rrf_score": v_rrf + c_rrf + t_rrf,
                 "text_weight_used": wt,
+                "vector_weight_used": wv,
+                "vector_scaled": vector_factor < 1.0,
             }
         )
     fused.sort(key=lambda e: (-e["rrf_score"], e["vector_rank"] or math.inf, e["id"]))
@@ -274,8 +288,12 @@ def assert_matches(actual, expected):
                 assert row[key] is None
             else:
                 assert row[key] == pytest.approx(e[key], abs=tol, rel=1e-9)
-        for key in ("vector_rrf", "context_rrf", "text_rrf", "rrf_score", "text_weight_used"):
+        for key in ("text_rrf", "text_weight_used"):
             assert row[key] == pytest.approx(e[key], rel=1e-12, abs=1e-15)
+        # the vector weight's z-score sums float32 distances in SQL, float64 here
+        exact = not e["vector_scaled"]
+        for key in ("vector_rrf", "context_rrf", "rrf_score", "vector_weight_used"):
+            assert row[key] == pytest.approx(e[key], rel=1e-12 if exact else 1e-5, abs=1e-15)
 
 
 # ---------------------------------------------------------------------------
@@ -397,6 +415,91 @@ def test_text_weight_follows_how_much_of_the_question_the_best_word_match_holds(
     assert full[0]["text_weight_used"] == 0.5 and "sesame" in full[0]["content"]
     text_only = call_sql(user.scope, None, asked, user.user_id, 5, 0.0, 0.5, 2)
     assert text_only[0]["text_weight_used"] == 0.5 and text_only[0]["text_rrf"] == pytest.approx(0.5 / 3)
+
+
+# One user with a long history: the first four sessions of c01 in the conversational dev set (136 turns,
+# more than the 100 from which the vector weight follows how far the nearest turn stands out).
+LONG_HISTORY = ROOT / "docs" / "eval" / "conversations" / "dev" / "turns.jsonl"
+LONG_QUERIES = [
+    "flight number to Bangkok",  # said once, in so many words: the nearest turn stands out
+    "What's the project I'm leading called?",  # nothing is near: the vector branch counts for less
+    "what did I have for dinner",
+    "TP 2163",
+    "how was the weather",
+]
+
+
+@pytest.fixture(scope="module")
+def long_history(database_uri):
+    user = _sign_in()
+    said = [json.loads(line) for line in LONG_HISTORY.read_text(encoding="utf-8").splitlines() if line.strip()]
+    mine = [t for t in said if t["user"] == "c01" and t["session"] in {f"c01-s0{i}" for i in range(1, 5)}]
+    conversations.store_turns(
+        user.service,
+        [
+            TurnInput(t["session"], t["turn"], t["speaker"], t["content"], datetime.fromisoformat(t["date"] + "+00:00"))
+            for t in mine
+        ],
+    )
+    yield SimpleNamespace(user=user, turns=mine)
+    with db.admin_connection() as conn:
+        conn.execute("delete from auth.users where id = %s", (user.user_id,))
+
+
+@pytest.mark.parametrize("query", LONG_QUERIES)
+@pytest.mark.parametrize(
+    "match_count,wv,wt,k,candidates",
+    [(10, 0.5, 0.5, 2, None), (5, 0.7, 0.3, 60, None), (3, 1.0, 0.0, 2, None), (7, 0.0, 1.0, 2, 3)],
+)
+def test_sql_function_matches_independent_computation_over_a_long_history(
+    long_history, query, match_count, wv, wt, k, candidates
+):
+    user = long_history.user
+    assert len(long_history.turns) == 136
+    qv = vector_literal(embeddings.embed_one(query))
+    actual = call_sql(user.scope, qv if wv else None, query, user.user_id, match_count, wv, wt, k, candidates)
+    assert actual
+    expected = expected_hybrid(user.user_id, qv if wv else None, query, match_count, wv, wt, k, candidates)
+    assert_matches(actual, expected)
+
+
+def test_vector_weight_follows_how_far_the_nearest_turn_stands_out(long_history, corpus):
+    user = long_history.user
+
+    def search(query, wv=0.5, wt=0.5):
+        qv = vector_literal(embeddings.embed_one(query))
+        return call_sql(user.scope, qv, query, user.user_id, 10, wv, wt, 2)
+
+    # Said once in so many words: the nearest turn stands far out from the other 135, full weight.
+    stands_out = search("flight number to Bangkok")
+    assert {r["vector_weight_used"] for r in stands_out} == {0.5}
+    assert "TP 2163" in stands_out[0]["content"]
+    # Nothing is near this question: the vector branch's order is mostly noise and counts for less, and the
+    # turn that names the project comes first, by its words. At full weight an assistant's stock line,
+    # the vector branch's nearest, would have.
+    asked = search("What's the project I'm leading called?")
+    used = asked[0]["vector_weight_used"]
+    assert 0 < used < 0.4 and {r["vector_weight_used"] for r in asked} == {used}
+    assert "Project Obsidian" in asked[0]["content"] and asked[0]["text_rank"] == 1
+    for row in asked:
+        assert row["vector_rrf"] == pytest.approx(used / 2 / (2 + row["vector_rank"]) if row["vector_rank"] else 0)
+        assert row["context_rrf"] == pytest.approx(used / 2 / (2 + row["context_rank"]) if row["context_rank"] else 0)
+
+    def at_full_weight(row):
+        return row["rrf_score"] + (0.5 - used) / 2 * sum(
+            1 / (2 + row[rank]) for rank in ("vector_rank", "context_rank") if row[rank]
+        )
+
+    before = max(asked, key=at_full_weight)
+    assert before["vector_rank"] == 1 and "Project Obsidian" not in before["content"]
+    # One branch alone ranks as before, with the weight asked for.
+    assert {r["vector_weight_used"] for r in search("What's the project I'm leading called?", 1.0, 0.0)} == {1.0}
+    # Among fewer than 100 turns a z-score says too little (it cannot reach 4 among 17): full weight.
+    owner = corpus.owner
+    for query in QUERIES:
+        qv = vector_literal(embeddings.embed_one(query))
+        rows = call_sql(owner.scope, qv, query, owner.user_id, 5, 0.5, 0.5, 2)
+        assert {r["vector_weight_used"] for r in rows} == {0.5}
 
 
 def test_common_words_are_left_out_unless_nothing_else_is_left(corpus):
