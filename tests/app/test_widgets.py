@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -22,6 +21,7 @@ from core.retrieval import (
     search_knowledge,
     search_memories,
 )
+from tests.support.eval_sets import first_sessions
 from tests.support.panels import expand
 from ui import button_names
 from ui import format as fmt
@@ -118,6 +118,15 @@ def said_earlier(user, said: list[tuple[str, str]]) -> None:
     )
 
 
+def summary_lines(search) -> list[str]:
+    """The panel's summary line of a search of past turns, drawn from the agent's event for it and from the
+    search itself (the two ways a panel gets one)."""
+    event = events.stamped(
+        events.conversation_search_retrieval(search, trigger="per_turn_recall"), ts=1.0, session_id="s", turn=1, seq=1
+    )
+    return [summary_line(view_of_event(event)), summary_line(view_of_search(search))]
+
+
 def test_the_panel_says_when_a_search_of_past_turns_used_less_text_weight(new_user):
     user = new_user()
     said = [
@@ -131,11 +140,8 @@ def test_the_panel_says_when_a_search_of_past_turns_used_less_text_weight(new_us
     asked = search_conversations(user.scope, "Quick, remind me which seeds I should avoid?", params=params)
     used = asked.hits[0].text_weight_used
     assert used is not None and 0 < used < 0.5
-    event = events.stamped(
-        events.conversation_search_retrieval(asked, trigger="per_turn_recall"), ts=1.0, session_id="s", turn=1, seq=1
-    )
-    for view in (view_of_event(event), view_of_search(asked)):
-        assert f"w_text 0.5 ({used:.2f} used" in summary_line(view)
+    for line in summary_lines(asked):
+        assert f"w_text 0.5 ({used:.2f} used" in line
     named = search_conversations(user.scope, "sesame and poppy", params=params)
     assert named.hits[0].text_weight_used == 0.5
     assert "w_text 0.5 · k 2" in summary_line(view_of_search(named))
@@ -145,21 +151,13 @@ def test_the_panel_says_when_a_search_of_past_turns_used_less_vector_weight(new_
     user = new_user()
     # 136 turns (c01's first four sessions of the conversational dev set): from 100 turns on, the vector
     # weight follows how far the nearest turn stands out from the others
-    dev = Path(__file__).resolve().parents[2] / "docs" / "eval" / "conversations" / "dev" / "turns.jsonl"
-    turns = [json.loads(line) for line in dev.read_text(encoding="utf-8").splitlines() if line.strip()]
-    said_earlier(
-        user,
-        [(t["speaker"], t["content"]) for t in turns if t["user"] == "c01" and t["session"] <= "c01-s04"],
-    )
+    said_earlier(user, [(t["speaker"], t["content"]) for t in first_sessions("c01", 4)])
     params = RrfParams(0.5, 0.5, 2)
     asked = search_conversations(user.scope, "What's the project I'm leading called?", params=params)
     used = asked.hits[0].vector_weight_used
     assert used is not None and 0 < used < 0.5
-    event = events.stamped(
-        events.conversation_search_retrieval(asked, trigger="per_turn_recall"), ts=1.0, session_id="s", turn=1, seq=1
-    )
-    for view in (view_of_event(event), view_of_search(asked)):
-        assert f"w_vector 0.5 ({used:.2f} used: the nearest turn hardly stands out" in summary_line(view)
+    for line in summary_lines(asked):
+        assert f"w_vector 0.5 ({used:.2f} used: the nearest turn hardly stands out" in line
     named = search_conversations(user.scope, "flight number to Bangkok", params=params)
     assert named.hits[0].vector_weight_used == 0.5
     assert "w_vector 0.5 (half on the turn in context) · w_text 0.5 · k 2" in summary_line(view_of_search(named))

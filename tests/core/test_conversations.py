@@ -9,7 +9,6 @@ import itertools
 import json
 import math
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -34,8 +33,8 @@ from core.db import Scope, transaction, vector_literal
 from core.errors import EmbeddingUnavailable, InvalidInput, NotFound
 from core.retrieval import RrfParams, search_conversations
 from tests.support.english import english_rarity
+from tests.support.eval_sets import first_sessions
 
-ROOT = Path(__file__).resolve().parents[2]
 T0 = datetime(2024, 3, 1, 18, 0, tzinfo=UTC)
 
 SESSION_A = [  # (speaker, content)
@@ -419,7 +418,6 @@ def test_text_weight_follows_how_much_of_the_question_the_best_word_match_holds(
 
 # One user with a long history: the first four sessions of c01 in the conversational dev set (136 turns,
 # more than the 100 from which the vector weight follows how far the nearest turn stands out).
-LONG_HISTORY = ROOT / "docs" / "eval" / "conversations" / "dev" / "turns.jsonl"
 LONG_QUERIES = [
     "flight number to Bangkok",  # said once, in so many words: the nearest turn stands out
     "What's the project I'm leading called?",  # nothing is near: the vector branch counts for less
@@ -432,8 +430,7 @@ LONG_QUERIES = [
 @pytest.fixture(scope="module")
 def long_history(database_uri):
     user = _sign_in()
-    said = [json.loads(line) for line in LONG_HISTORY.read_text(encoding="utf-8").splitlines() if line.strip()]
-    mine = [t for t in said if t["user"] == "c01" and t["session"] in {f"c01-s0{i}" for i in range(1, 5)}]
+    mine = first_sessions("c01", 4)
     conversations.store_turns(
         user.service,
         [
