@@ -336,10 +336,10 @@ def todays_hybrid(
     full_from is None)."""
     pool = {q: list(dict.fromkeys(vector[q][:40] + text[q][:40])) for q in split.qrels}
     context = in_context(split, turn_vectors, query_vectors, pool, 1.0)
-    confidence = vector_confidence(split, turn_vectors, query_vectors)
+    confidence = {} if full_from is None else vector_confidence(split, turn_vectors, query_vectors)
     fused = {}
     for q in split.qrels:
-        wv = 0.5 * vector_factor(confidence[q], full_from)
+        wv = 0.5 * vector_factor(confidence.get(q, math.inf), full_from)
         wt = 0.5 * min(1.0, coverage[q][1] / 0.5)
         fused[q] = rrf_lists([(wv / 2, vector[q]), (wv / 2, context[q]), (wt, text[q])], 2, 40, vector[q], 40)
     return fused

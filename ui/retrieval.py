@@ -393,22 +393,21 @@ def loose_hits_note(view: RetrievalView) -> str | None:
     )
 
 
-def _text_weight(view: RetrievalView, asked: float) -> str:
-    """The text weight as asked, and what the search used when it scaled it down (past turns: the best
-    word match held less than half of the question's word weight)."""
-    used = view.hits[0].get("text_weight_used") if view.hits else None
-    if used is None or abs(float(used) - asked) < 0.0005:
-        return f"{asked:g}"
-    return f"{asked:g} ({float(used):.2f} used: the best word match holds little of the question)"
+# Why a search of past turns used less of a weight than asked: the field it returns the used weight in.
+_SCALED_DOWN = {
+    "text_weight_used": "the best word match holds little of the question",
+    "vector_weight_used": "the nearest turn hardly stands out from the others",
+}
 
 
-def _vector_weight(view: RetrievalView, asked: float) -> str:
-    """The vector weight as asked, and what the search used when it scaled it down (past turns: the nearest
-    turn hardly stood out from the user's other turns)."""
-    used = view.hits[0].get("vector_weight_used") if view.hits else None
+def _weight(view: RetrievalView, asked: float, field: str) -> str:
+    """A branch weight as asked, and what the search used when it scaled it down (past turns: the text weight
+    when the best word match held less than half of the question's word weight, the vector weight when the
+    nearest turn hardly stood out from the user's other turns)."""
+    used = view.hits[0].get(field) if view.hits else None
     if used is None or abs(float(used) - asked) < 0.0005:
         return f"{asked:g}"
-    return f"{asked:g} ({float(used):.2f} used: the nearest turn hardly stands out from the others)"
+    return f"{asked:g} ({float(used):.2f} used: {_SCALED_DOWN[field]})"
 
 
 def summary_line(view: RetrievalView) -> str:
@@ -427,8 +426,9 @@ def summary_line(view: RetrievalView) -> str:
         vw, tw, k = view.params.get("vector_weight"), view.params.get("text_weight"), view.params.get("k")
         if vw is not None and tw is not None and k is not None:
             halves = " (half on the turn in context)" if view.kind == "conversations" and in_context(view.hits) else ""
-            weights = f"w_vector {_vector_weight(view, float(vw))}{halves} · w_text {_text_weight(view, float(tw))}"
-            details.append(f"{weights} · k {int(k)}")
+            vector = _weight(view, float(vw), "vector_weight_used")
+            text = _weight(view, float(tw), "text_weight_used")
+            details.append(f"w_vector {vector}{halves} · w_text {text} · k {int(k)}")
     if view.latency_ms is not None:
         timing = ms(view.latency_ms)
         if view.embed_ms is not None:
