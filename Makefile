@@ -9,16 +9,22 @@ PIP_STAMP := $(VENV)/.requirements-installed
 APT_STAMP := $(VENV)/.system-packages-installed
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test lint format screenshots bench bench-full security doctor db install system-packages clean-data
+.PHONY: run test lint format screenshots bench bench-full security doctor db install constraints system-packages clean-data
 
 install: $(PIP_STAMP)
 
 # torch first, pinned: pip then takes the CPU build from local disk instead of a multi-GB CUDA build.
-$(PIP_STAMP): requirements.txt
+# constraints.txt holds every package's version, dependencies of dependencies included.
+$(PIP_STAMP): requirements.txt constraints.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check torch==2.13.0 -c constraints.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt -c constraints.txt
 	@touch $@
+
+# After editing requirements.txt: pin what it now brings in (resolved from the index, nothing installed).
+constraints:
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) tools/pin_constraints.py
 
 # Debian's chromium for the browser tests (Playwright drives it; it never downloads a browser),
 # a font so screenshots have readable text, espeak-ng + sox for the benchmark's recorded speech set,
