@@ -29,7 +29,7 @@ import streamlit as st
 
 from core import identity, session_store
 from core.db import Scope
-from core.errors import AuthError, AuthUnavailable
+from core.errors import AuthError, AuthUnavailable, DatabaseUnavailable
 from core.identity import AuthSession, VerifiedUser
 from ui import chat_state, components
 from ui.format import short_id
@@ -270,6 +270,21 @@ def _session_ended(ended: AuthSession, exc: AuthError) -> AuthSession:
     return fresh
 
 
+def _newest_of_this_browser(auth: AuthSession) -> AuthSession:
+    """This tab's session, or the newer one another tab of this browser obtained since (a reload or a
+    new tab trades the shared cookie's token for a new one). The tab then writes the newest token into
+    the cookie: writing back its own, rotated away, would make the next reload present a replay, and
+    reuse detection would end the visitor's identity."""
+    try:
+        newer = session_store.newest(auth.refresh_token, user_id=auth.user_id)
+    except DatabaseUnavailable:
+        return auth  # the page says the database is down; the cookie catches up when it is back
+    if newer is None or newer.refresh_token == auth.refresh_token:
+        return auth
+    _store(newer)
+    return newer
+
+
 def require_visitor() -> Visitor:
     """Sign in (or restore) and verify; called once per run by the entry script.
     Raises DatabaseUnavailable / AuthError (AuthUnavailable: the auth server is
@@ -279,7 +294,9 @@ def require_visitor() -> Visitor:
         auth, notice, family = restore_or_sign_in(_read_cookie(), client=client_address())
         _store(auth, notice, family=family)
         st.session_state[_GENERATION_KEY] = st.session_state.get(_GENERATION_KEY, 0) + 1
-    elif auth.expires_at - time.time() < REFRESH_MARGIN_SECONDS:
+    else:
+        auth = _newest_of_this_browser(auth)
+    if auth.expires_at - time.time() < REFRESH_MARGIN_SECONDS:
         family = st.session_state.get(_FAMILY_KEY) or session_store.start(auth)
         try:
             auth = renew(auth, family)

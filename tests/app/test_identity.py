@@ -105,6 +105,34 @@ def test_two_tabs_of_one_browser_renew_without_tripping_reuse_detection(database
     identity.refresh(renewed_first.refresh_token)  # the newest token is still good
 
 
+def test_a_tab_never_writes_back_a_token_another_tab_rotated_away(app, monkeypatch):
+    """Tab A open; tab B opens (its restore trades the cookie's token for a new one); tab A is used again;
+    tab B is reloaded after the reuse interval. Tab A must write the newest token into the shared cookie:
+    writing back its own would make that reload a replay, and reuse detection would end the identity."""
+    written = []
+    monkeypatch.setattr(ui_auth, "_write_cookie", written.append)
+    tab_a = app()
+    user = _visitor(tab_a).user_id
+    token_a = _visitor(tab_a).auth.refresh_token
+    assert written[-1] == token_a
+    tab_b, notice, _ = ui_auth.restore_or_sign_in(token_a)  # tab B's first run, from the cookie
+    assert notice is None and tab_b.user_id == user and tab_b.refresh_token != token_a
+    written.append(tab_b.refresh_token)  # tab B's run writes its token
+    tab_a.run()  # a click in tab A
+    assert not tab_a.exception
+    assert written[-1] == tab_b.refresh_token  # not token_a again
+    assert _visitor(tab_a).user_id == user and _visitor(tab_a).auth.refresh_token == tab_b.refresh_token
+    assert identity.verify(_visitor(tab_a).auth.access_token).user_id == user
+    # tab B reloaded later, past the reuse interval: the cookie's token is still good
+    monkeypatch.setattr(ui_auth, "REUSE_INTERVAL_SECONDS", 0.0)
+    monkeypatch.setattr(identity, "REFRESH_REUSE_INTERVAL_SECONDS", 0.0)
+    reloaded, notice, _ = ui_auth.restore_or_sign_in(written[-1])
+    assert notice is None and reloaded.user_id == user
+    # the control: the token tab A held, presented then, is a replay that ends the identity
+    replay, notice, _ = ui_auth.restore_or_sign_in(token_a)
+    assert replay.user_id != user and notice and "presented twice" in notice
+
+
 # One app process taking one step for a browser's session (a renewal, or a restore from its cookie),
 # started as its own Python process. The auth server here has no reuse interval and is slow to answer, so
 # two processes taking the step at once are both inside the exchange together: without a lock shared by
