@@ -51,6 +51,8 @@ def slot_for(phrase: str) -> str:
     words = content_words(phrase)
     if not words:
         return "note"
+    if len(words) > 1 and words[-1] in ("called", "named"):  # "my dog called" is kept as `dog_name`
+        words = [*words[:-1], "name"]
     joined = " ".join(words)
     if joined in SLOT_SYNONYMS:
         return SLOT_SYNONYMS[joined]
@@ -72,7 +74,7 @@ TOPIC_SLOTS = [
     (re.compile(r"\b(?:live|living|home|city|based|from)\b", re.I), "home city hometown"),
     (
         re.compile(
-            r"\b(?:family|sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|kids|"
+            r"\b(?:family|sister|brother|mom|mum|mother|dad|father|wife|husband|partner|son|daughter|kids?|child|"
             r"children)\b",
             re.I,
         ),

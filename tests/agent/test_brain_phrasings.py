@@ -229,3 +229,57 @@ def test_what_we_talked_about_today_is_this_conversation(new_user):
     assert replies[-1] == (
         "So far in this conversation you told me: “My favorite food is sushi”; “I love playing tennis on weekends”."
     )
+
+
+# Found by a visitor on 2026-12-06: a question about a detail never said was answered with another detail of
+# the same kind, which a shared word ("favorite", "name", "birthday") had made a text match.
+
+
+def test_a_detail_never_said_is_not_answered_with_another_of_its_kind(new_user):
+    said = ["my favorite color is teal", "my cat is called Mochi", "my sister's birthday is May 2"]
+    asked = [
+        "what is my favorite food?",
+        "what is my dog called?",
+        "when is my birthday?",
+        "what's my name?",
+        "what's my son's name?",
+    ]
+    replies = _replies(new_user().user_id, [*said, *asked])[len(said) :]
+    assert replies[0].startswith("I don't remember your favorite food yet.")
+    assert replies[1].startswith("I don't remember your dog's name yet.")
+    assert replies[2].startswith("I don't remember your birthday yet.")
+    assert replies[3].startswith("I don't remember your name yet.")
+    assert replies[4].startswith("I don't remember your son's name yet.")
+    assert not any(word in reply for reply in replies for word in ("teal", "Mochi", "May 2"))
+
+
+def test_the_detail_asked_for_is_found_under_the_words_it_was_said_with(new_user):
+    said = ["my dog is called Biscuit", "my cat is called Mochi", "my daughter is called Ava", "I drive a blue Volvo"]
+    asked = {
+        "what is my cat called?": "You told me your cat's name is Mochi.",  # kept as `cat_name`, asked so too
+        "what is my dog called?": "You told me your dog's name is Biscuit.",
+        "what's my kid's name?": "You told me your daughter's name is Ava.",
+        "what car do I have?": "You told me you drive blue Volvo.",  # no shared kind: the search's answer stands
+    }
+    replies = _replies(new_user().user_id, [*said, *asked])[len(said) :]
+    assert replies == list(asked.values())
+    assert classify("what is my dog called?").calls == [("recall_detail", {"memory_type": "dog_name"})]
+
+
+def test_a_pet_or_a_kid_asked_for_in_general_is_answered_by_the_one_kept():
+    cat = {"memory_type": "cat_name", "content": "Mochi", "rrf_score": 0.3, "vector_rank": 1, "text_rank": 1,
+           "vector_distance": 0.5}  # fmt: skip
+    for question, slot in (("what's my pet's name?", "pet_name"), ("what's my dog's name?", "dog_name")):
+        results = [
+            ("recall_detail", {"memory_type": slot}, f"Nothing is remembered under '{slot}'.", True),
+            ("search_memories", {"query": question}, _search(cat), False),
+        ]
+        reply = compose_reply(question, results)
+        assert ("Mochi" in reply) == (slot == "pet_name"), reply
+    # the per-turn recall's context is held to the same rule: the panel's star is not an answer to another question
+    results = [("recall_detail", {"memory_type": "dog_name"}, "Nothing is remembered under 'dog_name'.", True)]
+    assert "Mochi" not in compose_reply("what is my dog called?", results, recalled=[("cat_name", "Mochi")])
+    results = [("recall_detail", {"memory_type": "pet_name"}, "Nothing is remembered under 'pet_name'.", True)]
+    assert compose_reply("what is my pet called?", results, recalled=[("cat_name", "Mochi")]) == (
+        "You told me your cat's name is Mochi."
+    )
