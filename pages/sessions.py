@@ -457,7 +457,7 @@ def _detail(visitor, record, view: ReportView) -> None:
     for index, event in enumerate(view.retrievals):
         source = event.get("source", "memories")
         with st.expander(
-            f"Turn {event.get('turn', '?')} · {source} · “{clip(event.get('query'), 60)}” · "
+            f"Turn {event.get('turn', '?')} · {source} · “{literal(clip(event.get('query'), 60))}” · "
             f"{len(event.get('hits') or [])} hit(s)",
             expanded=index == 0,
         ):

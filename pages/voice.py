@@ -263,7 +263,7 @@ def _live_turns(key: str) -> None:
             "audio."
         )
         return
-    st.caption(f"Turn {turn.number}: “{clip(turn.user_text or '', 90)}” · {turn.summary}")
+    st.caption(f"Turn {turn.number}: “{literal(clip(turn.user_text or '', 90))}” · {turn.summary}")
     render_turn_details(turn, key=f"u_voice_turn{turn.number}")
 
 

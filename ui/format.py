@@ -94,8 +94,16 @@ _MARKDOWN_SPECIAL = re.compile(r"[\\`*_\[\]<>#:|~$]|-(?=-)|(?<=-)-")
 _LINE_MARKER = re.compile(r"^(\s*)([-+>])|^(\s*\d+)([.)])(?=\s)", re.M)
 
 
+# Streamlit's Markdown then turns these, standing alone between spaces, into symbols ("--" into "—", "->" into
+# "→", "<=" into "≤"), in the text itself after the escapes are read, so no escape keeps them. An invisible
+# word joiner after the first character does: the rendered text no longer holds the sequence.
+_TYPOGRAPHIC = re.compile(r"(?<!\S)(<->|->|<-|--|>=|<=|~=)(?!\S)")
+WORD_JOINER = "\u2060"
+
+
 def literal(text: Any) -> str:
     """`text` escaped for st.markdown and friends, so that what a user typed shows exactly as typed."""
     text = "" if text is None else str(text)
+    text = _TYPOGRAPHIC.sub(lambda m: m[1][0] + WORD_JOINER + m[1][1:], text)
     text = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
     return _LINE_MARKER.sub(lambda m: f"{m[1]}\\{m[2]}" if m[2] is not None else f"{m[3]}\\{m[4]}", text)

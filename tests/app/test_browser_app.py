@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 from tests.support.app import start_streamlit, stop_streamlit
 from tests.support.browser import (
+    COOKIE_NAME,
     TURN_TIMEOUT_MS,
     answered_turns,
     open_page,
@@ -136,6 +137,46 @@ def test_a_visitor_is_remembered_and_isolated(streamlit_server, new_browser_page
     assert user_id_of(page) == visitor
     expect(cards).to_have_count(2, timeout=30_000)
     expect(color_card).to_have_count(0)
+
+
+def _cookie(page) -> str:
+    return next(c["value"] for c in page.context.cookies() if c["name"] == COOKIE_NAME)
+
+
+def test_two_tabs_keep_one_identity_and_typed_text_shows_as_typed(streamlit_server, new_browser_page):
+    """Found in a fresh-clone walkthrough on 2026-12-06: tab A open, tab B opened (its restore rotates the
+    cookie's refresh token), then a message in tab A wrote A's rotated-away token back into the cookie, and
+    tab B's next reload, 30 s on, was a replay that ended the identity. And "a -- b" showed as "a — b":
+    Streamlit's Markdown makes symbols of "--", "->", ">=" standing between spaces, escapes or not."""
+    tab_a = new_browser_page((1280, 900))
+    tab_a.goto(streamlit_server)
+    wait_for_identity_cookie(tab_a)
+    answered_turns(tab_a).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    visitor = user_id_of(tab_a)
+    token_of_tab_a = _cookie(tab_a)
+    tab_b = tab_a.context.new_page()  # the same browser: one cookie jar
+    tab_b.goto(f"{streamlit_server}/knowledge")  # a page that reruns only when used
+    wait_for_app(tab_b)
+    assert user_id_of(tab_b) == visitor
+    tab_b.wait_for_function(f"() => !document.cookie.includes({token_of_tab_a!r})", timeout=30_000)
+    token_of_tab_b = _cookie(tab_b)
+
+    typed = "' OR 1=1 -- a -> b <- c >= 2 <= 3 ~= 4 **bold** :rocket:"
+    send(tab_a, typed)
+    wait_for_app(tab_a)
+    held = set()
+    for _ in range(15):  # the cookie writer's component renders after the run
+        held.add(_cookie(tab_a))
+        tab_a.wait_for_timeout(200)
+    assert token_of_tab_a not in held  # tab A never wrote its own, rotated-away token back
+    assert _cookie(tab_a) == token_of_tab_b
+    said = tab_a.locator('[data-testid="stChatMessage"]').filter(has_text="OR 1=1").first
+    assert typed in said.inner_text().replace("\u2060", "")  # the invisible word joiners aside, as typed
+
+    tab_b.reload()
+    wait_for_identity_cookie(tab_b)
+    assert user_id_of(tab_b) == visitor
+    assert not tab_b.get_by_text("could not be restored").count()
 
 
 def test_livekit_panel_mints_a_token_for_the_visitor(database_uri, new_browser_page, tmp_path):

@@ -508,7 +508,9 @@ def test_what_the_visitor_typed_is_shown_as_typed_not_read_as_markdown(app):
     at = app()
     typed = "' OR 1=1 -- **bold** <b>x</b> [link](u) :rocket:\n- item"
     _say(at, typed)
-    escaped = "' OR 1=1 \\-\\- \\*\\*bold\\*\\* \\<b\\>x\\</b\\> \\[link\\](u) \\:rocket\\:\n\\- item"
+    # "--" between spaces: a word joiner, as no escape keeps Streamlit from making it "—" (the browser test
+    # tests/app/test_browser_app.py shows what is drawn)
+    escaped = "' OR 1=1 -\u2060- \\*\\*bold\\*\\* \\<b\\>x\\</b\\> \\[link\\](u) \\:rocket\\:\n\\- item"
     assert escaped in _user_texts(at)
     turn_indexer.flush_queued(timeout=10)
     stored = conversations.list_turns(
