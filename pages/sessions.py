@@ -37,6 +37,8 @@ JUMP = "u_sessions_jump"  # (session id, turn index) of the search hit to show
 DELETE = "u_sessions_delete_pressed"  # the id of the session whose Delete this session was pressed
 DELETED = "u_sessions_deleted"  # (id of the session this tab deleted, id of the one shown after it): confirmed
 DELETED_HERE = "u_sessions_deleted_here"  # every session this browser session deleted (not "another tab's")
+# (what the page said of a session asked for by name that is not there, its icon, the session shown instead)
+NOT_THERE = "u_sessions_not_there"
 LINKED = "u_sessions_linked"  # set once the address (?session=…) is the page's own: read, or written, once
 LINK_PARAM = "session"
 OPEN = "in progress"  # a session whose report is not saved yet (SessionRecord.is_open)
@@ -580,20 +582,39 @@ def _search_panel(scope) -> None:
 
 
 def _not_there(scope, session_id: str) -> None:
-    """A session asked for by another page (a memory's link) or a search hit that is not stored."""
+    """A session asked for by another page (a memory's link), a search hit or the address that is not stored."""
     if st.session_state.get(JUMP, (None,))[0] == session_id:
         st.session_state.pop(JUMP, None)
     if sessions.deleted_ids(scope, [session_id]):
-        st.warning(
+        _say_not_there(
             f"Session `{session_ref(session_id)}` was deleted, so it cannot be opened: nothing of it is kept.",
-            icon=":material/delete:",
+            ":material/delete:",
         )
     else:
-        st.warning(
+        _say_not_there(
             f"Session `{session_ref(session_id)}` is not among your sessions: it has not been saved yet, or it "
             "was deleted.",
-            icon=":material/search_off:",
+            ":material/search_off:",
         )
+
+
+def _say_not_there(text: str, icon: str) -> None:
+    """Say why the session asked for is not shown, on this run and on the runs that follow until the visitor
+    moves on (as `_say_deleted`): the cookie writer's rerun comes right after the first run of a link, and
+    the warning was gone before it could be read, the page showing another session without a word."""
+    st.warning(text, icon=icon)
+    st.session_state[NOT_THERE] = (text, icon, None)
+
+
+def _said_not_there_before() -> None:
+    notice = st.session_state.get(NOT_THERE)
+    if notice is None:
+        return
+    text, icon, shown_instead = notice
+    if not stayed_on_page() or st.session_state.get(PICK) not in (shown_instead, None):
+        st.session_state.pop(NOT_THERE, None)
+        return
+    st.warning(text, icon=icon)
 
 
 def _linked_session() -> str | None:
@@ -609,9 +630,9 @@ def _linked_session() -> str | None:
     try:
         return clean_text(named, what="session id", max_length=conversations.MAX_SESSION_ID_LENGTH)
     except InvalidInput:
-        st.warning(
+        _say_not_there(
             f"The address names a session “{literal(clip(named, 60))}”, which is not a session id.",
-            icon=":material/link_off:",
+            ":material/link_off:",
         )
         return None
 
@@ -637,6 +658,7 @@ def main() -> None:
     _picked_session_id()
     _delete_the_pressed_session(visitor)
     _say_deleted()
+    _said_not_there_before()
     records = sessions.list_sessions(visitor.scope, limit=LISTED, brief=True)  # the chosen one is read whole
     total = sessions.count_sessions(visitor.scope) if len(records) == LISTED else len(records)
     wanted = st.session_state.pop(REQUEST, None) or _linked_session()
@@ -706,6 +728,8 @@ def main() -> None:
         view.user_turns = conversations.count_user_turns(visitor.scope, [record.session_id]).get(record.session_id, 0)
     if DELETED in st.session_state:
         st.session_state[DELETED] = (st.session_state[DELETED][0], chosen)  # what the confirmation stays with
+    if NOT_THERE in st.session_state:
+        st.session_state[NOT_THERE] = (*st.session_state[NOT_THERE][:2], chosen)
     _detail(visitor, record, view)
 
 
