@@ -254,6 +254,11 @@ def _transcript(scope, record, view: ReportView) -> None:
     with st.container(height=440, border=True, key="u_session_transcript"):
         for position, turn in enumerate(turns):
             role = "user" if turn.speaker == "user" else "assistant"
+            if (gone := turn.turn_index - (turns[position - 1].turn_index + 1 if position else 0)) > 0:
+                st.caption(
+                    f":material/delete: {gone} message{'s' if gone != 1 else ''} missing here: the messages that "
+                    "mention a memory you deleted are deleted with it."
+                )
             if turn.turn_index == target:
                 with st.container(key=MATCH_KEY, border=True):
                     st.caption(
@@ -281,8 +286,8 @@ def _unanswered(turns, position: int, *, still_open: bool) -> bool:
     """A message of the user's that no reply of the agent's follows: its turn failed (an unreachable model,
     a tool the model got wrong). The last one of a session still open may just be waiting for its answer."""
     after = turns[position + 1 : position + 2]
-    if after:
-        return after[0].speaker == "user"
+    if after:  # a reply deleted with a memory it mentioned was not missing: the transcript says so
+        return after[0].speaker == "user" and after[0].turn_index == turns[position].turn_index + 1
     return not still_open
 
 

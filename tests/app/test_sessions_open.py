@@ -195,6 +195,44 @@ def test_a_message_the_agent_never_answered_is_marked_in_the_transcript(app):
     delete_everything(visitor.scope)
 
 
+def test_a_reply_deleted_with_a_memory_is_said_to_be_deleted_not_unanswered(app):
+    """Found 2026-12-06: deleting a memory deletes the turns that mention it, the agent's answer among them,
+    and the transcript then said the question had "no answer: its turn failed"."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    lines = [
+        ("user", "my cat is called Mochi"),
+        ("agent", "Got it, I'll remember that your cat's name is Mochi."),
+        ("user", "what is my cat called?"),
+        ("agent", "You told me your cat's name is Mochi."),
+        ("user", "where is order 1001?"),
+        ("agent", "Order 1001 has shipped."),
+    ]
+    conversations.store_turns(service, [TurnInput(session_id, n, who, text) for n, (who, text) in enumerate(lines)])
+    memories.remember(service, "cat_name", "Mochi")
+    now = datetime.now(UTC)
+    sessions.save_report(service, session_id, {"playground": {"turns": 3, "mode": "text"}}, ended_at=now)
+    deleted = memories.forget(visitor.scope, "cat_name")
+    assert deleted.mentions_removed == 3  # the statement, its confirmation and the answer; the question names no Mochi
+    at.switch_page("pages/sessions.py")
+    at.run()
+    picked = at.selectbox(key="u_sessions_pick")
+    if picked.value != session_id:
+        picked.set_value(session_id)
+        at.run()
+    assert not at.exception, at.exception
+    assert not [c.value for c in at.caption if c.value.startswith(":material/error: No answer to this message")]
+    assert [c.value for c in at.caption if c.value.startswith(":material/delete:")] == [
+        ":material/delete: 2 messages missing here: the messages that mention a memory you deleted are deleted "
+        "with it.",  # before the question
+        ":material/delete: 1 message missing here: the messages that mention a memory you deleted are deleted "
+        "with it.",  # its answer
+    ]
+    delete_everything(visitor.scope)
+
+
 def _sessions_of(scope) -> set[str]:
     return {record.session_id for record in sessions.list_sessions(scope)}
 
