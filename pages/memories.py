@@ -162,7 +162,8 @@ def _edit_form(scope, memory, *, gone: bool = False) -> None:
             f"Edit `{memory.memory_type}`",
             value=memory.content,
             key=f"u_mem_text_{mid}",
-            max_chars=memories.MAX_CONTENT_LENGTH,
+            # no max_chars: the browser then drops a longer paste without a word; Save says what is too long
+            help=f"Up to {memories.MAX_CONTENT_LENGTH:,} characters.",
         )
         buttons = st.container(horizontal=True)
         with buttons:

@@ -252,6 +252,26 @@ def test_an_empty_edit_is_refused_with_a_message_and_loses_nothing(app):
     assert memories.recall(visitor.scope, "car").content == "Drives a blue 2019 Subaru Outback"
 
 
+def test_an_edit_over_the_limit_is_refused_with_a_message_and_keeps_the_text(app):
+    """Found 2026-12-06: the box's max_chars made the browser drop a longer paste without a word."""
+    at, visitor = _seeded(app)
+    car = memories.recall(visitor.scope, "car")
+    at.button(key=f"u_mem_edit_{car.id}").click()
+    at.run()
+    box = at.text_area(key=f"u_mem_text_{car.id}")
+    assert not box.max_chars  # 0: no limit in the browser
+    pasted = "a blue Subaru " * 200  # 2,800 characters
+    box.set_value(pasted)
+    next(b for b in at.button if b.label == "Save" and "u_mem_edit_form" in (b.form_id or "")).click()
+    at.run()
+    assert not at.exception
+    assert f"The memory is too long (2799 characters; the limit is {memories.MAX_CONTENT_LENGTH})." in [
+        w.value for w in at.warning
+    ]
+    assert at.text_area(key=f"u_mem_text_{car.id}").value == pasted  # nothing typed is lost
+    assert memories.recall(visitor.scope, "car").content == "Drives a blue 2019 Subaru Outback"
+
+
 def test_an_edit_of_a_memory_deleted_in_another_tab_says_so_and_keeps_the_text(app):
     # the card was no longer drawn once the memory was gone, so its form's Save went unhandled: no message, text lost
     at, visitor = _seeded(app)
