@@ -277,7 +277,9 @@ def _toolbar(scope, visitor, items) -> None:
                         f"{_and_mentions(deleted.mentions_removed, 'them' if count > 1 else 'it')}{profile}."
                     )
                     st.rerun()
-    with st.expander("Delete everything about me…", icon=":material/delete_forever:", key="u_mem_erase_box"):
+    with st.expander(
+        "Delete everything about me…", icon=":material/delete_forever:", key=erase.widget_key("u_mem_erase_box")
+    ):
         erase.render_delete_everything(visitor, key="u_mem_erase")
 
 

@@ -645,7 +645,9 @@ def _linked_session() -> str | None:
 def _delete_everything(visitor, count: int) -> None:
     # an expander, not a popover: Tab from it reaches the confirmation next (see _detail); keyed, so it stays
     # open while the confirmation is typed (a rerun)
-    with st.expander("Delete everything…", icon=":material/delete_sweep:", key="u_sessions_erase_box"):
+    with st.expander(
+        "Delete everything…", icon=":material/delete_sweep:", key=erase.widget_key("u_sessions_erase_box")
+    ):
         st.caption(f"{count} session{'s' if count != 1 else ''} with their transcripts, and everything else.")
         erase.render_delete_everything(visitor, key="u_sessions_erase")
 

@@ -23,6 +23,14 @@ log = logging.getLogger("memory_playground.ui.erase")
 
 CONFIRM_PHRASE = "DELETE"
 FLASH_KEY = "mp_erase_flash"  # survives the identity's "u_" state being dropped
+_ERASED = "mp_erased_times"  # how many times this browser session deleted everything
+
+
+def widget_key(base: str) -> str:
+    """`base`, new after each "delete everything": its widgets' state is dropped with the rest, and the
+    browser then kept drawing the old ones (the box open, DELETE typed, the button greyed out)."""
+    times = st.session_state.get(_ERASED, 0)
+    return f"{base}_{times}" if times else base
 
 
 def render_delete_everything(visitor, *, key: str) -> None:
@@ -32,10 +40,10 @@ def render_delete_everything(visitor, *, key: str) -> None:
         "(name, email, time zone, language, preferences), every session report and transcript, and reports "
         "still waiting to be saved. Your user id stays. It cannot be undone."
     )
-    typed = st.text_input(f"Type {CONFIRM_PHRASE} to confirm", key=f"{key}_phrase")
+    typed = st.text_input(f"Type {CONFIRM_PHRASE} to confirm", key=widget_key(f"{key}_phrase"))
     if st.button(
         "Delete everything about me",
-        key=f"{key}_button",
+        key=widget_key(f"{key}_button"),
         type="primary",
         icon=":material/delete_forever:",
         disabled=typed.strip() != CONFIRM_PHRASE,
@@ -50,6 +58,7 @@ def render_delete_everything(visitor, *, key: str) -> None:
                 del st.session_state[state_key]  # views of data that no longer exists
             st.query_params.clear()  # an address naming a deleted session (Sessions' ?session=…) names nothing now
             st.session_state[FLASH_KEY] = erased.summary()
+            st.session_state[_ERASED] = st.session_state.get(_ERASED, 0) + 1
             st.rerun()
 
 

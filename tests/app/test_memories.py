@@ -346,6 +346,10 @@ def test_delete_everything_about_me_erases_memories_profile_and_sessions_and_the
     assert sessions.list_sessions(visitor.scope) == []
     assert profiles.get_profile(visitor.scope).name is None
     assert any("Deleted 2 memories, 2 session reports" in s.value for s in at.success)
+    # new widgets, empty and closed: the browser kept drawing the old ones (DELETE typed, button greyed out)
+    assert at.text_input(key="u_mem_erase_phrase_1").value == ""
+    assert not [t for t in at.text_input if t.key == "u_mem_erase_phrase"]
+    assert [e.label for e in at.expander if "Delete everything" in e.label]  # drawn again, under a new key
 
     at.switch_page("pages/chat.py")
     settle(at.run())
