@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import pytest
 
@@ -283,3 +284,17 @@ def test_a_pet_or_a_kid_asked_for_in_general_is_answered_by_the_one_kept():
     assert compose_reply("what is my pet called?", results, recalled=[("cat_name", "Mochi")]) == (
         "You told me your cat's name is Mochi."
     )
+
+
+def test_a_missed_slot_is_no_warning_in_the_server_log(new_user, caplog):
+    """livekit logged every ToolError ("Nothing is remembered under 'favorite_food'": an answer the model
+    reads) as a bare warning naming nothing; a visitor's questions filled the server log with them."""
+    caplog.set_level(logging.WARNING, logger="livekit.agents")
+    [reply] = _replies(new_user().user_id, ["what is my favorite food?"])
+    assert reply.startswith("I don't remember your favorite food yet.")
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "ToolError" in r.getMessage()]
+    caplog.set_level(logging.DEBUG, logger="livekit.agents")
+    _replies(new_user().user_id, ["what is my favorite food?"])
+    assert "tool recall_detail answered with a ToolError (the model reads why)" in [
+        r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG
+    ]
