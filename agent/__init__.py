@@ -14,7 +14,7 @@ thread) stays cheap. Layout:
     session.py            one conversation: AgentSession + agent + events + report (session_events.py,
                           reports.py, extraction.py, sensitive.py)
     conversation.py       a conversation on the in-process runtime (runtime.py: its loop thread)
-    brain/                the offline demo brain: facts, intents, replies, and the llm.LLM adapter
+    brain/                the offline demo brain: facts, intents, replies (asked: is a memory the answer), llm.LLM
     voice/                audio I/O, local STT and TTS, the local call, the LiveKit bridge, the call registry
     worker.py, chat_cli.py, __main__.py   `python -m agent dev|start|console|chat`
 """

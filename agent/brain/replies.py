@@ -12,6 +12,7 @@ from typing import Any
 
 from livekit.agents import llm
 
+from agent.brain.asked import about_what_was_asked, answers_the_question, shares_words
 from agent.brain.earlier import (
     answers,
     conversations_found,
@@ -23,12 +24,11 @@ from agent.brain.earlier import (
     search_dates,
     windowed_search_answered_nothing,
 )
-from agent.brain.facts import NOTE_PREFIX, PETS, RELATIONS, describe_fact, search_query, slot_phrase, slot_words
+from agent.brain.facts import NOTE_PREFIX, describe_fact, search_query, slot_phrase, slot_words
 from agent.brain.knowledge import knowledge_found
-from agent.brain.text import clean, stems, strip_end
+from agent.brain.text import clean, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
 from agent.sensitive import secret_reason
-from core.retrieval import is_relevant
 
 # (tool name, arguments, output, is_error) for each tool call answered this turn
 ToolResult = tuple[str, dict[str, Any], str, bool]
@@ -92,12 +92,11 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
     """Write the answer from this turn's tool results. `recalled`: the (slot, content) pairs the per-turn recall
     put into context (what the retrieval panel stars); a question about the user is answered from them when
     the tools found nothing, so the reply never contradicts the panel."""
+    asked = _asked_slot(results)
     recalled = [
         fact
         for place, fact in enumerate(recalled or [])
-        if answers_the_question(user_text, results, *fact)
-        # as for a search's hits (`_memory_answer`): for a slot asked and not kept, the nearest or a word match
-        and (not _asked_slot(results) or place == 0 or stems(search_query(user_text)) & stems(" ".join(fact)))
+        if answers_the_question(user_text, asked, *fact, word_match=shares_words(user_text, *fact), nearest=not place)
     ]
     searched_dates = ""
     windowed = windowed_search_answered_nothing(results)
@@ -187,88 +186,19 @@ def _asked_memory(results: list[ToolResult]) -> bool:
     return any(name in ("recall_detail", "search_memories") for name, *_ in results)
 
 
-# "my dog's name", "my sister's birthday", "my kids' names" (straight or curly apostrophe): whose detail the
-# question asks for ("kids", with its s: "kid" did not match the memory that says "kids")
-_POSSESSOR = re.compile(r"\bmy\s+([a-z]+(?:\s+[a-z]+)?)(?:'s|\u2019s|(?<=s)'|(?<=s)\u2019)\s", re.I)
-
-# words that ask about every relative (or every pet) at once ("what do you know about my family?")
-_FAMILY = {"family", "relatives", "kids", "children", "parents", "siblings", "folks"}
-_ALL_PETS = {"pet", "pets", "animal", "animals"}
-_PET_WORD = re.compile("(?:" + "|".join(PETS) + ")", re.I)
-_CHILDREN = {"kid", "kids", "child", "children"}
-
-
-def _one_of(asked_word: str, word: str) -> bool:
-    """'pet' asked, 'cat' kept ("what's my pet's name?" is answered by `cat_name`); 'kid' asked, 'daughter' kept."""
-    if asked_word in _ALL_PETS:
-        return bool(_PET_WORD.fullmatch(word))
-    return asked_word in _CHILDREN and word in {"son", "daughter", *_CHILDREN}
-
-
-# one person under two words ("what's my mother's name?" is answered by `mom_name`)
-_ALSO_CALLED = {"mother": "mom", "mum": "mom", "father": "dad", "grandmother": "grandma", "grandfather": "grandpa",
-                "neighbour": "neighbor", "flatmate": "roommate"}  # fmt: skip
-
-
-def _same(word: str, other: str) -> bool:
-    return _ALSO_CALLED.get(word, word) == _ALSO_CALLED.get(other, other)
-
-
-def _owner(slot: str) -> str | None:
-    """Whose detail a slot holds when it is not the user's own: 'partner', 'sister_birthday' -> 'sister',
-    'dog_name' -> 'dog'; None for the user's ('birthday', 'pet')."""
-    words = slot_words(slot)
-    relation = next((r for r in RELATIONS if words == r or words.startswith(r + " ")), None)
-    if relation:
-        return relation
-    first, _, rest = words.partition(" ")
-    return first if rest and _PET_WORD.fullmatch(first) else None
-
-
-def _about_what_was_asked(user_text: str, slot: str, content: str) -> bool:
-    """False for a memory that does not name whose detail was asked for (or its topic's slots): the word "name"
-    in "what is my dog's name?" also matches the user's own `name`, which is not the answer."""
-    # with the slots its topic is stored under: "my pet's name" is answered by `dog_name`
-    asked = [stems(search_query(m)) for m in _POSSESSOR.findall(user_text or "")]
-    have = stems(f"{slot_words(slot)} {content}")
-    if not all(stems & have for stems in asked if stems):
-        return False
-    # "what's my job?" asks about the user: "partner: Sam works as a nurse" is someone else's job, and
-    # "when is my birthday?" is not answered by `sister_birthday`, nor "what's my name?" by `dog_name`
-    mine = {word.lower() for word in re.findall(r"\bmy\s+(\w+)", user_text or "", re.I)}
-    owner = _owner(slot)
-    if not mine or owner is None or any(_same(word, owner.split()[0]) or _one_of(word, owner) for word in mine):
-        return True
-    everyone = _ALL_PETS if _PET_WORD.fullmatch(owner) else _FAMILY
-    return bool(mine & {*everyone, owner + "s"})
-
-
-def _another_of_its_kind(asked_slot: str | None, slot: str) -> bool:
-    """True when the question named a slot and this memory is the same kind of detail about something else:
-    `favorite_color` for "what is my favorite food?", `cat_name` for "what is my dog called?". The shared word
-    ("favorite", "name") makes it a text match, and it is not the answer."""
-    if not asked_slot or asked_slot == slot:
-        return False
-    asked, other = asked_slot.split("_"), slot.split("_")
-    if len(asked) != len(other) or len(asked) < 2:
-        return False
-    differ = [(a, b) for a, b in zip(asked, other, strict=True) if a != b]
-    return len(differ) == 1 and not _one_of(*differ[0])
-
-
 def _asked_slot(results: list[ToolResult]) -> str | None:
     """The slot this turn's question named (its recall_detail), if any."""
     return next((args.get("memory_type") for name, args, *_ in results if name == "recall_detail"), None)
 
 
-def answers_the_question(user_text: str, results: list[ToolResult], slot: str, content: str) -> bool:
-    """Whether a memory found by a search (or put into context by the per-turn recall) answers the question."""
-    return _about_what_was_asked(user_text, slot, content) and not _another_of_its_kind(_asked_slot(results), slot)
+def _hit_answers(user_text: str, results: list[ToolResult], hit: dict[str, Any]) -> bool:
+    slot, content = hit.get("memory_type", ""), hit.get("content", "")
+    word_match, nearest = hit.get("text_rank") is not None, hit.get("vector_rank") == 1
+    return answers_the_question(user_text, _asked_slot(results), slot, content, word_match=word_match, nearest=nearest)
 
 
 def _memory_answer(results: list[ToolResult], user_text: str = "") -> str | None:
     """The answer to a question about the user from this turn's recall_detail / search_memories, or None."""
-    asked_slot = _asked_slot(results)
     for name, _args, output, is_error in results:
         data = load_output(output)
         if is_error or not isinstance(data, dict):
@@ -276,16 +206,7 @@ def _memory_answer(results: list[ToolResult], user_text: str = "") -> str | None
         if name == "recall_detail":
             return f"You told me {describe_fact(data.get('memory_type', ''), data.get('content', ''))}."
         if name == "search_memories":
-            hits = [
-                h
-                for h in data.get("hits", [])
-                if is_relevant(h.get("text_rank"), h.get("vector_distance"), h.get("rrf_score"))
-                and answers_the_question(user_text, results, h.get("memory_type", ""), h.get("content", ""))
-                # a slot was asked and is not kept: only a hit sharing the question's words, or the nearest of
-                # all, can be it (every short memory is "near" a short question: `favorite_color` is near
-                # "what's my name?")
-                and (not asked_slot or h.get("text_rank") is not None or h.get("vector_rank") == 1)
-            ]
+            hits = [h for h in relevant(data) if _hit_answers(user_text, results, h)]
             if hits:
                 top = hits[0]
                 reply = f"You told me {describe_fact(top['memory_type'], top['content'])}."
@@ -315,13 +236,7 @@ def follow_up(user_text: str, results: list[ToolResult], today: dt.date | None =
             return [("search_memories", {"query": search_query(query)})]
         if name == "search_memories" and not is_error and "search_past_conversations" not in names:
             data = load_output(output)
-            found = relevant(data if isinstance(data, dict) else {})
-            answering = [
-                h
-                for h in found
-                if answers_the_question(user_text, results, h.get("memory_type", ""), h.get("content", ""))
-            ]
-            if not answering:
+            if not any(_hit_answers(user_text, results, h) for h in relevant(data if isinstance(data, dict) else {})):
                 return [("search_past_conversations", {"query": query} | search_dates(user_text, today))]
     return []
 
@@ -337,7 +252,7 @@ def _forget_found(user_text: str, results: list[ToolResult]) -> list[tuple[str, 
         return []
     data = next(load_output(output) for name, _, output, is_error in results if name == "search_memories")
     for hit in data.get("hits", []) if isinstance(data, dict) else []:
-        if hit.get("text_rank") is not None and _about_what_was_asked(
+        if hit.get("text_rank") is not None and about_what_was_asked(
             user_text, hit.get("memory_type", ""), hit.get("content", "")
         ):
             return [("forget_detail", {"memory_type": hit["memory_type"]})]

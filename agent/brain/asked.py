@@ -1,0 +1,94 @@
+"""Whose detail a question asks for, and whether a memory found for it is the answer: "what is my dog's name?"
+is not answered by the user's own `name`, "what's my job?" not by the partner's, "what is my favorite food?"
+not by `favorite_color` (a shared word made each a match)."""
+
+from __future__ import annotations
+
+import re
+
+from agent.brain.facts import PETS, RELATIONS, search_query, slot_words
+from agent.brain.text import stems
+
+# "my dog's name", "my sister's birthday", "my kids' names" (straight or curly apostrophe): whose detail the
+# question asks for ("kids", with its s: "kid" did not match the memory that says "kids")
+_POSSESSOR = re.compile(r"\bmy\s+([a-z]+(?:\s+[a-z]+)?)(?:'s|\u2019s|(?<=s)'|(?<=s)\u2019)\s", re.I)
+
+# words that ask about every relative (or every pet) at once ("what do you know about my family?")
+_FAMILY = {"family", "relatives", "kids", "children", "parents", "siblings", "folks"}
+_ALL_PETS = {"pet", "pets", "animal", "animals"}
+_PET_WORD = re.compile("(?:" + "|".join(PETS) + ")", re.I)
+_CHILDREN = {"kid", "kids", "child", "children"}
+
+
+def _one_of(asked_word: str, word: str) -> bool:
+    """'pet' asked, 'cat' kept ("what's my pet's name?" is answered by `cat_name`); 'kid' asked, 'daughter' kept."""
+    if asked_word in _ALL_PETS:
+        return bool(_PET_WORD.fullmatch(word))
+    return asked_word in _CHILDREN and word in {"son", "daughter", *_CHILDREN}
+
+
+# one person under two words ("what's my mother's name?" is answered by `mom_name`)
+_ALSO_CALLED = {"mother": "mom", "mum": "mom", "father": "dad", "grandmother": "grandma", "grandfather": "grandpa",
+                "neighbour": "neighbor", "flatmate": "roommate"}  # fmt: skip
+
+
+def _same(word: str, other: str) -> bool:
+    return _ALSO_CALLED.get(word, word) == _ALSO_CALLED.get(other, other)
+
+
+def _owner(slot: str) -> str | None:
+    """Whose detail a slot holds when it is not the user's own: 'partner', 'sister_birthday' -> 'sister',
+    'dog_name' -> 'dog'; None for the user's ('birthday', 'pet')."""
+    words = slot_words(slot)
+    relation = next((r for r in RELATIONS if words == r or words.startswith(r + " ")), None)
+    if relation:
+        return relation
+    first, _, rest = words.partition(" ")
+    return first if rest and _PET_WORD.fullmatch(first) else None
+
+
+def about_what_was_asked(user_text: str, slot: str, content: str) -> bool:
+    """False for a memory that does not name whose detail was asked for (or its topic's slots): the word "name"
+    in "what is my dog's name?" also matches the user's own `name`, which is not the answer."""
+    # with the slots its topic is stored under: "my pet's name" is answered by `dog_name`
+    asked = [stems(search_query(m)) for m in _POSSESSOR.findall(user_text or "")]
+    have = stems(f"{slot_words(slot)} {content}")
+    if not all(stems & have for stems in asked if stems):
+        return False
+    # "what's my job?" asks about the user: "partner: Sam works as a nurse" is someone else's job, and
+    # "when is my birthday?" is not answered by `sister_birthday`, nor "what's my name?" by `dog_name`
+    mine = {word.lower() for word in re.findall(r"\bmy\s+(\w+)", user_text or "", re.I)}
+    owner = _owner(slot)
+    if not mine or owner is None or any(_same(word, owner.split()[0]) or _one_of(word, owner) for word in mine):
+        return True
+    everyone = _ALL_PETS if _PET_WORD.fullmatch(owner) else _FAMILY
+    return bool(mine & {*everyone, owner + "s"})
+
+
+def _another_of_its_kind(asked_slot: str | None, slot: str) -> bool:
+    """True when the question named a slot and this memory is the same kind of detail about something else:
+    `favorite_color` for "what is my favorite food?", `cat_name` for "what is my dog called?". The shared word
+    ("favorite", "name") makes it a text match, and it is not the answer."""
+    if not asked_slot or asked_slot == slot:
+        return False
+    asked, other = asked_slot.split("_"), slot.split("_")
+    if len(asked) != len(other) or len(asked) < 2:
+        return False
+    differ = [(a, b) for a, b in zip(asked, other, strict=True) if a != b]
+    return len(differ) == 1 and not _one_of(*differ[0])
+
+
+def answers_the_question(
+    user_text: str, asked_slot: str | None, slot: str, content: str, *, word_match: bool, nearest: bool
+) -> bool:
+    """Whether a memory found by a search (or put into context by the per-turn recall) answers the question;
+    `asked_slot`: the slot the question named (its recall_detail), if any. When that slot is not kept, only a
+    memory sharing the question's words (`word_match`), or the nearest of all, can be the answer: every short
+    memory is "near" a short question in meaning (`favorite_color` is near "what's my name?")."""
+    if not about_what_was_asked(user_text, slot, content) or _another_of_its_kind(asked_slot, slot):
+        return False
+    return not asked_slot or word_match or nearest
+
+
+def shares_words(user_text: str, slot: str, content: str) -> bool:
+    return bool(stems(search_query(user_text)) & stems(f"{slot_words(slot)} {content}"))
