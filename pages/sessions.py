@@ -716,7 +716,12 @@ def main() -> None:
         _overview(records, views),
         hide_index=True,
         key="u_sessions_table",
-        column_config={"Session": st.column_config.TextColumn(width="small")},
+        # the tools of a long session made the table wider than the page at 1440 px, the session ids cut off
+        # ("text-f9…") behind a sideways scroll: a cell too long for its column shows whole on hover
+        column_config={
+            "Tools used": st.column_config.TextColumn(width="medium"),
+            "Session": st.column_config.TextColumn(width="medium"),
+        },
     )
     ids = [record.session_id for record in records]
     if wanted in ids:
