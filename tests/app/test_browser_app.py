@@ -179,6 +179,30 @@ def test_two_tabs_keep_one_identity_and_typed_text_shows_as_typed(streamlit_serv
     assert not tab_b.get_by_text("could not be restored").count()
 
 
+def test_delete_everything_leaves_its_box_closed_and_empty(streamlit_server, new_browser_page):
+    """Found 2026-12-06: after "Delete everything about me" its box stayed open, DELETE still typed and the
+    button greyed out (the widgets' state was dropped, and the browser kept drawing the old ones)."""
+    page = new_browser_page((1440, 900))
+    page.goto(streamlit_server)
+    wait_for_identity_cookie(page)
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    send(page, "my favorite color is teal")
+    open_page(page, "Memories")
+    page.get_by_text("Delete everything about me…").first.click()
+    phrase = page.locator('[class*="st-key-u_mem_erase_phrase"] input')
+    phrase.fill("DELETE")
+    phrase.press("Enter")
+    wait_for_app(page)
+    page.locator('[class*="st-key-u_mem_erase_button"] button').click()
+    page.get_by_text("The agent will meet you as a stranger").first.wait_for(timeout=TURN_TIMEOUT_MS)
+    wait_for_app(page)
+    box = page.locator('[data-testid="stExpander"]').filter(has_text="Delete everything about me…")
+    expect(box.locator("details")).not_to_have_attribute("open", re.compile(".*"))
+    box.click()
+    expect(phrase).to_have_value("")
+    expect(page.locator('[class*="st-key-u_mem_erase_button"] button')).to_be_disabled()
+
+
 def test_livekit_panel_mints_a_token_for_the_visitor(database_uri, new_browser_page, tmp_path):
     """A server with LiveKit settings; the first request is a deep link (the page must still run behind
     the identity gate), and the token shown decodes to the visitor's verified id."""
