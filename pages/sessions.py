@@ -381,10 +381,16 @@ def _say_deleted() -> None:
     if confirmed is None:
         return
     deleted, shown_after = confirmed
-    if not stayed_on_page() or st.session_state.get(PICK) not in (deleted, shown_after, None):
+    if _moved_on(deleted, shown_after):
         st.session_state.pop(DELETED, None)
         return
     st.success(f"Deleted session {deleted} and its transcript.", icon=":material/check_circle:")
+
+
+def _moved_on(*shown: str | None) -> bool:
+    """Whether the visitor left the page or picked a session other than `shown`, which ends a notice the
+    page says across runs (a deletion's confirmation, a session asked for that is not there)."""
+    return not stayed_on_page() or st.session_state.get(PICK) not in (*shown, None)
 
 
 def _deleted_here(session_id: str) -> bool:
@@ -616,7 +622,7 @@ def _said_not_there_before() -> None:
     if notice is None:
         return
     text, icon, shown_instead = notice
-    if not stayed_on_page() or st.session_state.get(PICK) not in (shown_instead, None):
+    if _moved_on(shown_instead):
         st.session_state.pop(NOT_THERE, None)
         return
     st.warning(text, icon=icon)
