@@ -355,11 +355,13 @@ def _follow_browser(playing: bool, key: str, visitor) -> VoiceCall | None:
 
 def _end(key: str, last: VoiceCall) -> None:
     if last.pipeline == "livekit" and last.error:  # nothing to save: the room was never joined
-        end_call(key) or last.stop()
+        if end_call(key) is None:
+            last.stop()
         st.session_state[_ENDED] = (last.session_id, _NEVER_JOINED, last.pipeline)
         return
     if last.ended_because == SESSION_DELETED:  # nothing to save: its session was deleted meanwhile
-        end_call(key) or last.stop()
+        if end_call(key) is None:
+            last.stop()
         st.session_state[_ENDED] = (last.session_id, SESSION_DELETED, last.pipeline)
         return
     with st.spinner("Ending the call and saving its report…"):

@@ -245,3 +245,21 @@ def test_markdown_headings_carry_no_anchor_links():
         and not any(k.arg == "anchors" and getattr(k.value, "value", None) is False for k in node.keywords)
     ]
     assert wrong == []
+
+
+def test_streamlit_magic_is_off_and_no_page_relies_on_it():
+    """Magic parses each page with ast.parse, which CPython 3.11 cannot do beside another thread's parse
+    (gh-106905: "AST constructor recursion depth mismatch" on a page's first run). Off, and so no page may
+    leave a value in a bare statement for magic to write."""
+    import tomllib
+
+    config = tomllib.loads((PROJECT_ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["magicEnabled"] is False
+    for path in [
+        PROJECT_ROOT / "app_script.py",
+        PROJECT_ROOT / "streamlit_app.py",
+        *sorted((PROJECT_ROOT / "pages").glob("*.py")),
+    ]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Expr) and not isinstance(node.value, (ast.Call, ast.Await, ast.Constant)):
+                raise AssertionError(f"{path.name}:{node.lineno} leaves a value for magic: {ast.unparse(node)}")
