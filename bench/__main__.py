@@ -455,7 +455,9 @@ def _kept_sections(output: Path, skip: set[str], *, rendered_again: tuple[str, .
             if title.endswith(RENDERED_FROM_JSON) or title.startswith(rendered_again):
                 continue
             if name in skip and section.startswith(prefix):
-                kept[title] = section.rstrip("\n")
+                # "this run" was the run that wrote it; kept by a later one, it is an earlier run's
+                earlier = title.replace(", this run)", ", an earlier run)")
+                kept[earlier] = section.replace(title, earlier, 1).rstrip("\n")
     return kept
 
 

@@ -25,9 +25,12 @@ def test_skipped_sections_are_kept_and_the_full_scale_run_is_never_kept_twice(tm
     output.write_text(EARLIER_RUN, encoding="utf-8")
 
     kept = _kept_sections(output, {"conversation-scale"})
-    # the small scale run is kept; the full run is rendered again from its JSON, so keeping it would repeat it
-    assert list(kept) == ["Conversation memory at scale (50,000 turns, this run)"]
-    assert kept["Conversation memory at scale (50,000 turns, this run)"].endswith("small scale figures")
+    # the small scale run is kept, no longer called "this run"; the full run is rendered again from its JSON,
+    # so keeping it would repeat it
+    assert list(kept) == ["Conversation memory at scale (50,000 turns, an earlier run)"]
+    small = kept["Conversation memory at scale (50,000 turns, an earlier run)"]
+    assert small.startswith("## Conversation memory at scale (50,000 turns, an earlier run)\n")
+    assert small.endswith("small scale figures") and "this run" not in small
 
     assert list(_kept_sections(output, {"voice"})) == ["Voice: end of user speech → first agent audio"]
     assert _kept_sections(output, set()) == {}
@@ -40,11 +43,11 @@ def test_a_full_scale_run_written_by_the_run_that_measured_it_is_not_kept_beside
         encoding="utf-8",
     )
     everything = _kept_sections(output, {"conversation-scale"})
-    assert "Conversation memory at scale (1,000,000 turns, this run)" in everything
+    assert "Conversation memory at scale (1,000,000 turns, an earlier run)" in everything
     kept = _kept_sections(
         output, {"conversation-scale"}, rendered_again=("Conversation memory at scale (1,000,000 turns,",)
     )
-    assert list(kept) == ["Conversation memory at scale (50,000 turns, this run)"]
+    assert list(kept) == ["Conversation memory at scale (50,000 turns, an earlier run)"]
 
 
 def _wer_result(domain_after: float, generic_after: float) -> dict:
@@ -101,7 +104,7 @@ def test_each_kept_section_says_the_date_it_was_measured_on_not_the_last_runs(tm
     assert kept["Voice: end of user speech → first agent audio"].endswith("<!-- measured on 2026-11-20 -->")
     sentence = _kept_sentence(kept, "2026-11-23")  # the file's header date, for a section without its own
     assert "“Voice: end of user speech → first agent audio” (2026-11-20)" in sentence
-    assert "“Conversation memory at scale (50,000 turns, this run)” (2026-11-23)" in sentence
+    assert "“Conversation memory at scale (50,000 turns, an earlier run)” (2026-11-23)" in sentence
     assert _dated(older, "2026-11-27") == older  # kept again: still its own date
     full = "## Conversation memory at scale (1,000,000 turns, the recorded full run)\n\nfull"
     assert _dated(full, "2026-11-27") == full  # rendered from its JSON, which says when it ran
