@@ -166,6 +166,11 @@ class Conversation:
         return waiting
 
     @property
+    def forgotten_messages(self) -> int:
+        """Its messages blanked so far because they mentioned a memory the user deleted (agent/forgetting.py)."""
+        return self._ps.forgetting.messages if self._ps else 0
+
+    @property
     def history(self) -> list[dict[str, Any]]:
         """The conversation so far: final user and assistant transcripts, in order."""
         events = self._ps.bus.events if self._ps else self.sink.since(0)[0]

@@ -28,7 +28,7 @@ import asyncio
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable, Awaitable, Callable
 from dataclasses import replace
 from datetime import tzinfo
 from typing import Any
@@ -38,12 +38,14 @@ from livekit.agents import Agent, ModelSettings, RunContext, function_tool, llm
 from agent import events, tool_outputs
 from agent.chat_format import DEFAULT_RECALL_PLACEMENT, PRELOAD_MESSAGE_ID, RecallPlacement, shape
 from agent.event_bus import EventBus
+from agent.forgetting import scrub_chat_items
 from agent.past_conversation_tools import PastConversationTools
 from agent.prompts import FILLER_TEXT, INSTRUCTIONS, greeting_instruction, preload_message
 from agent.recall import Searches, recall, start_searches
 from agent.tool_calls import call_core
 from core import memories, orders, profiles, retrieval
 from core.config import get_settings
+from core.conversations import Mentions
 from core.date_window import today_in, user_zone, zone_name
 from core.db import Scope, parse_user_id
 from core.profiles import Preload
@@ -95,6 +97,10 @@ class PlaygroundAgent(PastConversationTools, Agent):
         self.profile_updates: list[dict[str, Any]] = []
         self.recall_placement = recall_placement
         self.greeting_instruction: str | None = None  # what the greeting was generated from
+        # memories the user deleted during the conversation (agent/forgetting.py): what says them, and the
+        # check that forgets them, which the forget tool waits for before the model reads its result
+        self.forgotten: Mentions | None = None
+        self.memories_deleted: Callable[[], Awaitable[Any]] | None = None
         self._recalls: OrderedDict[str, str | None] = OrderedDict()  # user message id -> recall block text
         self._early_searches: Searches | None = None  # started from a voice turn's speculative transcript
         chat_ctx = llm.ChatContext.empty()
@@ -114,6 +120,28 @@ class PlaygroundAgent(PastConversationTools, Agent):
     def set_rrf(self, params: RrfParams) -> RrfParams:
         self.rrf = params.validated()
         return self.rrf
+
+    # ------------------------------------------------------------------ memories deleted meanwhile
+
+    async def reload_preload(self) -> None:
+        """The user's memories changed during the conversation (agent/forgetting.py): the model reads the
+        profile and memories as they are now from its next call on."""
+        if self.preload is not None:
+            fresh = await asyncio.to_thread(profiles.preload, self.scope, visit=False)
+            self.preload = replace(fresh, returning=self.preload.returning)
+
+    def forget_mentions(self, says: Mentions) -> int:
+        """Blank what the model would read again that says a deleted memory: its messages and tool results,
+        each turn's recall block, and the greeting's instruction (which may name the user)."""
+        changed = scrub_chat_items(self.chat_ctx.items, says)
+        for message_id, block in self._recalls.items():
+            if block and says(block):
+                self._recalls[message_id] = None
+                changed += 1
+        if self.greeting_instruction and says(self.greeting_instruction):
+            self.greeting_instruction = greeting_instruction(None)
+            changed += 1
+        return changed
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -164,6 +192,8 @@ class PlaygroundAgent(PastConversationTools, Agent):
         text = (message.text_content or "").strip()
         self.bus.begin_user_turn(message.id, text)
         if message.id not in self._recalls:
+            if self.forgotten is not None:  # what the last turn said of a memory deleted in it (the tool's result)
+                self.forget_mentions(self.forgotten)
             self._recalls[message.id] = await self.recall(text)
             while len(self._recalls) > 256:  # a very long call: the oldest turns lose their block
                 self._recalls.popitem(last=False)
@@ -291,6 +321,8 @@ class PlaygroundAgent(PastConversationTools, Agent):
             tool_outputs.forgotten,
         )
         self.note_write("forgotten", forgotten.memory.memory_type, None, forgotten.memory.content)
+        if self.memories_deleted is not None:  # the earlier messages that said it are forgotten first
+            await self.memories_deleted()
         return output
 
     @function_tool

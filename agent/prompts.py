@@ -46,6 +46,9 @@ RECALL_LEAD = f"{RECALL_HEADER} (hybrid search, best first; use them only if the
 PAST_TURNS_LEAD = "From earlier conversations (date, who said it: what was said):"
 
 FILLER_TEXT = "One moment, let me look that up."
+# What the model reads in place of a message or tool result that mentioned a memory the user deleted
+# during the conversation (agent/forgetting.py)
+FORGOTTEN_NOTE = "(Deleted: this mentioned a memory the user deleted.)"
 
 EXTRACTION_PROMPT = """\
 From the user's messages below, list at most 5 lasting facts about the user worth remembering in future \

@@ -31,6 +31,7 @@ from agent.brain.llm import OfflineBrain
 from agent.event_bus import EventBus, EventSink
 from agent.events import Event
 from agent.extraction import extract_facts
+from agent.forgetting import Forgetting
 from agent.model_factory import build_llm, describe_models, session_connect_options
 from agent.playground_agent import PlaygroundAgent, load_preload
 from agent.session_events import publish_session_events
@@ -40,6 +41,7 @@ from core.db import parse_user_id
 from core.errors import PlaygroundError
 from core.profiles import Preload
 from core.retrieval import RrfParams
+from core.sessions import DELETED_TEXT
 from core.turn_indexer import get_indexer
 
 log = logging.getLogger(__name__)
@@ -107,6 +109,8 @@ class PlaygroundSession:
         self.report: dict[str, Any] | None = None
         self.record = None
         self._finish_task: asyncio.Task | None = None
+        # a memory the user deletes meanwhile leaves this conversation too (agent/forgetting.py)
+        self.forgetting = Forgetting(self)
         publish_session_events(self.session, self.bus)
 
     @property
@@ -130,6 +134,8 @@ class PlaygroundSession:
         )
         if self.rrf is not None:  # set_rrf from another thread may have come while the agent was made
             self.agent.set_rrf(self.rrf)
+        self.agent.memories_deleted = self.forgetting.check
+        self.forgetting.start()
         self.started_at = time.time()
         kwargs: dict[str, Any] = {}
         if room is not None:
@@ -224,6 +230,7 @@ class PlaygroundSession:
                 log.exception("closing the agent session failed; writing the report anyway")
         self.ended_at = time.time()
         agent = self.agent
+        await self.forgetting.settled()  # nothing said of a memory deleted meanwhile is extracted or reported
         extraction = None
         if extract and agent is not None:
             extraction = await self._extract(agent)
@@ -244,7 +251,7 @@ class PlaygroundSession:
             extraction=extraction,
             models=describe_models().as_dict(),
         )
-        self.report = {**base, "playground": section}
+        self.report = self.forgetting.report_without_them({**base, "playground": section})
         self.record = await asyncio.to_thread(
             reports.save,
             self.user_id,
@@ -273,7 +280,9 @@ class PlaygroundSession:
 
     async def _extract(self, agent: PlaygroundAgent) -> dict[str, Any] | None:
         user_turns = [
-            e["text"] for e in events.of_type(self.bus.events, "transcript") if e["role"] == "user" and e.get("final")
+            e["text"]
+            for e in events.of_type(self.bus.events, "transcript")
+            if e["role"] == "user" and e.get("final") and e["text"] != DELETED_TEXT
         ]
         if not user_turns:
             return None

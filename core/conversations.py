@@ -364,6 +364,15 @@ def delete_mentions(cur, user_id, texts: Sequence[str]) -> int:
     return cur.rowcount
 
 
+def forget_mentions(scope: Scope, texts: Sequence[str]) -> tuple[list[str], int]:
+    """For a conversation still open when the user deleted memories (agent/forgetting.py): which of the
+    deleted `texts` a deletion forgets (`forgettable`), and how many of the user's turns that mention them
+    are deleted now (turns stored after the deletion itself, from a turn queue in another process)."""
+    with transaction(scope) as cur:
+        kept = forgettable(cur, texts)
+        return kept, delete_mentions(cur, scope.user_id, kept) if kept else 0
+
+
 def list_turns(scope: Scope, session_id: str) -> list[ConversationTurn]:
     """A session's turns in order (as the user: RLS decides; as the service: scoped by user)."""
     session_id = clean_text(session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)

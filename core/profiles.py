@@ -180,11 +180,13 @@ def touch_last_seen(scope: Scope) -> datetime | None:
     return row["last_seen_at"]
 
 
-def preload(scope: Scope) -> Preload:
+def preload(scope: Scope, *, visit: bool = True) -> Preload:
     """The profile and the most recently updated memories, at most PRELOAD_MAX_MEMORIES and
-    within PRELOAD_TOKEN_BUDGET (about 4 characters a token); the rest stays searchable."""
+    within PRELOAD_TOKEN_BUDGET (about 4 characters a token); the rest stays searchable. `visit`: a
+    conversation starts (last_seen_at is stamped and `returning` says whether it was set); False reads the
+    same again during a conversation (`returning` is then False: the caller keeps the first one's)."""
     settings = get_settings()
-    previous_visit = touch_last_seen(scope)
+    previous_visit = touch_last_seen(scope) if visit else None
     profile = get_profile(scope)
     recent, total = memories.most_recent(scope, settings.preload_max_memories)
     budget = settings.preload_token_budget * 4

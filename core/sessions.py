@@ -221,14 +221,14 @@ def _strings_in(doc: Any):
             yield from _strings_in(value)
 
 
-def _blanked(doc: Any, says: Mentions) -> Any:
+def blanked(doc: Any, says: Mentions) -> Any:
     """The decoded JSON document with every string value that `says` a text replaced by DELETED_TEXT."""
     if isinstance(doc, str):
         return DELETED_TEXT if says(doc) else doc
     if isinstance(doc, dict):
-        return {key: _blanked(value, says) for key, value in doc.items()}
+        return {key: blanked(value, says) for key, value in doc.items()}
     if isinstance(doc, list):
-        return [_blanked(value, says) for value in doc]
+        return [blanked(value, says) for value in doc]
     return doc
 
 
@@ -248,7 +248,7 @@ def _upsert_report(
             gone = [text for slot, text in written.items() if slot not in kept]
         says = Mentions(forgettable(cur, gone))
         if says:  # the same rule as a deletion applies to the reports saved before it (forget_in_reports)
-            encoded = json.dumps(_blanked(json.loads(encoded), says), ensure_ascii=False, allow_nan=False)
+            encoded = json.dumps(blanked(json.loads(encoded), says), ensure_ascii=False, allow_nan=False)
         cur.execute(
             f"""
             insert into public.sessions (session_id, user_id, room_name, report, started_at, ended_at)

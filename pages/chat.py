@@ -13,6 +13,7 @@ import streamlit as st
 
 from agent import MAX_MESSAGE_LENGTH, STOPPED_MESSAGE, Conversation, llm_wait_seconds, warmup
 from core.errors import InvalidInput
+from core.sessions import DELETED_TEXT
 from ui import auth, chat_state, resend, rrf
 from ui.errors import reported, show_error
 from ui.format import clip, literal, ms, session_ref
@@ -21,7 +22,7 @@ from ui.shell import redraw_page, run_page
 from ui.sidebar import model_rows
 from ui.style import page_header
 from ui.turn_panel import render_tool_calls, render_turn_details
-from ui.turns import Turn, group_turns
+from ui.turns import FORGOTTEN_MESSAGE, Turn, group_turns
 
 TURN_TIMEOUT_SECONDS = 120
 # The conversation and the panel beside it scroll inside their own boxes, and the message box sits under
@@ -213,15 +214,28 @@ def _llm_label() -> tuple[str, bool]:
     return "unknown model", False
 
 
+def _said(text: str, *, markdown: bool = False) -> None:
+    """One message as said, or what is left of one that mentioned a memory the visitor deleted meanwhile
+    (agent/forgetting.py blanks it in the open conversation, as the deletion did in stored ones)."""
+    if text == DELETED_TEXT:
+        st.caption(f":material/delete: {FORGOTTEN_MESSAGE}")
+    else:
+        st.markdown(text if markdown else literal(text))
+
+
 def _render_message(turn: Turn) -> None:
     if turn.user_text:
         with st.chat_message("user"):
-            st.markdown(literal(turn.user_text))
+            _said(turn.user_text)
     if turn.assistant_texts or turn.tool_calls or turn.errors or turn.stopped:
         # keyed so the browser tests (and CSS) can tell a finished turn from the live status
         with st.container(key=f"chat_turn_{turn.number}"), st.chat_message("assistant"):
             if turn.assistant_texts or not (turn.errors or turn.stopped):
-                st.markdown(turn.assistant_text or "…")
+                if DELETED_TEXT in turn.assistant_texts:
+                    for text in turn.assistant_texts:
+                        _said(text, markdown=True)
+                else:
+                    st.markdown(turn.assistant_text or "…")
             for message in dict.fromkeys(turn.errors):
                 st.error(message, icon=":material/error:")
             if turn.stopped:
@@ -244,6 +258,7 @@ class _Drawn(NamedTuple):
     done_turns: int
     waiting: tuple[str, ...]  # sent, and not among the events yet
     kept: int  # messages in the outbox
+    forgotten: int  # messages blanked because they mentioned a memory deleted meanwhile
 
     @property
     def settled(self) -> bool:
@@ -253,7 +268,14 @@ class _Drawn(NamedTuple):
 def _snapshot(chat: Conversation) -> _Drawn:
     events, cursor = chat.events_since(0)
     done_turns = sum(1 for event in events if event["type"] == "turn_done")
-    return _Drawn(chat.ready.done(), chat.busy, done_turns, tuple(chat.waiting_messages(cursor)), len(_outbox()))
+    return _Drawn(
+        chat.ready.done(),
+        chat.busy,
+        done_turns,
+        tuple(chat.waiting_messages(cursor)),
+        len(_outbox()),
+        chat.forgotten_messages,
+    )
 
 
 def _warming_up() -> str:
@@ -432,7 +454,7 @@ def _conversation(box, chat: Conversation, shown: _Drawn, turns: list[Turn], wai
         for turn in turns:
             if shown.busy and turn is turns[-1] and turn.number > 0 and not turn.done:
                 with st.chat_message("user"):  # the turn in progress: its steps are in the status below
-                    st.markdown(literal(turn.user_text))
+                    _said(turn.user_text or "")
             else:
                 _render_message(turn)
         for text in waiting:

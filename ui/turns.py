@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 
 from agent import Event, RetrievalEvent, ToolCallEvent
 
+# Shown in place of a message of the open conversation that mentioned a memory the visitor deleted
+FORGOTTEN_MESSAGE = "Deleted: it mentioned a memory you deleted."
+
 
 @dataclass
 class Turn:

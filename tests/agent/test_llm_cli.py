@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from agent.prompts import EXTRACTION_PROMPT, PRELOAD_HEADER, today_line
+from agent.prompts import EXTRACTION_PROMPT, FORGOTTEN_NOTE, PRELOAD_HEADER, today_line
 from core import conversations, db, memories, sessions
 from core.conversations import TurnInput
 from core.db import Scope
@@ -55,6 +55,7 @@ def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user
         "what is my favorite color?",
         "I live in Denver. Where is order 1002?",
         "forget my favorite color",
+        "what was my favorite color again?",
     ]
     result = run_chat_cli(llm_server.env(), lines, user_id=user.user_id)
     out = result.stdout
@@ -87,10 +88,15 @@ def test_chat_with_an_llm_teaches_recalls_forgets_looks_up_and_extracts(new_user
     assert PRELOAD_HEADER in system_message(greeting)
     # the recall for turn 2 carries the memory written in turn 1
     assert_recall_carries(first_request_for(requests, "what is my favorite color?"), "- favorite_color: teal")
-    # each request starts with the previous one (a server's prompt cache stays valid)
-    agent_calls = [r.messages for r in requests if r.body.get("tools")]
+    # each request starts with the previous one (a server's prompt cache stays valid), until something is
+    # forgotten: what said it is blanked in the context from then on (agent/forgetting.py)
+    forgetting = requests.index(first_request_for(requests, "forget my favorite color"))
+    agent_calls = [r.messages for r in requests[: forgetting + 1] if r.body.get("tools")]
     for before, after in itertools.pairwise(agent_calls):
         assert after[: len(before)] == before
+    # the turn after it, the model reads nothing that says it: not the earlier messages, not the tool's result
+    asked_again = json.dumps(first_request_for(requests, "what was my favorite color again?").messages)
+    assert "teal" not in asked_again.lower() and FORGOTTEN_NOTE in asked_again
     extraction = requests[-1]
     assert "tools" not in extraction.body
     assert [m["role"] for m in extraction.messages] == ["user"]

@@ -16,6 +16,7 @@ from tests.support.long_messages import LONG_MESSAGES, remember_what_they_ask_ab
 from tests.support.panels import expand
 from ui import chat_state, resend
 from ui.format import session_ref
+from ui.turns import FORGOTTEN_MESSAGE
 
 
 def _say(at, text):
@@ -157,6 +158,30 @@ def test_a_memory_deleted_before_the_session_ends_is_not_in_its_report(app):
     shown = (
         [df.value.to_json() for df in at.dataframe] + [e.label for e in at.expander] + [m.value for m in at.markdown]
     )
+    assert not [text for text in shown if "teal" in text.casefold()]
+
+
+def test_a_memory_deleted_while_the_chat_is_open_leaves_the_chat_on_screen(app):
+    """Deleted on the Memories page while the chat goes on: the messages and panel rows that said it are
+    blanked in the open chat (agent/forgetting.py), as the deletion did in the stored conversations."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    _say(at, "my favorite color is teal")
+    _say(at, "what is my favorite color?")
+    chat = at.session_state["u_chat_session"]
+    memories.delete_memory(visitor.scope, memories.recall(visitor.scope, "favorite_color").id)
+
+    deadline = time.monotonic() + 15
+    while chat.forgotten_messages < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    at.run()
+    settle(at)
+    assert not at.exception, at.exception
+    said = [m.value for message in at.chat_message for m in message.markdown]
+    assert "what is my favorite color?" in said  # says nothing of the color: kept
+    # what the visitor said, the agent's "Got it" and its answer
+    assert [c.value for c in at.caption].count(f":material/delete: {FORGOTTEN_MESSAGE}") == 3
+    shown = said + [t.value.to_json() for t in at.table] + [df.value.to_json() for df in at.dataframe]
     assert not [text for text in shown if "teal" in text.casefold()]
 
 

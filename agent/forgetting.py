@@ -1,0 +1,245 @@
+"""A memory the user deletes while a conversation is open leaves that conversation too.
+
+Deleting a memory (the Memories page, Delete everything, "forget my ...") deletes the stored turns that
+mention it and blanks it in the saved session reports (core.memories). A conversation still open holds it
+in more places: the events its page shows, the model's context (the preload, each turn's recall block, the
+messages and tool results), and the report it saves at its end, whose facts are then extracted from the
+user's messages again. Each session follows its user's memory changes (core.memory_changes: this process's
+and, through the database feed, another's) and does to all of those what the deletion did to the stored
+turns: every string that mentions a deleted memory's text, by the same rule (core.conversations.Mentions),
+becomes core.sessions.DELETED_TEXT. The deleted texts are kept only in this process's memory, for as long
+as the conversation runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from typing import Any
+
+from livekit.agents import llm
+
+from agent.prompts import FORGOTTEN_NOTE
+from core import conversations, memories, memory_changes, turn_indexer
+from core.conversations import Mentions
+from core.db import Scope
+from core.sessions import DELETED_TEXT
+from core.sessions import blanked as blanked_report
+
+log = logging.getLogger(__name__)
+
+# Event keys that name things rather than say them (event kinds, roles, tiers, tool names...): never blanked,
+# so that a memory whose text is "assistant" or "conversations" leaves every event readable
+STRUCTURAL_KEYS = frozenset(
+    {
+        "type",
+        "session_id",
+        "role",
+        "source",
+        "tier",
+        "trigger",
+        "mode",
+        "who",
+        "state",
+        "name",
+        "where",
+        "kind",
+        "origin",
+        "speaker",
+        "memory_type",
+        "id",
+        "skip_reason",
+        "degraded_reason",
+    }
+)
+
+
+class KnownMemories:
+    """The user's memories as the conversation last read them (id -> slot and text): what a change took away."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        self._known: dict[uuid.UUID, tuple[str, str]] | None = None
+
+    def _read(self) -> dict[uuid.UUID, tuple[str, str]]:
+        return {m.id: (m.memory_type, m.content) for m in memories.list_memories(self.scope)}
+
+    def read(self) -> None:
+        """The first reading (blocking), when the conversation starts."""
+        self._known = self._read()
+
+    def changes(self) -> tuple[list[str], list[tuple[str, str]], set[str]]:
+        """Read again (blocking): the texts of the memories deleted since the last reading, the memories
+        edited since (slot, new text; an edited memory keeps its id), and the slots there are now."""
+        now = self._read()
+        before, self._known = self._known, now
+        if before is None:
+            return [], [], {slot for slot, _ in now.values()}
+        gone = [text for memory_id, (_, text) in before.items() if memory_id not in now]
+        edited = [now[key] for key, memory in before.items() if key in now and now[key] != memory]
+        return gone, edited, {slot for slot, _ in now.values()}
+
+
+def blank_mentions(doc: Any, says: Mentions) -> int:
+    """Every string in `doc` (an event: dicts and lists, nested) that says one of the texts becomes
+    DELETED_TEXT, in place, but for STRUCTURAL_KEYS; returns how many."""
+    if isinstance(doc, dict):
+        places = [(key, value) for key, value in doc.items() if key not in STRUCTURAL_KEYS]
+    elif isinstance(doc, list):
+        places = list(enumerate(doc))
+    else:
+        return 0
+    count = 0
+    for place, value in places:
+        if isinstance(value, str):
+            if value != DELETED_TEXT and says(value):
+                doc[place] = DELETED_TEXT
+                count += 1
+        else:
+            count += blank_mentions(value, says)
+    return count
+
+
+def scrub_chat_items(items: list[llm.ChatItem], says: Mentions) -> int:
+    """The model's context, in place: a message or tool result that says one of the texts becomes
+    FORGOTTEN_NOTE, a tool call's arguments that say one become {}; returns how many items changed."""
+    count = 0
+    for item in items:
+        if item.type == "message":
+            text = item.text_content or ""
+            if text and text != FORGOTTEN_NOTE and says(text):
+                item.content = [FORGOTTEN_NOTE]
+                count += 1
+        elif item.type == "function_call" and item.arguments and says(item.arguments):
+            item.arguments = json.dumps({})
+            count += 1
+        elif item.type == "function_call_output" and item.output not in ("", FORGOTTEN_NOTE) and says(item.output):
+            item.output = FORGOTTEN_NOTE
+            count += 1
+    return count
+
+
+class Forgetting:
+    """A session's follower of its user's memory changes (the module docstring). Made with the session;
+    `start` on its loop once the agent exists, `settled` before the report is built. A core.memory_changes
+    listener (held weakly there: the session holds this).
+
+    What is blanked where: the events (what the pages show) and the model's context as soon as a deletion
+    is heard of; the agent's own "forget" waits for that before the model reads its result, so the model
+    can say what it forgot, and the model's context loses that too when the next user turn starts
+    (PlaygroundAgent.forget_mentions); the report, and the stored turns said after the deletion, at the end."""
+
+    def __init__(self, session: Any) -> None:  # an agent.session.PlaygroundSession
+        self.session = session
+        self.known = KnownMemories(Scope.service(session.user_id))
+        self.texts: list[str] = []  # the deleted memories' texts this conversation forgot
+        self.messages = 0  # the conversation's messages blanked so far (pages redraw when it changes)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._first_reading: asyncio.Future | None = None
+        self._checking: asyncio.Task | None = None
+        self._lock: asyncio.Lock | None = None
+        self._again = False
+
+    def start(self) -> None:
+        """On the session's loop: read the user's memories (off the loop) and follow their changes."""
+        self._loop = asyncio.get_running_loop()
+        self._lock = asyncio.Lock()
+        self._first_reading = asyncio.ensure_future(asyncio.to_thread(self.known.read))
+        memory_changes.subscribe(self)
+
+    def memories_changed(self, user_id: uuid.UUID | None) -> None:
+        """core.memory_changes, on any thread: this user's memories changed (None: anyone's may have)."""
+        loop = self._loop
+        if (user_id is None or user_id == self.session.user_id) and loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._check_soon)
+
+    def _check_soon(self) -> None:
+        self._again = True  # changes that come while a check runs are checked once more after it
+        if self._checking is None or self._checking.done():
+            self._checking = asyncio.ensure_future(self._check_while_changed())
+
+    async def _check_while_changed(self) -> None:
+        while self._again:
+            self._again = False
+            await self._check_logged()
+
+    async def _check_logged(self) -> None:
+        try:
+            await self.check()
+        except RuntimeError as exc:  # the process is exiting: its thread pool takes no more work
+            log.warning("session %s: deleted memories not checked: %s", self.session.session_id, exc)
+        except Exception:  # the database went away: the next change, or the end of the session, checks again
+            log.exception("session %s: checking for deleted memories failed", self.session.session_id)
+
+    async def settled(self) -> None:
+        """Before the report: one more check (a change notice may have been missed while the database feed
+        was away), then the turns stored since that mention what was forgotten are deleted as well (the
+        agent's confirmation that it forgot something, say)."""
+        memory_changes.unsubscribe(self)
+        if self._checking is not None:
+            await asyncio.shield(self._checking)
+        await self._check_logged()
+        if self.texts:
+            await asyncio.to_thread(turn_indexer.flush_queued, 2.0)
+            try:
+                await asyncio.to_thread(conversations.forget_mentions, Scope.service(self.session.user_id), self.texts)
+            except Exception:
+                log.exception("session %s: deleting late mentions of deleted memories failed", self.session.session_id)
+
+    async def check(self) -> int:
+        """Compare the user's memories with the last reading and forget what was deleted since; returns how
+        many strings of the conversation were blanked. One at a time."""
+        if self._first_reading is None or self._lock is None:
+            return 0
+        async with self._lock:
+            await self._first_reading
+            return await self._check()
+
+    async def _check(self) -> int:
+        gone, edited, slots = await asyncio.to_thread(self.known.changes)
+        agent = self.session.agent
+        written = [
+            (entry["memory_type"], entry["content"])
+            for entry in (agent.memories_written if agent is not None else [])
+            if entry["action"] in ("remembered", "updated") and entry["content"]
+        ]
+        gone += [text for slot, text in written if slot not in slots]  # came and went between two readings
+        if agent is not None and (gone or set(edited) - set(written)):
+            # the model reads the preload as it is now, but not again for what it wrote itself: its own
+            # words are in the conversation already, and an unchanged preload keeps a server's prompt cache
+            await agent.reload_preload()
+        gone = [text for text in dict.fromkeys(gone) if text not in self.texts]
+        if not gone:
+            return 0
+        await asyncio.to_thread(turn_indexer.flush_queued, 2.0)  # turns said just now are stored first...
+        forgettable, deleted_turns = await asyncio.to_thread(
+            conversations.forget_mentions, Scope.service(self.session.user_id), gone
+        )  # ...and deleted with the others if they mention it
+        if not forgettable:
+            return 0
+        self.texts.extend(forgettable)
+        says = Mentions(self.texts)
+        blanked = 0
+        for event in self.session.bus.events:  # the same dicts the pages read (QueueSink): blanked there too
+            count = blank_mentions(event, says)
+            blanked += count
+            self.messages += 1 if count and event["type"] == "transcript" and event.get("final") else 0
+        if agent is not None:
+            agent.forgotten = says  # and again when each user turn starts
+            blanked += agent.forget_mentions(says)
+        blanked += scrub_chat_items(self.session.session.history.items, says)
+        log.info(
+            "session %s: %d deleted memories forgotten here (%d strings blanked, %d late turns deleted)",
+            self.session.session_id,
+            len(forgettable),
+            blanked,
+            deleted_turns,
+        )
+        return blanked
+
+    def report_without_them(self, report: dict[str, Any]) -> dict[str, Any]:
+        """The report with every string that says a forgotten text blanked (as core.sessions blanks the
+        reports saved before a deletion)."""
+        return blanked_report(report, Mentions(self.texts)) if self.texts else report

@@ -1,0 +1,134 @@
+"""A memory deleted while a conversation is open leaves that conversation too (agent/forgetting.py).
+
+The conversation runs on the in-process runtime with the offline brain, against the real database; the
+deletions are the Memories page's (core.memories as the user, RLS) and another process's (a plain SQL
+delete, heard through the database's notification feed).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from core import conversations, memories, sessions
+from core.db import Scope, transaction
+from core.sessions import DELETED_TEXT
+
+DOG = "Biscuitface"
+
+
+def _wait_for(condition, timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def _model_reads(ps) -> str:
+    """Everything the model would read on its next call: the shaped context, preload included."""
+    request = ps.agent.shape_request(ps.agent.chat_ctx)
+    return json.dumps(request.to_dict(exclude_function_call=False), ensure_ascii=False)
+
+
+def _talk_about_the_dog(runtime, user, key: str):
+    memories.remember(Scope.service(user.user_id), "dog_name", DOG)  # said in an earlier session
+    chat = runtime.open_conversation(key, user.user_id)
+    chat.ready.result(timeout=60)
+    asked = chat.send("what's my dog's name?").result(timeout=60)
+    told = chat.send(f"{DOG} was barking all night again").result(timeout=60)
+    assert DOG in asked.reply and told.error is None
+    assert DOG in _model_reads(chat.playground_session)
+    return chat
+
+
+def test_a_memory_deleted_on_the_memories_page_leaves_the_open_chat_its_model_and_its_report(runtime, new_user):
+    user = new_user()
+    chat = _talk_about_the_dog(runtime, user, "forget-page")
+    ps, session_id = chat.playground_session, chat.session_id
+    (dog,) = memories.list_memories(user.scope)
+
+    deleted = memories.delete_memory(user.scope, dog.id)  # the Memories page, as the visitor
+
+    assert deleted.mentions_removed == 2  # the stored question's answer and the barking
+    assert _wait_for(lambda: chat.forgotten_messages == 2)
+    assert [h["text"] for h in chat.history][1:] == [
+        "what's my dog's name?",  # says nothing of the dog's name: kept
+        DELETED_TEXT,
+        DELETED_TEXT,
+        "Noted. I haven't saved that as a memory, but our conversation is kept, so you can ask me about it later.",
+    ]
+    shown, _ = chat.events_since(0)  # the retrieval panel's hits and tool results too
+    assert DOG not in json.dumps(shown) and DELETED_TEXT in json.dumps(shown)
+    assert DOG not in _model_reads(ps)  # neither in the messages and tool results nor in the preload
+    assert "Remembered facts" not in ps.agent.preload_text()  # the preload lists no memory now
+
+    again = chat.send("what's my dog's name?").result(timeout=60)
+    assert DOG not in again.reply and again.reply.startswith("I don't remember your dog's name")
+    report = chat.close().result(timeout=60)
+
+    assert DOG not in json.dumps(report)
+    saved = sessions.get_session(user.scope, session_id).report
+    assert DOG not in json.dumps(saved)
+    stored = conversations.list_turns(user.scope, session_id)
+    assert stored and all(DOG not in turn.content for turn in stored)
+    assert memories.list_memories(user.scope) == []  # not extracted again from what was said
+
+
+def test_a_deletion_in_another_process_reaches_the_chat_through_the_database(runtime, new_user):
+    """A plain SQL delete, as another process's would be heard: only the database's notification tells
+    this process, and the chat deletes the stored turns that mention it itself."""
+    user = new_user()
+    chat = _talk_about_the_dog(runtime, user, "forget-elsewhere")
+    session_id = chat.session_id
+    assert _wait_for(lambda: any(DOG in t.content for t in conversations.list_turns(user.scope, session_id)))
+
+    with transaction(Scope.service(user.user_id)) as cur:  # no in-process notice: core.memories is not used
+        cur.execute("delete from public.memories where user_id = %s", (user.user_id,))
+
+    assert _wait_for(lambda: chat.forgotten_messages == 2)
+    assert DOG not in _model_reads(chat.playground_session)
+    assert all(DOG not in t.content for t in conversations.list_turns(user.scope, session_id))
+    chat.close().result(timeout=60)
+    assert DOG not in json.dumps(sessions.get_session(user.scope, session_id).report)
+
+
+def test_an_edited_memory_reaches_the_model_and_blanks_nothing(runtime, new_user):
+    user = new_user()
+    chat = _talk_about_the_dog(runtime, user, "forget-edit")
+    (dog,) = memories.list_memories(user.scope)
+
+    memories.update_memory(user.scope, dog.id, "Pixel")
+
+    assert _wait_for(lambda: "dog_name: Pixel" in chat.playground_session.agent.preload_text())
+    assert DOG not in chat.playground_session.agent.preload_text()
+    assert chat.forgotten_messages == 0
+    assert any(DOG in h["text"] for h in chat.history)  # what was said stays said: an edit deletes nothing
+    chat.close().result(timeout=60)
+
+
+def test_the_agent_forgetting_says_what_it_forgot_and_the_model_then_loses_it(runtime, new_user):
+    """ "forget my ..." in the chat: the earlier messages that said it are blanked before the model reads
+    the tool's result (so the reply can name it); the turn after it, the model's context loses that too,
+    and the confirmation's stored turn is deleted when the session ends."""
+    user = new_user()
+    chat = runtime.open_conversation("forget-tool", user.user_id)
+    chat.ready.result(timeout=60)
+    chat.send("my favorite color is teal").result(timeout=60)
+    forgot = chat.send("forget my favorite color").result(timeout=60)
+    ps, session_id = chat.playground_session, chat.session_id
+
+    assert forgot.reply.startswith("Done, I've forgotten your favorite color")
+    texts = [h["text"] for h in chat.history]
+    assert texts[1:3] == [DELETED_TEXT, DELETED_TEXT]  # "my favorite color is teal" and its answer
+    assert chat.forgotten_messages == 2
+    assert "teal" in _model_reads(ps)  # the tool's result, read by the model for its reply
+
+    after = chat.send("what is my favorite color?").result(timeout=60)
+    assert "teal" not in after.reply
+    assert "teal" not in _model_reads(ps)
+    chat.close().result(timeout=60)
+    stored = conversations.list_turns(user.scope, session_id)
+    assert stored and all("teal" not in turn.content.lower() for turn in stored)
+    assert "teal" not in json.dumps(sessions.get_session(user.scope, session_id).report)
