@@ -174,16 +174,28 @@ def lookup(token: str) -> tuple[str, float | None] | None:
 def newest(token: str, *, user_id: uuid.UUID | None = None) -> AuthSession | None:
     """The newest session reachable from `token` by following its hand-offs; None if the
     token was never exchanged. A link that does not open, or leads to another user, ends the walk."""
+    return _walk(token, user_id)[1]
+
+
+def follow(token: str, *, user_id: uuid.UUID) -> tuple[bool, AuthSession | None]:
+    """(whether the app still knows `token`, the newest session reachable from it): a token handed out
+    and not known any more is of a family forgotten since, because its browser took another identity
+    (or signed out) in another tab."""
+    return _walk(token, user_id)
+
+
+def _walk(token: str, user_id: uuid.UUID | None) -> tuple[bool, AuthSession | None]:
     current: AuthSession | None = None
     holding = token
+    known = False
     with service_connection() as conn, conn.transaction():
         _as_service(conn)
-        for _ in range(MAX_CHAIN):
+        for hop in range(MAX_CHAIN):
             row = conn.execute(
-                f"select successor_sealed from {_TABLE} where token_hash = %s and successor_sealed is not null",
-                (hash_refresh_token(holding),),
+                f"select successor_sealed from {_TABLE} where token_hash = %s", (hash_refresh_token(holding),)
             ).fetchone()
-            if row is None:
+            known = known or (hop == 0 and row is not None)
+            if row is None or row[0] is None:
                 break
             try:
                 successor = unseal(row[0], holding)
@@ -192,7 +204,7 @@ def newest(token: str, *, user_id: uuid.UUID | None = None) -> AuthSession | Non
             if (user_id or (current.user_id if current else successor.user_id)) != successor.user_id:
                 break
             current, holding = successor, successor.refresh_token
-    return current
+    return known, current
 
 
 def forget(family: str | None) -> int:

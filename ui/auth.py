@@ -264,21 +264,36 @@ def _session_ended(ended: AuthSession, exc: AuthError) -> AuthSession:
         )
     log.info("session of %s ended: %s", ended.user_id, exc)
     fresh = identity.sign_in_anonymously(client=client_address())
+    session_store.forget(st.session_state.get(_FAMILY_KEY))  # the browser's other tabs follow (reloading)
     _replace(fresh, family=session_store.start(fresh), notice=notice)
     if email:
         st.session_state[_RESIGN_KEY] = email
     return fresh
 
 
+class ChangedInAnotherTab(Exception):
+    """Another tab of this browser took another identity (New identity, Sign in with email) or its session
+    ended: this tab's identity is no longer the browser's. The tab must not write its token into the
+    shared cookie, and continues as the browser's identity once reloaded (ui/shell.py)."""
+
+
 def _newest_of_this_browser(auth: AuthSession) -> AuthSession:
     """This tab's session, or the newer one another tab of this browser obtained since (a reload or a
     new tab trades the shared cookie's token for a new one). The tab then writes the newest token into
     the cookie: writing back its own, rotated away, would make the next reload present a replay, and
-    reuse detection would end the visitor's identity."""
+    reuse detection would end the visitor's identity. Raises ChangedInAnotherTab when another tab left
+    this identity: writing it back would undo the change (the identity left behind is signed out, so the
+    next reload made yet another anonymous visitor, and the one chosen in the other tab was lost)."""
     try:
-        newer = session_store.newest(auth.refresh_token, user_id=auth.user_id)
+        known, newer = session_store.follow(auth.refresh_token, user_id=auth.user_id)
     except DatabaseUnavailable:
         return auth  # the page says the database is down; the cookie catches up when it is back
+    if not known:
+        chat_state.close_chat_session(reason="identity changed")
+        raise ChangedInAnotherTab(
+            "This browser changed identity in another tab (New identity, or Sign in with email), so this "
+            "tab goes on as that identity: it reloads now."
+        )
     if newer is None or newer.refresh_token == auth.refresh_token:
         return auth
     _store(newer)
@@ -391,6 +406,7 @@ def sign_in_with_email(email: str, password: str) -> AuthSession:
     if old is not None and old.user_id == signed_in.user_id:
         _store(signed_in, family=family)
     else:
+        session_store.forget(st.session_state.get(_FAMILY_KEY))  # the browser's other tabs follow (reloading)
         _replace(signed_in, family=family)
     st.session_state.pop(_RESIGN_KEY, None)
     st.session_state.pop(_NOTICE_KEY, None)  # a notice about the session that ended is answered now

@@ -28,6 +28,8 @@ _RENDERED_THIS_RUN = "mp_shell_rendered"
 _PAGE = "mp_shell_page"  # the page (file and function) the latest run started
 _PAGE_BEFORE = "mp_shell_page_before"  # and the one the run before it started
 _REDRAW = "mp_shell_redraw"  # the next run is the page catching up with the server, not a visitor's action
+# A tab whose identity another tab left: the notice is read, then the page reloads as the browser's identity
+_RELOAD_SOON = "<script>setTimeout(() => (window.parent || window).location.reload(), 1500);</script>"
 
 
 def render_shell() -> auth.Visitor:
@@ -35,6 +37,11 @@ def render_shell() -> auth.Visitor:
     redraw = st.session_state.pop(_REDRAW, False)
     try:
         visitor = auth.require_visitor()
+    except auth.ChangedInAnotherTab as exc:  # the reload restores the browser's identity from the cookie
+        st.title(":material/neurology: Memory Playground", anchor=False)
+        st.info(str(exc), icon=":material/sync:")
+        st.html(_RELOAD_SOON, unsafe_allow_javascript=True)
+        st.stop()
     except Exception as exc:  # database or auth server down: say so (and retry by itself)
         st.title(":material/neurology: Memory Playground", anchor=False)
         show_error(exc)

@@ -285,6 +285,68 @@ def test_new_identity_starts_clean_and_revokes_the_old_refresh_token(app):
     assert [m.content for m in memories.list_memories(Scope.service(old.user_id))] == ["Lisbon"]
 
 
+def _another_tab(at):
+    """A second tab of the same browser as `at`: the same identity and token family (one cookie)."""
+    return _visitor(at).auth, at.session_state["mp_auth_family"]
+
+
+def test_a_new_identity_taken_in_another_tab_is_not_undone_by_this_one(app, monkeypatch):
+    """Found by reading the code (2026-12-06 note), then shown here: tab A takes a new identity (the old
+    one is signed out); tab B, still holding the old one, wrote the old token back into the shared cookie,
+    so the next reload could not restore it and made yet another anonymous visitor: the identity chosen in
+    tab A was lost with everything said to it."""
+    written = []
+    monkeypatch.setattr(ui_auth, "_write_cookie", written.append)
+    tab_b = app()
+    old = _visitor(tab_b)
+    held, family = _another_tab(tab_b)
+    tab_a = app()  # tab A: its own Streamlit session, made the browser's identity by the shared cookie
+    tab_a.session_state["mp_auth_session"], tab_a.session_state["mp_auth_family"] = held, family
+    tab_a.run()
+    assert _visitor(tab_a).user_id == old.user_id
+    tab_a.button(key="confirm_new_identity").click()
+    tab_a.run()
+    chosen = _visitor(tab_a)
+    assert chosen.user_id != old.user_id and written[-1] == chosen.auth.refresh_token
+
+    tab_b.run()  # tab B is used again
+    assert not tab_b.exception
+    assert written[-1] == chosen.auth.refresh_token  # it did not write the old identity's token back
+    assert [i.value for i in tab_b.info if "changed identity in another tab" in i.value]
+    assert any("location.reload" in h.proto.body for h in tab_b.get("html"))
+    reloaded, notice, _ = ui_auth.restore_or_sign_in(written[-1])  # the reload: the identity tab A chose
+    assert notice is None and reloaded.user_id == chosen.user_id
+
+
+def test_a_sign_in_in_another_tab_is_followed_by_this_one(app, monkeypatch):
+    """Tab A signs in with an email account; tab B, still the anonymous visitor, must not write that
+    visitor's token back over the account's (the next reload was the anonymous visitor again)."""
+    written = []
+    monkeypatch.setattr(ui_auth, "_write_cookie", written.append)
+    email, password = f"tabs-{uuid.uuid4().hex[:8]}@example.com", "correct horse battery"
+    account = identity.upgrade_to_email(identity.sign_in_anonymously(), email, password)
+    tab_b = app()
+    held, family = _another_tab(tab_b)
+    tab_b.run()  # the control: while the browser keeps its identity, tab B writes its token as always
+    assert written[-1] == _visitor(tab_b).auth.refresh_token
+    assert not [i for i in tab_b.info if "another tab" in i.value]
+    tab_a = app()
+    tab_a.session_state["mp_auth_session"], tab_a.session_state["mp_auth_family"] = held, family
+    tab_a.run()
+    tab_a.text_input(key="sign_in_email").set_value(email)
+    tab_a.text_input(key="sign_in_password").set_value(password)
+    _button(tab_a, "Sign in").click()
+    tab_a.run()
+    assert _visitor(tab_a).user_id == account.user_id
+    signed_in_token = written[-1]
+
+    tab_b.run()
+    assert written[-1] == signed_in_token  # not the anonymous visitor's token
+    assert [i.value for i in tab_b.info if "changed identity in another tab" in i.value]
+    reloaded, notice, _ = ui_auth.restore_or_sign_in(written[-1])
+    assert notice is None and reloaded.user_id == account.user_id
+
+
 def test_database_outage_is_explained_and_the_app_recovers(app, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
