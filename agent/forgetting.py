@@ -75,7 +75,7 @@ class KnownMemories:
         edited since (slot, new text; an edited memory keeps its id), and the slots there are now."""
         now = self._read()
         before, self._known = self._known, now
-        if before is None:
+        if before is None:  # the first reading failed: nothing to compare yet
             return [], [], {slot for slot, _ in now.values()}
         gone = [text for memory_id, (_, text) in before.items() if memory_id not in now]
         edited = [now[key] for key, memory in before.items() if key in now and now[key] != memory]
@@ -147,7 +147,12 @@ class Forgetting:
         self._loop = asyncio.get_running_loop()
         self._lock = asyncio.Lock()
         self._first_reading = asyncio.ensure_future(asyncio.to_thread(self.known.read))
+        self._first_reading.add_done_callback(self._first_reading_done)
         memory_changes.subscribe(self)
+
+    def _first_reading_done(self, reading: asyncio.Future) -> None:
+        if not reading.cancelled() and reading.exception() is not None:  # the first check reads them instead
+            log.warning("session %s: memories not read at start: %s", self.session.session_id, reading.exception())
 
     def memories_changed(self, user_id: uuid.UUID | None) -> None:
         """core.memory_changes, on any thread: this user's memories changed (None: anyone's may have)."""
@@ -194,7 +199,7 @@ class Forgetting:
         if self._first_reading is None or self._lock is None:
             return 0
         async with self._lock:
-            await self._first_reading
+            await asyncio.wait({self._first_reading})  # done or failed: KnownMemories.changes reads what it lacks
             return await self._check()
 
     async def _check(self) -> int:
