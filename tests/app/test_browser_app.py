@@ -179,6 +179,57 @@ def test_two_tabs_keep_one_identity_and_typed_text_shows_as_typed(streamlit_serv
     assert not tab_b.get_by_text("could not be restored").count()
 
 
+def test_a_memory_deleted_in_one_tab_and_a_new_identity_taken_there_reach_the_other_tab(
+    streamlit_server, new_browser_page
+):
+    """Tab A chats; tab B deletes what tab A's chat said (tab A's open chat blanks it), then takes a new
+    identity. Tab A, used again, must not write the old identity back into the shared cookie: it says so,
+    reloads, and is the new identity (before 2026-12-07 the next reload made a third anonymous visitor)."""
+    tab_a = new_browser_page((1280, 900))
+    tab_a.goto(streamlit_server)
+    wait_for_identity_cookie(tab_a)
+    answered_turns(tab_a).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    old = user_id_of(tab_a)
+    send(tab_a, "my favorite color is teal")
+    tab_b = tab_a.context.new_page()  # the same browser: one cookie jar
+    tab_b.goto(f"{streamlit_server}/memories")
+    wait_for_app(tab_b)
+    assert user_id_of(tab_b) == old
+    card = tab_b.locator('[class*="st-key-u_memcard_"]').filter(has_text="favorite_color")
+    card.get_by_role("button", name=re.compile("Delete")).click()
+    tab_b.get_by_role("button", name="Yes, delete").click()
+    expect(card).to_have_count(0, timeout=30_000)
+
+    send(tab_a, "where is order 1001?")  # tab A's chat, drawn again: what said it is blanked
+    expect(tab_a.get_by_text("Deleted: it mentioned a memory you deleted.")).to_have_count(2, timeout=30_000)
+    assert "teal" not in tab_a.locator('[data-testid="stMain"]').inner_text().casefold()
+
+    sidebar = tab_b.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_role("button", name=re.compile("New identity")).click()
+    tab_b.get_by_role("button", name="Start as a new visitor").click()
+    sidebar.get_by_text("You are now a new anonymous visitor.").wait_for(timeout=30_000)
+    wait_for_identity_cookie(tab_b)
+    chosen = user_id_of(tab_b)
+    assert chosen != old
+    tab_b.wait_for_function(
+        "t => document.cookie.includes(t)", arg=_cookie(tab_b), timeout=30_000
+    )  # the cookie writer has run
+
+    tab_a.locator('[data-testid="stChatInputTextArea"]').fill("hello again")
+    tab_a.locator('[data-testid="stChatInputTextArea"]').press("Enter")
+    tab_a.get_by_text("This browser changed identity in another tab").wait_for(timeout=30_000)
+    tab_a.wait_for_function(
+        f"() => document.querySelector('[data-testid=stSidebar]')?.innerText.includes({chosen!r})",
+        timeout=60_000,
+    )  # reloaded, as the identity tab B chose
+    wait_for_identity_cookie(tab_a)
+    assert user_id_of(tab_a) == chosen
+    tab_b.reload()
+    wait_for_identity_cookie(tab_b)
+    assert user_id_of(tab_b) == chosen  # the cookie still holds it
+    assert not tab_b.get_by_text("could not be restored").count()
+
+
 def test_delete_everything_leaves_its_box_closed_and_empty(streamlit_server, new_browser_page):
     """Found 2026-12-06: after "Delete everything about me" its box stayed open, DELETE still typed and the
     button greyed out (the widgets' state was dropped, and the browser kept drawing the old ones)."""
