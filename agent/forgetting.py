@@ -17,6 +17,7 @@ import asyncio
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from livekit.agents import llm
@@ -121,20 +122,17 @@ def scrub_chat_items(items: list[llm.ChatItem], says: Mentions) -> int:
     return count
 
 
-class Forgetting:
-    """A session's follower of its user's memory changes (the module docstring). Made with the session;
-    `start` on its loop once the agent exists, `settled` before the report is built. A core.memory_changes
-    listener (held weakly there: the session holds this).
+class MemoryFollower:
+    """Follows one user's memory changes (a core.memory_changes listener, held weakly there: the owner
+    holds this) and hands each check what was deleted since the last one. `start` reads the memories first
+    (off the loop); checks run on `loop`, one at a time, and changes heard during one are checked once more
+    after it."""
 
-    What is blanked where: the events (what the pages show) and the model's context as soon as a deletion
-    is heard of; the agent's own "forget" waits for that before the model reads its result, so the model
-    can say what it forgot, and the model's context loses that too when the next user turn starts
-    (PlaygroundAgent.forget_mentions); the report, and the stored turns said after the deletion, at the end."""
-
-    def __init__(self, session: Any) -> None:  # an agent.session.PlaygroundSession
-        self.session = session
-        self.known = KnownMemories(Scope.service(session.user_id))
-        self.texts: list[str] = []  # the deleted memories' texts this conversation forgot
+    def __init__(self, user_id: uuid.UUID, label: str) -> None:
+        self.user_id = user_id
+        self.label = label  # what the log names: the session or call
+        self.known = KnownMemories(Scope.service(user_id))
+        self.texts: list[str] = []  # the deleted memories' texts forgotten so far
         self.messages = 0  # the conversation's messages blanked so far (pages redraw when it changes)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._first_reading: asyncio.Future | None = None
@@ -142,26 +140,32 @@ class Forgetting:
         self._lock: asyncio.Lock | None = None
         self._again = False
 
-    def start(self) -> None:
-        """On the session's loop: read the user's memories (off the loop) and follow their changes."""
-        self._loop = asyncio.get_running_loop()
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """From any thread: read the user's memories on `loop` (in a worker thread) and follow their changes."""
+        self._loop = loop
+        loop.call_soon_threadsafe(self._read_first)  # before any check: call_soon keeps the order
+        memory_changes.subscribe(self)
+
+    def stop(self) -> None:
+        memory_changes.unsubscribe(self)
+
+    def _read_first(self) -> None:
         self._lock = asyncio.Lock()
         self._first_reading = asyncio.ensure_future(asyncio.to_thread(self.known.read))
         self._first_reading.add_done_callback(self._first_reading_done)
-        memory_changes.subscribe(self)
 
     def _first_reading_done(self, reading: asyncio.Future) -> None:
         if not reading.cancelled() and reading.exception() is not None:  # the first check reads them instead
-            log.warning("session %s: memories not read at start: %s", self.session.session_id, reading.exception())
+            log.warning("%s: memories not read at start: %s", self.label, reading.exception())
 
     def memories_changed(self, user_id: uuid.UUID | None) -> None:
         """core.memory_changes, on any thread: this user's memories changed (None: anyone's may have)."""
         loop = self._loop
-        if (user_id is None or user_id == self.session.user_id) and loop is not None and not loop.is_closed():
+        if (user_id is None or user_id == self.user_id) and loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(self._check_soon)
 
     def _check_soon(self) -> None:
-        self._again = True  # changes that come while a check runs are checked once more after it
+        self._again = True
         if self._checking is None or self._checking.done():
             self._checking = asyncio.ensure_future(self._check_while_changed())
 
@@ -174,36 +178,62 @@ class Forgetting:
         try:
             await self.check()
         except RuntimeError as exc:  # the process is exiting: its thread pool takes no more work
-            log.warning("session %s: deleted memories not checked: %s", self.session.session_id, exc)
+            log.warning("%s: deleted memories not checked: %s", self.label, exc)
         except Exception:  # the database went away: the next change, or the end of the session, checks again
-            log.exception("session %s: checking for deleted memories failed", self.session.session_id)
+            log.exception("%s: checking for deleted memories failed", self.label)
+
+    async def check(self) -> int:
+        """Compare the user's memories with the last reading and forget what was deleted since; returns how
+        many strings were blanked."""
+        if self._first_reading is None or self._lock is None:
+            return 0
+        async with self._lock:
+            await asyncio.wait({self._first_reading})  # done or failed: KnownMemories.changes reads what it lacks
+            gone, edited, slots = await asyncio.to_thread(self.known.changes)
+            return await self._changed(gone, edited, slots)
+
+    async def _changed(self, gone: list[str], edited: list[tuple[str, str]], slots: set[str]) -> int:
+        raise NotImplementedError
+
+    def _blank_events(self, events: list[Any], says: Mentions) -> int:
+        """The events in place (the same dicts a page reads from its QueueSink); returns strings blanked."""
+        blanked = 0
+        for event in events:
+            count = blank_mentions(event, says)
+            blanked += count
+            self.messages += 1 if count and event["type"] == "transcript" and event.get("final") else 0
+        return blanked
+
+
+class Forgetting(MemoryFollower):
+    """A session's follower of its user's memory changes (the module docstring). Made with the session,
+    started on its loop once the agent exists, `settled` before the report is built.
+
+    What is blanked where: the events (what the pages show) and the model's context as soon as a deletion
+    is heard of; the agent's own "forget" waits for that before the model reads its result, so the model
+    can say what it forgot, and the model's context loses that too when the next user turn starts
+    (PlaygroundAgent.forget_mentions); the report, and the stored turns said after the deletion, at the end."""
+
+    def __init__(self, session: Any) -> None:  # an agent.session.PlaygroundSession
+        super().__init__(session.user_id, f"session {session.session_id}")
+        self.session = session
 
     async def settled(self) -> None:
         """Before the report: one more check (a change notice may have been missed while the database feed
         was away), then the turns stored since that mention what was forgotten are deleted as well (the
         agent's confirmation that it forgot something, say)."""
-        memory_changes.unsubscribe(self)
+        self.stop()
         if self._checking is not None:
             await asyncio.shield(self._checking)
         await self._check_logged()
         if self.texts:
             await asyncio.to_thread(turn_indexer.flush_queued, 2.0)
             try:
-                await asyncio.to_thread(conversations.forget_mentions, Scope.service(self.session.user_id), self.texts)
+                await asyncio.to_thread(conversations.forget_mentions, Scope.service(self.user_id), self.texts)
             except Exception:
-                log.exception("session %s: deleting late mentions of deleted memories failed", self.session.session_id)
+                log.exception("%s: deleting late mentions of deleted memories failed", self.label)
 
-    async def check(self) -> int:
-        """Compare the user's memories with the last reading and forget what was deleted since; returns how
-        many strings of the conversation were blanked. One at a time."""
-        if self._first_reading is None or self._lock is None:
-            return 0
-        async with self._lock:
-            await asyncio.wait({self._first_reading})  # done or failed: KnownMemories.changes reads what it lacks
-            return await self._check()
-
-    async def _check(self) -> int:
-        gone, edited, slots = await asyncio.to_thread(self.known.changes)
+    async def _changed(self, gone: list[str], edited: list[tuple[str, str]], slots: set[str]) -> int:
         agent = self.session.agent
         written = [
             (entry["memory_type"], entry["content"])
@@ -220,24 +250,20 @@ class Forgetting:
             return 0
         await asyncio.to_thread(turn_indexer.flush_queued, 2.0)  # turns said just now are stored first...
         forgettable, deleted_turns = await asyncio.to_thread(
-            conversations.forget_mentions, Scope.service(self.session.user_id), gone
+            conversations.forget_mentions, Scope.service(self.user_id), gone
         )  # ...and deleted with the others if they mention it
         if not forgettable:
             return 0
         self.texts.extend(forgettable)
         says = Mentions(self.texts)
-        blanked = 0
-        for event in self.session.bus.events:  # the same dicts the pages read (QueueSink): blanked there too
-            count = blank_mentions(event, says)
-            blanked += count
-            self.messages += 1 if count and event["type"] == "transcript" and event.get("final") else 0
+        blanked = self._blank_events(self.session.bus.events, says)
         if agent is not None:
             agent.forgotten = says  # and again when each user turn starts
             blanked += agent.forget_mentions(says)
         blanked += scrub_chat_items(self.session.session.history.items, says)
         log.info(
-            "session %s: %d deleted memories forgotten here (%d strings blanked, %d late turns deleted)",
-            self.session.session_id,
+            "%s: %d deleted memories forgotten here (%d strings blanked, %d late turns deleted)",
+            self.label,
             len(forgettable),
             blanked,
             deleted_turns,
@@ -248,3 +274,19 @@ class Forgetting:
         """The report with every string that says a forgotten text blanked (as core.sessions blanks the
         reports saved before a deletion)."""
         return blanked_report(report, Mentions(self.texts)) if self.texts else report
+
+
+class ForgettingOnScreen(MemoryFollower):
+    """For a page that shows a conversation another process runs (the LiveKit bridge: the worker's own
+    Forgetting blanks its context, turns and report): the events this page holds are blanked the same way."""
+
+    def __init__(self, user_id: uuid.UUID, label: str, shown: Callable[[], list[Any]]) -> None:
+        super().__init__(user_id, label)
+        self.shown = shown  # the events the page holds, as dicts it reads
+
+    async def _changed(self, gone: list[str], edited: list[tuple[str, str]], slots: set[str]) -> int:
+        gone = [text for text in dict.fromkeys(gone) if text not in self.texts]
+        if not gone:
+            return 0
+        self.texts.extend(await asyncio.to_thread(conversations.forgettable_texts, Scope.service(self.user_id), gone))
+        return self._blank_events(self.shown(), Mentions(self.texts)) if self.texts else 0

@@ -135,7 +135,7 @@ class PlaygroundSession:
         if self.rrf is not None:  # set_rrf from another thread may have come while the agent was made
             self.agent.set_rrf(self.rrf)
         self.agent.memories_deleted = self.forgetting.check
-        self.forgetting.start()
+        self.forgetting.start(asyncio.get_running_loop())
         self.started_at = time.time()
         kwargs: dict[str, Any] = {}
         if room is not None:

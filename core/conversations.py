@@ -364,6 +364,12 @@ def delete_mentions(cur, user_id, texts: Sequence[str]) -> int:
     return cur.rowcount
 
 
+def forgettable_texts(scope: Scope, texts: Sequence[str]) -> list[str]:
+    """`forgettable`, in a transaction of its own."""
+    with transaction(scope) as cur:
+        return forgettable(cur, texts)
+
+
 def forget_mentions(scope: Scope, texts: Sequence[str]) -> tuple[list[str], int]:
     """For a conversation still open when the user deleted memories (agent/forgetting.py): which of the
     deleted `texts` a deletion forgets (`forgettable`), and how many of the user's turns that mention them

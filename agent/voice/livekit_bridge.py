@@ -32,9 +32,11 @@ from livekit import rtc
 from agent import events
 from agent.event_bus import QueueSink
 from agent.events import EVENTS_TOPIC, ORIGIN_TRANSCRIPTION, ORIGIN_WORKER, Event, EventFields, decode_event
+from agent.forgetting import ForgettingOnScreen
 from agent.voice.audio import SILENCE_DBFS, WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
 from agent.voice.mic import WebRTCAudioInput
 from agent.voice.speaker import PlaybackBuffer
+from core.db import parse_user_id
 from core.identity import VerifiedUser
 from core.livekit_tokens import LiveKitToken, mint_user_token
 
@@ -155,6 +157,10 @@ class LiveKitVoiceBridge:
         self._typed: list[tuple[str, int]] = []  # (text, event cursor when sent) until the worker's transcript of it
         self._closed = False
         self.ready: concurrent.futures.Future | None = None  # set by whoever schedules start()
+        # a memory deleted during the call leaves the transcript and panel shown here too (the worker's
+        # own session forgets it in the model's context and its report: agent/forgetting.py)
+        self.forgetting = ForgettingOnScreen(parse_user_id(token.identity), f"call {token.room_name}", self._shown)
+        self.forgetting.start(loop)
 
     @classmethod
     def for_user(
@@ -280,10 +286,14 @@ class LiveKitVoiceBridge:
             raise RuntimeError("The LiveKit room is not connected.")
         await self._room.local_participant.send_text(text, topic=TOPIC_CHAT)
 
+    def _shown(self) -> list[Event]:
+        return self.sink.since(0)[0]
+
     async def aclose(self) -> None:
         if self._closed:
             return
         self._closed = True
+        self.forgetting.stop()
         self.ended_at = time.time()
         self.mic.close()
         for task in list(self._tasks):

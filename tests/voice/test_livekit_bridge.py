@@ -24,6 +24,7 @@ from agent.voice.livekit_bridge import (
     TranscriptionDecoder,
     agent_state_event,
 )
+from core import memories, memory_changes
 from core.config import Settings
 from core.errors import ConfigurationError, InvalidInput
 
@@ -184,6 +185,50 @@ async def test_worker_events_are_forwarded_and_malformed_ones_dropped(new_user):
     # transcript events the bridge makes itself carry the worker's current turn
     bridge._emit(events.transcript("user", "hi"))
     assert sink.since(0)[0][-1]["turn"] == 2
+
+
+async def test_a_memory_deleted_during_the_call_leaves_the_transcript_and_panel_shown(new_user):
+    """The worker forgets it in its own process (agent/forgetting.py); the page's copy of the call's events,
+    the room's transcription and the worker's forwarded events, is blanked here."""
+    user = new_user()
+    memories.remember(user.scope, "dog_name", "Biscuitface")
+    sink = QueueSink()
+    bridge = LiveKitVoiceBridge.for_user(
+        user.verified, loop=asyncio.get_running_loop(), sink=sink, settings=livekit_settings()
+    )
+    await asyncio.sleep(0.5)  # the memories are read before the call has anything to forget
+    decoder = TranscriptionDecoder(local_identity=str(user.user_id))
+    for event in await _decode(
+        decoder, FakeReader(["your dog is Biscuitface."], {ATTR_SEGMENT_ID: "SG_2", ATTR_FINAL: "true"}), "agent-1"
+    ):
+        bridge._emit(event)
+    hit = {"id": "m1", "memory_type": "dog_name", "content": "Biscuitface", "vector_rank": 1, "rrf_score": 0.3}
+    recalled = events.retrieval(
+        source="memories",
+        trigger="per_turn_recall",
+        query="my dog",
+        mode="hybrid",
+        params=None,
+        latency_ms=9.0,
+        hits=[hit],
+    )
+    bridge.handle_worker_event(encode_event(events.stamped(recalled, ts=1.0, session_id="job-2", turn=1, seq=3)))
+    bridge._emit(events.transcript("user", "thanks, good night"))
+
+    (dog,) = memories.list_memories(user.scope)
+    await asyncio.to_thread(memories.delete_memory, user.scope, dog.id)  # the Memories page, mid-call
+    for _ in range(200):
+        if bridge.forgetting.messages:
+            break
+        await asyncio.sleep(0.05)
+    shown, _ = sink.since(0)
+    assert "Biscuitface" not in json.dumps(shown)
+    said = [(e["text"], e["final"]) for e in shown if e["type"] == "transcript"]
+    assert said[-1] == ("thanks, good night", True) and said[:-1] and {t for t, _ in said[:-1]} == {"[deleted]"}
+    (retrieval,) = [e for e in shown if e["type"] == "retrieval"]
+    assert retrieval["hits"][0]["content"] == "[deleted]" and retrieval["hits"][0]["memory_type"] == "dog_name"
+    await bridge.aclose()
+    assert bridge.forgetting not in memory_changes._listeners  # it stops following with the call
 
 
 async def test_agent_state_attribute_becomes_state_events_once(new_user):
