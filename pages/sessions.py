@@ -436,7 +436,12 @@ def _detail(visitor, record, view: ReportView) -> None:
     cols = st.columns(5)
     unknown = "—" if record.is_open else None  # not counted before the report is saved
     cols[0].metric("Duration", OPEN if record.is_open else duration(_duration_seconds(record, view)), border=True)
-    cols[1].metric("Turns", view.user_turns, border=True, help="Your messages; the agent's replies are not counted.")
+    cols[1].metric(
+        "Turns",
+        view.user_turns,
+        border=True,
+        help="Your messages, those deleted with a memory you deleted included; the agent's replies are not counted.",
+    )
     cols[2].metric("Tool calls", unknown or len(view.tool_calls), border=True)
     cols[3].metric("Retrievals", unknown or len(view.retrievals), border=True)
     cols[4].metric("Memories written", unknown or len(view.memories_written), border=True)
