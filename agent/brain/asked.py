@@ -32,6 +32,25 @@ _ALSO_CALLED = {"mother": "mom", "mum": "mom", "father": "dad", "grandmother": "
                 "neighbour": "neighbor", "flatmate": "roommate"}  # fmt: skip
 
 
+# the animal a pet word names ("corgi" is a dog), so that a cat is not the answer about a dog
+_DOGS = ("puppy", "puppies", "retriever", "terrier", "lab", "labrador", "corgi", "poodle", "beagle", "husky",
+         "huskies", "dachshund", "spaniel", "shepherd", "bulldog", "pug", "collie", "chihuahua", "greyhound",
+         "whippet")  # fmt: skip
+_CATS = ("kitten", "kittens", "tabby", "tabbies", "siamese")
+_KINDS = {**dict.fromkeys(_DOGS, "dog"), **dict.fromkeys(_CATS, "cat"), "bunny": "rabbit", "bunnies": "rabbit",
+          "pony": "horse", "ponies": "horse", "goldfish": "fish"}  # fmt: skip
+
+
+def _animals(text: str) -> set[str]:
+    """The kinds of animal `text` names: 'a corgi called Rex' -> {'dog'} ('pet' names none)."""
+    words = (w.lower() for w in re.findall(r"[A-Za-z]+", text))
+    return {
+        _KINDS.get(w) or _KINDS.get(w.removesuffix("s")) or w.removesuffix("s")
+        for w in words
+        if _PET_WORD.fullmatch(w) and w not in _ALL_PETS
+    }
+
+
 def _same(word: str, other: str) -> bool:
     return _ALSO_CALLED.get(word, word) == _ALSO_CALLED.get(other, other)
 
@@ -58,6 +77,9 @@ def about_what_was_asked(user_text: str, slot: str, content: str) -> bool:
     # "what's my job?" asks about the user: "partner: Sam works as a nurse" is someone else's job, and
     # "when is my birthday?" is not answered by `sister_birthday`, nor "what's my name?" by `dog_name`
     mine = {word.lower() for word in re.findall(r"\bmy\s+(\w+)", user_text or "", re.I)}
+    asked_animals, kept_animals = _animals(" ".join(mine)), _animals(f"{slot_words(slot)} {content}")
+    if asked_animals and kept_animals and not asked_animals & kept_animals:
+        return False  # "what is my dog called?" and a `pet` that is "a cat called Miso"
     owner = _owner(slot)
     if not mine or owner is None or any(_same(word, owner.split()[0]) or _one_of(word, owner) for word in mine):
         return True

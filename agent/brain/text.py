@@ -26,10 +26,17 @@ def clean(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+_PAIRS = {")": "(", "]": "[", "}": "{"}
+
+
 def strip_end(text: str) -> str:
-    """Without trailing politeness ("..., please", "thanks") and punctuation."""
+    """Without trailing politeness ("..., please", "thanks") and punctuation, a closing bracket that closes
+    nothing included ("my name is Robert'); DROP TABLE ..." names Robert)."""
     text = re.sub(r"\s*(,?\s*(please|thanks|thank you|ok|okay))+[.!?]*$", "", text.strip(), flags=re.IGNORECASE)
-    return text.strip().strip(" .!?;:,\"'")
+    text = text.strip().strip(" .!?;:,\"'")
+    while text and text[-1] in _PAIRS and text.count(_PAIRS[text[-1]]) < text.count(text[-1]):
+        text = text[:-1].strip().strip(" .!?;:,\"'")
+    return text
 
 
 def content_words(text: str) -> list[str]:

@@ -298,3 +298,26 @@ def test_a_missed_slot_is_no_warning_in_the_server_log(new_user, caplog):
     assert "tool recall_detail answered with a ToolError (the model reads why)" in [
         r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG
     ]
+
+
+def test_a_pet_of_another_kind_is_not_the_answer_and_a_name_keeps_no_stray_bracket(new_user):
+    """Tried on 2026-12-06: "what is my dog called?" was answered with the `pet` "a cat called Miso", and
+    "my name is Robert'); DROP TABLE users;--" kept the name "Robert')"."""
+    user = new_user()
+    replies = _replies(
+        user.user_id,
+        [
+            "my name is Robert'); DROP TABLE users;--",
+            "I have a cat called Miso",
+            "what is my dog called?",
+            "what is my cat called?",
+        ],
+    )
+    assert replies[0] == "Got it, I'll remember that your name is Robert."
+    assert "Miso" not in replies[2] and replies[2].startswith("I don't remember your dog's name yet.")
+    assert replies[3] == "You told me you have a cat called Miso."
+    assert memories.recall(user.scope, "name").content == "Robert"
+    # a breed is its animal: the corgi is the answer about the dog
+    other = new_user()
+    _, corgi = _replies(other.user_id, ["I have a corgi called Rex", "what is my dog called?"])
+    assert "Rex" in corgi
