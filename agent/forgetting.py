@@ -172,9 +172,10 @@ class MemoryFollower:
     async def _check_while_changed(self) -> None:
         while self._again:
             self._again = False
-            await self._check_logged()
+            await self.check_logged()
 
-    async def _check_logged(self) -> None:
+    async def check_logged(self) -> None:
+        """`check`, a failure logged instead of raised (the forget tool waits for it: its memory is deleted)."""
         try:
             await self.check()
         except RuntimeError as exc:  # the process is exiting: its thread pool takes no more work
@@ -225,7 +226,7 @@ class Forgetting(MemoryFollower):
         self.stop()
         if self._checking is not None:
             await asyncio.shield(self._checking)
-        await self._check_logged()
+        await self.check_logged()
         if self.texts:
             await asyncio.to_thread(turn_indexer.flush_queued, 2.0)
             try:

@@ -134,7 +134,7 @@ class PlaygroundSession:
         )
         if self.rrf is not None:  # set_rrf from another thread may have come while the agent was made
             self.agent.set_rrf(self.rrf)
-        self.agent.memories_deleted = self.forgetting.check
+        self.agent.memories_deleted = self.forgetting.check_logged
         self.forgetting.start(asyncio.get_running_loop())
         self.started_at = time.time()
         kwargs: dict[str, Any] = {}

@@ -291,8 +291,8 @@ def _newest_of_this_browser(auth: AuthSession) -> AuthSession:
     if not known:
         chat_state.close_chat_session(reason="identity changed")
         raise ChangedInAnotherTab(
-            "This browser changed identity in another tab (New identity, or Sign in with email), so this "
-            "tab goes on as that identity: it reloads now."
+            "This browser changed identity in another tab (New identity, Sign in with email, or a session "
+            "that ended there), so this tab goes on as that identity: it reloads now."
         )
     if newer is None or newer.refresh_token == auth.refresh_token:
         return auth

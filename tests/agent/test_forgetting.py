@@ -12,6 +12,7 @@ import time
 
 from core import conversations, memories, sessions
 from core.db import Scope, transaction
+from core.errors import DatabaseUnavailable
 from core.sessions import DELETED_TEXT
 
 DOG = "Biscuitface"
@@ -132,3 +133,28 @@ def test_the_agent_forgetting_says_what_it_forgot_and_the_model_then_loses_it(ru
     stored = conversations.list_turns(user.scope, session_id)
     assert stored and all("teal" not in turn.content.lower() for turn in stored)
     assert "teal" not in json.dumps(sessions.get_session(user.scope, session_id).report)
+
+
+def test_the_forget_tool_answers_even_when_the_conversation_cannot_check(runtime, new_user, monkeypatch):
+    """The memory is deleted either way: a failed check (the database away a moment) is logged, not the
+    tool's failure, and the end of the session checks again."""
+    user = new_user()
+    chat = runtime.open_conversation("forget-fails", user.user_id)
+    chat.ready.result(timeout=60)
+    chat.send("my favorite color is teal").result(timeout=60)
+    known = chat.playground_session.forgetting.known
+    real_changes = known.changes
+    calls = []
+
+    def unreachable():
+        calls.append(1)
+        if len(calls) <= 2:  # the check the deletion's notice starts, and the one the tool waits for
+            raise DatabaseUnavailable("The database is not reachable right now.")
+        return real_changes()
+
+    monkeypatch.setattr(known, "changes", unreachable)
+    forgot = chat.send("forget my favorite color").result(timeout=60)
+    assert forgot.error is None and forgot.reply.startswith("Done, I've forgotten your favorite color")
+    session_id = chat.session_id
+    chat.close().result(timeout=60)
+    assert calls and "teal" not in json.dumps(sessions.get_session(user.scope, session_id).report)
