@@ -9,6 +9,16 @@ from core.retrieval import RrfParams
 
 _PARAMS_KEY = "mp_rrf_params"
 _VW, _TW, _K = "rrf_vector_weight", "rrf_text_weight", "rrf_k"
+# The sliders start from the params in force (`value=`), not from state kept under their keys: a page whose
+# first runs redraw it (the Chat page while the agent starts) lost that state, and the browser then drew the
+# sliders at 0 / 0 / 1 and sent those back as a change ("At least one weight must be above 0"), and moving
+# one slider applied the other two's zeros. Reset draws new sliders (new keys) at the defaults.
+_GENERATION = "mp_rrf_sliders"
+
+
+def _keys() -> tuple[str, str, str]:
+    generation = st.session_state.get(_GENERATION, 0)
+    return tuple(f"{key}_{generation}" if generation else key for key in (_VW, _TW, _K))  # type: ignore[return-value]
 
 
 def current_params() -> RrfParams:
@@ -20,7 +30,11 @@ def current_params() -> RrfParams:
 
 
 def _apply_sliders() -> None:
-    candidate = RrfParams(st.session_state[_VW], st.session_state[_TW], int(st.session_state[_K]))
+    params = current_params()
+    vw, tw, k = (st.session_state.get(key) for key in _keys())
+    candidate = RrfParams(
+        params.vector_weight if vw is None else vw, params.text_weight if tw is None else tw, int(k or params.k)
+    )
     if candidate.vector_weight == 0 and candidate.text_weight == 0:
         st.session_state["mp_rrf_rejected"] = True  # keep the last good params; say why below
         return
@@ -29,29 +43,24 @@ def _apply_sliders() -> None:
 
 
 def _reset() -> None:
-    defaults = RrfParams.from_settings().validated()
-    st.session_state[_PARAMS_KEY] = defaults
-    st.session_state[_VW], st.session_state[_TW], st.session_state[_K] = (
-        defaults.vector_weight,
-        defaults.text_weight,
-        defaults.k,
-    )
+    st.session_state[_PARAMS_KEY] = RrfParams.from_settings().validated()
+    st.session_state[_GENERATION] = st.session_state.get(_GENERATION, 0) + 1
     st.session_state["mp_rrf_rejected"] = False
 
 
 def render_controls(*, compact: bool = False) -> RrfParams:
     """Sliders for the weights and k; returns the params now in force."""
     params = current_params()
-    for key, value in ((_VW, params.vector_weight), (_TW, params.text_weight), (_K, params.k)):
-        st.session_state.setdefault(key, value)
+    vw_key, tw_key, k_key = _keys()
     cols = st.columns(3) if not compact else [st.container(), st.container(), st.container()]
     with cols[0]:
         st.slider(
             "Vector weight",
             0.0,
             2.0,
+            value=float(params.vector_weight),
             step=0.05,
-            key=_VW,
+            key=vw_key,
             on_change=_apply_sliders,
             help="How much the semantic (embedding) branch counts.",
         )
@@ -60,8 +69,9 @@ def render_controls(*, compact: bool = False) -> RrfParams:
             "Text weight",
             0.0,
             2.0,
+            value=float(params.text_weight),
             step=0.05,
-            key=_TW,
+            key=tw_key,
             on_change=_apply_sliders,
             help="How much the full-text (keyword) branch counts.",
         )
@@ -70,8 +80,9 @@ def render_controls(*, compact: bool = False) -> RrfParams:
             "k",
             1,
             200,
+            value=int(params.k),
             step=1,
-            key=_K,
+            key=k_key,
             on_change=_apply_sliders,
             help="Damping: a larger k flattens the difference between rank 1 and rank 10.",
         )

@@ -263,6 +263,25 @@ def test_tune_the_fusion_stays_open_while_the_sliders_move(streamlit_server, new
     expect(details).to_have_attribute("open", "")
 
 
+def test_the_fusion_sliders_start_at_the_weights_in_force_on_a_first_visit(streamlit_server, new_browser_page):
+    """Found in a fresh-clone walkthrough on 2026-12-07: on a tab's first visit to Chat the sliders showed
+    0 / 0 / 1 under "At least one weight must be above 0", and moving one applied the others' zeros."""
+    page = _new_visitor(new_browser_page, streamlit_server, SIZES[0])
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)  # the greeting: the page has redrawn
+    page.wait_for_timeout(3000)  # and again after it (the test fails without the fix only with this wait)
+    wait_for_app(page)
+    fusion = page.locator('[data-testid="stExpander"]', has_text="Tune the fusion").first
+    fusion.locator("summary").click()
+    values = fusion.locator('[data-testid="stSliderThumbValue"]')
+    expect(values).to_have_text(["0.50", "0.50", "2"])
+    expect(fusion.get_by_text("At least one weight")).to_have_count(0)
+    fusion.get_by_role("slider").first.press("ArrowRight")
+    page.wait_for_timeout(500)
+    wait_for_app(page)
+    expect(fusion.get_by_text("In force for this conversation: w_vector 0.55 · w_text 0.5 · k 2")).to_have_count(1)
+    expect(values).to_have_text(["0.55", "0.50", "2"])
+
+
 def test_a_slider_says_its_label_once(streamlit_server, new_browser_page):
     """Streamlit labels a slider's input by itself and by its group, both carrying the label: the Knowledge
     page's slider was read "Results Results", every fusion slider likewise (ui/button_names.py mends it)."""
