@@ -25,6 +25,7 @@ from ui.turn_panel import render_tool_calls, render_turn_details
 from ui.turns import FORGOTTEN_MESSAGE, Turn, group_turns
 
 TURN_TIMEOUT_SECONDS = 120
+SESSIONS_REQUEST = "u_sessions_request"  # pages/sessions.py opens the session named here (its REQUEST)
 # The conversation and the panel beside it scroll inside their own boxes, and the message box sits under
 # the conversation (not pinned to the page's bottom, which makes Streamlit scroll the page to its end on
 # every rerun): a growing panel never pushes the newest reply out of view.
@@ -377,7 +378,13 @@ def _ended(session_id: str, saved: bool) -> None:
     """The conversation just ended: where its report went, and a new start."""
     if saved:
         st.success(f"Session `{session_ref(session_id)}` ended and its report was saved.", icon=":material/task_alt:")
-        st.page_link("pages/sessions.py", label="Open it on the Sessions page", icon=":material/history:")
+        # a button, not a link to the Sessions page: that page shows the newest session, which another tab's
+        # conversation had become (found in a fresh-clone walkthrough, 2026-12-07)
+        if st.button(
+            "Open it on the Sessions page", key="u_chat_open_ended", type="tertiary", icon=":material/history:"
+        ):
+            st.session_state[SESSIONS_REQUEST] = session_id
+            st.switch_page("pages/sessions.py")
     else:
         st.warning(
             "The session ended, but its report could not be saved yet; it is kept on disk and "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 
 import pytest
 
@@ -130,6 +131,24 @@ def test_end_session_saves_the_report_and_the_sessions_page_shows_it(app):
     at.run()
     _say(at, "what is my favorite color?")
     assert at.session_state["u_chat_session"].session_id != session_id
+
+
+def test_open_it_on_the_sessions_page_opens_the_session_just_ended_not_the_newest(app, new_user):
+    """Found in a fresh-clone walkthrough on 2026-12-07: another tab's conversation, started later, was the
+    newest session, and the link after End session opened that one."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    _say(at, "my favorite color is teal")
+    ended = at.session_state["u_chat_session"].session_id
+    at.button(key="u_chat_end").click()
+    at.run()
+    later = f"text-{uuid.uuid4().hex[:16]}"  # another tab's conversation, newer than the one just ended
+    sessions.save_report(db.Scope.service(visitor.user_id), later, {"playground": {"turns": 0}})
+    assert sessions.list_sessions(visitor.scope)[0].session_id == later  # the newest: what a plain link showed
+    at.button(key="u_chat_open_ended").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="u_sessions_pick").value == ended
 
 
 def test_a_memory_deleted_before_the_session_ends_is_not_in_its_report(app):
