@@ -251,14 +251,14 @@ def _transcript(scope, record, view: ReportView) -> None:
         return
     jump = st.session_state.get(JUMP)
     target = jump[1] if jump and jump[0] == record.session_id else None
+    # messages deleted with a memory after the last one kept leave no gap in the turn numbers: the report's
+    # transcript ends with them, blanked
+    trailing = 0 if record.is_open else _deleted_at_the_end(view)
     with st.container(height=440, border=True, key="u_session_transcript"):
         for position, turn in enumerate(turns):
             role = "user" if turn.speaker == "user" else "assistant"
             if (gone := turn.turn_index - (turns[position - 1].turn_index + 1 if position else 0)) > 0:
-                st.caption(
-                    f":material/delete: {gone} message{'s' if gone != 1 else ''} missing here: the messages that "
-                    "mention a memory you deleted are deleted with it."
-                )
+                _missing(gone)
             if turn.turn_index == target:
                 with st.container(key=MATCH_KEY, border=True):
                     st.caption(
@@ -270,11 +270,13 @@ def _transcript(scope, record, view: ReportView) -> None:
             else:
                 with st.chat_message(role):
                     st.markdown(literal(turn.content) if role == "user" else turn.content)
-            if role == "user" and _unanswered(turns, position, still_open=record.is_open):
+            if role == "user" and _unanswered(turns, position, still_open=record.is_open, ends_deleted=bool(trailing)):
                 st.caption(
                     ":material/error: No answer to this message: its turn failed, was interrupted or you "
                     "stopped it" + (f" (the errors are below, {_ERRORS_HEADING})." if view.errors else ".")
                 )
+        if trailing:
+            _missing(trailing)
     if target is not None:
         st.html(_SCROLL_TO_MATCH, unsafe_allow_javascript=True)
 
@@ -282,13 +284,31 @@ def _transcript(scope, record, view: ReportView) -> None:
 _ERRORS_HEADING = "under “error(s) during the session”"
 
 
-def _unanswered(turns, position: int, *, still_open: bool) -> bool:
+def _missing(count: int) -> None:
+    st.caption(
+        f":material/delete: {count} message{'s' if count != 1 else ''} missing here: the messages that "
+        "mention a memory you deleted are deleted with it."
+    )
+
+
+def _deleted_at_the_end(view: ReportView) -> int:
+    """How many of the report's last messages were blanked because they mentioned a deleted memory."""
+    count = 0
+    for line in reversed(view.transcript):
+        if (line.get("text") or "").strip() != sessions.DELETED_TEXT:
+            break
+        count += 1
+    return count
+
+
+def _unanswered(turns, position: int, *, still_open: bool, ends_deleted: bool = False) -> bool:
     """A message of the user's that no reply of the agent's follows: its turn failed (an unreachable model,
-    a tool the model got wrong). The last one of a session still open may just be waiting for its answer."""
+    a tool the model got wrong). The last one of a session still open may just be waiting for its answer;
+    the last one of a session whose last messages were deleted with a memory was answered."""
     after = turns[position + 1 : position + 2]
     if after:  # a reply deleted with a memory it mentioned was not missing: the transcript says so
         return after[0].speaker == "user" and after[0].turn_index == turns[position].turn_index + 1
-    return not still_open
+    return not (still_open or ends_deleted)
 
 
 def _not_yet(what: str) -> None:

@@ -233,6 +233,40 @@ def test_a_reply_deleted_with_a_memory_is_said_to_be_deleted_not_unanswered(app)
     delete_everything(visitor.scope)
 
 
+def test_a_last_answer_deleted_with_a_memory_is_said_to_be_deleted_not_unanswered(app):
+    """Found in a fresh-clone walkthrough on 2026-12-07: the last answer of a session, deleted with a memory it
+    mentioned, leaves no gap in the turn numbers, and the question before it said "No answer"."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    lines = [("user", "I have a dog called Pixel"), ("agent", "Got it."), ("user", "what do you know about me?"),
+             ("agent", "You have a dog called Pixel.")]  # fmt: skip
+    conversations.store_turns(service, [TurnInput(session_id, n, who, text) for n, (who, text) in enumerate(lines)])
+    report = {"playground": {"turns": 2, "mode": "text", "transcript": [
+        {"role": who if who == "user" else "assistant", "text": text, "turn": n // 2 + 1}
+        for n, (who, text) in enumerate(lines)
+    ]}}  # fmt: skip
+    sessions.save_report(service, session_id, report, ended_at=datetime.now(UTC))
+    memories.remember(service, "pet", "a dog called Pixel")
+    assert memories.forget(visitor.scope, "pet").mentions_removed == 2  # the statement and the last answer
+    at.switch_page("pages/sessions.py")
+    at.run()
+    picked = at.selectbox(key="u_sessions_pick")
+    if picked.value != session_id:
+        picked.set_value(session_id)
+        at.run()
+    assert not at.exception, at.exception
+    assert not [c.value for c in at.caption if c.value.startswith(":material/error: No answer to this message")]
+    assert [c.value for c in at.caption if c.value.startswith(":material/delete:")] == [
+        ":material/delete: 1 message missing here: the messages that mention a memory you deleted are deleted "
+        "with it.",  # the statement
+        ":material/delete: 1 message missing here: the messages that mention a memory you deleted are deleted "
+        "with it.",  # the last answer
+    ]
+    delete_everything(visitor.scope)
+
+
 def _sessions_of(scope) -> set[str]:
     return {record.session_id for record in sessions.list_sessions(scope)}
 
