@@ -22,6 +22,7 @@ from core.text import clean_text, describe, normalize_slot
 
 MAX_CONTENT_LENGTH = 2000
 MAX_SESSION_ID_LENGTH = 200
+MAX_PROFILE_NAME_LENGTH = 200  # public.profiles.name's check; a longer `name` memory leaves the profile as it is
 _COLUMNS = "id, memory_type, content, session_id, created_at, updated_at"
 
 
@@ -125,6 +126,8 @@ def remember(
                 (scope.user_id, slot, content, vector, session_id),
             )
             row = cur.fetchone()
+            if row is not None:
+                _name_to_profile(cur, scope.user_id, slot, content)
     except pg_errors.ForeignKeyViolation:
         raise NotFound("There is no such user to remember this for.") from None
     if row is None:  # the database skips a memory of a session its owner deleted (an answer still running it)
@@ -230,6 +233,8 @@ def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.emb
             (content, vector, memory_id, scope.user_id),
         )
         updated = cur.fetchone()
+        if updated is not None:
+            _name_to_profile(cur, scope.user_id, updated["memory_type"], content)
     if updated is None:
         raise NotFound("That memory was deleted while you were editing it.")
     memory_changes.notify(scope.user_id)
@@ -253,6 +258,16 @@ def delete_memory(scope: Scope, memory_id) -> Forgotten:
         sessions.forget_in_reports(cur, scope, [row["content"]])
     memory_changes.notify(scope.user_id)
     return Forgotten(Memory(**row), mentions)
+
+
+def _name_to_profile(cur, user_id, slot: str, content: str) -> None:
+    """The `name` slot and the profile's name are one fact: a new name said to the agent, or edited on the
+    Memories page, is the one the greeting uses too (it went on greeting by the old one)."""
+    if slot == "name" and len(content) <= MAX_PROFILE_NAME_LENGTH:
+        cur.execute(
+            "update public.profiles set name = %s where id = %s and name is distinct from %s",
+            (content, user_id, content),
+        )
 
 
 def _forget_profile_name(cur, user_id, slot: str) -> None:

@@ -13,7 +13,9 @@ import pytest
 from agent.brain.intents import classify
 from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
 from agent.brain.replies import compose_reply
-from core import memories
+from agent.playground_agent import load_preload
+from agent.prompts import greeting_instruction
+from core import memories, profiles
 from tests.support.agent_run import agent_session, reply_text
 
 
@@ -321,3 +323,19 @@ def test_a_pet_of_another_kind_is_not_the_answer_and_a_name_keeps_no_stray_brack
     other = new_user()
     _, corgi = _replies(other.user_id, ["I have a corgi called Rex", "what is my dog called?"])
     assert "Rex" in corgi
+
+
+def test_a_new_name_is_the_one_the_greeting_and_the_profile_use(new_user):
+    """Found in a fresh-clone walkthrough on 2026-12-07: "my name is Ada", then a new name: the `name` memory
+    changed but the profile kept Ada, so the next conversation greeted "Welcome back, Ada!" and the Memories
+    page's profile said Ada. An edit on the Memories page changes both as well."""
+    user = new_user()
+    replies = _replies(user.user_id, ["my name is Ada", "my name is Robert"])
+    assert "Robert" in replies[1]
+    assert profiles.get_profile(user.scope).name == "Robert"
+    (name,) = [m for m in memories.list_memories(user.scope) if m.memory_type == "name"]
+    memories.update_memory(user.scope, name.id, "Bob")  # the Memories page's Edit, as the visitor
+    assert profiles.get_profile(user.scope).name == "Bob"
+    # what the next conversation greets with: the profile's name, in the preload
+    assert load_preload(user.user_id).profile.name == "Bob"
+    assert "Bob" in greeting_instruction(load_preload(user.user_id).profile.name)
