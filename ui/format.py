@@ -99,6 +99,7 @@ _LINE_MARKER = re.compile(r"^(\s*)([-+>])|^(\s*\d+)([.)])(?=\s)", re.M)
 # word joiner after the first character does: the rendered text no longer holds the sequence.
 _TYPOGRAPHIC = re.compile(r"(?<!\S)(<->|->|<-|--|>=|<=|~=)(?!\S)")
 WORD_JOINER = "\u2060"
+_ICON = re.compile(r"\\:material/", re.I)
 
 
 def literal(text: Any) -> str:
@@ -106,4 +107,6 @@ def literal(text: Any) -> str:
     text = "" if text is None else str(text)
     text = _TYPOGRAPHIC.sub(lambda m: m[1][0] + WORD_JOINER + m[1][1:], text)
     text = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
+    # Streamlit draws ":material/home:" as an icon after the escapes are read: a word joiner breaks the name
+    text = _ICON.sub(lambda m: m[0][: -len("material/")] + WORD_JOINER + "material/", text)
     return _LINE_MARKER.sub(lambda m: f"{m[1]}\\{m[2]}" if m[2] is not None else f"{m[3]}\\{m[4]}", text)

@@ -23,7 +23,7 @@ import streamlit as st
 from agent import RetrievalEvent
 from core.retrieval import RELEVANT_MAX_DISTANCE, ConversationSearch, KnowledgeSearch, MemorySearch, match_kind
 from ui.charts import alt
-from ui.format import clip, ms
+from ui.format import clip, literal, ms
 
 VECTOR_COLOR = "#0f766e"
 TEXT_COLOR = "#d97706"
@@ -416,7 +416,7 @@ def summary_line(view: RetrievalView) -> str:
     if view.trigger:
         parts.append(f"({_TRIGGERS.get(view.trigger, view.trigger)})")
     if view.query:
-        parts.append(f"for “{clip(view.query, 80)}”")
+        parts.append(f"for “{literal(clip(view.query, 80))}”")  # the visitor's words, shown as typed
     if view.window:
         parts.append(f"said {view.window}")
     details = []
@@ -617,7 +617,7 @@ def render_recall_tiers(
 ) -> None:
     """One per-turn recall: the slots and the past conversation turns it found, side by side, each with its
     per-branch ranks and RRF scores."""
-    st.markdown(f"**Per-turn recall** for “{clip(slots['query'], 80)}”  ·  {ms(slots['latency_ms'])}")
+    st.markdown(f"**Per-turn recall** for “{literal(clip(slots['query'], 80))}”  ·  {ms(slots['latency_ms'])}")
     # side by side where the panel has room for both tables, one under the other where it has not
     # (ui/style.py gives each tier its minimum width)
     row = st.container(horizontal=True, gap="small", key=f"{key}_tiers")

@@ -12,7 +12,7 @@ import streamlit as st
 from core.retrieval import RrfParams, query_from_message, search_memories
 from ui.charts import alt
 from ui.errors import reported
-from ui.format import clip, ms
+from ui.format import clip, literal, ms
 from ui.retrieval import recall_pair, render_recall_tiers, render_retrieval
 from ui.turns import Turn
 
@@ -52,7 +52,7 @@ def render_tool_calls(turn: Turn) -> None:
             )
             result = call.get("error") if not ok else call.get("output")
             if result:
-                st.caption(("Error: " if not ok else "→ ") + clip(result, 400))
+                st.caption(("Error: " if not ok else "→ ") + literal(clip(result, 400)))  # data, not Markdown
 
 
 def timings_chart(turn: Turn) -> alt.Chart | None:

@@ -161,7 +161,7 @@ def test_two_tabs_keep_one_identity_and_typed_text_shows_as_typed(streamlit_serv
     tab_b.wait_for_function(f"() => !document.cookie.includes({token_of_tab_a!r})", timeout=30_000)
     token_of_tab_b = _cookie(tab_b)
 
-    typed = "' OR 1=1 -- a -> b <- c >= 2 <= 3 ~= 4 **bold** :rocket:"
+    typed = "' OR 1=1 -- a -> b <- c >= 2 <= 3 ~= 4 **bold** :rocket: :material/home: $$x^2$$ :red[red]"
     send(tab_a, typed)
     wait_for_app(tab_a)
     held = set()
