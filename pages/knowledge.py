@@ -57,6 +57,8 @@ def main() -> None:
                     with st.expander(f"#{hit.rank} · {hit.title} · fused score {hit.rrf_score:.4f}"):
                         st.markdown(hit.content)
         else:
+            if query:
+                st.caption(":material/info: Nothing was searched: the box holds only spaces.")
             st.info(
                 "Type a question to see which documents the agent would read, and how close each one is.",
                 icon=":material/lightbulb:",

@@ -332,6 +332,8 @@ def _search_panel(scope) -> None:
         with reported():
             result = search_memories(scope, query, limit=10, params=rrf.current_params(), mode=mode or "hybrid")
             render_retrieval(result, key="mem_search", compact="medium")
+    elif query:  # a search that says nothing back looked like one that found nothing
+        st.caption(":material/info: Nothing was searched: the box holds only spaces. Type some words to search.")
 
 
 def main() -> None:

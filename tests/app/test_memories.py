@@ -516,3 +516,18 @@ def test_a_cards_time_is_in_the_users_time_zone(app):
     at.run()
     there = memory.updated_at.astimezone(ZoneInfo("Pacific/Kiritimati")).strftime("%Y-%m-%d %H:%M +14")
     assert any(c.value.endswith(there) for c in at.caption), [c.value for c in at.caption]
+
+
+def test_a_search_of_only_spaces_says_it_searched_nothing(app):
+    """Found in a fresh-clone walkthrough on 2026-12-07: it did nothing and said nothing (the Chat page
+    says why it sent nothing; the Knowledge page showed only its usual hint)."""
+    at, _ = _seeded(app)
+    _search(at, "   ")
+    assert not at.exception, at.exception
+    assert [c.value for c in at.caption if "Nothing was searched: the box holds only spaces" in c.value]
+    assert not [t for t in at.table if "Fused score" in t.value.columns]
+    kb = app("pages/knowledge.py")
+    kb.text_input(key="kb_query").set_value("  ")
+    next(b for b in kb.button if b.label == "Search" and b.form_id == "knowledge_search_form").click()
+    kb.run()
+    assert [c.value for c in kb.caption if "Nothing was searched: the box holds only spaces" in c.value]
