@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+from agent.brain.asked import about_what_was_asked
 from agent.brain.patterns import is_question
 from core.date_window import mentioned_in
 from core.retrieval import is_relevant
@@ -138,21 +139,23 @@ def relevant(data: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def answers(data: dict[str, Any]) -> list[dict[str, Any]]:
+def answers(data: dict[str, Any], user_text: str = "") -> list[dict[str, Any]]:
     """The relevant past turns that can answer: a question asked before ("What is my name?") matches the
-    same question best and answers nothing, and neither does this brain's own "I don't remember …"."""
+    same question best and answers nothing, and neither does this brain's own "I don't remember …"; nor a
+    turn about someone or something else than the question's (`user_text`): "what is my dog's name?" is not
+    answered by "You told me your name is Ada", which shares "name" (asked.about_what_was_asked)."""
 
     def answers(hit: dict[str, Any]) -> bool:
         said = str(hit.get("content") or "").strip()
-        if said.endswith("?"):
+        if said.endswith("?") or (user_text and not about_what_was_asked(user_text, "", said)):
             return False
         return hit.get("speaker") == "user" or not any(phrase in said for phrase in NOTHING_FOUND_PHRASES)
 
     return [hit for hit in relevant(data) if answers(hit)]
 
 
-def conversations_found(data: dict[str, Any], *, after_memories: bool = False) -> str:
-    hits = answers(data)
+def conversations_found(data: dict[str, Any], *, after_memories: bool = False, user_text: str = "") -> str:
+    hits = answers(data, user_text)
     if not hits:
         return "I couldn't find anything about that in our earlier conversations."
     # what the user said answers "that thing I mentioned" better than the agent's reply to it

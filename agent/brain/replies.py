@@ -116,8 +116,8 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
         results = [r for r in results if r[0] not in ("recall_detail", "search_memories", "search_past_conversations")]
         if recalled:
             parts.append(f"You told me {describe_fact(*recalled[0])}.")
-        if past and answers(past):  # not a slot, but said in an earlier conversation
-            parts.append(conversations_found(past, after_memories=not recalled))
+        if past and answers(past, user_text):  # not a slot, but said in an earlier conversation
+            parts.append(conversations_found(past, after_memories=not recalled, user_text=user_text))
         elif not recalled and not results:
             return _nothing_found(results_before)
     elif found := _memory_answer(results, user_text):

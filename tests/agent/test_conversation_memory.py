@@ -673,3 +673,19 @@ async def test_a_span_without_conversations_on_a_first_visit(new_user):
         f"We didn't talk between {first:%A}, {first:%B} {first.day} and {last:%A}, {last:%B} {last.day}. "
         "I have no earlier conversation with you on record, so there's nothing to look back on yet."
     )
+
+
+async def test_an_earlier_turn_about_something_else_is_not_quoted_as_the_answer(new_user):
+    """Found in a fresh-clone walkthrough on 2026-12-07: after the dog's name was forgotten, "what is my dog's
+    name?" was answered "… I found it in our earlier conversations … 'You told me your name is Ada.'", a turn
+    that shares only "name" with the question."""
+    user = new_user()
+    _store_past(
+        user, f"past-{user.user_id}", [("user", "my name is Ada"), ("assistant", "You told me your name is Ada.")]
+    )
+    async with agent_session(user.user_id) as run:
+        reply = reply_text(await run.session.run(user_input="what is my dog's name?"))
+    assert "Ada" not in reply and reply.startswith("I don't remember your dog's name yet.")
+    async with agent_session(user.user_id) as run:  # the control: a question about the name still finds it
+        reply = reply_text(await run.session.run(user_input="what is my name?"))
+    assert "Ada" in reply
