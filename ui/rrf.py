@@ -18,7 +18,8 @@ _GENERATION = "mp_rrf_sliders"
 
 def _keys() -> tuple[str, str, str]:
     generation = st.session_state.get(_GENERATION, 0)
-    return tuple(f"{key}_{generation}" if generation else key for key in (_VW, _TW, _K))  # type: ignore[return-value]
+    suffix = f"_{generation}" if generation else ""
+    return _VW + suffix, _TW + suffix, _K + suffix
 
 
 def current_params() -> RrfParams:

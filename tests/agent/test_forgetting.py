@@ -8,23 +8,14 @@ delete, heard through the database's notification feed).
 from __future__ import annotations
 
 import json
-import time
 
 from core import conversations, memories, sessions
 from core.db import Scope, transaction
 from core.errors import DatabaseUnavailable
 from core.sessions import DELETED_TEXT
+from tests.support.waiting import until
 
 DOG = "Biscuitface"
-
-
-def _wait_for(condition, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def _model_reads(ps) -> str:
@@ -53,7 +44,7 @@ def test_a_memory_deleted_on_the_memories_page_leaves_the_open_chat_its_model_an
     deleted = memories.delete_memory(user.scope, dog.id)  # the Memories page, as the visitor
 
     assert deleted.mentions_removed == 2  # the stored question's answer and the barking
-    assert _wait_for(lambda: chat.forgotten_messages == 2)
+    assert until(lambda: chat.forgotten_messages == 2, timeout=15.0)
     assert [h["text"] for h in chat.history][1:] == [
         "what's my dog's name?",  # says nothing of the dog's name: kept
         DELETED_TEXT,
@@ -83,12 +74,12 @@ def test_a_deletion_in_another_process_reaches_the_chat_through_the_database(run
     user = new_user()
     chat = _talk_about_the_dog(runtime, user, "forget-elsewhere")
     session_id = chat.session_id
-    assert _wait_for(lambda: any(DOG in t.content for t in conversations.list_turns(user.scope, session_id)))
+    assert until(lambda: any(DOG in t.content for t in conversations.list_turns(user.scope, session_id)), timeout=15.0)
 
     with transaction(Scope.service(user.user_id)) as cur:  # no in-process notice: core.memories is not used
         cur.execute("delete from public.memories where user_id = %s", (user.user_id,))
 
-    assert _wait_for(lambda: chat.forgotten_messages == 2)
+    assert until(lambda: chat.forgotten_messages == 2, timeout=15.0)
     assert DOG not in _model_reads(chat.playground_session)
     assert all(DOG not in t.content for t in conversations.list_turns(user.scope, session_id))
     chat.close().result(timeout=60)
@@ -102,7 +93,7 @@ def test_an_edited_memory_reaches_the_model_and_blanks_nothing(runtime, new_user
 
     memories.update_memory(user.scope, dog.id, "Pixel")
 
-    assert _wait_for(lambda: "dog_name: Pixel" in chat.playground_session.agent.preload_text())
+    assert until(lambda: "dog_name: Pixel" in chat.playground_session.agent.preload_text(), timeout=15.0)
     assert DOG not in chat.playground_session.agent.preload_text()
     assert chat.forgotten_messages == 0
     assert any(DOG in h["text"] for h in chat.history)  # what was said stays said: an edit deletes nothing

@@ -15,6 +15,7 @@ from core.retrieval import RrfParams
 from tests.app.conftest import settle
 from tests.support.long_messages import LONG_MESSAGES, remember_what_they_ask_about
 from tests.support.panels import expand
+from tests.support.waiting import until
 from ui import chat_state, resend
 from ui.format import session_ref
 from ui.turns import FORGOTTEN_MESSAGE
@@ -190,9 +191,7 @@ def test_a_memory_deleted_while_the_chat_is_open_leaves_the_chat_on_screen(app):
     chat = at.session_state["u_chat_session"]
     memories.delete_memory(visitor.scope, memories.recall(visitor.scope, "favorite_color").id)
 
-    deadline = time.monotonic() + 15
-    while chat.forgotten_messages < 3 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    assert until(lambda: chat.forgotten_messages >= 3, timeout=15)
     at.run()
     settle(at)
     assert not at.exception, at.exception

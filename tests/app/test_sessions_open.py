@@ -216,13 +216,7 @@ def test_a_reply_deleted_with_a_memory_is_said_to_be_deleted_not_unanswered(app)
     sessions.save_report(service, session_id, {"playground": {"turns": 3, "mode": "text"}}, ended_at=now)
     deleted = memories.forget(visitor.scope, "cat_name")
     assert deleted.mentions_removed == 3  # the statement, its confirmation and the answer; the question names no Mochi
-    at.switch_page("pages/sessions.py")
-    at.run()
-    picked = at.selectbox(key="u_sessions_pick")
-    if picked.value != session_id:
-        picked.set_value(session_id)
-        at.run()
-    assert not at.exception, at.exception
+    _show(at, session_id)
     assert not [c.value for c in at.caption if c.value.startswith(":material/error: No answer to this message")]
     assert [c.value for c in at.caption if c.value.startswith(":material/delete:")] == [
         ":material/delete: 2 messages missing here: the messages that mention a memory you deleted are deleted "
@@ -250,13 +244,7 @@ def test_a_last_answer_deleted_with_a_memory_is_said_to_be_deleted_not_unanswere
     sessions.save_report(service, session_id, report, ended_at=datetime.now(UTC))
     memories.remember(service, "pet", "a dog called Pixel")
     assert memories.forget(visitor.scope, "pet").mentions_removed == 2  # the statement and the last answer
-    at.switch_page("pages/sessions.py")
-    at.run()
-    picked = at.selectbox(key="u_sessions_pick")
-    if picked.value != session_id:
-        picked.set_value(session_id)
-        at.run()
-    assert not at.exception, at.exception
+    _show(at, session_id)
     assert not [c.value for c in at.caption if c.value.startswith(":material/error: No answer to this message")]
     assert [c.value for c in at.caption if c.value.startswith(":material/delete:")] == [
         ":material/delete: 1 message missing here: the messages that mention a memory you deleted are deleted "
@@ -265,6 +253,17 @@ def test_a_last_answer_deleted_with_a_memory_is_said_to_be_deleted_not_unanswere
         "with it.",  # the last answer
     ]
     delete_everything(visitor.scope)
+
+
+def _show(at, session_id: str) -> None:
+    """Open `session_id` on the Sessions page, picked from its list."""
+    at.switch_page("pages/sessions.py")
+    at.run()
+    picked = at.selectbox(key="u_sessions_pick")
+    if picked.value != session_id:
+        picked.set_value(session_id)
+        at.run()
+    assert not at.exception, at.exception
 
 
 def _sessions_of(scope) -> set[str]:

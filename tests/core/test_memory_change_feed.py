@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from core import db, erasure, memories, memory_changes, profiles
+from tests.support.waiting import until
 
 ZERO_VECTOR = "[" + ",".join(["0"] * 384) + "]"
 
@@ -79,12 +80,12 @@ def test_a_process_following_the_database_hears_changes_it_did_not_make(new_user
     try:
         assert feed.listening.is_set() and memory_changes.follow_database(db.service_url()) is feed
         _insert_memory_elsewhere(user.user_id, "partner", "Thibault")
-        assert _until(lambda: seen == [user.user_id]), seen
+        assert until(lambda: seen == [user.user_id]), seen
 
         with db.admin_connection() as conn:  # a payload that is not a user id is ignored
             conn.execute("select pg_notify(%s, 'not a user')", (memory_changes.CHANNEL,))
         with caplog.at_level(logging.WARNING, logger="core.memory_changes"):
-            assert _until(lambda: "not a user id" in caplog.text)
+            assert until(lambda: "not a user id" in caplog.text)
         assert seen == [user.user_id]
 
         # the database drops the feed's connection: it comes back and tells everyone to re-read, since
@@ -95,10 +96,10 @@ def test_a_process_following_the_database_hears_changes_it_did_not_make(new_user
                 (memory_changes.APPLICATION_NAME,),
             ).fetchall()
         assert ended and all(row[0] for row in ended)
-        assert _until(lambda: seen[-1:] == [None], timeout=10), seen
-        assert _until(feed.listening.is_set)
+        assert until(lambda: seen[-1:] == [None], timeout=10), seen
+        assert until(feed.listening.is_set)
         _insert_memory_elsewhere(user.user_id, "drink", "cortado")
-        assert _until(lambda: seen[-1:] == [user.user_id]), seen
+        assert until(lambda: seen[-1:] == [user.user_id]), seen
     finally:
         memory_changes.unsubscribe(recorder)
         memory_changes.stop_following()
@@ -106,12 +107,3 @@ def test_a_process_following_the_database_hears_changes_it_did_not_make(new_user
     _insert_memory_elsewhere(user.user_id, "allergy", "hazelnuts")
     time.sleep(0.5)
     assert seen[-1:] == [user.user_id] and seen.count(user.user_id) == 2  # stopped: heard no more
-
-
-def _until(condition, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return False

@@ -6,7 +6,6 @@ because its session was deleted tells them too."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from datetime import UTC, datetime
 
@@ -16,17 +15,9 @@ import pytest
 from core import conversations, db, erasure, memory_changes, session_deletions, sessions
 from core.conversations import TurnInput
 from core.errors import EmbeddingUnavailable
+from tests.support.waiting import until
 
 ZERO_VECTOR = "[" + ",".join(["0"] * 384) + "]"
-
-
-def _until(check, timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return check()
 
 
 def _turn(session_id: str, index: int = 0) -> TurnInput:
@@ -103,12 +94,12 @@ def test_a_process_following_the_database_hears_sessions_deleted_elsewhere(new_u
     try:
         with db.admin_connection() as conn:  # another process: SQL straight to the table
             conn.execute("delete from public.sessions where session_id = %s", (session_id,))
-        assert _until(lambda: recorder.heard == [(user.user_id, session_id)]), recorder.heard
+        assert until(lambda: recorder.heard == [(user.user_id, session_id)]), recorder.heard
 
         with db.admin_connection() as conn:  # a payload that names no user and session is ignored
             conn.execute("select pg_notify(%s, 'not json')", (session_deletions.CHANNEL,))
             conn.execute("select pg_notify(%s, %s)", (session_deletions.CHANNEL, json.dumps({"user_id": "x"})))
-        assert _until(lambda: caplog.text.count("does not name a user and a session") == 2)
+        assert until(lambda: caplog.text.count("does not name a user and a session") == 2)
         assert recorder.heard == [(user.user_id, session_id)]
 
         # the feed's connection dropped: deletions meanwhile were not heard, so every listener is asked to check
@@ -117,7 +108,7 @@ def test_a_process_following_the_database_hears_sessions_deleted_elsewhere(new_u
                 "select pg_terminate_backend(pid) from pg_stat_activity where application_name = %s",
                 (memory_changes.APPLICATION_NAME,),
             )
-        assert _until(lambda: recorder.heard[-1:] == [(None, None)], timeout=10), recorder.heard
+        assert until(lambda: recorder.heard[-1:] == [(None, None)], timeout=10), recorder.heard
     finally:
         memory_changes.stop_following()
     assert not feed.listening.is_set()

@@ -27,6 +27,7 @@ from agent.voice.livekit_bridge import (
 from core import memories, memory_changes
 from core.config import Settings
 from core.errors import ConfigurationError, InvalidInput
+from tests.support.waiting import until
 
 LK_KEY, LK_SECRET = "devkey", "secret-that-is-long-enough-for-hs256-signing"
 
@@ -217,10 +218,7 @@ async def test_a_memory_deleted_during_the_call_leaves_the_transcript_and_panel_
 
     (dog,) = memories.list_memories(user.scope)
     await asyncio.to_thread(memories.delete_memory, user.scope, dog.id)  # the Memories page, mid-call
-    for _ in range(200):
-        if bridge.forgetting.messages:
-            break
-        await asyncio.sleep(0.05)
+    assert await asyncio.to_thread(until, lambda: bridge.forgetting.messages > 0, 10.0)
     shown, _ = sink.since(0)
     assert "Biscuitface" not in json.dumps(shown)
     said = [(e["text"], e["final"]) for e in shown if e["type"] == "transcript"]
