@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from agent.brain.facts import PETS, RELATIONS, search_query, slot_words
+from agent.brain.facts import PETS, RELATIONS, TOPIC_SLOTS, search_query, slot_words
 from agent.brain.text import stems
 
 # "my dog's name", "my sister's birthday", "my kids' names" (straight or curly apostrophe): whose detail the
@@ -77,14 +77,40 @@ def about_what_was_asked(user_text: str, slot: str, content: str) -> bool:
     # "what's my job?" asks about the user: "partner: Sam works as a nurse" is someone else's job, and
     # "when is my birthday?" is not answered by `sister_birthday`, nor "what's my name?" by `dog_name`
     mine = {word.lower() for word in re.findall(r"\bmy\s+(\w+)", user_text or "", re.I)}
-    asked_animals, kept_animals = _animals(" ".join(mine)), _animals(f"{slot_words(slot)} {content}")
+    asked_animals, kept_animals = _animals(user_text or ""), _animals(f"{slot_words(slot)} {content}")
     if asked_animals and kept_animals and not asked_animals & kept_animals:
-        return False  # "what is my dog called?" and a `pet` that is "a cat called Miso"
+        return False  # "what is my dog called?" or "did I mention a cat?", and "a corgi called Rex"
     owner = _owner(slot)
     if not mine or owner is None or any(_same(word, owner.split()[0]) or _one_of(word, owner) for word in mine):
         return True
     everyone = _ALL_PETS if _PET_WORD.fullmatch(owner) else _FAMILY
     return bool(mine & {*everyone, owner + "s"})
+
+
+# words that ask rather than say what is asked about: "did I mention Halfords?" is about Halfords
+_ASKING = {"did", "does", "have", "has", "had", "ever", "tell", "told", "mention", "mentioned", "say", "said",
+           "remember", "know", "knew", "who", "when", "where", "which", "how", "any", "can", "could", "would",
+           "before", "earlier", "ask", "asked"}  # fmt: skip
+# slot words that every slot of a kind holds (favorite_color, favorite_drink; dog_name, name)
+_EVERY_KIND = {"favorite", "name"}
+
+
+def said_stems(user_text: str) -> set[str]:
+    """The stems of what the question is about, in the user's own words (not the words that only ask)."""
+    return stems(" ".join(w for w in re.findall(r"[A-Za-z0-9']+", user_text or "") if w.lower() not in _ASKING))
+
+
+def on_the_topic(user_text: str, slot: str, content: str) -> bool:
+    """For a question that names no slot: when it has a topic (facts.TOPIC_SLOTS: "order" is about drinks and
+    coffee), a memory answers only if it shares a word the user said or one of the topic's own words.
+    "favorite" and "name" do not count while the topic has other words: every favorite_* slot holds
+    "favorite", so "what did I order?" (favorite drink, usual, coffee) is not answered by favorite_color."""
+    topics = [words for pattern, words in TOPIC_SLOTS if pattern.search(user_text or "")]
+    if not topics:
+        return True
+    topic_words = set(" ".join(topics).split())
+    own = stems(" ".join(topic_words - _EVERY_KIND)) or stems(" ".join(topic_words))
+    return bool(stems(f"{slot_words(slot)} {content}") & (own | said_stems(user_text)))
 
 
 def _another_of_its_kind(asked_slot: str | None, slot: str) -> bool:
@@ -106,10 +132,13 @@ def answers_the_question(
     """Whether a memory found by a search (or put into context by the per-turn recall) answers the question;
     `asked_slot`: the slot the question named (its recall_detail), if any. When that slot is not kept, only a
     memory sharing the question's words (`word_match`), or the nearest of all, can be the answer: every short
-    memory is "near" a short question in meaning (`favorite_color` is near "what's my name?")."""
+    memory is "near" a short question in meaning (`favorite_color` is near "what's my name?"). A question that
+    names no slot is answered by a memory on its topic (`on_the_topic`)."""
     if not about_what_was_asked(user_text, slot, content) or _another_of_its_kind(asked_slot, slot):
         return False
-    return not asked_slot or word_match or nearest
+    if not asked_slot:
+        return on_the_topic(user_text, slot, content)
+    return word_match or nearest
 
 
 def shares_words(user_text: str, slot: str, content: str) -> bool:

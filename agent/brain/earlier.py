@@ -22,6 +22,8 @@ NOTHING_FOUND_PHRASES = ("I don't remember", "I couldn't find anything", "found 
 
 # how many of the user's lines "what did we talk about last time?" quotes
 LAST_CONVERSATION_QUOTED = 3
+# the lead of a past turn that is near the question in meaning but shares none of its words
+CLOSEST_LEAD = "The closest I found in our earlier conversations: "
 
 
 def _quoted_from(data: dict[str, Any]) -> tuple[str, int] | None:
@@ -160,10 +162,16 @@ def conversations_found(data: dict[str, Any], *, after_memories: bool = False, u
         return "I couldn't find anything about that in our earlier conversations."
     # what the user said answers "that thing I mentioned" better than the agent's reply to it
     top = next((hit for hit in hits[:3] if hit.get("speaker") == "user"), hits[0])
+    found = f"{said_on(top)} (RRF score {top['rrf_score']:.4f})."
+    if top.get("text_rank") is None:
+        # near in meaning only, no word of the question in it: "the trail I mentioned" finds "We hiked the Cedar
+        # Creek Loop", but "my car?" finds "a blue bike" as near. Say it is the closest, not that it is the answer.
+        lead = "I don't have that saved as a memory. " if after_memories else ""
+        return lead + CLOSEST_LEAD + found
     lead = (
         "I don't have that saved as a memory, but I found it in our earlier conversations. " if after_memories else ""
     )
-    return f"{lead}{said_on(top)} (RRF score {top['rrf_score']:.4f})."
+    return lead + found
 
 
 def search_dates(sentence: str, today: dt.date | None) -> dict[str, str]:

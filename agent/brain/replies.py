@@ -302,6 +302,8 @@ def _success_reply(name: str, data: Any, user_text: str, recalled: list[tuple[st
         return str(data)
     if name == "search_knowledge":
         return knowledge_found(data, user_text, recalled)
+    if name == "search_past_conversations":
+        return conversations_found(data, user_text=user_text)
     reply = _REPLIES.get(name)
     return reply(data) if reply else "Done."
 
@@ -385,5 +387,4 @@ _REPLIES = {
     "lookup_order": lambda data: data.get("summary") or "I found the order.",
     "recall_last_conversation": last_conversation,
     "recall_conversations": held_conversations,
-    "search_past_conversations": conversations_found,
 }

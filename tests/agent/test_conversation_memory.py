@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from agent import recall as recall_module
-from agent.brain.earlier import today_so_far
+from agent.brain.earlier import CLOSEST_LEAD, today_so_far
 from agent.brain.llm import BrainStream
 from agent.prompts import PAST_TURNS_LEAD, RECALL_HEADER
 from agent.recall import Injection, choose, estimate_tokens, turn_line
@@ -79,7 +79,8 @@ async def test_the_trail_mentioned_last_week_is_found_through_the_tool_with_its_
         turn = run.events(turn=1)
         request = [i for i in run.brain.last_chat_ctx.items if i.type == "message" and i.role == "user"][-1]
     day = LAST_WEEK.date()
-    assert reply.startswith(f"On {day:%A}, {day:%B} {day.day} you said: “{TRAIL}”")
+    # "trail" is not in the turn: found by meaning, so said as the closest
+    assert reply.startswith(f"{CLOSEST_LEAD}On {day:%A}, {day:%B} {day.day} you said: “{TRAIL}”")
     assert "Cedar Creek Loop" in reply
     # the events, in order: the user's words, the recall of each tier (slots first), the tool call and what it
     # found, the answer, the end of the turn
@@ -515,7 +516,7 @@ async def test_yesterday_and_every_date_the_agent_reads_are_of_the_users_time_zo
     # the day the user means, searched as their day, with what was said on it
     assert output["searched_dates"] == yesterday.isoformat()
     assert [(hit["date"], hit["content"]) for hit in output["hits"]] == [(yesterday.isoformat(), TRAIL)]
-    assert reply.startswith(f"On {yesterday:%A}, {yesterday:%B} {yesterday.day} you said: “{TRAIL}”")
+    assert reply.startswith(f"{CLOSEST_LEAD}On {yesterday:%A}, {yesterday:%B} {yesterday.day} you said: “{TRAIL}”")
     system = told[0].text_content
     assert f"Today's date (Pacific/Kiritimati): {today_in(zone).isoformat()}, a {today_in(zone):%A}." in system
     question_sent = next(i for i in told if i.type == "message" and i.role == "user").text_content
@@ -689,3 +690,42 @@ async def test_an_earlier_turn_about_something_else_is_not_quoted_as_the_answer(
     async with agent_session(user.user_id) as run:  # the control: a question about the name still finds it
         reply = reply_text(await run.session.run(user_input="what is my name?"))
     assert "Ada" in reply
+
+
+async def test_what_was_never_said_is_not_answered_with_what_is_merely_near(new_user):
+    """Left alone on 2026-12-07 and fixed after: "did I mention a cat?" quoted the dog, "what did I order?"
+    answered with the favorite color ("order" is a drinks topic, whose words add "favorite", which every
+    favorite_* slot holds), and "have I told you about my car?" said it had found a blue bike."""
+    user = new_user()
+    _store_past(
+        user,
+        f"past-{user.user_id}",
+        [
+            ("user", "My dog is called Rex and he is a corgi."),
+            ("user", "I ordered a blue bike from Halfords."),
+            ("user", "My favorite color is teal."),
+        ],
+    )
+    memories.remember(Scope.service(user.user_id), "dog_name", "Rex and he is a corgi")
+    memories.remember(Scope.service(user.user_id), "favorite_color", "teal")
+    async with agent_session(user.user_id) as run:
+        replies = {
+            question: reply_text(await run.session.run(user_input=question))
+            for question in (
+                "did I mention a cat?",
+                "do I have a cat?",
+                "what did I order?",
+                "have I told you about my car?",
+                "did I mention Halfords?",
+                "what is my dog called?",
+            )
+        }
+    for question in ("did I mention a cat?", "do I have a cat?"):
+        assert "Rex" not in replies[question], replies[question]
+    assert "blue bike" in replies["what did I order?"] and "teal" not in replies["what did I order?"]
+    assert "found it in our earlier conversations" in replies["what did I order?"]  # "ordered" holds "order"
+    # a bike is near a car in meaning, and shares no word with the question: the closest, not the answer
+    assert CLOSEST_LEAD + "On " in replies["have I told you about my car?"]
+    assert "found it" not in replies["have I told you about my car?"]
+    assert replies["did I mention Halfords?"].startswith("On ") and "Halfords" in replies["did I mention Halfords?"]
+    assert "Rex" in replies["what is my dog called?"]  # the control: the dog is still the dog

@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from agent.brain.earlier import CLOSEST_LEAD
 from agent.prompts import EXTRACTION_PROMPT, FORGOTTEN_NOTE, PRELOAD_HEADER, today_line
 from core import conversations, db, memories, sessions
 from core.conversations import TurnInput
@@ -129,7 +130,7 @@ def test_past_conversations_through_an_llm(new_user, llm_server):
     _no_traceback(result)
     assert result.returncode == 0, result.stderr + result.stdout
     day = last_week.date()
-    assert f"agent> On {day:%A}, {day:%B} {day.day} you said: “{trail}”" in result.stdout
+    assert f"agent> {CLOSEST_LEAD}On {day:%A}, {day:%B} {day.day} you said: “{trail}”" in result.stdout
 
     requests = llm_server.chat_requests()
     assert_agent_requests(requests)
