@@ -18,6 +18,7 @@ This module keeps pgserver's process management and replaces those two parts:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -223,7 +224,14 @@ class LockedDownServer(_pgserver.PostgresServer):
         with _guard:
             with self._lock:
                 self._forget_dead_handles()
+            info = self._postmaster_info
             super()._cleanup()
+            if info is not None and Path(info.socket_dir) != self.pgdata:
+                # our own directory under /tmp, empty once the server stopped (a running one holds its socket
+                # and lock file, and rmdir leaves it): a test run's data directory is new every run, so each
+                # run left one behind; the next start makes it again
+                with contextlib.suppress(OSError):
+                    Path(info.socket_dir).rmdir()
 
     @property
     def endpoint(self) -> Endpoint:

@@ -158,6 +158,7 @@ def test_a_long_data_dir_gets_a_private_socket_directory_and_strangers_stay_out(
         if server is not None:
             server.cleanup()
         shutil.rmtree(base, ignore_errors=True)
+    assert not socket_dir.exists()  # stopped, its socket directory goes too (one was left in /tmp every run)
 
 
 def test_login_roles_are_not_superusers_and_cannot_become_one(database_uri):
