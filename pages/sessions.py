@@ -43,12 +43,18 @@ LINKED = "u_sessions_linked"  # set once the address (?session=…) is the page'
 LINK_PARAM = "session"
 OPEN = "in progress"  # a session whose report is not saved yet (SessionRecord.is_open)
 MATCH_KEY = "u_session_turn_match"
-# Brings the matched turn into view inside the transcript's scrolling box (st.html runs it in the page).
+# Brings the matched turn into view inside the transcript's scrolling box (st.html runs it in the page), and
+# again for two seconds: the transcript's messages are drawn one after another, and each moves it.
 _SCROLL_TO_MATCH = f"""<script>
-setTimeout(() => {{
-  const el = document.querySelector('.st-key-{MATCH_KEY}');
-  if (el) el.scrollIntoView({{block: "center"}});
-}}, 300);
+(() => {{
+  let tries = 0;
+  const centre = () => {{
+    const el = document.querySelector('.st-key-{MATCH_KEY}');
+    if (el) el.scrollIntoView({{block: "center"}});
+    if (++tries < 10) setTimeout(centre, 200);
+  }};
+  setTimeout(centre, 200);
+}})();
 </script>"""
 
 METRIC_LABELS = {
@@ -254,7 +260,10 @@ def _transcript(scope, record, view: ReportView) -> None:
     # messages deleted with a memory after the last one kept leave no gap in the turn numbers: the report's
     # transcript ends with them, blanked
     trailing = 0 if record.is_open else _deleted_at_the_end(view)
-    with st.container(height=440, border=True, key="u_session_transcript"):
+    # a box of chat messages follows its end by itself (Streamlit's autoscroll): it pulled the transcript back
+    # to its last message after the one searched for was brought into view
+    follow_the_end = None if target is None else False
+    with st.container(height=440, border=True, key="u_session_transcript", autoscroll=follow_the_end):
         for position, turn in enumerate(turns):
             role = "user" if turn.speaker == "user" else "assistant"
             if (gone := turn.turn_index - (turns[position - 1].turn_index + 1 if position else 0)) > 0:

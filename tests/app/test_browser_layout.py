@@ -455,6 +455,45 @@ def test_card_and_hit_buttons_name_what_they_act_on(streamlit_server, new_browse
     expect(page.locator('[class*="st-key-u_session_turn_match"]')).to_contain_text("Cedar Creek Loop", timeout=30_000)
 
 
+# Where the marked message is inside the transcript's scrolling box: its top and bottom against the box's.
+_MATCH_IN_THE_BOX = """() => {
+  const box = [...document.querySelectorAll('.st-key-u_session_transcript, .st-key-u_session_transcript *')]
+    .find(e => e.scrollHeight > e.clientHeight + 1);
+  const match = document.querySelector('[class*="st-key-u_session_turn_match"]');
+  if (!box || !match) return null;
+  const b = box.getBoundingClientRect(), m = match.getBoundingClientRect();
+  return {inside: m.top >= b.top - 1 && m.bottom <= b.bottom + 1, scrollTop: box.scrollTop,
+          end: box.scrollHeight - box.clientHeight};
+}"""
+
+
+def test_open_brings_the_message_searched_for_into_view_in_a_long_transcript(streamlit_server, new_browser_page):
+    """Found in a fresh-clone walkthrough: in a transcript longer than its box, Open marked the message but the
+    box stayed at its end (the box's autoscroll follows its last message), so the mark was out of sight."""
+    page = _new_visitor(new_browser_page, streamlit_server, SIZES[0], "/sessions")
+    service = Scope.service(user_id_of(page))
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    lines = [("user" if i % 2 == 0 else "agent", f"message number {i} about nothing much") for i in range(40)]
+    lines[8] = ("user", "my dog Biscuit chewed the sofa again")
+    conversations.store_turns(service, [TurnInput(session_id, i, who, text) for i, (who, text) in enumerate(lines)])
+    ended = datetime.now(UTC) - timedelta(minutes=5)
+    report = {"playground": {"turns": 20, "mode": "text", "duration_s": 300.0}}
+    sessions.save_report(service, session_id, report, started_at=ended - timedelta(minutes=5), ended_at=ended)
+    page.reload()
+    wait_for_app(page)
+    search = page.get_by_label("Search all my transcripts")
+    search.fill("dog Biscuit")
+    search.press("Enter")
+    hit = page.get_by_role("button", name=re.compile(r"^Open message 9 of session .*Biscuit"))
+    expect(hit).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    hit.click()
+    expect(page.locator('[class*="st-key-u_session_turn_match"]')).to_contain_text("Biscuit", timeout=30_000)
+    wait_for_app(page)
+    page.wait_for_timeout(3000)  # the autoscroll pulled the box to its end after the first centring
+    where = page.evaluate(_MATCH_IN_THE_BOX)
+    assert where is not None and where["inside"] and where["scrollTop"] < where["end"], where
+
+
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_memories_and_knowledge_have_no_truncated_labels(streamlit_server, new_browser_page, size):
     page = _new_visitor(new_browser_page, streamlit_server, size, "/memories")
