@@ -10,7 +10,7 @@ from ui import auth
 from ui.errors import reported
 from ui.retrieval import render_retrieval
 from ui.shell import run_page
-from ui.style import page_header
+from ui.style import SEARCH_SIDE, page_header
 
 ALL = "All categories"
 
@@ -33,7 +33,7 @@ def main() -> None:
     )
     categories = knowledge.categories(scope)
     search_col, browse_col = st.columns([11, 9], gap="large")
-    with search_col:
+    with search_col, st.container(key=SEARCH_SIDE):
         st.subheader("Search", anchor=False)
         # the button as wide as its label, beside the box (a narrow column cut it to "S…")
         with st.form("knowledge_search_form", border=False), st.container(horizontal=True, vertical_alignment="bottom"):

@@ -19,7 +19,7 @@ from ui.errors import reported
 from ui.format import ago, clip, literal, session_ref, short_id, when
 from ui.retrieval import render_retrieval
 from ui.shell import run_page
-from ui.style import empty_state, page_header
+from ui.style import SEARCH_SIDE, empty_state, page_header
 
 DELETE_ALL_PHRASE = "DELETE"
 _EDITING = "u_mem_editing"  # id of the memory being edited
@@ -370,7 +370,7 @@ def main() -> None:
                 link=("pages/chat.py", "Go to Chat", ":material/chat:"),
             )
         _memory_list(scope, items, deleted_sessions)
-    with search_col:
+    with search_col, st.container(key=SEARCH_SIDE):
         _search_panel(scope)
     st.caption(
         f"Signed in as `{short_id(visitor.user_id)}` · memories are stored one per slot; "

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+# the key of the search half of Memories and Knowledge: the CSS below lets the two halves wrap
+SEARCH_SIDE = "u_search_side"
+
 _CSS = """
 <style>
 /* The cookie writer is an invisible component; keep it from taking space. */
@@ -24,8 +27,19 @@ div[data-testid="stMetricValue"] { font-size: 1.6rem; }
    on it; on the tier alone, the wrappers shrank and the second tier was drawn over the first. */
 div[data-testid="stLayoutWrapper"]:has(> div[class*="_slots_tier"]),
 div[data-testid="stLayoutWrapper"]:has(> div[class*="_conversations_tier"]) {
-  flex: 1 1 22rem !important; min-width: 22rem !important;
+  flex: 1 1 22rem !important; min-width: min(22rem, 100%) !important;
 }
+/* Memories and Knowledge: the list and the search side by side only when both fit (the row whose column holds
+   the search half, keyed SEARCH_SIDE); beside an open sidebar at 1024 px each half was 278 px wide, and the
+   results' numbers were cut off. */
+div[data-testid="stHorizontalBlock"]:has(> div[data-testid="stColumn"] .st-key-u_search_side) {
+  flex-wrap: wrap; row-gap: 1.5rem;
+}
+div[data-testid="stHorizontalBlock"]:has(> div[data-testid="stColumn"] .st-key-u_search_side)
+  > div[data-testid="stColumn"] { flex: 1 1 22rem !important; min-width: min(22rem, 100%) !important; }
+/* A word longer than its column (a code, a link, "xxxx…") wraps, and never pushes the numbers beside it out
+   of a table: at 1024 px beside the sidebar they were cut off with no way to scroll to them. */
+[data-testid="stTable"] :is(th, td, th *, td *) { overflow-wrap: anywhere !important; }
 div[class*="_slots_tier"], div[class*="_conversations_tier"] { min-width: 0 !important; width: 100%; }
 /* On a phone the chat's columns stack (Streamlit's 640 px breakpoint): the panel under the conversation
    then grows with the page instead of being a second scroll box inside the scrolling page. */
