@@ -23,8 +23,7 @@ class Turn:
     errors: list[str] = field(default_factory=list)
     stopped: bool = False  # the visitor stopped the answer (Conversation.stop): not a failure
     done: bool = False
-    started_ts: float | None = None
-    ended_ts: float | None = None
+    ended_ts: float | None = None  # the turn's latest event
 
     @property
     def assistant_text(self) -> str:
@@ -47,18 +46,13 @@ class Turn:
                 f"{len(self.retrievals)} search{'es' if len(self.retrievals) != 1 else ''}, {hits} hit"
                 f"{'s' if hits != 1 else ''}"
             )
-        total = self.total_ms
-        if total is not None:
-            parts.append(f"{total:.0f} ms")
-        return " · ".join(parts) if parts else "no tools, no searches"
-
-    @property
-    def total_ms(self) -> float | None:
+        # a text turn's whole time; a voice turn has none, and the span of its events ran on while the agent
+        # waited for the user to speak again (27 s for an answer heard after 1.4 s): its latency instead
         if "turn_total_ms" in self.metrics:
-            return self.metrics["turn_total_ms"]
-        if self.started_ts is not None and self.ended_ts is not None and self.done:
-            return max(0.0, (self.ended_ts - self.started_ts) * 1000)
-        return None
+            parts.append(f"{self.metrics['turn_total_ms']:.0f} ms")
+        elif "e2e_ms" in self.metrics:
+            parts.append(f"end of speech → first audio {self.metrics['e2e_ms']:.0f} ms")
+        return " · ".join(parts) if parts else "no tools, no searches"
 
 
 def group_turns(events: list[Event]) -> list[Turn]:
@@ -67,7 +61,6 @@ def group_turns(events: list[Event]) -> list[Turn]:
         number = event["turn"]
         turn = turns.setdefault(number, Turn(number=number))
         ts = event["ts"]
-        turn.started_ts = ts if turn.started_ts is None else min(turn.started_ts, ts)
         turn.ended_ts = ts if turn.ended_ts is None else max(turn.ended_ts, ts)
         kind = event["type"]
         if kind == "transcript" and event["final"]:
@@ -79,6 +72,9 @@ def group_turns(events: list[Event]) -> list[Turn]:
             turn.tool_calls.append(event)
         elif kind == "retrieval":
             turn.retrievals.append(event)
+        elif kind == "metric" and event["name"] == "e2e_ms":
+            # a turn's later replies have their own: the first is when the user first heard the agent
+            turn.metrics.setdefault("e2e_ms", float(event["value"]))
         elif kind == "metric":
             turn.metrics[event["name"]] = float(event["value"])
         elif kind == "error" and event.get("kind") == "stopped":

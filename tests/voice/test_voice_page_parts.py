@@ -250,3 +250,32 @@ def test_the_voice_page_says_truly_what_leaves_the_machine_in_a_call(monkeypatch
     finally:
         monkeypatch.undo()
         config.reload_settings()
+
+
+def test_a_voice_turns_summary_gives_its_end_of_speech_to_first_audio_never_the_wait_for_the_user():
+    """ "· 27220 ms" for a turn answered in about 5 s: the summary gave the span from the turn's first event
+    to its last, and a voice turn's events go on (states, the next utterance's interim words) while the
+    agent waits for the user to speak again."""
+    events = [
+        said("assistant", "Hi!", 0, 1.0),
+        said("user", "My favorite color is green. What is my favorite color?", 1, 10.0),
+        metric("eou_delay_ms", 1109.0, 1, 10.0),
+        {"type": "tool_call", "name": "recall_detail", "turn": 1, "ts": 10.1},
+        metric("llm_ttft_ms", 1.0, 1, 10.2),
+        said("assistant", "I don't remember your favorite color yet.", 1, 10.3),
+        metric("tts_ttfb_ms", 89.0, 1, 10.3),
+        metric("e2e_ms", 1390.0, 1, 10.3),
+        metric("e2e_ms", 2800.0, 1, 12.0),  # a second reply of the turn: not the first audio
+        {"type": "turn_done", "turn": 1, "ts": 15.0},
+        # the agent listens; the user starts the next sentence, its interim words still stamped turn 1
+        {"type": "state", "who": "agent", "state": "listening", "turn": 1, "ts": 15.1},
+        said("user", "My favorite color is green.", 1, 37.2, final=False),
+    ]
+    turn = latest_answered_turn(events)
+    assert turn.number == 1
+    assert turn.summary.endswith(" · end of speech → first audio 1390 ms"), turn.summary
+    assert turn.summary.count(" ms") == 1  # and no other figure (the span said 27200 ms)
+    # a turn typed during the call (no speech, no turn total): no time rather than a span
+    typed = [*events, said("user", "where is order 1001", 2, 40.0), metric("llm_ttft_ms", 3.0, 2, 40.1)]
+    typed += [said("assistant", "It shipped.", 2, 41.0), {"type": "turn_done", "turn": 2, "ts": 50.0}]
+    assert latest_answered_turn(typed).summary == "no tools, no searches"
