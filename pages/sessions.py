@@ -134,29 +134,36 @@ def _medians(view: ReportView) -> dict[str, float]:
     return {METRIC_LABELS.get(name, name): float(value) for name, value in medians.items()}
 
 
+def _bars_per_turn(
+    data: pd.DataFrame, kind: str, *, legend: alt.Legend, height: int, order: list[str] | None = None
+) -> alt.Chart:
+    """A bar per `kind` (a column of `data`) side by side in each turn, its height `value` in ms. `order`
+    puts the kinds in that order, beside each other and in the legend (by name without it)."""
+    ordered = order or alt.Undefined
+    return (
+        alt.Chart(data)
+        .mark_bar(cornerRadiusEnd=2)
+        .encode(
+            x=alt.X("turn:O", title="turn", axis=alt.Axis(labelAngle=0)),
+            xOffset=alt.XOffset(f"{kind}:N", sort=ordered),
+            y=alt.Y("value:Q", title="milliseconds"),
+            color=alt.Color(f"{kind}:N", scale=alt.Scale(scheme="tableau10", domain=ordered), legend=legend),
+            tooltip=["turn:O", f"{kind}:N", alt.Tooltip("value:Q", format=".1f", title="ms")],
+        )
+        # Streamlit fits the whole chart, legend and axes included, into this height
+        .properties(height=height)
+    )
+
+
 def _latency_chart(view: ReportView) -> alt.Chart | None:
     if not view.metrics:
         return None
     data = pd.DataFrame(view.metrics)
     data["metric"] = data["name"].map(lambda n: METRIC_LABELS.get(n, n))
     data = data.groupby(["turn", "metric"], as_index=False)["value"].sum()
-    return (
-        alt.Chart(data)
-        .mark_bar(cornerRadiusEnd=2)
-        .encode(
-            x=alt.X("turn:O", title="turn"),
-            xOffset="metric:N",
-            y=alt.Y("value:Q", title="milliseconds"),
-            color=alt.Color(
-                "metric:N",
-                scale=alt.Scale(scheme="tableau10"),
-                # one label a line, whole: three columns in half the page cut "memory recall" to "memory reca…"
-                legend=alt.Legend(orient="bottom", title=None, direction="vertical", labelLimit=0),
-            ),
-            tooltip=["turn:O", "metric:N", alt.Tooltip("value:Q", format=".1f", title="ms")],
-        )
-        .properties(height=330)  # with the legend under it, one label a line
-    )
+    # one label a line, whole: three columns in half the page cut "memory recall" to "memory reca…"
+    legend = alt.Legend(orient="bottom", title=None, direction="vertical", labelLimit=0)
+    return _bars_per_turn(data, "metric", legend=legend, height=330)  # with the legend under it, one label a line
 
 
 # the voice pipeline's stages, in the order they happen in a turn (agent/voice/latency.py LATENCY_METRICS)
@@ -179,14 +186,16 @@ def _voice_latency(view: ReportView) -> None:
         if any(name in row for row in view.voice_latency) or name in view.voice_latency_summary
     ]
     if view.voice_latency:
+        # as text, as the Voice page's table: a stage the turn did not measure (a typed message has no
+        # speech-to-text) is "—", where a number column showed "None"
         table = pd.DataFrame(
-            [{"Turn": row["turn"], **{VOICE_STAGES[n]: row.get(n) for n in stages}} for row in view.voice_latency]
+            [{"Turn": row["turn"], **{VOICE_STAGES[n]: ms(row.get(n)) for n in stages}} for row in view.voice_latency]
         )
         st.dataframe(
             table,
             hide_index=True,
             key="u_session_voice_latency",
-            column_config={VOICE_STAGES[n]: st.column_config.NumberColumn(format="%.0f ms") for n in stages},
+            column_config={VOICE_STAGES[n]: st.column_config.TextColumn(alignment="right") for n in stages},
         )
         long = pd.DataFrame(
             [
@@ -196,22 +205,10 @@ def _voice_latency(view: ReportView) -> None:
                 if n in row
             ]
         )
-        st.altair_chart(
-            alt.Chart(long)
-            .mark_line(point=True)
-            .encode(
-                x=alt.X("turn:O", title="turn"),
-                y=alt.Y("value:Q", title="milliseconds"),
-                color=alt.Color(
-                    "stage:N",
-                    sort=[VOICE_STAGES[n] for n in stages],
-                    legend=alt.Legend(orient="bottom", title=None, columns=3),
-                ),
-                tooltip=["turn:O", "stage:N", alt.Tooltip("value:Q", format=".0f", title="ms")],
-            )
-            .properties(height=220),
-            width="stretch",
-        )
+        # the legend beside the plot: under it, in 220 px, it took the plot's height (a flat line, no ticks)
+        legend = alt.Legend(orient="right", title=None, labelLimit=0)
+        order = [VOICE_STAGES[n] for n in stages]
+        st.altair_chart(_bars_per_turn(long, "stage", legend=legend, height=300, order=order), width="stretch")
     if view.voice_latency_summary:
         summary = pd.DataFrame(
             [

@@ -3,10 +3,12 @@ the report that agent/voice/local_call.py writes)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from streamlit.dataframe_util import convert_arrow_bytes_to_pandas_df
 
 from agent import events, reports
 from core import sessions
@@ -95,18 +97,74 @@ def test_sessions_page_shows_per_turn_voice_latency(app):
     table = next(df.value for df in at.dataframe if "End of speech → first agent audio" in df.value.columns)
     assert list(table["Turn"]) == [1, 2, 3]
     first = table[table["Turn"] == 1].iloc[0]
-    assert first["End-of-utterance delay"] == 512.0
-    assert first["Speech-to-text"] == 641.5
-    assert first["LLM first token"] == 3.5
-    assert first["TTS first byte"] == 287.0
-    assert first["End of speech → first agent audio"] == 1187.0
+    assert first["End-of-utterance delay"] == "512 ms"
+    assert first["Speech-to-text"] == "642 ms"
+    assert first["LLM first token"] == "3.5 ms"
+    assert first["TTS first byte"] == "287 ms"
+    assert first["End of speech → first agent audio"] == "1.19 s"
     typed = table[table["Turn"] == 3].iloc[0]
-    assert typed["LLM first token"] == 2.0 and typed.isna()["Speech-to-text"]
+    assert typed["LLM first token"] == "2.0 ms" and typed["Speech-to-text"] == "—"
 
     summary = next(df.value for df in at.dataframe if "Median (ms)" in df.value.columns).set_index("Stage")
     assert summary.loc["End of speech → first agent audio", "Median (ms)"] == pytest.approx(1260.0)
     assert summary.loc["Speech-to-text", "Max (ms)"] == pytest.approx(702.0)
     assert next(iter(summary.index)) == "End-of-utterance delay"  # in pipeline order
+
+
+def _open_voice_session(app):
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    session_id = f"voice-{uuid.uuid4().hex[:16]}"
+    sessions.save_report(Scope.service(visitor.user_id), session_id, _voice_report(session_id))
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _charts(at):
+    """Each Altair chart on the page: its Vega-Lite spec and its data (Streamlit sends the data apart)."""
+    for chart in at.get("vega_lite_chart"):
+        proto = chart.proto
+        datasets = [convert_arrow_bytes_to_pandas_df(named.data.data) for named in proto.datasets]
+        data = datasets[0] if datasets else convert_arrow_bytes_to_pandas_df(proto.data.data)
+        yield json.loads(proto.spec), data
+
+
+def test_a_stage_a_turn_did_not_measure_reads_as_a_dash_as_elsewhere_not_none(app):
+    """A fresh-clone run showed "None" in turn 2's Memory recall, LLM first token, TTS first byte and end of
+    speech cells, where the page's other tables (and the Voice page's latency table) say "—"."""
+    at = _open_voice_session(app)
+    table = next(df.value for df in at.dataframe if "End of speech → first agent audio" in df.value.columns)
+    table = table.set_index("Turn")
+    assert table.loc[2, "Memory recall"] == "—" and table.loc[2, "Transcription delay"] == "—"
+    assert table.loc[3, "Speech-to-text"] == "—" and table.loc[3, "End of speech → first agent audio"] == "—"
+    # measured ones as every page writes a time (ui.format.ms)
+    assert table.loc[1, "Memory recall"] == "27 ms" and table.loc[1, "LLM first token"] == "3.5 ms"
+    assert table.loc[2, "End of speech → first agent audio"] == "1.33 s"
+
+
+def test_the_voice_latency_chart_draws_each_measured_stage_per_turn_with_its_whole_name(app):
+    """The chart was a line per stage, 220 px high with a three-column legend under it: the legend took the
+    height, leaving a flat plot without y ticks, and cut "End of speech → first age…". Now a bar per stage
+    in each turn, the legend beside the plot with its labels whole."""
+    at = _open_voice_session(app)
+    stage = "End of speech → first agent audio"
+    spec, data = next((spec, data) for spec, data in _charts(at) if "stage" in data and stage in set(data["stage"]))
+    assert spec["mark"]["type"] == "bar"
+    encoding = spec["encoding"]
+    assert encoding["x"]["field"] == "turn" and encoding["xOffset"]["field"] == "stage"
+    assert encoding["y"] == {"field": "value", "type": "quantitative", "title": "milliseconds"}
+    legend = encoding["color"]["legend"]
+    assert legend["orient"] == "right" and legend["labelLimit"] == 0  # beside the plot: no height taken, no cut
+    # the stages in the pipeline's order
+    assert encoding["color"]["scale"]["domain"][0] == "End-of-utterance delay"
+    assert encoding["color"]["scale"]["domain"][-1] == stage
+    # one bar per measured value (7 + 5 + 1), none for what was not measured
+    assert len(data) == 13 and not data["value"].isna().any()
+    assert set(data[data["turn"] == 3]["stage"]) == {"LLM first token"}
+    first = data[data["turn"] == 1].set_index("stage")["value"]
+    assert first["Speech-to-text"] == 641.5 and first[stage] == 1187.0
 
 
 def test_a_text_session_has_no_voice_latency_section(app):
