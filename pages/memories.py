@@ -22,8 +22,9 @@ from ui.shell import run_page
 from ui.style import SEARCH_SIDE, empty_state, page_header
 
 DELETE_ALL_PHRASE = "DELETE"
-_EDITING = "u_mem_editing"  # id of the memory being edited
-_EDITED = "u_mem_edited"  # (id, slot, text) of the memory being edited: its form is drawn even once it is gone
+# {id: (slot, text)} of every memory whose edit form is open: several can be, so that opening a second one
+# does not throw away what was typed in the first; a form is drawn even once its memory is gone
+_EDITING = "u_mem_editing"
 _CONFIRM_DELETE = "u_mem_confirm_delete"  # id of the memory awaiting delete confirmation
 _FLASH = "u_mem_flash"
 _SHOWN = "u_mem_shown"  # how many cards the list shows
@@ -107,11 +108,12 @@ def _memory_card(scope, memory, deleted_sessions: set[str], zone: tzinfo) -> Non
                 st.caption(":material/edit: written outside a conversation")
         buttons = st.container(horizontal=True, key=f"u_mem_actions_{mid}")
         if buttons.button("Edit", key=f"u_mem_edit_{mid}", icon=":material/edit:", type="tertiary"):
-            st.session_state[_EDITING] = mid
-            st.session_state.pop(_CONFIRM_DELETE, None)
+            _editing()[mid] = (memory.memory_type, memory.content)
+            if st.session_state.get(_CONFIRM_DELETE) == mid:
+                st.session_state.pop(_CONFIRM_DELETE)
         if buttons.button("Delete", key=f"u_mem_delete_{mid}", icon=":material/delete:", type="tertiary"):
             st.session_state[_CONFIRM_DELETE] = mid
-            st.session_state.pop(_EDITING, None)
+            _stop_editing(mid)
         if (
             memory.session_id
             and not session_gone
@@ -125,31 +127,33 @@ def _memory_card(scope, memory, deleted_sessions: set[str], zone: tzinfo) -> Non
         ):
             st.session_state["u_sessions_request"] = memory.session_id
             st.switch_page("pages/sessions.py")
-        if st.session_state.get(_EDITING) == mid:
+        if mid in _editing():
             _edit_form(scope, memory)
         if st.session_state.get(_CONFIRM_DELETE) == mid:
             _confirm_delete(scope, memory)
 
 
-def _stop_editing() -> None:
-    st.session_state.pop(_EDITING, None)
-    st.session_state.pop(_EDITED, None)
+def _editing() -> dict[str, tuple[str, str]]:
+    return st.session_state.setdefault(_EDITING, {})
+
+
+def _stop_editing(mid: str) -> None:
+    _editing().pop(mid, None)
 
 
 def _edit_of_deleted(scope, items) -> None:
-    """The form of a memory deleted while it was being edited (another tab, the agent): its card is no longer
-    drawn, and with it went the form, its Save and the text typed."""
-    mid = st.session_state.get(_EDITING)
-    edited = st.session_state.get(_EDITED)
-    if not mid or any(str(m.id) == mid for m in items) or not edited or edited[0] != mid:
-        return
-    with st.container(border=True, key=f"u_mem_gone_{mid}"):
-        _edit_form(scope, SimpleNamespace(id=mid, memory_type=edited[1], content=edited[2]), gone=True)
+    """The forms of memories deleted while they were being edited (another tab, the agent): their cards are no
+    longer drawn, and with them would go the form, its Save and the text typed."""
+    listed = {str(m.id) for m in items}
+    for mid, (slot, content) in list(_editing().items()):
+        if mid not in listed:
+            with st.container(border=True, key=f"u_mem_gone_{mid}"):
+                _edit_form(scope, SimpleNamespace(id=mid, memory_type=slot, content=content), gone=True)
 
 
 def _edit_form(scope, memory, *, gone: bool = False) -> None:
     mid = str(memory.id)
-    st.session_state[_EDITED] = (mid, memory.memory_type, memory.content)
+    _editing()[mid] = (memory.memory_type, memory.content)
     if gone:
         st.warning(
             "That memory was deleted while you were editing it (in another tab, or the agent forgot it). "
@@ -174,12 +178,12 @@ def _edit_form(scope, memory, *, gone: bool = False) -> None:
                 save = st.form_submit_button("Save", type="primary", icon=":material/check:")
                 cancel = st.form_submit_button("Cancel")
     if cancel:
-        _stop_editing()
+        _stop_editing(mid)
         st.rerun()
     if save and gone:
         with reported():
             saved = memories.remember(scope, memory.memory_type, new_content)
-            _stop_editing()
+            _stop_editing(mid)
             slot = memory.memory_type
             # one memory per slot: should the agent have written the slot since, this replaced it
             _flash(
@@ -194,7 +198,7 @@ def _edit_form(scope, memory, *, gone: bool = False) -> None:
                 memories.update_memory(scope, memory.id, new_content)
             except NotFound:
                 st.rerun()  # deleted since this run listed it: the next run draws this form as gone, text kept
-            _stop_editing()
+            _stop_editing(mid)
             _flash(f"Saved `{memory.memory_type}`.")
             st.rerun()
 
@@ -270,6 +274,7 @@ def _toolbar(scope, visitor, items) -> None:
                 ):
                     deleted = memories.delete_all(scope)
                     st.session_state.pop("u_mem_delete_all_phrase", None)
+                    st.session_state.pop(_EDITING, None)  # deleted here, on purpose: no form to keep
                     count = deleted.memories
                     profile = ", and the profile details the agent kept" if deleted.profile_cleared else ""
                     _flash(

@@ -7,11 +7,14 @@ of each page (docs/screenshots/ with `make screenshots`)."""
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 from livekit import api
 from playwright.sync_api import expect
 
+from core import memories
+from core.db import Scope
 from tests.support.app import start_streamlit, stop_streamlit
 from tests.support.browser import (
     COOKIE_NAME,
@@ -228,6 +231,33 @@ def test_a_memory_deleted_in_one_tab_and_a_new_identity_taken_there_reach_the_ot
     wait_for_identity_cookie(tab_b)
     assert user_id_of(tab_b) == chosen  # the cookie still holds it
     assert not tab_b.get_by_text("could not be restored").count()
+
+
+def test_text_typed_in_one_edit_form_outlives_opening_another(streamlit_server, new_browser_page):
+    """Found in a fresh-clone walkthrough: Edit on a second memory closed the first one's form, and the text
+    typed in it (a form's text is the browser's until Save) was gone without a word."""
+    page = new_browser_page((1440, 900))
+    page.goto(streamlit_server + "/memories")
+    wait_for_identity_cookie(page)
+    scope = Scope.service(uuid.UUID(user_id_of(page)))
+    memories.remember(scope, "sister_name", "Nora")
+    memories.remember(scope, "car", "Volvo")
+    sister, car = memories.recall(scope, "sister_name"), memories.recall(scope, "car")
+    page.reload()
+    wait_for_identity_cookie(page)
+    page.locator(f".st-key-u_mem_edit_{sister.id} button").click()
+    box = page.locator(f".st-key-u_mem_text_{sister.id} textarea")
+    expect(box).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    box.fill("Nora Santos, lives in Porto, birthday 3 May")
+    page.locator(f".st-key-u_mem_edit_{car.id} button").click()
+    expect(page.locator(f".st-key-u_mem_text_{car.id} textarea")).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    wait_for_app(page)
+    expect(box).to_have_value("Nora Santos, lives in Porto, birthday 3 May")
+    box.locator("xpath=ancestor::*[@data-testid='stForm']").get_by_role("button", name="Save").click()
+    page.get_by_text("Saved `sister_name`").or_(page.get_by_text("Saved sister_name")).first.wait_for(
+        timeout=TURN_TIMEOUT_MS
+    )
+    assert memories.recall(scope, "sister_name").content == "Nora Santos, lives in Porto, birthday 3 May"
 
 
 def test_delete_everything_leaves_its_box_closed_and_empty(streamlit_server, new_browser_page):

@@ -272,6 +272,33 @@ def test_an_edit_over_the_limit_is_refused_with_a_message_and_keeps_the_text(app
     assert memories.recall(visitor.scope, "car").content == "Drives a blue 2019 Subaru Outback"
 
 
+def test_opening_a_second_edit_keeps_the_first_and_its_text(app):
+    """Found in a fresh-clone walkthrough: Edit on a second memory closed the first one's form without a word,
+    and what was typed in it was gone."""
+    at, visitor = _seeded(app)
+    car, allergy = memories.recall(visitor.scope, "car"), memories.recall(visitor.scope, "allergy")
+    at.button(key=f"u_mem_edit_{car.id}").click()
+    at.run()
+    at.button(key=f"u_mem_edit_{allergy.id}").click()
+    at.run()
+    assert not at.exception
+    # both open: the first form stays drawn, so the browser keeps what was typed in it (a form's text is the
+    # browser's until Save; tests/app/test_browser_app.py types it there)
+    assert at.text_area(key=f"u_mem_text_{car.id}").value == "Drives a blue 2019 Subaru Outback"
+    assert at.text_area(key=f"u_mem_text_{allergy.id}").value == "Allergic to peanuts"
+    at.text_area(key=f"u_mem_text_{car.id}").set_value("Drives a green 2021 Volvo")
+    saves = [b for b in at.button if b.label == "Save" and "u_mem_edit_form" in (b.form_id or "")]
+    next(b for b in saves if str(car.id) in b.form_id).click()
+    at.run()
+    assert memories.recall(visitor.scope, "car").content == "Drives a green 2021 Volvo"
+    # the other form stays open; Delete on its card closes it, and the confirmation is for that memory
+    assert [a.key for a in at.text_area if a.key.startswith("u_mem_text_")] == [f"u_mem_text_{allergy.id}"]
+    at.button(key=f"u_mem_delete_{allergy.id}").click()
+    at.run()
+    assert not [a for a in at.text_area if a.key.startswith("u_mem_text_")]
+    assert any(w.value.startswith("Delete `allergy`?") for w in at.warning)
+
+
 def test_an_edit_of_a_memory_deleted_in_another_tab_says_so_and_keeps_the_text(app):
     # the card was no longer drawn once the memory was gone, so its form's Save went unhandled: no message, text lost
     at, visitor = _seeded(app)
