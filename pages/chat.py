@@ -42,7 +42,10 @@ _BLANK = "u_chat_blank"  # the visitor sent a message of only spaces: said once 
 _DRAFT_SHOWN = "u_chat_draft_shown"  # the draft just made: scrolled into view once (below the fold on a phone)
 _DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until sent (in parts) or discarded
 _ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
-_INSPECT = "u_chat_inspect_turn"
+# The turn picker's widget key. Streamlit drops a widget's state when a page without it is drawn, so the
+# choice is kept under _PICKED, which outlives a visit to another page, and handed to the picker each run.
+_PICKER = "u_chat_inspect_turn"
+_PICKED = "u_chat_picked_turn"  # (session id, turn number) the visitor picked; absent: the newest turn
 MAX_TURN_BUTTONS = 12  # two rows of turn buttons beside the conversation; more turns get a drop-down
 _ANSWERED = "u_chat_answered_turns"  # how many turns were answered when the page was last drawn
 _INPUT = "u_chat_input"
@@ -334,11 +337,16 @@ def _end_session(chat) -> None:
     with st.spinner("Saving the session report…"):
         report = chat_state.close_chat_session(reason="end button", wait=True)
     st.session_state[_ENDED] = (session_id, report is not None)
-    st.session_state.pop(_INSPECT, None)
+    st.session_state.pop(_PICKED, None)
     st.rerun()
 
 
-def _inspector(turns: list[Turn], visitor) -> None:
+def _picked(session_id: str | None) -> None:
+    """The turn picker's on_change: keep the visitor's pick where leaving the page does not drop it."""
+    st.session_state[_PICKED] = (session_id, st.session_state.get(_PICKER))
+
+
+def _inspector(turns: list[Turn], visitor, session_id: str | None) -> None:
     answered = [t for t in turns if t.number > 0]
     st.markdown("#### :material/insights: What the agent did", anchors=False)
     if not answered:
@@ -349,26 +357,35 @@ def _inspector(turns: list[Turn], visitor) -> None:
         )
         return
     numbers = [t.number for t in answered]
-    wanted = st.session_state.get(_INSPECT)
-    if wanted not in numbers:
-        st.session_state[_INSPECT] = numbers[-1]
+    # the turn the visitor picked while it is still in this conversation, else the newest
+    picked_session, picked_number = st.session_state.get(_PICKED) or (None, None)
+    shown_number = picked_number if picked_session == session_id and picked_number in numbers else numbers[-1]
+    if len(numbers) > 1:
+        st.session_state[_PICKER] = shown_number
     if len(numbers) > MAX_TURN_BUTTONS:
         # a long conversation: rows of buttons would push the panel's contents off the screen
         said = {t.number: t.user_text for t in answered}
-        chosen = st.selectbox("Turn", numbers, key=_INSPECT, format_func=lambda n: f"Turn {n} · “{clip(said[n], 70)}”")
-    elif len(numbers) > 1:
-        chosen = st.segmented_control(
+        st.selectbox(
             "Turn",
             numbers,
-            key=_INSPECT,
+            key=_PICKER,
+            on_change=_picked,
+            args=(session_id,),
+            format_func=lambda n: f"Turn {n} · “{clip(said[n], 70)}”",
+        )
+    elif len(numbers) > 1:
+        st.segmented_control(
+            "Turn",
+            numbers,
+            key=_PICKER,
+            on_change=_picked,
+            args=(session_id,),
             format_func=lambda n: f"Turn {n}",
             required=True,
             width="stretch",
             wrap=True,  # every turn's button stays reachable, on as many rows as it takes
         )
-    else:
-        chosen = numbers[0]
-    turn = next(t for t in answered if t.number == (chosen or numbers[-1]))
+    turn = next(t for t in answered if t.number == shown_number)
     # the drop-down already names what was said
     st.caption(turn.summary if len(numbers) > MAX_TURN_BUTTONS else f"“{clip(turn.user_text, 90)}” · {turn.summary}")
     render_turn_details(turn, key=f"u_chat_turn{turn.number}", scope=visitor.scope, params=rrf.current_params())
@@ -517,7 +534,7 @@ def main() -> None:
     shown = _snapshot(chat)  # before what it draws: a change after this draws the page again
     if st.session_state.get(_ANSWERED) != shown.done_turns:
         st.session_state[_ANSWERED] = shown.done_turns
-        st.session_state[_INSPECT] = None  # a turn was answered: the panel follows the newest turn
+        st.session_state.pop(_PICKED, None)  # a turn was answered: the panel follows the newest turn
     end = _header(chat, visitor)
     events, cursor = chat.events_since(0)
     waiting = chat.waiting_messages(cursor) + list(_outbox())
@@ -551,7 +568,7 @@ def main() -> None:
         _message_input()
         _conversation(box, chat, shown, turns, waiting)
     with inspector, st.container(height=PANEL_HEIGHT, border=False, key="u_chat_panel"):
-        _inspector([t for t in turns if t.done or not shown.busy], visitor)
+        _inspector([t for t in turns if t.done or not shown.busy], visitor, chat.session_id)
         with st.expander(
             "Tune the fusion (weights and k): re-ranks the turn shown and the agent's next searches",
             icon=":material/tune:",

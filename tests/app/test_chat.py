@@ -448,6 +448,44 @@ def test_a_long_conversation_picks_the_turn_to_inspect_from_a_drop_down(app):
     assert any("1 tool call (search_knowledge)" in caption.value for caption in at.caption)  # turn 2's
 
 
+def _turn_shown(at):
+    """The turn the panel beside the conversation shows: its picker's value and the line that quotes it."""
+    quoted = next(c.value for c in at.caption if c.value.startswith("“"))
+    return at.segmented_control(key="u_chat_inspect_turn").value, quoted
+
+
+def _visit_knowledge_and_come_back(at):
+    at.switch_page("pages/knowledge.py")
+    at.run()
+    at.switch_page("pages/chat.py")
+    at.run()
+    assert not at.exception, at.exception
+
+
+def test_back_from_another_page_the_panel_shows_the_newest_turn_or_the_one_picked(app):
+    # it showed turn 1: the picker's key had held 1 as plain session state while one turn needed no
+    # picker, and that value came back when Streamlit dropped the picker's state on the page change
+    at = app()
+    for text in ["My favorite color is magenta", "Where is order 1001?", "What is my favorite color?"]:
+        _say(at, text)
+    assert _turn_shown(at)[0] == 3
+
+    _visit_knowledge_and_come_back(at)
+    number, quoted = _turn_shown(at)
+    assert number == 3 and quoted.startswith("“What is my favorite color?”")
+
+    at.segmented_control(key="u_chat_inspect_turn").set_value(2)
+    at.run()
+    _visit_knowledge_and_come_back(at)
+    number, quoted = _turn_shown(at)
+    assert number == 2 and quoted.startswith("“Where is order 1001?”")  # the turn the visitor was reading
+
+    _say(at, "How long does shipping take?")  # a new answer: the panel follows it again
+    assert _turn_shown(at)[0] == 4
+    _visit_knowledge_and_come_back(at)
+    assert _turn_shown(at)[0] == 4
+
+
 def test_a_reloaded_page_takes_over_its_conversation_and_only_its_own_users(new_user):
     """A reload makes a new Streamlit session; it takes over the visitor's conversation whose browser session
     left, so the conversation goes on. A tab still open keeps its own; another user's is never taken."""
