@@ -24,7 +24,9 @@ h1 { letter-spacing: -0.01em; }
 div[data-testid="stMetricValue"] { font-size: 1.6rem; }
 /* A per-turn recall's two tiers (ui.retrieval.render_recall_tiers): side by side only when both tables fit.
    The flex item of the row is the layout wrapper Streamlit puts around each tier, so the minimum width goes
-   on it; on the tier alone, the wrappers shrank and the second tier was drawn over the first. */
+   on it; on the tier alone, the wrappers shrank and the second tier was drawn over the first. No wider than
+   the panel, though: the chat's panel is narrower than 22rem at 1024 px with the sidebar open, and the
+   tables stuck out of it. */
 div[data-testid="stLayoutWrapper"]:has(> div[class*="_slots_tier"]),
 div[data-testid="stLayoutWrapper"]:has(> div[class*="_conversations_tier"]) {
   flex: 1 1 22rem !important; min-width: min(22rem, 100%) !important;
