@@ -31,6 +31,25 @@ SESSIONS_REQUEST = "u_sessions_request"  # pages/sessions.py opens the session n
 # every rerun): a growing panel never pushes the newest reply out of view.
 CONVERSATION_HEIGHT = 470
 PANEL_HEIGHT = 560
+# On a short screen both boxes are as much shorter as it takes to keep the message box in the window
+# (at 1024×768 with the sidebar open it was 40 px below it): what lies above the conversation box, and
+# the message box with its margins under it, in the worst case of a laptop (the header on two lines more).
+_ABOVE_AND_BELOW_THE_BOX = 370
+_UNDER_THE_BOX = PANEL_HEIGHT - CONVERSATION_HEIGHT  # the message box: the panel ends where it does
+# Streamlit sizes a box by its wrapper's flex-basis as well as its height: both are set, on both.
+_SHORT_SCREEN_CSS = f"""<style>
+@media (min-width: 641px) {{  /* beside each other: on a phone the columns stack and the page scrolls */
+  .st-key-u_chat_box, div:has(> .st-key-u_chat_box) {{
+    --box-height: min({CONVERSATION_HEIGHT}px, max(260px, 100dvh - {_ABOVE_AND_BELOW_THE_BOX}px));
+    height: var(--box-height) !important; flex-basis: var(--box-height) !important;
+  }}
+  .st-key-u_chat_panel, div:has(> .st-key-u_chat_panel) {{
+    --panel-height: min({PANEL_HEIGHT}px, max({260 + _UNDER_THE_BOX}px,
+                        100dvh - {_ABOVE_AND_BELOW_THE_BOX - _UNDER_THE_BOX}px));
+    height: var(--panel-height) !important; flex-basis: var(--panel-height) !important;
+  }}
+}}
+</style>"""
 POLL_SECONDS = 0.25  # while the agent starts or answers, the page checks this often whether it is done
 STOP_TIMEOUT_SECONDS = 10  # how long the Stop button waits for the turn to stop (the interruption is immediate)
 # A message just handed over is drawn with its answer when the answer comes this quickly (one page run
@@ -435,19 +454,20 @@ def _start_failed(chat: Conversation) -> None:
 def _header(chat: Conversation, visitor) -> bool:
     """Which model and session this is; True when End session was pressed."""
     label, demo_brain = _llm_label()
-    header_left, header_right = st.columns([4, 1], vertical_alignment="center")
-    with header_left:
+    # a row, not columns: the button takes the width its label needs (a fifth of the page cut it to
+    # "End se…" at 1024 px with the sidebar open) and the line beside it wraps in the rest (wrap=False:
+    # else the button went under the line, a row lower)
+    with st.container(horizontal=True, wrap=False, vertical_alignment="center", gap="medium"):
         session = f"session `{session_ref(chat.session_id)}`" if chat.session_id else "the session is starting"
         st.caption(
             f":material/smart_toy: **{label}**{' — not an LLM; see the sidebar' if demo_brain else ''}"
             f" · {session} · user `{visitor.short_id}`"
         )
-    with header_right:
         return st.button(
             "End session",
             key="u_chat_end",
             icon=":material/stop_circle:",
-            width="stretch",
+            width="content",
             help="Ends this conversation and saves its report to the Sessions page.",
         )
 
@@ -547,6 +567,7 @@ def main() -> None:
     if deleted is not None and any(t.user_text and t.done for t in turns):
         st.session_state.pop(chat_state.DELETED_KEY, None)  # shown until the new conversation's first answer
         deleted = None
+    st.html(_SHORT_SCREEN_CSS)
     conversation, inspector = st.columns([1, 1], gap="medium")
     with conversation:
         if moved is not None:

@@ -1,8 +1,9 @@
-"""The pages at laptop sizes (1440×900 and 1366×768) in headless Chromium against a real `streamlit run`:
-layout facts asserted from bounding boxes and the DOM, not from screenshots (which are still taken, for
-the README with `make screenshots`).
+"""The pages at laptop sizes (1440×900 and 1366×768; Chat also at 1024×768) in headless Chromium against a
+real `streamlit run`: layout facts asserted from bounding boxes and the DOM, not from screenshots (which are
+still taken, for the README with `make screenshots`).
 
-Chat: the newest reply stays in view while the panel beside it grows; the retrieval tables (memories and
+Chat: the message box in the window and End session whole; the newest reply stays in view while the panel
+beside it grows; the retrieval tables (memories and
 knowledge) fit their column and show the remembered text and the titles; the per-turn recall's two tiers
 never overlap; every turn button is reachable; the suggestion chips are not cut; a long paste is kept with a
 message; "Tune the fusion" stays open while its sliders move; a page link focused by Tab shows a ring.
@@ -41,7 +42,10 @@ from tests.support.browser import (
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SIZES = [(1440, 900), (1366, 768)]  # the laptop sizes issue #11 names
-SMALL_LAPTOP = (1024, 768)  # with the sidebar open, as it starts at that width
+# the smallest laptop screen, where the sidebar still starts open: half the width is left for the chat
+# ("End se…" and a message box under the fold, found in a fresh-clone walkthrough on 2026-12-07)
+SMALL_LAPTOP = (1024, 768)
+CHAT_SIZES = [*SIZES, SMALL_LAPTOP]
 BLOCK = '[data-testid="stMainBlockContainer"]'  # the page's column: what sticks out of it is cut off
 PHONE = (390, 844)
 TEACH = [
@@ -63,6 +67,14 @@ _NEWEST_REPLY_IN_VIEW = """() => {
   const reply = turns[turns.length - 1].getBoundingClientRect(), frame = box.getBoundingClientRect();
   return frame.top - 1 <= reply.top && reply.bottom <= frame.bottom + 1 && reply.top >= 0
     && reply.bottom <= window.innerHeight + 1;
+}"""
+# The message box lies wholly inside the window, with the page scrolled to its top: typing needs no scrolling.
+_MESSAGE_BOX_IN_VIEW = """() => {
+  const box = document.querySelector('[data-testid=stChatInputTextArea]');
+  const main = document.querySelector('[data-testid=stMain]');
+  if (!box || !main) return false;
+  const r = box.getBoundingClientRect();
+  return main.scrollTop === 0 && r.top >= 0 && r.bottom <= window.innerHeight;
 }"""
 # pages/chat.py's _FOLLOW_NEWEST scrolls for 1 s after a rerun; a reply still out of view after that is not followed
 FOLLOW_NEWEST_MS = 3_000
@@ -139,10 +151,22 @@ def _open_popovers(page) -> int:
     return page.locator('[data-testid="stPopoverBody"]:visible').count()
 
 
-@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def _message_box_in_view(page) -> None:
+    try:
+        page.wait_for_function(_MESSAGE_BOX_IN_VIEW, timeout=FOLLOW_NEWEST_MS)
+    except Exception:
+        box = page.locator('[data-testid="stChatInputTextArea"]').bounding_box()
+        raise AssertionError(f"the message box is out of view: {box}, window {page.viewport_size}") from None
+
+
+@pytest.mark.parametrize("size", CHAT_SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_chat_page_at_laptop_width(streamlit_server, new_browser_page, size):
     page = _new_visitor(new_browser_page, streamlit_server, size)
     answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)  # the greeting
+    assert _sidebar_is_open(page)  # the narrowest chat there is on a laptop
+    wait_for_app(page)
+    _message_box_in_view(page)
+    assert page.evaluate(_CLIPPED_LABELS, ".st-key-u_chat_end button") == []  # was "End se…" at 1024 px
     # the suggestion chips are whole (issue: "Where is orde")
     chips = page.locator(".st-key-u_chat_suggestion button")
     expect(chips).to_have_count(5)
@@ -164,6 +188,7 @@ def test_chat_page_at_laptop_width(streamlit_server, new_browser_page, size):
             raise AssertionError(
                 f"the reply to {text!r} is out of view: {last.bounding_box()}, box {box.bounding_box()}"
             ) from None
+        _message_box_in_view(page)
     assert "Pixel" in answered_turns(page).nth(6).inner_text()  # "do I have pets?"
 
     # every turn's button is reachable: inside the panel, none cut off
@@ -198,7 +223,12 @@ def test_chat_page_at_laptop_width(streamlit_server, new_browser_page, size):
         }""",
         timeout=30_000,
     ).json_value()
-    assert fits[0] <= fits[1] + 1 and fits[2] <= fits[3] + 1, f"the table is wider than its panel: {fits}"
+    assert fits[2] <= fits[3] + 1, f"the table sticks out of its panel: {fits}"
+    # Known and left for a fix of its own: at 1024 px with the sidebar open the panel is 266 px wide, less
+    # than the four columns' longest words (about 300 px), so there the table scrolls sideways in its box.
+    tables_fit_their_box = size in SIZES
+    if tables_fit_their_box:
+        assert fits[0] <= fits[1] + 1, f"the table is wider than its box: {fits}"
     headers = [h.strip() for h in table.locator("th").all_inner_texts()]
     assert headers == ["Memory", "Vector", "Text", "Fused score"]
     cells = panel.locator('[data-testid="stTable"] td').all_inner_texts()
@@ -223,7 +253,8 @@ def test_chat_page_at_laptop_width(streamlit_server, new_browser_page, size):
         "Text",
         "Fused score",
     ]
-    assert page.evaluate(_TABLES_CUT, ".st-key-u_chat_panel") == []
+    cut = page.evaluate(_TABLES_CUT, ".st-key-u_chat_panel")
+    assert [table for table in cut if tables_fit_their_box or table[2] > table[3] + 1] == []
 
     # a long paste: a clear message, the whole text kept, and it can still be sent
     long_text = "I love hiking near my home. " + "word " * 1000
