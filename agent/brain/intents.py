@@ -16,7 +16,7 @@ from agent.brain import patterns as p
 from agent.brain.earlier import held_on, search_dates
 from agent.brain.facts import NOTE_PREFIX, Fact, parse_fact, parse_facts, search_query, slot_for
 from agent.brain.replies import ASK_ORDER_NUMBER, IDENTITY_REPLY, SECRET_REPLY, UNFINISHED_REPLY, smalltalk_reply
-from agent.brain.text import clean, content_words, strip_end
+from agent.brain.text import TITLE, clean, content_words, split_sentences, strip_end
 from agent.sensitive import secret_reason
 
 INTENTS = ("remember", "recall", "forget", "list_memories", "search_memories", "past_conversations",
@@ -53,6 +53,29 @@ def classify(text: str, today: date | None = None) -> Intent:
         if intent is not None:
             return intent
     return Intent("smalltalk", reply=smalltalk_reply(said.lower))
+
+
+# intents of a last sentence that stays with the facts before it: statements are remembered together
+# (`parse_facts`), and "what did we talk about today?" is answered from the whole conversation
+_NOT_SPLIT = ("remember", "update_profile", "today", "this_conversation")
+
+
+def told_then_asked(text: str, today: date | None = None) -> tuple[str, Intent, str, Intent] | None:
+    """(what is told, its intent, the question after it, its intent) for "My favorite color is green. What is my
+    favorite color?", which as a whole is read as its question alone: the fact was then answered with what was
+    kept before it and kept only when the session ended. The brain remembers what is told first, then answers
+    (agent/brain/llm.py). None when the message is not facts followed by a question, or when the whole is read
+    otherwise ("My grinder is making a weird noise. What should I do?" is one problem for the knowledge base)."""
+    sentences = split_sentences(clean(text), TITLE)
+    if len(sentences) < 2:
+        return None
+    told, asked = " ".join(sentences[:-1]), sentences[-1]
+    told_intent, asked_intent = classify(told, today), classify(asked, today)
+    tells = told_intent.name in ("remember", "update_profile") and told_intent.calls
+    read_as_the_question_alone = classify(text, today) == asked_intent
+    if tells and read_as_the_question_alone and asked_intent.name not in _NOT_SPLIT:
+        return told, told_intent, asked, asked_intent
+    return None
 
 
 # --- the rules, in the order they are tried -------------------------------------------------------

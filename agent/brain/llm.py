@@ -21,7 +21,7 @@ from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConn
 
 from agent.brain.earlier import this_conversation, today_so_far
 from agent.brain.facts import RELATIONS, search_query, slot_words
-from agent.brain.intents import Intent, classify, remember_note
+from agent.brain.intents import Intent, classify, remember_note, told_then_asked
 from agent.brain.patterns import is_question
 from agent.brain.replies import ToolResult, compose_reply, follow_up, greeting_from_context, load_output
 from agent.chat_format import instruction_of, user_words
@@ -101,6 +101,36 @@ def _tool_results(items: list[llm.ChatItem]) -> list[ToolResult]:
     return results
 
 
+def _tell_then_ask(
+    told_and_asked: tuple[str, Intent, str, Intent],
+    results: list[ToolResult],
+    available: set[str],
+    recalled: list[tuple[str, str]],
+    today: date,
+) -> tuple[list[tuple[str, dict]], str | None] | None:
+    """The plan for facts told with a question after them ("My favorite color is green. What is my favorite
+    color?"): remember them, then (a step of its own, so the question reads what was just kept) answer the
+    question; the reply says both. None when the tools to remember are not at hand."""
+    told, told_intent, asked, asked_intent = told_and_asked
+    told_calls = [(name, args) for name, args in told_intent.calls if name in available]
+    if not told_calls:
+        return None
+    if not results:
+        return told_calls, None
+    told_results, asked_results = results[: len(told_calls)], results[len(told_calls) :]
+    said_told = compose_reply(told, told_results)
+    if not asked_results:
+        asked_calls = [(name, args) for name, args in asked_intent.calls if name in available]
+        if asked_calls:
+            return asked_calls, None
+        answer = "I can't use my tools for that right now." if asked_intent.calls else asked_intent.reply
+        return [], f"{said_told} {answer or ''}".strip()
+    more = [(name, args) for name, args in follow_up(asked, asked_results, today) if name in available]
+    if more:
+        return more, None
+    return [], f"{said_told} {compose_reply(asked, asked_results, recalled)}"
+
+
 class OfflineBrain(llm.LLM):
     """Deterministic rule-based LLM. See the module docstring."""
 
@@ -178,6 +208,9 @@ class BrainStream(llm.LLMStream):
         results = _tool_results(after)
         available = self._available_tools()
         today = _today(self._chat_ctx)
+        told_and_asked = told_then_asked(user_text, today)
+        if told_and_asked and (plan := _tell_then_ask(told_and_asked, results, available, recalled, today)):
+            return plan
         if results:
             if results[0][0] == "recall_conversations" and classify(user_text, today).name == "today":
                 held = load_output(results[0][2]) if not results[0][3] else {}

@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from agent.brain.intents import classify
+from agent.brain.intents import classify, told_then_asked
 from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
 from agent.brain.replies import compose_reply
 from agent.playground_agent import load_preload
@@ -339,3 +339,58 @@ def test_a_new_name_is_the_one_the_greeting_and_the_profile_use(new_user):
     # what the next conversation greets with: the profile's name, in the preload
     assert load_preload(user.user_id).profile.name == "Bob"
     assert "Bob" in greeting_instruction(load_preload(user.user_id).profile.name)
+
+
+# Found in a fresh-clone walkthrough on 2026-12-08: a fact and a question in one message ("My favorite color is
+# green. What is my favorite color?", as speech-to-text writes it) were answered as the question alone, from
+# what was kept before, and the fact was kept only when the session ended.
+
+
+def test_a_fact_told_with_a_question_is_remembered_first_and_answers_it(new_user):
+    user = new_user()
+    said = ["My favorite color is green. What is my favorite color?"]
+    said.append("My favorite food is ramen. What is my favorite food?")  # typed in the chat
+
+    async def talk() -> list[str]:
+        async with agent_session(user.user_id, recall_budget_ms=30_000) as run:
+            color = reply_text(await run.session.run(user_input=said[0]))
+            kept_in_the_turn = memories.recall(user.scope, "favorite_color").content  # not at the session's end
+            food = reply_text(await run.session.run(user_input=said[1]))
+            return [color, kept_in_the_turn, food]
+
+    color, kept_in_the_turn, food = asyncio.run(talk())
+    assert color == (
+        "Got it, I'll remember that your favorite color is green. You told me your favorite color is green."
+    )
+    assert kept_in_the_turn == "green"
+    assert food == "Got it, I'll remember that your favorite food is ramen. You told me your favorite food is ramen."
+
+
+def test_a_fact_told_with_a_question_replaces_the_old_answer(new_user):
+    user = new_user()
+    said = ["my favorite color is magenta", "My favorite color is green. What is my favorite color?"]
+    _, color = _replies(user.user_id, said)
+    assert color == (
+        "Updated: I'll remember that your favorite color is green (before, I had magenta). "
+        "You told me your favorite color is green."
+    )
+
+
+def test_a_fact_told_with_another_question_is_remembered_and_the_question_answered(new_user):
+    user = new_user()
+    [reply] = _replies(user.user_id, ["My favorite color is green. Where is order 1001?"])
+    assert reply.startswith("Got it, I'll remember that your favorite color is green. Order 1001 is delivered")
+    assert memories.recall(user.scope, "favorite_color").content == "green"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My grinder is making a weird noise. What should I do?",  # one problem, for the knowledge base
+        "I live in Denver. I work at Globex.",  # statements only: remembered together, as before
+        "My favorite color is green. Thanks!",  # no question
+        "What is my favorite color? It's green.",
+    ],
+)
+def test_a_message_is_split_only_when_it_tells_facts_and_then_asks(text):
+    assert told_then_asked(text) is None
