@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agent.brain.text import TITLE, clean, content_words, second_person, split_sentences, strip_end
+from agent.brain.text import TITLE, clean, content_words, mid_sentence, second_person, split_sentences, strip_end
 
 # Phrases people use for a fact -> the slot it is stored under.
 # fmt: off
@@ -187,7 +187,7 @@ def describe_fact(slot: str, content: str) -> str:
         )
         return f"your {slot_words(slot)} {content}" if with_verb else f"your {slot_words(slot)} is {content}"
     if slot.startswith(NOTE_PREFIX):  # the user's words as they said them ("Maya is 7 and Leo is 4")
-        return content
+        return mid_sentence(content)  # said after "I'll remember that": "last weekend you hiked ..."
     return f"your {slot_phrase(slot)} is {content}"
 
 

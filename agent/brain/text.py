@@ -73,6 +73,31 @@ def second_person(text: str) -> str:
     return "".join(out)
 
 
+# words a sentence often begins with that are no name: lower-cased when the sentence is said inside another
+# ("I'll remember that last weekend you hiked ..."); any other capitalised word may be a name ("Maya is 7",
+# "Monday is my day off") and keeps its capital, as does an acronym ("NASA")
+# fmt: off
+_OPENERS = {
+    "a", "an", "the", "this", "that", "these", "those", "some", "any", "every", "each", "all", "both", "no",
+    "most", "many", "much", "few", "several", "another", "one", "two", "three", "his", "her", "their", "its",
+    "he", "she", "they", "it", "there", "here", "someone", "somebody", "everyone", "everybody", "nobody",
+    "something", "everything", "nothing", "last", "next", "yesterday", "today", "tonight", "tomorrow", "recently",
+    "lately", "earlier", "later", "now", "then", "once", "sometimes", "usually", "often", "always", "never",
+    "since", "after", "before", "during", "when", "while", "until", "on", "in", "at", "for", "from", "with",
+    "without", "by", "about", "over", "under", "between", "to", "of", "around", "through", "and", "but", "or",
+    "so", "because", "although", "though", "if", "as", "like", "also", "actually", "just", "still", "only",
+    "even", "maybe", "probably", "definitely", "honestly", "apparently", "basically", "back", "growing",
+}
+# fmt: on
+
+
+def mid_sentence(text: str) -> str:
+    """`text` as said inside another sentence: its first word lower-cased when it is a common opener."""
+    first_word = re.match(r"[A-Za-z]*", text).group(0)
+    capitalised = first_word[1:] == first_word[1:].lower()  # "Last", not "LAST" (an acronym, or shouted)
+    return text[:1].lower() + text[1:] if capitalised and first_word.lower() in _OPENERS else text
+
+
 _ABBREVIATION = re.compile(r"\b(Co|Inc|Ltd|No|St|Mt|Mr|Mrs|Ms|Dr|Jr|Sr|vs|etc|e\.g|i\.e|P\.O|U\.S)\.", re.I)
 
 

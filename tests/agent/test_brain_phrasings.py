@@ -10,6 +10,7 @@ import logging
 
 import pytest
 
+from agent.brain.facts import describe_fact
 from agent.brain.intents import classify, told_then_asked
 from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
 from agent.brain.replies import compose_reply
@@ -394,3 +395,15 @@ def test_a_fact_told_with_another_question_is_remembered_and_the_question_answer
 )
 def test_a_message_is_split_only_when_it_tells_facts_and_then_asks(text):
     assert told_then_asked(text) is None
+
+
+# Wording found in the same walkthrough: a fact said back mid-sentence kept the capital its sentence began with.
+
+
+def test_a_fact_said_mid_sentence_starts_lower_case_unless_it_starts_with_a_name(new_user):
+    said = ["My sister's name is Nora", "Last weekend I hiked the Sintra trail with Nora"]
+    _, hiked = _replies(new_user().user_id, said)
+    assert hiked == "Got it, I'll remember that last weekend you hiked the Sintra trail with Nora."
+    assert describe_fact("note_yesterday", "Yesterday we adopted a cat") == "yesterday you adopted a cat"
+    for kept in ("Maya is 7 and Leo is 4", "NASA hired me in May", "Monday is my day off"):  # a name, an acronym
+        assert describe_fact("note_x", kept)[0] == kept[0]
