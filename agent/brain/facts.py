@@ -149,7 +149,9 @@ def describe_fact(slot: str, content: str) -> str:
     """A fact as a grammatical clause about the user, their words turned to the second person:
     'you live in Denver', 'your dog's name is Pixel', 'you like hiking near your home'."""
     content = second_person(content.strip().rstrip("."))
-    if re.match(r"^(?:you|your)\b", content, re.I):  # a note or a negation kept in the user's own words
+    # a note or a negation kept in the user's own words ("you don't eat fish"); a slot's value that only begins
+    # with "your" is still said with its slot ("you drive your dad's truck", not "your dad's truck")
+    if re.match(r"^you\b", content, re.I) or (slot.startswith(NOTE_PREFIX) and re.match(r"^your\b", content, re.I)):
         return content[:1].lower() + content[1:]
     templates = {
         "home_city": "you live in {c}",
@@ -235,7 +237,8 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
     (re.compile(r"^i have (?:an? )?(?:severe |mild |bad )?(?P<c>[\w -]+?) allerg(?:y|ies)$", re.I), "allergies", 0.85),
     (re.compile(r"^i have (?:an? )?(?:severe |mild |bad )?allerg(?:y|ies) to (?P<c>.+)$", re.I), "allergies", 0.85),
     (re.compile(r"^i have an? (?P<c>.*allergy.*)$", re.I), "allergies", 0.85),
-    (re.compile(r"^i drive (?:an? )?(?P<c>.+)$", re.I), "car", 0.85),
+    # with its article, as "my car is a Tesla" is kept: said back "you drive a Subaru Outback"
+    (re.compile(r"^i drive (?P<c>.+)$", re.I), "car", 0.85),
     (re.compile(r"^(?:i|we) (?:just |recently |finally )?(?:own|have|'ve got|have got|adopted|rescued|got) "
                 r"(?P<c>(?:an?|two|three|four|\d+) (?:[\w-]+ )?(?:" + "|".join(PETS) + r")\b.*)$", re.I), "pet", 0.85),
     (re.compile(r"^i(?:'m| am) (?:an? )?(?P<c>vegetarian|vegan|pescatarian|gluten[- ]free|keto|kosher|halal)$",

@@ -154,7 +154,7 @@ async def test_extraction_keeps_durable_facts_and_drops_the_rest():
         "my card is 4111 1111 1111 1111",
         "I work at Globex",
     ]
-    extraction = await extract_facts(turns, touched_slots={"favorite_color"}, existing={"car": "blue Subaru Outback"})
+    extraction = await extract_facts(turns, touched_slots={"favorite_color"}, existing={"car": "a blue Subaru Outback"})
     assert extraction.method == "rules"
     assert [(f.memory_type, f.content) for f in extraction.facts] == [("home_city", "Boulder"), ("employer", "Globex")]
     assert all(0.6 <= f.confidence <= 1 for f in extraction.facts)

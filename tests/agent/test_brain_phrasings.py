@@ -263,7 +263,7 @@ def test_the_detail_asked_for_is_found_under_the_words_it_was_said_with(new_user
         "what is my cat called?": "You told me your cat's name is Mochi.",  # kept as `cat_name`, asked so too
         "what is my dog called?": "You told me your dog's name is Biscuit.",
         "what's my kid's name?": "You told me your daughter's name is Ava.",
-        "what car do I have?": "You told me you drive blue Volvo.",  # no shared kind: the search's answer stands
+        "what car do I have?": "You told me you drive a blue Volvo.",  # no shared kind: the search's answer stands
     }
     replies = _replies(new_user().user_id, [*said, *asked])[len(said) :]
     assert replies == list(asked.values())
@@ -407,3 +407,17 @@ def test_a_fact_said_mid_sentence_starts_lower_case_unless_it_starts_with_a_name
     assert describe_fact("note_yesterday", "Yesterday we adopted a cat") == "yesterday you adopted a cat"
     for kept in ("Maya is 7 and Leo is 4", "NASA hired me in May", "Monday is my day off"):  # a name, an acronym
         assert describe_fact("note_x", kept)[0] == kept[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "car", "said_back"),
+    [
+        ("I drive a Subaru Outback", "a Subaru Outback", "you drive a Subaru Outback"),
+        ("I drive an old Honda", "an old Honda", "you drive an old Honda"),
+        ("I drive my dad's truck", "my dad's truck", "you drive your dad's truck"),
+    ],
+)
+def test_the_car_keeps_the_article_it_was_said_with(text, car, said_back):
+    """ "I drive a Subaru Outback" was said back as "you drive Subaru Outback"."""
+    assert classify(text).calls == [("remember_detail", {"memory_type": "car", "content": car})]
+    assert describe_fact("car", car) == said_back
