@@ -165,7 +165,6 @@ def describe_fact(slot: str, content: str) -> str:
         "birthday": "your birthday is {c}",
         "birthplace": "you were born in {c}",
         "languages_spoken": "you speak {c}",
-        "favorite_drink": "your usual is {c}",
         "preference": "you prefer {c}",
     }
     if slot in templates:

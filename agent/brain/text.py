@@ -27,16 +27,35 @@ def clean(text: str) -> str:
 
 
 _PAIRS = {")": "(", "]": "[", "}": "{"}
+_END_PUNCTUATION = " .!?;:,"
 
 
 def strip_end(text: str) -> str:
     """Without trailing politeness ("..., please", "thanks") and punctuation, a closing bracket that closes
-    nothing included ("my name is Robert'); DROP TABLE ..." names Robert)."""
+    nothing included ("my name is Robert'); DROP TABLE ..." names Robert), and without a quote at either end
+    that pairs with none ('"flat white" with oat milk' keeps both of its quotes)."""
     text = re.sub(r"\s*(,?\s*(please|thanks|thank you|ok|okay))+[.!?]*$", "", text.strip(), flags=re.IGNORECASE)
-    text = text.strip().strip(" .!?;:,\"'")
+    text = _unquoted(text.strip().strip(_END_PUNCTUATION))
     while text and text[-1] in _PAIRS and text.count(_PAIRS[text[-1]]) < text.count(text[-1]):
-        text = text[:-1].strip().strip(" .!?;:,\"'")
+        text = _unquoted(text[:-1].strip().strip(_END_PUNCTUATION))
     return text
+
+
+def _unquoted(text: str) -> str:
+    """`text` without the quotes at its ends that pair with none inside it, or that quote all of it ('"teal"');
+    a quote is an opening one after a space or at the start, a closing one before a space, punctuation or
+    the end. Until 2026-12-07 every quote at either end went: '"flat white" with oat milk' lost its first."""
+    for quote in "\"'":
+        q = re.escape(quote)
+        closing = [m.start() for m in re.finditer(q + r"(?=$|[\s.,;:!?)\]])", text) if m.start() > 0]
+        opening = [m.start() for m in re.finditer(r"(?:^|(?<=[\s(\[]))" + q, text) if m.start() < len(text) - 1]
+        if text.startswith(quote) and closing[:1] == [len(text) - 1]:
+            text = text[1:-1]  # all of it quoted
+        elif text.startswith(quote) and not closing:
+            text = text[1:]
+        elif text.endswith(quote) and not opening:
+            text = text[:-1]
+    return text.strip().strip(_END_PUNCTUATION)
 
 
 def content_words(text: str) -> list[str]:

@@ -202,7 +202,12 @@ def test_parse_facts_keeps_the_last_mention_of_a_slot():
     [
         ("my sister Ana lives in Porto", "sister", "Ana lives in Porto", "your sister Ana lives in Porto"),
         ("my dog is called Pixel", "dog_name", "Pixel", "your dog's name is Pixel"),
-        ("I usually order an oat flat white", "favorite_drink", "oat flat white", "your usual is oat flat white"),
+        (
+            "I usually order an oat flat white",
+            "favorite_drink",
+            "oat flat white",
+            "your favorite drink is oat flat white",  # its slot named ("your usual is" before)
+        ),
         ("I'm vegetarian", "diet", "vegetarian", "you're vegetarian"),
         ("I work as a nurse", "job", "nurse", "you work as a nurse"),
         ("I love hiking near my home", "likes_hiking_near", "hiking near my home", "you like hiking near your home"),

@@ -342,7 +342,7 @@ def test_a_new_name_is_the_one_the_greeting_and_the_profile_use(new_user):
     assert "Bob" in greeting_instruction(load_preload(user.user_id).profile.name)
 
 
-# Found in a fresh-clone walkthrough on 2026-12-08: a fact and a question in one message ("My favorite color is
+# Found in a fresh-clone walkthrough on 2026-12-07: a fact and a question in one message ("My favorite color is
 # green. What is my favorite color?", as speech-to-text writes it) were answered as the question alone, from
 # what was kept before, and the fact was kept only when the session ended.
 
@@ -421,3 +421,20 @@ def test_the_car_keeps_the_article_it_was_said_with(text, car, said_back):
     """ "I drive a Subaru Outback" was said back as "you drive Subaru Outback"."""
     assert classify(text).calls == [("remember_detail", {"memory_type": "car", "content": car})]
     assert describe_fact("car", car) == said_back
+
+
+@pytest.mark.parametrize(
+    ("text", "drink"),
+    [
+        ('My favorite drink is "flat white" \\ with oat milk', '"flat white" \\ with oat milk'),
+        ("my favorite drink is 'flat white' with oat milk", "'flat white' with oat milk"),
+        ('my favorite drink is a flat white with "oat milk"', 'a flat white with "oat milk"'),
+        ('my favorite drink is "flat white"', "flat white"),  # all of it quoted: the quotes are no part of it
+        ('my favorite drink is "flat white', "flat white"),  # a quote that pairs with none
+    ],
+)
+def test_a_fact_keeps_its_quotes_as_typed_and_is_said_back_under_its_slot(text, drink):
+    """The first quote was dropped and the last kept ('flat white" \\ with oat milk'), and the reply said "your
+    usual is …" of what it kept as the favorite drink."""
+    assert classify(text).calls == [("remember_detail", {"memory_type": "favorite_drink", "content": drink})]
+    assert describe_fact("favorite_drink", drink) == f"your favorite drink is {drink}"
