@@ -15,7 +15,14 @@ from typing import Any
 from agent.brain import patterns as p
 from agent.brain.earlier import held_on, search_dates
 from agent.brain.facts import NOTE_PREFIX, Fact, parse_fact, parse_facts, search_query, slot_for
-from agent.brain.replies import ASK_ORDER_NUMBER, IDENTITY_REPLY, SECRET_REPLY, UNFINISHED_REPLY, smalltalk_reply
+from agent.brain.replies import (
+    ASK_ORDER_NUMBER,
+    ASK_WHAT_TO_REMEMBER,
+    IDENTITY_REPLY,
+    SECRET_REPLY,
+    UNFINISHED_REPLY,
+    smalltalk_reply,
+)
 from agent.brain.text import TITLE, clean, content_words, split_sentences, strip_end
 from agent.sensitive import secret_reason
 
@@ -202,6 +209,8 @@ def _recall(said: _Utterance) -> Intent | None:
 def _remember_asked(said: _Utterance) -> Intent | None:
     """'remember that ...', 'can you note ...'."""
     body = said.body
+    if p.REMEMBER_NOTHING.match(strip_end(body)):
+        return Intent("remember", reply=ASK_WHAT_TO_REMEMBER)
     remember = p.REMEMBER.match(body)
     if not remember or (body.endswith("?") and not re.match(r"^(?:please )?(?:can|could|would|will) you ", body, re.I)):
         return None

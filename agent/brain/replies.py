@@ -48,6 +48,8 @@ SECRET_REPLY = (
     "Tell me something else about you, like your favorite coffee."
 )
 ASK_ORDER_NUMBER = "Sure, which order number? They look like 1001."
+# "Remember that" said alone: nothing to keep yet (it kept the memory `note`: "that")
+ASK_WHAT_TO_REMEMBER = "Sure, what should I remember? For example: 'my favorite color is teal'."
 # How the replies heard most begin, cut where a voice call's Piper cuts them (agent/voice/local_tts.py
 # `split_first_clause`): the voice warm-up says them once, so a process's first call need not wait for Piper.
 SPOKEN_OPENERS = (

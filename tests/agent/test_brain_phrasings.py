@@ -13,7 +13,7 @@ import pytest
 from agent.brain.facts import describe_fact
 from agent.brain.intents import classify, told_then_asked
 from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
-from agent.brain.replies import compose_reply
+from agent.brain.replies import ASK_WHAT_TO_REMEMBER, compose_reply
 from agent.playground_agent import load_preload
 from agent.prompts import greeting_instruction
 from core import memories, profiles
@@ -438,3 +438,13 @@ def test_a_fact_keeps_its_quotes_as_typed_and_is_said_back_under_its_slot(text, 
     usual is …" of what it kept as the favorite drink."""
     assert classify(text).calls == [("remember_detail", {"memory_type": "favorite_drink", "content": drink})]
     assert describe_fact("favorite_drink", drink) == f"your favorite drink is {drink}"
+
+
+@pytest.mark.parametrize(
+    "text", ["Remember that", "Remember that.", "remember this:", "Can you remember something for me?", "remember"]
+)
+def test_remember_that_alone_asks_what_to_remember_and_keeps_nothing(text):
+    """ "Remember that" on its own was kept as the memory `note`: "that"."""
+    intent = classify(text)
+    assert intent.calls == []
+    assert intent.reply == ASK_WHAT_TO_REMEMBER
