@@ -105,7 +105,8 @@ def slot_phrase(slot: str) -> str:
 
 
 def _possessive(noun: str) -> str:
-    return f"{noun}'" if noun.endswith("s") else f"{noun}'s"  # "kids' names", not "kids's names"
+    # a plural's is its apostrophe ("kids' names", not "kids's names"); "boss" is one boss ("boss's name")
+    return f"{noun}'" if noun.endswith("s") and not noun.endswith("ss") else f"{noun}'s"
 
 
 # family and friends: "my sister Ana lives in Porto" is kept under `sister` as "Ana lives in Porto"

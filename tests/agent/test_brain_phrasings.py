@@ -10,7 +10,7 @@ import logging
 
 import pytest
 
-from agent.brain.facts import describe_fact
+from agent.brain.facts import describe_fact, slot_phrase
 from agent.brain.intents import classify, told_then_asked
 from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
 from agent.brain.replies import ASK_WHAT_TO_REMEMBER, compose_reply
@@ -448,3 +448,10 @@ def test_remember_that_alone_asks_what_to_remember_and_keeps_nothing(text):
     intent = classify(text)
     assert intent.calls == []
     assert intent.reply == ASK_WHAT_TO_REMEMBER
+
+
+def test_a_name_whose_owner_ends_in_s_is_said_with_s(new_user):
+    """ "My boss's name is Person0" was said back as "your boss' name"; "kids' names" stays."""
+    [reply] = _replies(new_user().user_id, ["My boss's name is Person0"])
+    assert reply == "Got it, I'll remember that your boss's name is Person0."
+    assert slot_phrase("kids_name") == "kids' name"
