@@ -251,7 +251,7 @@ def test_chat_page_at_laptop_width(streamlit_server, new_browser_page, size):
         "Fused score",
     ]
     cut = page.evaluate(_TABLES_CUT, ".st-key-u_chat_panel")
-    assert [table for table in cut if tables_fit_their_box or table[2] > table[3] + 1] == []
+    assert cut == []
 
     # a long paste: a clear message, the whole text kept, and it can still be sent
     long_text = "I love hiking near my home. " + "word " * 1000
