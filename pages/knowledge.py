@@ -8,6 +8,7 @@ import streamlit as st
 from core import knowledge
 from ui import auth
 from ui.errors import reported
+from ui.format import literal
 from ui.retrieval import render_retrieval
 from ui.shell import run_page
 from ui.style import SEARCH_SIDE, page_header
@@ -52,7 +53,10 @@ def main() -> None:
         if query and query.strip():
             with reported():
                 result = knowledge.search(scope, query, limit=limit, category=None if category == ALL else category)
-                render_retrieval(result, key="kb_search", compact="medium")
+                within = None if category == ALL else f"the {category} documents"
+                if within:
+                    st.caption(f":material/filter_list: Searched {literal(within)} only.")
+                render_retrieval(result, key="kb_search", compact="medium", searched_in=within)
                 for hit in result.hits[:3]:
                     with st.expander(f"#{hit.rank} · {hit.title} · fused score {hit.rrf_score:.4f}"):
                         st.markdown(hit.content)

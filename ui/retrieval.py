@@ -375,20 +375,27 @@ def loose_hits(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [hit for hit in hits if match_kind(hit) == "nearest only"]
 
 
-def loose_hits_note(view: RetrievalView) -> str | None:
-    """What to say when some or all hits of a search are only the nearest there are (None when all match)."""
+def loose_hits_note(view: RetrievalView, searched_in: str | None = None) -> str | None:
+    """What to say when some or all hits of a search are only the nearest there are (None when all match).
+    `searched_in`: the part searched when it was not all ("the shipping documents"): nothing there matching
+    does not mean nothing matches."""
     loose = loose_hits(view.hits)
     if not loose:
         return None
     what = {"memories": "memory", "conversations": "turn"}.get(view.kind, "document")
     limit = f"{RELEVANT_MAX_DISTANCE:g}"
     if len(loose) == len(view.hits):
+        where = f" in {searched_in}" if searched_in else ""
         return (
-            f"Nothing matches “{clip(view.query, 60)}”: no {what} shares a word with it, and none is close in "
-            f"meaning (all above cosine distance {limit}). These are only the nearest there are."
+            f"Nothing{where} matches “{clip(view.query, 60)}”: no {what} there shares a word with it, and none "
+            f"is close in meaning (all above cosine distance {limit}). These are only the nearest there are."
+            if searched_in
+            else f"Nothing matches “{clip(view.query, 60)}”: no {what} shares a word with it, and none is close "
+            f"in meaning (all above cosine distance {limit}). These are only the nearest there are."
         )
+    verb = "is" if len(loose) == 1 else "are"
     return (
-        f"{len(loose)} of {len(view.hits)} are *nearest only*: no shared word and cosine distance above "
+        f"{len(loose)} of {len(view.hits)} {verb} *nearest only*: no shared word and cosine distance above "
         f"{limit}, listed because the vector branch always returns the nearest rows."
     )
 
@@ -447,6 +454,7 @@ def render_retrieval(
     chart: bool = True,
     show_summary: bool = True,
     compact: bool | str = False,
+    searched_in: str | None = None,
 ) -> RetrievalView:
     """Draw one retrieval (table + chart) in the current container; returns what was drawn.
 
@@ -454,7 +462,7 @@ def render_retrieval(
     True or "tier" = four columns whose text wraps (the memory or what was said, each branch's rank and
     contribution, the fused score), for narrow side panels and half a panel (two tiers side by side);
     "medium" = the same with the Match column, for searches in half a page (Memories, Sessions): nothing
-    is cut off or hidden behind a sideways scroll."""
+    is cut off or hidden behind a sideways scroll. searched_in: the part searched, when not all of it."""
     searched = isinstance(found, MemorySearch | ConversationSearch | KnowledgeSearch)
     view = view_of_search(found) if searched else view_of_event(found)
     if show_summary:
@@ -473,7 +481,7 @@ def render_retrieval(
         )
         return view
     # a search the visitor ran says which hits are only the nearest there are (the agent's show it per row)
-    note = loose_hits_note(view) if searched else None
+    note = loose_hits_note(view, searched_in) if searched else None
     if note and len(loose_hits(view.hits)) == len(view.hits):
         st.info(note, icon=":material/search_off:")
     elif note:

@@ -84,6 +84,15 @@ def test_knowledge_search_shows_ranked_documents_with_scores(app):
     at.run()
     table = _results(at)
     assert set(table["Category"]) == {"payments"}
+    assert any(c.value.endswith("Searched the payments documents only.") for c in at.caption)
+    # nothing in the category chosen does not mean nothing anywhere (found in a fresh-clone walkthrough:
+    # "warranty" in shipping said no document shares a word with it)
+    at.selectbox(key="kb_category").set_value("shipping")
+    at.text_input(key="kb_query").set_value("warranty")
+    next(b for b in at.button if b.label == "Search" and b.form_id == "knowledge_search_form").click()
+    at.run()
+    said = [i.value for i in at.info if i.value.startswith("Nothing")]
+    assert said and said[0].startswith("Nothing in the shipping documents matches “warranty”"), said
     # every column in view in half the page: a table whose text wraps, not a grid cut at "Vector ra…"
     assert not any("Similarity" in df.value.columns for df in at.dataframe)
 

@@ -358,9 +358,14 @@ def test_each_hit_says_how_it_matches_and_the_merely_nearest_are_named_so():
     # the agent's rule agrees: only the last would be left out of its context
     assert [is_relevant(h["text_rank"], h["vector_distance"], h["rrf_score"]) for h in hits] == [True] * 3 + [False]
     view = RetrievalView(kind="memories", query="pizza dough recipe", hits=hits)
-    assert loose_hits_note(view).startswith("1 of 4 are *nearest only*")
+    assert loose_hits_note(view).startswith("1 of 4 is *nearest only*")
+    view.hits = [*hits[:2], hits[3], {**hits[3], "id": "e"}]
+    assert loose_hits_note(view).startswith("2 of 4 are *nearest only*")
     view.hits = hits[3:]
     assert loose_hits_note(view).startswith("Nothing matches “pizza dough recipe”: no memory shares a word")
+    # a search kept to a part (a knowledge category) does not say that nothing at all matches
+    searched_part = loose_hits_note(view, "the shipping documents")
+    assert searched_part.startswith("Nothing in the shipping documents matches “pizza dough recipe”: no memory there")
     view.hits = hits[:3]
     assert loose_hits_note(view) is None
     # knowledge hits carry `distance`, not `vector_distance`
