@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -42,13 +42,19 @@ class Order:
             "estimated_delivery": self.estimated_delivery.isoformat() if self.estimated_delivery else None,
         }
 
-    def summary(self) -> str:
+    def summary(self, today: date | None = None) -> str:
+        """The order in a sentence or three; an order still on its way past its estimated delivery (`today`,
+        UTC's by default) is said to be late, not "Estimated delivery" on a day gone by."""
         items = ", ".join(f"{item.get('qty', 1)} x {item.get('name', item.get('sku', 'item'))}" for item in self.items)
         text = f"Order {self.order_id} is {self.status}: {items}; total {self.total:.2f} {self.currency}."
         if self.carrier and self.tracking_number:
             text += f" Shipped with {self.carrier}, tracking {self.tracking_number}."
         if self.estimated_delivery and self.status in ("processing", "shipped"):
-            text += f" Estimated delivery {self.estimated_delivery:%B %-d, %Y}."
+            due = f"{self.estimated_delivery:%B %-d, %Y}"
+            if self.estimated_delivery < (today or datetime.now(UTC).date()):
+                text += f" It was expected by {due}, so it is running late."
+            else:
+                text += f" Estimated delivery {due}."
         return text
 
 

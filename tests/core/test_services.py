@@ -422,3 +422,18 @@ def test_session_reports_round_trip_and_bad_input(fresh):
     refused(InvalidInput, "session id is too long", sessions.save_report, fresh, fresh.service, "s" * 201, {})
     refused(NotFound, "not found", sessions.get_session, fresh, fresh.scope, "no-such-session")
     refused(InvalidInput, "session id is empty", sessions.get_session, fresh, fresh.scope, " ")
+
+
+def test_an_order_past_its_estimated_delivery_is_said_to_be_late(user):
+    """Found in a fresh-clone walkthrough on 2026-12-07: order 1003, processing, said "Estimated delivery
+    November 30, 2026" a week after that day (the demo orders' dates are fixed)."""
+    order = orders.lookup(user.scope, "1003")
+    assert order.status == "processing" and order.estimated_delivery is not None
+    due = order.estimated_delivery
+    before = order.summary(today=due - timedelta(days=1))
+    assert before.endswith(f"Estimated delivery {due:%B %-d, %Y}.")
+    assert order.summary(today=due).endswith(f"Estimated delivery {due:%B %-d, %Y}.")  # due today: not late yet
+    after = order.summary(today=due + timedelta(days=7))
+    assert after.endswith(f"It was expected by {due:%B %-d, %Y}, so it is running late.")
+    delivered = orders.lookup(user.scope, "1001")  # delivered: its old estimate is nobody's concern
+    assert "late" not in delivered.summary(today=due + timedelta(days=7))
