@@ -8,7 +8,7 @@ import streamlit as st
 from core import knowledge
 from ui import auth
 from ui.errors import reported
-from ui.format import literal
+from ui.format import literal, nothing_to_search
 from ui.retrieval import render_retrieval
 from ui.shell import run_page
 from ui.style import SEARCH_SIDE, page_header
@@ -50,7 +50,7 @@ def main() -> None:
             "embeddings, cosine) and a full-text ranking (codes, names and numbers such as “E03”), fused by "
             "RRF."
         )
-        if query and query.strip():
+        if query and not nothing_to_search(query):
             with reported():
                 result = knowledge.search(scope, query, limit=limit, category=None if category == ALL else category)
                 within = None if category == ALL else f"the {category} documents"
@@ -62,7 +62,7 @@ def main() -> None:
                         st.markdown(hit.content)
         else:
             if query:
-                st.caption(":material/info: Nothing was searched: the box holds only spaces.")
+                st.caption(f":material/info: Nothing was searched: {nothing_to_search(query)}.")
             st.info(
                 "Type a question to see which documents the agent would read, and how close each one is.",
                 icon=":material/lightbulb:",

@@ -16,7 +16,7 @@ from core.retrieval import search_memories
 from ui import auth, erase, rrf
 from ui.button_names import name_buttons
 from ui.errors import reported
-from ui.format import ago, clip, literal, session_ref, short_id, when
+from ui.format import ago, clip, literal, nothing_to_search, session_ref, short_id, when
 from ui.retrieval import render_retrieval
 from ui.shell import run_page
 from ui.style import SEARCH_SIDE, empty_state, page_header
@@ -333,12 +333,12 @@ def _search_panel(scope) -> None:
     with st.expander("Tune the fusion (weights and k)", icon=":material/tune:"):
         rrf.render_controls()
     rrf.render_formula()
-    if query and query.strip():
+    if query and not nothing_to_search(query):
         with reported():
             result = search_memories(scope, query, limit=10, params=rrf.current_params(), mode=mode or "hybrid")
             render_retrieval(result, key="mem_search", compact="medium")
     elif query:  # a search that says nothing back looked like one that found nothing
-        st.caption(":material/info: Nothing was searched: the box holds only spaces. Type some words to search.")
+        st.caption(f":material/info: Nothing was searched: {nothing_to_search(query)}. Type some words to search.")
 
 
 def main() -> None:

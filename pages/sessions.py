@@ -22,7 +22,7 @@ from ui import auth, erase
 from ui.button_names import name_buttons
 from ui.charts import alt
 from ui.errors import reported
-from ui.format import ago, clip, duration, literal, ms, session_ref, when
+from ui.format import ago, clip, duration, literal, ms, nothing_to_search, session_ref, when
 from ui.report_view import ReportView, read_report
 from ui.retrieval import render_retrieval
 from ui.shell import run_page, stayed_on_page
@@ -588,6 +588,9 @@ def _search_panel(scope) -> None:
         )
         go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
     if not query.strip():
+        return
+    if reason := nothing_to_search(query):
+        st.caption(f":material/info: Nothing was searched: {reason}. Type some words to search.")
         return
     window = DateWindow.of_days(days, _zone)
     with reported():

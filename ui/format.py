@@ -110,3 +110,14 @@ def literal(text: Any) -> str:
     # Streamlit draws ":material/home:" as an icon after the escapes are read: a word joiner breaks the name
     text = _ICON.sub(lambda m: m[0][: -len("material/")] + WORD_JOINER + "material/", text)
     return _LINE_MARKER.sub(lambda m: f"{m[1]}\\{m[2]}" if m[2] is not None else f"{m[3]}\\{m[4]}", text)
+
+
+def nothing_to_search(query: str) -> str | None:
+    """Why a page's search box holds nothing to search for, None when it does: only spaces, or no letter or
+    digit at all ("%", "?!"). The embedding of "%" is near any short question, so the Sessions search listed
+    turns as close in meaning to it (found in a fresh-clone walkthrough)."""
+    if not query.strip():
+        return "the box holds only spaces"
+    if not any(character.isalnum() for character in query):
+        return f"“{literal(clip(query.strip(), 40))}” has no letter or digit in it"
+    return None

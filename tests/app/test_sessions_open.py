@@ -139,6 +139,15 @@ def test_the_transcript_search_lists_matches_and_puts_the_merely_nearest_turns_a
     assert len(apart[0].button) == 4  # each still opens its session
     assert any(i.value.startswith("Nothing matches “pizza dough recipe”") for i in at.info)
 
+    # punctuation alone means nothing: "%" was near "What's my dog's name?" in meaning, and listed as a match
+    _search_transcripts(at, "%")
+    assert any(
+        c.value.endswith("Nothing was searched: “%” has no letter or digit in it. Type some words to search.")
+        for c in at.caption
+    ), [c.value for c in at.caption]
+    assert not [e for e in at.expander if "loosely related" in e.label]
+    assert not [m for m in at.markdown if " · message " in m.value]
+
     _search_transcripts(at, "the trail I hiked")
     assert not any(c.value == "No turn of your transcripts matches that." for c in at.caption)
     assert not any(i.value.startswith("Nothing matches") for i in at.info)
