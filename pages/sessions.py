@@ -140,15 +140,22 @@ def _bars_per_turn(
     """A bar per `kind` (a column of `data`) side by side in each turn, its height `value` in ms. `order`
     puts the kinds in that order, beside each other and in the legend (by name without it)."""
     ordered = order or alt.Undefined
+    # turn 0 is the agent's greeting, before the visitor said anything: the Turns count starts at 1
+    data = data.assign(turn_label=data["turn"].map(lambda turn: "greeting" if turn == 0 else str(turn)))
+    turns = [label for _, label in sorted(set(zip(data["turn"], data["turn_label"], strict=True)))]
     return (
         alt.Chart(data)
         .mark_bar(cornerRadiusEnd=2)
         .encode(
-            x=alt.X("turn:O", title="turn", axis=alt.Axis(labelAngle=0)),
+            x=alt.X("turn_label:O", title="turn", sort=turns, axis=alt.Axis(labelAngle=0)),
             xOffset=alt.XOffset(f"{kind}:N", sort=ordered),
             y=alt.Y("value:Q", title="milliseconds"),
             color=alt.Color(f"{kind}:N", scale=alt.Scale(scheme="tableau10", domain=ordered), legend=legend),
-            tooltip=["turn:O", f"{kind}:N", alt.Tooltip("value:Q", format=".1f", title="ms")],
+            tooltip=[
+                alt.Tooltip("turn_label:O", title="turn"),
+                f"{kind}:N",
+                alt.Tooltip("value:Q", format=".1f", title="ms"),
+            ],
         )
         # Streamlit fits the whole chart, legend and axes included, into this height
         .properties(height=height)

@@ -153,7 +153,8 @@ def test_the_voice_latency_chart_draws_each_measured_stage_per_turn_with_its_who
     spec, data = next((spec, data) for spec, data in _charts(at) if "stage" in data and stage in set(data["stage"]))
     assert spec["mark"]["type"] == "bar"
     encoding = spec["encoding"]
-    assert encoding["x"]["field"] == "turn" and encoding["xOffset"]["field"] == "stage"
+    assert encoding["x"]["field"] == "turn_label" and encoding["xOffset"]["field"] == "stage"
+    assert encoding["x"]["sort"] == ["1", "2", "3"]
     assert encoding["y"] == {"field": "value", "type": "quantitative", "title": "milliseconds"}
     legend = encoding["color"]["legend"]
     assert legend["orient"] == "right" and legend["labelLimit"] == 0  # beside the plot: no height taken, no cut
@@ -211,3 +212,33 @@ def test_the_median_timings_add_up_a_turns_llm_calls_as_its_chart_does(app):
     caption = next(c.value for c in at.caption if c.value.startswith("Median per turn: "))
     # per turn the calls add up to 45, 40 and 22 ms: median 40 (single calls: 20 ms); first tokens 15, 30, 8
     assert "LLM total (every call of the turn) 40 ms" in caption and "LLM first token 15 ms" in caption
+
+
+def test_the_latency_chart_calls_turn_0_the_greeting(app):
+    """Found in a fresh-clone walkthrough: the chart's first tick was "turn 0" (the agent's greeting), while
+    the Turns count and the transcript number the visitor's turns from 1."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    published = [
+        events.stamped(events.metric("tts_ttfb_ms", 310.0), ts=1000.0, session_id=session_id, turn=0, seq=0),
+        events.stamped(events.transcript("user", "hi"), ts=1001.0, session_id=session_id, turn=1, seq=1),
+        events.stamped(events.metric("llm_ttft_ms", 12.0), ts=1002.0, session_id=session_id, turn=1, seq=2),
+        events.stamped(events.metric("llm_ttft_ms", 9.0), ts=1003.0, session_id=session_id, turn=2, seq=3),
+    ]
+    section = reports.playground_section(
+        session_id=session_id,
+        user_id=visitor.user_id,
+        mode="text",
+        events=published,
+        started_at=1000.0,
+        ended_at=1010.0,
+        memories_written=[],
+    )
+    sessions.save_report(Scope.service(visitor.user_id), session_id, {"playground": section})
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    spec, data = next((spec, data) for spec, data in _charts(at) if "metric" in data)
+    assert spec["encoding"]["x"]["sort"] == ["greeting", "1", "2"]
+    assert list(data.sort_values("turn")["turn_label"]) == ["greeting", "1", "2"]
