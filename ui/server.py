@@ -28,7 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from agent import plugins, shutdown_runtime, warmup
-from core import db, maintenance
+from core import db, maintenance, memory_changes
 from core.config import check_settings
 from core.errors import PlaygroundError
 
@@ -70,6 +70,8 @@ def _stop(schedule: maintenance.Schedule | None = None) -> None:
     if schedule is not None:
         schedule.stop()  # a run in progress finishes before the database goes
     shutdown_runtime()  # every open conversation is closed and its report saved
+    # before the database goes: its listener warned, at every stop, that the server closed its connection
+    memory_changes.stop_following()
     db.stop_embedded()  # the embedded database stops when no other process uses it
 
 
