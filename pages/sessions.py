@@ -560,8 +560,10 @@ def _open_name(hit) -> str:
 
 
 def _search_hit(hit, index: int) -> None:
+    # the button as wide as its label beside the text (a seventh of the row was "O…" at 1024 px)
     with st.container(border=True, key=f"u_sessions_hit_{index}"):
-        text_col, open_col = st.columns([6, 1], vertical_alignment="center")
+        row = st.container(horizontal=True, vertical_alignment="center")
+        text_col = row.container()
         where = f"**{_when(hit.created_at)}** · {hit.speaker} · {_message_number(hit.turn_index)}"
         said = clip(hit.content, 220)
         text_col.markdown(f"{where}  \n{literal(said) if hit.speaker == 'user' else said}")
@@ -569,31 +571,33 @@ def _search_hit(hit, index: int) -> None:
         text_col.caption(f"{ranks} · RRF {hit.rrf_score:.4f} · session {hit.session_id}")
         # the hit goes with the press: by the next run the results can be others (a turn said meanwhile),
         # and the button at this place then opened another hit
-        open_col.button(
+        row.button(
             "Open",
             key=f"u_sessions_open_{index}",
             icon=":material/arrow_forward:",
             on_click=_open_hit,
             args=(hit.session_id, hit.turn_index),
+            width="content",
         )
 
 
 def _search_panel(scope) -> None:
     """Search every turn of every one of my sessions (hybrid, as the user); Open jumps to the turn."""
+    # the date box as wide as a range and the button as its label, the text box the rest (columns cut them to
+    # "yyyy-mm-dd – " and "S…" at 1024 px); on a narrow screen they wrap
     with st.form("u_sessions_search_form", border=False):
-        query_col, days_col, go_col = st.columns([4, 2, 1], vertical_alignment="bottom")
-        query = query_col.text_input(
-            "Search all my transcripts", key=SEARCH, placeholder="e.g. the trail I hiked with Nora"
-        )
-        days = days_col.date_input(
+        row = st.container(horizontal=True, vertical_alignment="bottom")
+        query = row.text_input("Search all my transcripts", key=SEARCH, placeholder="e.g. the trail I hiked with Nora")
+        days = row.date_input(
             "Said between",
             value=[],
             key=SEARCH_DAYS,
             format="YYYY-MM-DD",
+            width=250,
             help=f"Only what was said on these days ({zone_name(_zone)}, your time zone; the agent sets it when "
             "you tell it yours). Leave empty to search every day.",
         )
-        go_col.form_submit_button("Search", icon=":material/search:", width="stretch")
+        row.form_submit_button("Search", icon=":material/search:", width="content")
     if not query.strip():
         return
     if reason := nothing_to_search(query):

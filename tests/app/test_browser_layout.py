@@ -485,6 +485,26 @@ def test_card_and_hit_buttons_name_what_they_act_on(streamlit_server, new_browse
     expect(page.locator('[class*="st-key-u_session_turn_match"]')).to_contain_text("Cedar Creek Loop", timeout=30_000)
 
 
+@pytest.mark.parametrize("size", [*SIZES, SMALL_LAPTOP], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_the_sessions_search_has_no_truncated_labels(streamlit_server, new_browser_page, size):
+    """Found in a fresh-clone walkthrough at 1024×768: "S…" for Search, "O…" for every Open and the days box
+    cut to "yyyy-mm-dd – " (columns of fixed shares)."""
+    page = _new_visitor(new_browser_page, streamlit_server, size, "/sessions")
+    _ended_session(Scope.service(user_id_of(page)), "we hiked the Cedar Creek Loop with Nora", minutes_ago=5)
+    page.reload()
+    wait_for_app(page)
+    search = page.get_by_label("Search all my transcripts")
+    search.fill("Cedar Creek Loop")
+    search.press("Enter")
+    expect(page.locator('[class*="st-key-u_sessions_hit_0"]')).to_contain_text("Cedar Creek", timeout=TURN_TIMEOUT_MS)
+    wait_for_app(page)
+    form = '[data-testid="stForm"] button, [class*="st-key-u_sessions_hit_"] button'
+    assert page.evaluate(_CLIPPED_LABELS, form) == []
+    days = page.locator('[class*="st-key-u_sessions_days"] input, [data-testid="stDateInput"] input').first
+    days.fill("2026-01-01 – 2026-12-31")  # a whole range fits the box
+    assert days.evaluate("el => el.scrollWidth <= el.clientWidth + 1")
+
+
 # Where the marked message is inside the transcript's scrolling box: its top and bottom against the box's.
 _MATCH_IN_THE_BOX = """() => {
   const box = [...document.querySelectorAll('.st-key-u_session_transcript, .st-key-u_session_transcript *')]
