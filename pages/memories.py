@@ -163,7 +163,8 @@ def _edit_form(scope, memory, *, gone: bool = False) -> None:
     with st.form(f"u_mem_edit_form_{mid}", border=False):
         # the same key whether or not the memory is still there, so what was typed stays in the box
         new_content = st.text_area(
-            f"Edit `{memory.memory_type}`",
+            # plain, not `code`: a label is also the box's accessible name, read out with its backticks
+            f"Edit {memory.memory_type}",
             value=memory.content,
             key=f"u_mem_text_{mid}",
             # no max_chars: the browser then drops a longer paste without a word; Save says what is too long

@@ -248,6 +248,7 @@ def test_text_typed_in_one_edit_form_outlives_opening_another(streamlit_server, 
     page.locator(f".st-key-u_mem_edit_{sister.id} button").click()
     box = page.locator(f".st-key-u_mem_text_{sister.id} textarea")
     expect(box).to_be_visible(timeout=TURN_TIMEOUT_MS)
+    expect(page.get_by_label("Edit sister_name", exact=True)).to_be_visible()  # read out without backticks
     box.fill("Nora Santos, lives in Porto, birthday 3 May")
     page.locator(f".st-key-u_mem_edit_{car.id} button").click()
     expect(page.locator(f".st-key-u_mem_text_{car.id} textarea")).to_be_visible(timeout=TURN_TIMEOUT_MS)
