@@ -14,7 +14,7 @@ from typing import Any
 
 from agent.brain import patterns as p
 from agent.brain.earlier import held_on, search_dates
-from agent.brain.facts import NOTE_PREFIX, Fact, parse_fact, parse_facts, search_query, slot_for
+from agent.brain.facts import NOTE_PREFIX, Fact, name_only, parse_fact, parse_facts, search_query, slot_for
 from agent.brain.replies import (
     ASK_ORDER_NUMBER,
     ASK_WHAT_TO_REMEMBER,
@@ -170,10 +170,8 @@ def _profile(said: _Utterance) -> Intent | None:
     """A change to the profile: name, email, time zone, language or units."""
     body = said.body
     name = _first(p.NAME, body) or p.IM_NAME.match(body)
-    if name:
-        value = strip_end(re.split(r"\b(?:and|but|because|so)\b|[,;]", name.group("v"))[0])
-        if value:
-            return _name_intent(" ".join(part[:1].upper() + part[1:] for part in value.split()), body)
+    if name and (value := name_only(name.group("v"))):
+        return _name_intent(value, body)
     email = p.EMAIL.search(body)
     if email and not p.is_question(body):
         return _profile_intent("email", email.group("v"))
@@ -246,6 +244,9 @@ def _statement(said: _Utterance) -> Intent | None:
         # a spoken sentence cut at a pause ("my favorite drink is…"): storing it kept "is" as the value
         return Intent("remember", reply=UNFINISHED_REPLY.format(said=strip_end(said.body)))
     facts = parse_facts(said.body)
+    names = [fact.content for fact in facts if fact.memory_type == "name"]
+    if names:  # "By the way, my name is Ada": the profile's name too, as "My name is Ada" is
+        return _name_intent(names[0], said.body)
     if facts:
         return _remember(facts)
     statement = _about_me(said.body)
@@ -405,6 +406,7 @@ def _profile_intent(field_name: str, value: str) -> Intent:
 def _name_intent(name: str, body: str = "") -> Intent:
     """The name goes to the profile and is remembered as a fact too; any other fact of the same message
     ("my name is Ada and I live in Denver") is remembered with it, a secret never."""
+    name = " ".join(part[:1].upper() + part[1:] for part in name.split())
     others = [
         fact
         for fact in parse_facts(body)

@@ -97,8 +97,10 @@ NOT_A_NAME = (
     "Finnish", "Austrian", "Belgian", "Nigerian", "Kenyan", "Egyptian", "Argentinian", "Colombian", "Chilean",
     "Vietnamese", "Thai", "Filipino", "Ukrainian", "Czech", "Hungarian", "Romanian", "Catholic", "Jewish", "Muslim",
 )
+# said after a name, and no part of it: "my name's Ada by the way", "call me Mia from now on"
+AFTER_A_NAME = r"(?:by the way|btw|fyi|from now on|for short|if you like|if you want|if you don't mind|instead)"
 IM_NAME = re.compile(r"^(?i:" + GREETING + r"(?:i'm|i am) )(?!(?:" + "|".join(NOT_A_NAME) + r")\b)"
-                     r"(?P<v>[A-Z][a-z]+)(?:(?:[.!,;]|\s+and\b)\s*.*)?$")
+                     r"(?P<v>[A-Z][a-z]+)(?:(?:[.!,;]|\s+and\b|(?i:\s+" + AFTER_A_NAME + r"\b))\s*.*)?$")
 EMAIL = re.compile(r"\b(?:my )?(?:e-?mail|email address) (?:is|=|:)?\s*(?P<v>[^\s@]+@[^\s@]+\.[A-Za-z]{2,})", re.I)
 TIMEZONE = [
     re.compile(r"\b(?:my )?time ?zone (?:is|=|:)\s*(?P<v>[A-Za-z_]+(?:/[A-Za-z_+-]+)*)", re.I),

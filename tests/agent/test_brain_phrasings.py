@@ -316,7 +316,8 @@ def test_a_pet_of_another_kind_is_not_the_answer_and_a_name_keeps_no_stray_brack
             "what is my cat called?",
         ],
     )
-    assert replies[0] == "Got it, I'll remember that your name is Robert."
+    assert replies[0] == "Nice to meet you, Robert! I'll call you Robert from now on."  # the profile's name too
+    assert profiles.get_profile(user.scope).name == "Robert"
     assert "Miso" not in replies[2] and replies[2].startswith("I don't remember your dog's name yet.")
     assert replies[3] == "You told me you have a cat called Miso."
     assert memories.recall(user.scope, "name").content == "Robert"
@@ -455,3 +456,52 @@ def test_a_name_whose_owner_ends_in_s_is_said_with_s(new_user):
     [reply] = _replies(new_user().user_id, ["My boss's name is Person0"])
     assert reply == "Got it, I'll remember that your boss's name is Person0."
     assert slot_phrase("kids_name") == "kids' name"
+
+
+# Found on 2026-12-07: "My name is Ada. Nice to meet you!" saved the name "Ada. Nice To Meet You": the name ran
+# past the full stop (and past "by the way", "from now on").
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("My name is Ada. Nice to meet you!", "Ada"),
+        ("I'm Ada, nice to meet you", "Ada"),
+        ("My name's Ada by the way", "Ada"),
+        ("I'm Ada by the way", "Ada"),  # it was kept as the note "I'm Ada by the way"
+        ("By the way, my name is Ada", "Ada"),  # it was remembered, but the profile kept no name
+        ("please call me Mia from now on", "Mia"),
+        ("my name is Dr. Ada Lovelace", "Dr. Ada Lovelace"),  # a title's full stop is part of the name
+        ("Hi, my name is Ada Lovelace. Nice to meet you.", "Ada Lovelace"),
+    ],
+)
+def test_the_name_saved_is_only_the_name(text, name):
+    assert classify(text).calls[:2] == [
+        ("update_profile", {"field": "name", "value": name}),
+        ("remember_detail", {"memory_type": "name", "content": name}),
+    ]
+
+
+def _tool_calls(result) -> list[tuple[str, dict]]:
+    return [(ev.item.name, json.loads(ev.item.arguments)) for ev in result.events if ev.type == "function_call"]
+
+
+def _said_alone(question: str, new_user) -> str:
+    """The reply to `question` asked on its own, by a new user."""
+    [reply] = _replies(new_user().user_id, [question])
+    return reply
+
+
+def test_a_name_then_more_keeps_the_name_alone_and_the_rest(new_user):
+    """ "My name is Mary Ann. I live in Leeds." saved the name "Mary Ann. I Live In Leeds"."""
+    cases = [
+        ("My name is Mary Ann. I live in Leeds.", "Mary Ann", {"home_city": "Leeds"}, "Got it, I'll remember that "
+         "you live in Leeds."),
+        ("My name is Ada! How are you?", "Ada", {}, _said_alone("How are you?", new_user)),
+    ]  # fmt: skip
+    for said, name, other_facts, rest_of_the_reply in cases:
+        user = new_user()
+        [reply] = _replies(user.user_id, [said])
+        assert reply == f"Nice to meet you, {name}! I'll call you {name} from now on. {rest_of_the_reply}"
+        assert profiles.get_profile(user.scope).name == name
+        assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {"name": name} | other_facts
