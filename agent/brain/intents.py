@@ -50,16 +50,20 @@ class _Utterance:
 def classify(text: str, today: date | None = None) -> Intent:
     """Map one user utterance to an intent and the tool calls that serve it. With `today`, a search of earlier
     conversations keeps to the days the utterance names ("last week")."""
-    raw = clean(text)
-    if not raw:
+    said = _utterance(text, today)
+    if not said.raw:
         return Intent("smalltalk", reply="I didn't catch that. Could you say it again?")
-    body = raw.rstrip(".! ")
-    said = _Utterance(raw=raw, body=body, lower=body.lower(), today=today)
     for rule in _RULES:
         intent = rule(said)
         if intent is not None:
             return intent
     return Intent("smalltalk", reply=smalltalk_reply(said.lower))
+
+
+def _utterance(text: str, today: date | None = None) -> _Utterance:
+    raw = clean(text)
+    body = raw.rstrip(".! ")
+    return _Utterance(raw=raw, body=body, lower=body.lower(), today=today)
 
 
 # intents of a last sentence that stays with the facts before it: statements are remembered together
@@ -70,19 +74,55 @@ _NOT_SPLIT = ("remember", "update_profile", "today", "this_conversation")
 def told_then_asked(text: str, today: date | None = None) -> tuple[str, Intent, str, Intent] | None:
     """(what is told, its intent, the question after it, its intent) for "My favorite color is green. What is my
     favorite color?", which as a whole is read as its question alone: the fact was then answered with what was
-    kept before it and kept only when the session ended. The brain remembers what is told first, then answers
-    (agent/brain/llm.py). None when the message is not facts followed by a question, or when the whole is read
-    otherwise ("My grinder is making a weird noise. What should I do?" is one problem for the knowledge base)."""
+    kept before it and kept only when the session ended. Also for a question of its own read otherwise as a whole:
+    "I'm vegetarian. What do you recommend?" searched the knowledge base with the whole message and kept nothing,
+    "call me Jo. What's the weather like?" searched the memories (for "me"). The brain remembers what is told
+    first, then answers (agent/brain/llm.py). None when the message is not facts followed by a question, or when
+    the question is about what was told ("My grinder is making a weird noise. What should I do?" is one problem
+    for the knowledge base)."""
     sentences = split_sentences(clean(text), TITLE)
     if len(sentences) < 2:
         return None
     told, asked = " ".join(sentences[:-1]), sentences[-1]
     told_intent, asked_intent = classify(told, today), classify(asked, today)
     tells = told_intent.name in ("remember", "update_profile") and told_intent.calls
-    read_as_the_question_alone = classify(text, today) == asked_intent
-    if tells and read_as_the_question_alone and asked_intent.name not in _NOT_SPLIT:
+    if not tells or asked_intent.name in _NOT_SPLIT:
+        return None
+    whole_intent = classify(text, today)
+    if whole_intent == asked_intent or _asks_on_its_own(told, asked, _utterance(text, today)):
         return told, told_intent, asked, asked_intent
     return None
+
+
+# words of a question that point back at what was said before it ("Do you ship there?", "How do I descale it?")
+_POINTS_BACK = re.compile(r"\b(?:it|its|that|this|these|those|them|they|there|he|him|his|she|her|their|one)\b", re.I)
+# asking for help with what was said before, or why it is so ("My coffee tastes sour. Why?")
+_ASKS_FOR_HELP = re.compile(
+    r"\b(?:what (?:should|do|can) i do|what now|what does (?:it|that|this) mean|how (?:do|can) i (?:fix|stop|"
+    r"solve|clear|reset|get rid of)|why)\b",
+    re.I,
+)
+
+
+# the shop's products, whose problems the knowledge base answers
+_PRODUCT = r"(?:machine|grinder|espresso|kestrel|tamper|pitcher|filter|steam wand|boiler|app)"
+# a sentence about one of them ("My machine leaks water."): a problem to report, not a fact about the user
+_ABOUT_A_PRODUCT = re.compile(r"^(?:my|our|the) (?:[\w-]+ )?" + _PRODUCT + r"\b", re.I)
+
+
+def _asks_on_its_own(told: str, asked: str, whole: _Utterance) -> bool:
+    """Whether `asked`, the question after what was told, is one of its own ("Is shipping free?"), to be answered as
+    if asked alone: not one about what was told ("Do you ship there?", "Why?"), nor one about a product the told
+    part reports on ("My machine leaks water. Do you offer repairs?"), nor the question of a problem the whole
+    message reports ("My grinder is making a weird noise. What should I do?"): searched alone, it would lose its
+    subject, and the problem would be kept as a memory."""
+    return (
+        asked.rstrip().endswith("?")
+        and not _POINTS_BACK.search(asked)
+        and not _ASKS_FOR_HELP.search(asked)
+        and not any(_ABOUT_A_PRODUCT.match(sentence) for sentence in split_sentences(told, TITLE))
+        and _support(whole) is None
+    )
 
 
 # --- the rules, in the order they are tried -------------------------------------------------------
@@ -224,13 +264,8 @@ def _support(said: _Utterance) -> Intent | None:
     making a weird noise, what should I do?'. The knowledge base answers it; it is not a fact about the user."""
     lower = said.lower
     error_code = re.search(r"\b(?:error|shows?|says|showing|flashing|displays?|got)\b.*\be\d{2}\b", lower)  # E03
-    product = re.search(r"\b(?:machine|grinder|espresso|kestrel|tamper|pitcher|filter|steam wand|boiler|app)\b", lower)
-    asks_for_help = re.search(
-        r"\b(?:what (?:should|do|can) i do|what now|what does (?:it|that|this) mean|how (?:do|can) i (?:fix|stop|"
-        r"solve|clear|reset|get rid of)|why)\b",
-        lower,
-    )
-    if error_code or (product and asks_for_help):
+    product = re.search(r"\b" + _PRODUCT + r"\b", lower)
+    if error_code or (product and _ASKS_FOR_HELP.search(lower)):
         return Intent("knowledge", calls=[("search_knowledge", {"query": said.body})])
     return None
 

@@ -392,6 +392,12 @@ def test_a_fact_told_with_another_question_is_remembered_and_the_question_answer
         "I live in Denver. I work at Globex.",  # statements only: remembered together, as before
         "My favorite color is green. Thanks!",  # no question
         "What is my favorite color? It's green.",
+        # a question that points back at what was told is one question in its context
+        "My latte is too bitter. What should I do?",
+        "My coffee tastes sour. Why?",
+        "I live in Denver. Do you ship there?",
+        "I have a Kestrel One. How do I descale it?",
+        "My machine leaks water. Do you offer repairs?",  # a problem with a product: not kept as a memory
     ],
 )
 def test_a_message_is_split_only_when_it_tells_facts_and_then_asks(text):
@@ -505,3 +511,48 @@ def test_a_name_then_more_keeps_the_name_alone_and_the_rest(new_user):
         assert reply == f"Nice to meet you, {name}! I'll call you {name} from now on. {rest_of_the_reply}"
         assert profiles.get_profile(user.scope).name == name
         assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {"name": name} | other_facts
+
+
+# Found on 2026-12-07: a fact told before a question for the knowledge base was dropped ("I'm vegetarian. What do
+# you recommend?" searched the knowledge base with the whole message and kept nothing).
+
+
+def _run(user_id, said: str):
+    async def talk():
+        async with agent_session(user_id, recall_budget_ms=30_000) as run:
+            return await run.session.run(user_input=said)
+
+    return asyncio.run(talk())
+
+
+@pytest.mark.parametrize(
+    ("said", "kept", "said_back", "question"),
+    [
+        ("I'm vegetarian. What do you recommend?", {"diet": "vegetarian"}, "Got it, I'll remember that you're "
+         "vegetarian.", "What do you recommend?"),
+        ("I have a dog. Is shipping free?", {"pet": "a dog"}, "Got it, I'll remember that you have a dog.",
+         "Is shipping free?"),
+        # the whole was searched in the memories (for "me"), and no name kept
+        ("call me Jo. What's the weather like?", {"name": "Jo"}, "Nice to meet you, Jo! I'll call you Jo from now "
+         "on.", "What's the weather like?"),
+    ],
+)  # fmt: skip
+def test_a_fact_told_before_a_question_for_the_shop_is_kept_and_the_question_searched_alone(
+    said, kept, said_back, question, new_user
+):
+    user = new_user()
+    result = _run(user.user_id, said)
+    assert reply_text(result) == f"{said_back} {_said_alone(question, new_user)}"
+    assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == kept
+    assert [args for tool, args in _tool_calls(result) if tool == "search_knowledge"] == [{"query": question}]
+    if "name" in kept:
+        assert profiles.get_profile(user.scope).name == kept["name"]
+
+
+def test_a_problem_described_then_asked_about_is_one_question_and_keeps_nothing(new_user):
+    user = new_user()
+    said = "My grinder is making a weird noise. What should I do?"
+    result = _run(user.user_id, said)
+    assert _tool_calls(result) == [("search_knowledge", {"query": said})]
+    assert reply_text(result).startswith("From the Kestrel Coffee knowledge base (")
+    assert memories.list_memories(user.scope) == []
