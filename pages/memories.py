@@ -101,9 +101,9 @@ def _memory_card(scope, memory, deleted_sessions: set[str], zone: tzinfo) -> Non
         with meta_col:
             st.caption(f":material/update: updated {ago(memory.updated_at)}  \n{when(memory.updated_at, zone)}")
             if session_gone:
-                st.caption(":material/delete: written in a session you deleted")
+                st.caption(":material/delete: the agent wrote it in a session you deleted")
             elif memory.session_id:
-                st.caption(f":material/forum: written in session `{session_ref(memory.session_id)}`")
+                st.caption(f":material/forum: the agent wrote it in session `{session_ref(memory.session_id)}`")
             else:
                 st.caption(":material/edit: written outside a conversation")
         buttons = st.container(horizontal=True, key=f"u_mem_actions_{mid}")

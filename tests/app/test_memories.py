@@ -170,8 +170,8 @@ def test_a_memory_whose_session_was_deleted_says_so_and_links_nowhere(app):
     assert not at.exception, at.exception
 
     captions = [c.value for c in at.caption]
-    assert ":material/delete: written in a session you deleted" in captions
-    assert f":material/forum: written in session `{kept}`" in captions
+    assert ":material/delete: the agent wrote it in a session you deleted" in captions
+    assert f":material/forum: the agent wrote it in session `{kept}`" in captions
     assert not any(gone in c for c in captions)
     assert {b.key for b in at.button} >= {f"u_mem_open_{car.id}"}
     assert f"u_mem_open_{color.id}" not in {b.key for b in at.button}
