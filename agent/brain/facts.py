@@ -366,3 +366,27 @@ def parse_fact(statement: str) -> Fact | None:
             content = strip_end(match.group("c"))
         return Fact(memory_type=slot, content=content, confidence=confidence)
     return None
+
+
+def forget_target(rest: str) -> str | None:
+    """The slot named after 'forget'; "" when none is named; None for 'everything'."""
+    rest = strip_end(rest)
+    rest = re.sub(
+        r"^(?:about|that|what you know about|what you remember about|the fact that|everything about)\s+",
+        "",
+        rest,
+        flags=re.I,
+    ).strip()
+    if re.fullmatch(r"(?:it|that|this)?\s*", rest, re.I):
+        return ""
+    if re.fullmatch(
+        r"(?:everything|all|all of it|all my (?:memories|data|info|information)|it all|me|"
+        r"everything (?:about me|you know|you remember)|all (?:about me|you know))",
+        rest,
+        re.I,
+    ):
+        return None
+    fact = parse_fact(rest)
+    if fact:
+        return fact.memory_type
+    return slot_for(rest)

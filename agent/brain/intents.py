@@ -14,7 +14,15 @@ from typing import Any
 
 from agent.brain import patterns as p
 from agent.brain.earlier import held_on, search_dates
-from agent.brain.facts import NOTE_PREFIX, Fact, name_only, parse_fact, parse_facts, search_query, slot_for
+from agent.brain.facts import (
+    NOTE_PREFIX,
+    Fact,
+    forget_target,
+    name_only,
+    parse_facts,
+    search_query,
+    slot_for,
+)
 from agent.brain.replies import (
     ASK_ORDER_NUMBER,
     ASK_WHAT_TO_REMEMBER,
@@ -23,7 +31,7 @@ from agent.brain.replies import (
     UNFINISHED_REPLY,
     smalltalk_reply,
 )
-from agent.brain.text import TITLE, clean, content_words, split_sentences, strip_end
+from agent.brain.text import clean, content_words, strip_end
 from agent.sensitive import secret_reason
 
 INTENTS = ("remember", "recall", "forget", "list_memories", "search_memories", "past_conversations",
@@ -66,65 +74,6 @@ def _utterance(text: str, today: date | None = None) -> _Utterance:
     return _Utterance(raw=raw, body=body, lower=body.lower(), today=today)
 
 
-# intents of a last sentence that stays with the facts before it: statements are remembered together
-# (`parse_facts`), and "what did we talk about today?" is answered from the whole conversation
-_NOT_SPLIT = ("remember", "update_profile", "today", "this_conversation")
-
-
-def told_then_asked(text: str, today: date | None = None) -> tuple[str, Intent, str, Intent] | None:
-    """(what is told, its intent, the question after it, its intent) for "My favorite color is green. What is my
-    favorite color?", which as a whole is read as its question alone: the fact was then answered with what was
-    kept before it and kept only when the session ended. Also for a question of its own read otherwise as a whole:
-    "I'm vegetarian. What do you recommend?" searched the knowledge base with the whole message and kept nothing,
-    "call me Jo. What's the weather like?" searched the memories (for "me"). The brain remembers what is told
-    first, then answers (agent/brain/llm.py). None when the message is not facts followed by a question, or when
-    the question is about what was told ("My grinder is making a weird noise. What should I do?" is one problem
-    for the knowledge base)."""
-    sentences = split_sentences(clean(text), TITLE)
-    if len(sentences) < 2:
-        return None
-    told, asked = " ".join(sentences[:-1]), sentences[-1]
-    told_intent, asked_intent = classify(told, today), classify(asked, today)
-    tells = told_intent.name in ("remember", "update_profile") and told_intent.calls
-    if not tells or asked_intent.name in _NOT_SPLIT:
-        return None
-    whole_intent = classify(text, today)
-    if whole_intent == asked_intent or _asks_on_its_own(told, asked, _utterance(text, today)):
-        return told, told_intent, asked, asked_intent
-    return None
-
-
-# words of a question that point back at what was said before it ("Do you ship there?", "How do I descale it?")
-_POINTS_BACK = re.compile(r"\b(?:it|its|that|this|these|those|them|they|there|he|him|his|she|her|their|one)\b", re.I)
-# asking for help with what was said before, or why it is so ("My coffee tastes sour. Why?")
-_ASKS_FOR_HELP = re.compile(
-    r"\b(?:what (?:should|do|can) i do|what now|what does (?:it|that|this) mean|how (?:do|can) i (?:fix|stop|"
-    r"solve|clear|reset|get rid of)|why)\b",
-    re.I,
-)
-
-
-# the shop's products, whose problems the knowledge base answers
-_PRODUCT = r"(?:machine|grinder|espresso|kestrel|tamper|pitcher|filter|steam wand|boiler|app)"
-# a sentence about one of them ("My machine leaks water."): a problem to report, not a fact about the user
-_ABOUT_A_PRODUCT = re.compile(r"^(?:my|our|the) (?:[\w-]+ )?" + _PRODUCT + r"\b", re.I)
-
-
-def _asks_on_its_own(told: str, asked: str, whole: _Utterance) -> bool:
-    """Whether `asked`, the question after what was told, is one of its own ("Is shipping free?"), to be answered as
-    if asked alone: not one about what was told ("Do you ship there?", "Why?"), nor one about a product the told
-    part reports on ("My machine leaks water. Do you offer repairs?"), nor the question of a problem the whole
-    message reports ("My grinder is making a weird noise. What should I do?"): searched alone, it would lose its
-    subject, and the problem would be kept as a memory."""
-    return (
-        asked.rstrip().endswith("?")
-        and not _POINTS_BACK.search(asked)
-        and not _ASKS_FOR_HELP.search(asked)
-        and not any(_ABOUT_A_PRODUCT.match(sentence) for sentence in split_sentences(told, TITLE))
-        and _support(whole) is None
-    )
-
-
 # --- the rules, in the order they are tried -------------------------------------------------------
 
 
@@ -133,7 +82,7 @@ def _identity(said: _Utterance) -> Intent | None:
 
 
 def _order_with_number(said: _Utterance) -> Intent | None:
-    order_id = _order_id(said.body)
+    order_id = p.order_id_in(said.body)
     if order_id and not p.FORGET.match(said.body):
         return Intent("lookup_order", calls=[("lookup_order", {"order_id": order_id})])
     return None
@@ -143,7 +92,7 @@ def _forget(said: _Utterance) -> Intent | None:
     forget = p.FORGET.match(said.body)
     if not forget:
         return None
-    slot = _forget_target(forget.group("rest"))
+    slot = forget_target(forget.group("rest"))
     if slot is None:
         return Intent(
             "forget",
@@ -259,13 +208,18 @@ def _remember_asked(said: _Utterance) -> Intent | None:
     return _remember(facts)
 
 
+def reports_a_problem(text: str) -> bool:
+    """Whether `text` reports or asks about a problem with the shop's products (`_support`)."""
+    return _support(_utterance(text)) is not None
+
+
 def _support(said: _Utterance) -> Intent | None:
     """A problem with the shop's products, reported or asked about: 'my machine shows E03', 'my grinder is
     making a weird noise, what should I do?'. The knowledge base answers it; it is not a fact about the user."""
     lower = said.lower
     error_code = re.search(r"\b(?:error|shows?|says|showing|flashing|displays?|got)\b.*\be\d{2}\b", lower)  # E03
-    product = re.search(r"\b" + _PRODUCT + r"\b", lower)
-    if error_code or (product and _ASKS_FOR_HELP.search(lower)):
+    product = re.search(r"\b" + p.PRODUCT + r"\b", lower)
+    if error_code or (product and p.ASKS_FOR_HELP.search(lower)):
         return Intent("knowledge", calls=[("search_knowledge", {"query": said.body})])
     return None
 
@@ -305,7 +259,7 @@ def _about_me(body: str) -> str | None:
     )
     if len(text.split()) < 2 or not re.match(r"^(?:i|i'm|i've|my|we|we're|we've)\b", text, re.I):
         return None
-    if p.NOT_ABOUT_ME.search(text) or _order_id(text):
+    if p.NOT_ABOUT_ME.search(text) or p.order_id_in(text):
         return None
     return text
 
@@ -375,41 +329,6 @@ def _first(pattern_list: list[re.Pattern], text: str) -> re.Match | None:
         if match:
             return match
     return None
-
-
-def _order_id(text: str) -> str | None:
-    match = p.ORDER_NUMBER.search(text)
-    if match and re.search(r"\d", match.group("id")):
-        return match.group("id").strip("-")
-    if p.ORDERISH_BARE.search(text):
-        bare = p.BARE_NUMBER.search(text)
-        if bare:
-            return bare.group("id")
-    return None
-
-
-def _forget_target(rest: str) -> str | None:
-    """The slot named after 'forget'; "" when none is named; None for 'everything'."""
-    rest = strip_end(rest)
-    rest = re.sub(
-        r"^(?:about|that|what you know about|what you remember about|the fact that|everything about)\s+",
-        "",
-        rest,
-        flags=re.I,
-    ).strip()
-    if re.fullmatch(r"(?:it|that|this)?\s*", rest, re.I):
-        return ""
-    if re.fullmatch(
-        r"(?:everything|all|all of it|all my (?:memories|data|info|information)|it all|me|"
-        r"everything (?:about me|you know|you remember)|all (?:about me|you know))",
-        rest,
-        re.I,
-    ):
-        return None
-    fact = parse_fact(rest)
-    if fact:
-        return fact.memory_type
-    return slot_for(rest)
 
 
 def _recall_inner(inner: str, body: str) -> Intent:

@@ -21,9 +21,10 @@ from livekit.agents.types import DEFAULT_API_CONNECT_OPTIONS, NOT_GIVEN, APIConn
 
 from agent.brain.earlier import this_conversation, today_so_far
 from agent.brain.facts import RELATIONS, search_query, slot_words
-from agent.brain.intents import Intent, classify, remember_note, told_then_asked
+from agent.brain.intents import Intent, classify, remember_note
 from agent.brain.patterns import is_question
 from agent.brain.replies import ToolResult, compose_reply, follow_up, greeting_from_context, load_output
+from agent.brain.told_then_asked import told_then_asked
 from agent.chat_format import instruction_of, user_words
 from agent.prompts import PAST_TURNS_LEAD, stated_today
 

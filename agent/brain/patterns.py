@@ -216,3 +216,25 @@ SMALLTALK = [
 ]
 
 # fmt: on
+
+
+# the shop's products, whose problems the knowledge base answers
+PRODUCT = r"(?:machine|grinder|espresso|kestrel|tamper|pitcher|filter|steam wand|boiler|app)"
+# asking for help with what was said before, or why it is so ("My coffee tastes sour. Why?")
+ASKS_FOR_HELP = re.compile(
+    r"\b(?:what (?:should|do|can) i do|what now|what does (?:it|that|this) mean|how (?:do|can) i (?:fix|stop|"
+    r"solve|clear|reset|get rid of)|why)\b",
+    re.I,
+)
+
+
+def order_id_in(text: str) -> str | None:
+    """The order number `text` names ("order 1001", "#1001", a bare number after an order word), or None."""
+    match = ORDER_NUMBER.search(text)
+    if match and re.search(r"\d", match.group("id")):
+        return match.group("id").strip("-")
+    if ORDERISH_BARE.search(text):
+        bare = BARE_NUMBER.search(text)
+        if bare:
+            return bare.group("id")
+    return None

@@ -11,9 +11,10 @@ import logging
 import pytest
 
 from agent.brain.facts import describe_fact, slot_phrase
-from agent.brain.intents import classify, told_then_asked
+from agent.brain.intents import classify
 from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
 from agent.brain.replies import ASK_WHAT_TO_REMEMBER, compose_reply
+from agent.brain.told_then_asked import told_then_asked
 from agent.playground_agent import load_preload
 from agent.prompts import greeting_instruction
 from core import memories, profiles
