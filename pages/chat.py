@@ -381,24 +381,16 @@ def _inspector(turns: list[Turn], visitor, session_id: str | None) -> None:
     shown_number = picked_number if picked_session == session_id and picked_number in numbers else numbers[-1]
     if len(numbers) > 1:
         st.session_state[_PICKER] = shown_number
+    picker = {"key": _PICKER, "on_change": _picked, "args": (session_id,)}
     if len(numbers) > MAX_TURN_BUTTONS:
         # a long conversation: rows of buttons would push the panel's contents off the screen
         said = {t.number: t.user_text for t in answered}
-        st.selectbox(
-            "Turn",
-            numbers,
-            key=_PICKER,
-            on_change=_picked,
-            args=(session_id,),
-            format_func=lambda n: f"Turn {n} · “{clip(said[n], 70)}”",
-        )
+        st.selectbox("Turn", numbers, format_func=lambda n: f"Turn {n} · “{clip(said[n], 70)}”", **picker)
     elif len(numbers) > 1:
         st.segmented_control(
             "Turn",
             numbers,
-            key=_PICKER,
-            on_change=_picked,
-            args=(session_id,),
+            **picker,
             format_func=lambda n: f"Turn {n}",
             required=True,
             width="stretch",

@@ -50,7 +50,8 @@ def main() -> None:
             "embeddings, cosine) and a full-text ranking (codes, names and numbers such as “E03”), fused by "
             "RRF."
         )
-        if query and not nothing_to_search(query):
+        reason = nothing_to_search(query) if query else None
+        if query and not reason:
             with reported():
                 result = knowledge.search(scope, query, limit=limit, category=None if category == ALL else category)
                 within = None if category == ALL else f"the {category} documents"
@@ -62,7 +63,7 @@ def main() -> None:
                         st.markdown(hit.content)
         else:
             if query:
-                st.caption(f":material/info: Nothing was searched: {nothing_to_search(query)}.")
+                st.caption(f":material/info: Nothing was searched: {reason}.")
             st.info(
                 "Type a question to see which documents the agent would read, and how close each one is.",
                 icon=":material/lightbulb:",

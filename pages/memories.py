@@ -334,12 +334,14 @@ def _search_panel(scope) -> None:
     with st.expander("Tune the fusion (weights and k)", icon=":material/tune:"):
         rrf.render_controls()
     rrf.render_formula()
-    if query and not nothing_to_search(query):
-        with reported():
-            result = search_memories(scope, query, limit=10, params=rrf.current_params(), mode=mode or "hybrid")
-            render_retrieval(result, key="mem_search", compact="medium")
-    elif query:  # a search that says nothing back looked like one that found nothing
-        st.caption(f":material/info: Nothing was searched: {nothing_to_search(query)}. Type some words to search.")
+    if not query:
+        return
+    if reason := nothing_to_search(query):  # a search that says nothing back looked like one that found nothing
+        st.caption(f":material/info: Nothing was searched: {reason}. Type some words to search.")
+        return
+    with reported():
+        result = search_memories(scope, query, limit=10, params=rrf.current_params(), mode=mode or "hybrid")
+        render_retrieval(result, key="mem_search", compact="medium")
 
 
 def main() -> None:

@@ -385,13 +385,10 @@ def loose_hits_note(view: RetrievalView, searched_in: str | None = None) -> str 
     what = {"memories": "memory", "conversations": "turn"}.get(view.kind, "document")
     limit = f"{RELEVANT_MAX_DISTANCE:g}"
     if len(loose) == len(view.hits):
-        where = f" in {searched_in}" if searched_in else ""
+        where, there = (f" in {searched_in}", " there") if searched_in else ("", "")
         return (
-            f"Nothing{where} matches “{clip(view.query, 60)}”: no {what} there shares a word with it, and none "
+            f"Nothing{where} matches “{clip(view.query, 60)}”: no {what}{there} shares a word with it, and none "
             f"is close in meaning (all above cosine distance {limit}). These are only the nearest there are."
-            if searched_in
-            else f"Nothing matches “{clip(view.query, 60)}”: no {what} shares a word with it, and none is close "
-            f"in meaning (all above cosine distance {limit}). These are only the nearest there are."
         )
     verb = "is" if len(loose) == 1 else "are"
     return (

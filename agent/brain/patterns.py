@@ -115,13 +115,12 @@ LANGUAGE = [
     re.compile(r"\bset my (?:preferred )?language to (?P<v>\w+)", re.I),
 ]
 UNITS = re.compile(r"\b(?:i prefer|use|please use|set my units to) (?P<v>metric|imperial)(?: units)?\b", re.I)
-REMEMBER = re.compile(r"^(?:(?:hey|ok|okay|and|also|oh)[, ]+)*(?:please |can you |could you |would you )?"
-                       r"(?:remember|note|keep in mind|don't forget|do not forget|make a note|memorize|save|store)"
-                       r"(?: (?:that|this|this fact))?[,:]?\s+(?P<rest>.+)$", re.I)
+_KEEP = (r"(?:remember|note|keep in mind|don't forget|do not forget|make a note|memorize|save|store)")
+REMEMBER = re.compile(r"^(?:(?:hey|ok|okay|and|also|oh)[, ]+)*(?:please |can you |could you |would you )?" + _KEEP +
+                      r"(?: (?:that|this|this fact))?[,:]?\s+(?P<rest>.+)$", re.I)
 # the same said with nothing to remember ("Remember that", "can you remember something for me?")
 REMEMBER_NOTHING = re.compile(r"^(?:(?:hey|ok|okay|and|also|oh)[, ]+)*(?:please )?(?:can you |could you |would you )?"
-                              r"(?:remember|note|keep in mind|don't forget|do not forget|make a note|memorize|save|"
-                              r"store)(?: (?:that|this|this fact|it|something|a thing))?(?: for me)?[,:]?$", re.I)
+                              + _KEEP + r"(?: (?:that|this|this fact|it|something|a thing))?(?: for me)?[,:]?$", re.I)
 RECALL = [
     (re.compile(r"\bdo you (?:still )?(?:remember|know|recall) (?P<q>(?:what|where|when|who|which|how|if|whether|"
                 r"my)\b.*)$", re.I), None),

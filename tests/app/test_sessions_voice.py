@@ -181,6 +181,23 @@ def test_a_text_session_has_no_voice_latency_section(app):
     assert not any("Median (ms)" in df.value.columns for df in at.dataframe)
 
 
+def _open_text_session(at, visitor, session_id: str, published: list) -> None:
+    """Save a text session's report made of `published` events, and open it on the Sessions page."""
+    section = reports.playground_section(
+        session_id=session_id,
+        user_id=visitor.user_id,
+        mode="text",
+        events=published,
+        started_at=1000.0,
+        ended_at=1060.0,
+        memories_written=[],
+    )
+    sessions.save_report(Scope.service(visitor.user_id), session_id, {"playground": section})
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+
+
 def test_the_median_timings_add_up_a_turns_llm_calls_as_its_chart_does(app):
     """ "LLM total 38 ms · LLM first token 43 ms": the median of single LLM calls (a turn with tools makes
     several) came out below the median first token. Each turn's calls are added up first."""
@@ -196,19 +213,7 @@ def test_the_median_timings_add_up_a_turns_llm_calls_as_its_chart_does(app):
             events.stamped(fields, ts=1000.0 + turn, session_id=session_id, turn=turn, seq=len(published) + n)
             for n, fields in enumerate(said)
         ]
-    section = reports.playground_section(
-        session_id=session_id,
-        user_id=visitor.user_id,
-        mode="text",
-        events=published,
-        started_at=1000.0,
-        ended_at=1060.0,
-        memories_written=[],
-    )
-    sessions.save_report(Scope.service(visitor.user_id), session_id, {"playground": section})
-    at.switch_page("pages/sessions.py")
-    at.run()
-    assert not at.exception, at.exception
+    _open_text_session(at, visitor, session_id, published)
     caption = next(c.value for c in at.caption if c.value.startswith("Median per turn: "))
     # per turn the calls add up to 45, 40 and 22 ms: median 40 (single calls: 20 ms); first tokens 15, 30, 8
     assert "LLM total (every call of the turn) 40 ms" in caption and "LLM first token 15 ms" in caption
@@ -226,19 +231,7 @@ def test_the_latency_chart_calls_turn_0_the_greeting(app):
         events.stamped(events.metric("llm_ttft_ms", 12.0), ts=1002.0, session_id=session_id, turn=1, seq=2),
         events.stamped(events.metric("llm_ttft_ms", 9.0), ts=1003.0, session_id=session_id, turn=2, seq=3),
     ]
-    section = reports.playground_section(
-        session_id=session_id,
-        user_id=visitor.user_id,
-        mode="text",
-        events=published,
-        started_at=1000.0,
-        ended_at=1010.0,
-        memories_written=[],
-    )
-    sessions.save_report(Scope.service(visitor.user_id), session_id, {"playground": section})
-    at.switch_page("pages/sessions.py")
-    at.run()
-    assert not at.exception, at.exception
+    _open_text_session(at, visitor, session_id, published)
     spec, data = next((spec, data) for spec, data in _charts(at) if "metric" in data)
     assert spec["encoding"]["x"]["sort"] == ["greeting", "1", "2"]
     assert list(data.sort_values("turn")["turn_label"]) == ["greeting", "1", "2"]
