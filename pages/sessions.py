@@ -27,6 +27,7 @@ from ui.report_view import ReportView, read_report
 from ui.retrieval import render_retrieval
 from ui.shell import run_page, stayed_on_page
 from ui.style import empty_state, page_header
+from ui.voice_latency import VOICE_STAGES, show_latency_table, stages_measured
 
 LISTED = 100  # sessions in the table and the picker, newest first (each with what the overview reads of its report)
 REQUEST = "u_sessions_request"  # another page sets a session id here before switching to this page
@@ -173,37 +174,11 @@ def _latency_chart(view: ReportView) -> alt.Chart | None:
     return _bars_per_turn(data, "metric", legend=legend, height=330)  # with the legend under it, one label a line
 
 
-# the voice pipeline's stages, in the order they happen in a turn (agent/voice/latency.py LATENCY_METRICS)
-VOICE_STAGES = {
-    "eou_delay_ms": "End-of-utterance delay",
-    "transcription_delay_ms": "Transcription delay",
-    "stt_ms": "Speech-to-text",
-    "recall_ms": "Memory recall",
-    "llm_ttft_ms": "LLM first token",
-    "tts_ttfb_ms": "TTS first byte",
-    "e2e_ms": "End of speech → first agent audio",
-}
-
-
 def _voice_latency(view: ReportView) -> None:
     """Per-turn voice latency from the call's report (STT already matched to the turn it transcribed)."""
-    stages = [
-        name
-        for name in VOICE_STAGES
-        if any(name in row for row in view.voice_latency) or name in view.voice_latency_summary
-    ]
+    stages = stages_measured(view.voice_latency, view.voice_latency_summary)
     if view.voice_latency:
-        # as text, as the Voice page's table: a stage the turn did not measure (a typed message has no
-        # speech-to-text) is "—", where a number column showed "None"
-        table = pd.DataFrame(
-            [{"Turn": row["turn"], **{VOICE_STAGES[n]: ms(row.get(n)) for n in stages}} for row in view.voice_latency]
-        )
-        st.dataframe(
-            table,
-            hide_index=True,
-            key="u_session_voice_latency",
-            column_config={VOICE_STAGES[n]: st.column_config.TextColumn(alignment="right") for n in stages},
-        )
+        show_latency_table(view.voice_latency, key="u_session_voice_latency", summary=view.voice_latency_summary)
         long = pd.DataFrame(
             [
                 {"turn": row["turn"], "stage": VOICE_STAGES[n], "value": row[n]}

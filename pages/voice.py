@@ -28,7 +28,7 @@ from agent import (
 from core.config import Settings, get_settings
 from ui import auth, chat_state, components, resend
 from ui.errors import reported, show_error
-from ui.format import clip, literal, ms, session_ref
+from ui.format import clip, literal, session_ref
 from ui.fragments import timed_fragment
 from ui.shell import run_page, stayed_on_page
 from ui.sidebar import model_rows
@@ -46,6 +46,7 @@ from ui.voice import (
     microphone_blocked_reason,
     where_a_call_goes,
 )
+from ui.voice_latency import show_latency_table
 
 _ENDED = "u_voice_ended"  # (session_id, saved or SESSION_DELETED or _NEVER_JOINED, pipeline) of the last call
 _NEVER_JOINED = "never_joined"  # a LiveKit call whose room could not be joined: no worker, no report
@@ -406,10 +407,7 @@ def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
         with st.expander("Latency of this call so far", icon=":material/timer:"):
             rows = per_turn_latency(call.events_since(0)[0])
             if rows:
-                st.dataframe(
-                    [{"turn": r["turn"], **{k: ms(v) for k, v in r.items() if k != "turn"}} for r in rows],
-                    hide_index=True,
-                )
+                show_latency_table(rows, key="u_voice_call_latency")
             else:
                 st.caption("Appears after the first spoken turn.")
 

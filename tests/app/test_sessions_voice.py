@@ -101,7 +101,7 @@ def test_sessions_page_shows_per_turn_voice_latency(app):
     assert first["Speech-to-text"] == "642 ms"
     assert first["LLM first token"] == "3.5 ms"
     assert first["TTS first byte"] == "287 ms"
-    assert first["End of speech → first agent audio"] == "1.19 s"
+    assert first["End of speech → first agent audio"] == "1,187 ms"  # every column in ms, not "1.19 s" beside "642 ms"
     typed = table[table["Turn"] == 3].iloc[0]
     assert typed["LLM first token"] == "2.0 ms" and typed["Speech-to-text"] == "—"
 
@@ -139,9 +139,9 @@ def test_a_stage_a_turn_did_not_measure_reads_as_a_dash_as_elsewhere_not_none(ap
     table = table.set_index("Turn")
     assert table.loc[2, "Memory recall"] == "—" and table.loc[2, "Transcription delay"] == "—"
     assert table.loc[3, "Speech-to-text"] == "—" and table.loc[3, "End of speech → first agent audio"] == "—"
-    # measured ones as every page writes a time (ui.format.ms)
+    # measured ones in ms, however long (ui.format.in_ms): a column that switched to "1.33 s" read wrong
     assert table.loc[1, "Memory recall"] == "27 ms" and table.loc[1, "LLM first token"] == "3.5 ms"
-    assert table.loc[2, "End of speech → first agent audio"] == "1.33 s"
+    assert table.loc[2, "End of speech → first agent audio"] == "1,333 ms"
 
 
 def test_the_voice_latency_chart_draws_each_measured_stage_per_turn_with_its_whole_name(app):

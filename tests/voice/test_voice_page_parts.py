@@ -21,6 +21,7 @@ from ui.voice import (
     live_transcript,
     microphone_blocked_reason,
 )
+from ui.voice_latency import latency_table, stages_measured
 
 
 def metric(name, value, turn, ts):
@@ -61,6 +62,28 @@ def test_per_turn_latency_gives_each_turn_its_own_speech_to_text_time():
     summary = latency_summary(rows)
     assert summary["llm_ttft_ms"] == {"count": 2, "p50": 2.5, "max": 3.0}
     assert "stt_ms" in summary and summary["e2e_ms"]["count"] == 1
+
+
+def test_the_call_latency_table_names_the_stages_in_order_and_keeps_to_ms():
+    """The Voice page's table of the call so far had the metrics' own names as headers ("eou_delay_ms") and
+    "1.10 s" under "700 ms": it is now the Sessions page's table, stages named in pipeline order, every time
+    in ms, "—" where a turn did not measure a stage."""
+    rows = [
+        {"turn": 1, "e2e_ms": 1100.0, "stt_ms": 640.0, "llm_ttft_ms": 2.0, "eou_delay_ms": 700.0},
+        {"turn": 2, "llm_ttft_ms": 3.25},
+    ]
+    stages = stages_measured(rows)
+    assert stages == ["eou_delay_ms", "stt_ms", "llm_ttft_ms", "e2e_ms"]
+    table = latency_table(rows, stages).set_index("Turn")
+    assert list(table.columns) == [
+        "End-of-utterance delay",
+        "Speech-to-text",
+        "LLM first token",
+        "End of speech → first agent audio",
+    ]
+    assert table.loc[1].tolist() == ["700 ms", "640 ms", "2.0 ms", "1,100 ms"]
+    assert table.loc[2].tolist() == ["—", "—", "3.2 ms", "—"]
+    assert stages_measured(rows[1:], {"tts_ttfb_ms": {"p50": 240.0}}) == ["llm_ttft_ms", "tts_ttfb_ms"]
 
 
 def test_live_transcript_replaces_interim_text_with_the_final_line():
