@@ -6,7 +6,8 @@ of the package is internal. Names load on first use, so ``import agent`` (or
 thread) stays cheap. Layout:
 
     prompts.py            every text the model reads
-    events.py             the event contract (one TypedDict and one builder per kind)
+    events.py             the event contract (one TypedDict and one builder per kind); timings.py: a turn's
+                          repeated timings kept one way
     event_bus.py          stamping events, and the sinks that carry them (in-process queue, LiveKit room)
     playground_agent.py   the livekit Agent and its tools; recall.py: the per-turn recall
     chat_format.py        the shape of every model request; llm_failures.py: one sentence per LLM failure
@@ -50,6 +51,7 @@ _EXPORTS = {
     "StateEvent": "agent.events",
     "MetricEvent": "agent.events",
     "ErrorEvent": "agent.events",
+    "keep_metric": "agent.timings",
     # models and plugins
     "plugins": "agent.plugins",
     "describe_models": "agent.model_factory",
@@ -128,6 +130,7 @@ __all__ = [
     "flush_pending_reports",
     "get_call",
     "get_runtime",
+    "keep_metric",
     "llm_wait_seconds",
     "open_call",
     "per_turn_latency",
@@ -177,6 +180,7 @@ if TYPE_CHECKING:
     from agent.reports import save as save_report
     from agent.runtime import AgentRuntime, get_runtime, shutdown_runtime
     from agent.session import STOPPED_MESSAGE, PlaygroundSession
+    from agent.timings import keep_metric
     from agent.voice.audio import WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
     from agent.voice.calls import VoiceCall, end_call, end_calls_of, get_call, open_call
     from agent.voice.latency import per_turn_latency

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from agent.event_bus import QueueSink
 from agent.events import Event, ToolCallEvent, of_type
 from agent.session import PlaygroundSession
+from agent.timings import keep_metric
 from core.errors import InvalidInput, PlaygroundError, SessionDeleted
 from core.retrieval import RrfParams
 from core.text import clean_text
@@ -343,7 +344,7 @@ def _turn_result(
 ) -> TurnResult:
     timings: dict[str, float] = {"total_ms": round(total_ms, 2)}
     for event in of_type(events, "metric"):
-        timings.setdefault(event["name"], event["value"])
+        keep_metric(timings, event["name"], event["value"])
     tools = [e["duration_ms"] for e in of_type(events, "tool_call")]
     if tools:
         timings["tools_ms"] = round(sum(tools), 2)

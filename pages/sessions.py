@@ -13,6 +13,7 @@ from datetime import UTC, tzinfo
 import pandas as pd
 import streamlit as st
 
+from agent import keep_metric
 from core import conversations, memories, profiles, sessions
 from core.date_window import DateWindow, zone_name
 from core.errors import InvalidInput, NotFound
@@ -126,12 +127,21 @@ def _picked_session_id() -> None:
         st.session_state[PICK] = picked.split(LABEL_SEPARATOR)[2]
 
 
+def _per_turn(view: ReportView) -> pd.DataFrame:
+    """One value a timing a turn (turn, name, value), kept as the chat panel and the voice table keep them
+    (agent.timings.keep_metric): a turn with tools makes several LLM calls, and the median of single calls
+    came out below the median first token, so their durations are added up; of a repeated first token or
+    first audio, the first."""
+    turns: dict[int, dict[str, float]] = {}
+    for event in view.metrics:
+        keep_metric(turns.setdefault(event["turn"], {}), event["name"], event["value"])
+    rows = [{"turn": turn, "name": name, "value": ms} for turn, values in turns.items() for name, ms in values.items()]
+    return pd.DataFrame(rows, columns=["turn", "name", "value"])
+
+
 def _medians(view: ReportView) -> dict[str, float]:
-    """Each timing's median over the turns, a turn's values added up as the chart draws them: a turn with
-    tools makes several LLM calls, and the median of single calls came out below the median first token."""
-    data = pd.DataFrame(view.metrics)
-    per_turn = data.groupby(["turn", "name"], as_index=False)["value"].sum()
-    medians = per_turn.groupby("name")["value"].median()
+    """Each timing's median over the turns."""
+    medians = _per_turn(view).groupby("name")["value"].median()
     return {METRIC_LABELS.get(name, name): float(value) for name, value in medians.items()}
 
 
@@ -166,9 +176,8 @@ def _bars_per_turn(
 def _latency_chart(view: ReportView) -> alt.Chart | None:
     if not view.metrics:
         return None
-    data = pd.DataFrame(view.metrics)
+    data = _per_turn(view)
     data["metric"] = data["name"].map(lambda n: METRIC_LABELS.get(n, n))
-    data = data.groupby(["turn", "metric"], as_index=False)["value"].sum()
     # one label a line, whole: three columns in half the page cut "memory recall" to "memory reca…"
     legend = alt.Legend(orient="bottom", title=None, direction="vertical", labelLimit=0)
     return _bars_per_turn(data, "metric", legend=legend, height=330)  # with the legend under it, one label a line

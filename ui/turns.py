@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent import Event, RetrievalEvent, ToolCallEvent
+from agent import Event, RetrievalEvent, ToolCallEvent, keep_metric
 
 # Shown in place of a message of the open conversation that mentioned a memory the visitor deleted
 FORGOTTEN_MESSAGE = "Deleted: it mentioned a memory you deleted."
@@ -72,11 +72,8 @@ def group_turns(events: list[Event]) -> list[Turn]:
             turn.tool_calls.append(event)
         elif kind == "retrieval":
             turn.retrievals.append(event)
-        elif kind == "metric" and event["name"] == "e2e_ms":
-            # a turn's later replies have their own: the first is when the user first heard the agent
-            turn.metrics.setdefault("e2e_ms", float(event["value"]))
-        elif kind == "metric":
-            turn.metrics[event["name"]] = float(event["value"])
+        elif kind == "metric":  # the LLM calls' durations added up, of the rest the first (as every view)
+            keep_metric(turn.metrics, event["name"], event["value"])
         elif kind == "error" and event.get("kind") == "stopped":
             turn.stopped = True
         elif kind == "error":

@@ -6,6 +6,7 @@ import statistics
 from typing import Any
 
 from agent.events import Event, of_type
+from agent.timings import keep_metric
 
 LATENCY_METRICS = ("eou_delay_ms", "transcription_delay_ms", "stt_ms", "recall_ms", "llm_ttft_ms",
                    "tts_ttfb_ms", "e2e_ms")  # fmt: skip
@@ -31,8 +32,7 @@ def per_turn_latency(events: list[Event]) -> list[dict[str, Any]]:
             turn = next((t for ts, t in user_messages if ts >= event["ts"] and ts - event["ts"] < 10), None)
         if not turn:
             continue
-        row = rows.setdefault(turn, {"turn": turn})
-        row.setdefault(event["name"], event["value"])  # the first reply of the turn
+        keep_metric(rows.setdefault(turn, {"turn": turn}), event["name"], event["value"])  # the first reply's
     return [rows[turn] for turn in sorted(rows)]
 
 

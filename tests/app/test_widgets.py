@@ -258,6 +258,25 @@ def test_turn_grouping_and_reading_a_worker_report_without_agent_events():
     last = group_turns(published + stopped)[-1]
     assert last.stopped and not last.failed and last.errors == [] and last.summary.startswith("stopped")
 
+    # a timing recorded twice in a turn (two LLM calls, two replies) is kept as the Sessions page and the voice
+    # table keep it: the calls' durations added up, of a first token or first audio the first; the panel kept
+    # the last first token, where the call's table kept the first and Sessions added them up
+    twice = [
+        {"type": "metric", "name": name, "value": value, "turn": 3, "ts": 4.0 + n / 10}
+        for n, (name, value) in enumerate(
+            [
+                ("llm_ttft_ms", 40.0),
+                ("llm_duration_ms", 90.0),
+                ("llm_ttft_ms", 25.0),
+                ("llm_duration_ms", 60.0),
+                ("e2e_ms", 1100.0),
+                ("e2e_ms", 2500.0),
+            ]
+        )
+    ]
+    repeated = group_turns(twice)[-1].metrics
+    assert repeated == {"llm_ttft_ms": 40.0, "llm_duration_ms": 150.0, "e2e_ms": 1100.0}
+
     # a LiveKit worker's report before any playground section: livekit's chat_history shape
     worker = {
         "chat_history": {
