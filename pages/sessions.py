@@ -7,7 +7,6 @@ Every call runs as the user (RLS decides)."""
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, tzinfo
 
 import pandas as pd
@@ -23,7 +22,7 @@ from ui import auth, erase
 from ui.button_names import name_buttons
 from ui.charts import alt
 from ui.errors import reported
-from ui.format import ago, clip, duration, literal, ms, nothing_to_search, session_ref, when
+from ui.format import ago, arguments_text, clip, duration, literal, ms, nothing_to_search, session_ref, when
 from ui.report_view import ReportView, read_report
 from ui.retrieval import render_retrieval
 from ui.shell import run_page, stayed_on_page
@@ -325,9 +324,9 @@ def _tool_calls(record, view: ReportView) -> None:
             {
                 "Turn": call.get("turn"),
                 "Tool": call.get("name"),
-                "Arguments": json.dumps(call.get("arguments"), ensure_ascii=False)
-                if not isinstance(call.get("arguments"), str)
-                else call.get("arguments"),
+                # as the chat panel writes them (query="…", limit=5): the JSON's braces and quoted keys took
+                # the width, and at 1440 px the column was cut
+                "Arguments": arguments_text(call.get("arguments")),
                 "Result": clip(call.get("error") or call.get("output"), 160),
                 "OK": not call.get("error"),
                 "Time (ms)": call.get("duration_ms"),
@@ -342,6 +341,7 @@ def _tool_calls(record, view: ReportView) -> None:
         column_config={
             "OK": st.column_config.CheckboxColumn(width="small"),
             "Time (ms)": st.column_config.NumberColumn(format="%.1f"),
+            "Arguments": st.column_config.TextColumn(width="medium"),
             "Result": st.column_config.TextColumn(width="large"),
         },
     )

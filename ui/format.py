@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import uuid
@@ -93,6 +94,16 @@ def in_ms(value: Any) -> str:
     if not math.isfinite(number):
         return "—"
     return f"{number:,.0f} ms" if number >= 10 else f"{number:.1f} ms"
+
+
+def arguments_text(arguments: Any) -> str:
+    """A tool call's arguments as the model wrote them, short: `query="hiking trail", limit=5` (JSON values)."""
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in (arguments or {}).items())
+    except (TypeError, AttributeError):
+        return str(arguments)
 
 
 def clip(text: Any, length: int = 160) -> str:

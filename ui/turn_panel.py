@@ -4,15 +4,13 @@ Used by the chat page; the voice page can reuse `render_turn_details`."""
 
 from __future__ import annotations
 
-import json
-
 import pandas as pd
 import streamlit as st
 
 from core.retrieval import RrfParams, query_from_message, search_memories
 from ui.charts import alt
 from ui.errors import reported
-from ui.format import clip, literal, ms
+from ui.format import arguments_text, clip, literal, ms
 from ui.retrieval import recall_pair, render_recall_tiers, render_retrieval
 from ui.turns import Turn
 
@@ -29,15 +27,6 @@ METRIC_LABELS = {
 }
 
 
-def _args_text(arguments) -> str:
-    if isinstance(arguments, str):
-        return arguments
-    try:
-        return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in (arguments or {}).items())
-    except (TypeError, AttributeError):
-        return str(arguments)
-
-
 def render_tool_calls(turn: Turn) -> None:
     if not turn.tool_calls:
         st.caption("No tools were called in this turn.")
@@ -47,7 +36,7 @@ def render_tool_calls(turn: Turn) -> None:
         icon = ":material/check_circle:" if ok else ":material/error:"
         with st.container(border=True):
             st.markdown(
-                f"{icon} **`{call.get('name')}`**`({clip(_args_text(call.get('arguments')), 200)})`"
+                f"{icon} **`{call.get('name')}`**`({clip(arguments_text(call.get('arguments')), 200)})`"
                 f"  ·  {ms(call.get('duration_ms'))}"
             )
             result = call.get("error") if not ok else call.get("output")

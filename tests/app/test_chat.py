@@ -114,6 +114,8 @@ def test_end_session_saves_the_report_and_the_sessions_page_shows_it(app):
     tools = next(df.value for df in at.dataframe if "Tool" in df.value.columns)
     assert set(tools["Tool"]) >= {"remember_detail", "lookup_order"}
     assert any("1001" in str(result) for result in tools["Result"])
+    # the arguments as the chat panel writes them, not JSON (its braces and quoted keys cut the column)
+    assert 'order_id="1001"' in set(tools[tools["Tool"] == "lookup_order"]["Arguments"])
     written = next(df.value for df in at.dataframe if "Slot" in df.value.columns and "Action" in df.value.columns)
     assert "favorite_color" in set(written["Slot"])
     assert any(e.label.startswith("Turn") for e in at.expander)  # retrieval events, each with its scores
