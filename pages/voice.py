@@ -268,6 +268,19 @@ def _live_turns(key: str) -> None:
     render_turn_details(turn, key=f"u_voice_turn{turn.number}")
 
 
+@timed_fragment(run_every=2.0)
+def _live_latency(key: str) -> None:
+    """Refreshed like the turn beside it: drawn once with the page, it said "Appears after the first spoken
+    turn." two answered turns later (found in a fresh-clone walkthrough)."""
+    call = get_call(key)
+    rows = per_turn_latency(call.events_since(0)[0]) if call is not None else []
+    if rows:
+        with st.container(key="u_voice_call_latency"):
+            show_latency_table(rows, key="u_voice_call_latency_table")
+    else:
+        st.caption("Appears after the first spoken turn.")
+
+
 def _ended_notice() -> None:
     ended = st.session_state.get(_ENDED)
     if not ended:
@@ -405,11 +418,7 @@ def _during_a_call(call: VoiceCall, key: str, visitor) -> None:
     with right:
         _live_turns(key)
         with st.expander("Latency of this call so far", icon=":material/timer:"):
-            rows = per_turn_latency(call.events_since(0)[0])
-            if rows:
-                show_latency_table(rows, key="u_voice_call_latency")
-            else:
-                st.caption("Appears after the first spoken turn.")
+            _live_latency(key)
 
 
 def main() -> None:

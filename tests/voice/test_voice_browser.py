@@ -158,6 +158,13 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
         audio = _inbound_audio(page)
     assert audio["bytes"] > 10_000 and audio["energy"] > 0, audio
     page.get_by_text(re.compile(r"^Turn 1:")).first.wait_for(timeout=30_000)  # the retrieval panel caught up
+    # the call's latency so far follows the call: opened now, it has the answered turn, drawn after the page
+    page.get_by_text("Latency of this call so far").click()
+    table = page.locator('.st-key-u_voice_call_latency [role="columnheader"]')
+    table.first.wait_for(state="attached", timeout=30_000)  # the grid draws the columns in view
+    assert {"Turn", "End-of-utterance delay", "Speech-to-text"} <= {h.strip() for h in table.all_text_contents()}
+    cells = page.locator('.st-key-u_voice_call_latency [role="gridcell"]').all_text_contents()
+    assert any(re.fullmatch(r"[\d,.]+ ms", cell.strip()) for cell in cells), cells
     screenshot(page, "voice")
 
     webrtc.get_by_role("button", name="End call").click()
