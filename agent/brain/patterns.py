@@ -203,14 +203,18 @@ PAST_CONVERSATION = [
 PROCEDURAL = re.compile(r"^(?:how (?:do|can|should|would) i|can i|could i|should i|do i need|will i|may i|"
                          r"am i able|is it possible|what happens if i|what if i|what should i|how long|how much|"
                          r"how many|how often|why does|why is|why do)\b", re.I)
+# asking after the agent: "how are you?", "how's it going?", "how's your day going?" (it was searched in the shop's
+# documents until 2026-12-07)
+HOW_ARE_YOU = re.compile(r"\bhow are (?:you|u)\b|\bhow(?:'s| is) it going\b|\bhow(?:'re| are) you doing\b|"
+                         r"\bhow(?:'s| is| was| has) (?:your|ur) (?:day|morning|afternoon|evening|night|week|weekend)"
+                         r"\b|\bhow(?:'ve| have) you been\b|\bhow(?:'re| are) things\b|\bwhat's up\b|\bsup\b", re.I)
 SMALLTALK = [
     re.compile(r"^(?:hi|hello|hey|yo|hiya|howdy|greetings|good (?:morning|afternoon|evening|day))\b[\w ,!.]*$", re.I),
     re.compile(r"\b(?:thanks|thank you|thx|ty|cheers|much appreciated)\b", re.I),
     re.compile(r"^(?:bye|goodbye|good night|see you|see ya|later|talk (?:to you )?later|ttyl)\b", re.I),
     re.compile(r"^(?:ok|okay|cool|great|nice|awesome|sure|got it|alright|all right|yes|no|yep|nope|yeah|fine|perfect|"
                r"wow|lol|haha|hmm|i see|makes sense|sounds good|good|interesting)[.!? ]*$", re.I),
-    re.compile(r"\bhow are (?:you|u)\b|\bhow(?:'s| is) it going\b|\bhow(?:'re| are) you doing\b|"
-               r"\bwhat's up\b|\bsup\b", re.I),
+    HOW_ARE_YOU,
     re.compile(r"\bnice to (?:meet|see) you\b|\byou(?:'re| are) (?:great|awesome|helpful|funny|the best)\b", re.I),
 ]
 

@@ -26,6 +26,7 @@ from agent.brain.earlier import (
 )
 from agent.brain.facts import NOTE_PREFIX, describe_fact, search_query, slot_phrase, slot_words
 from agent.brain.knowledge import knowledge_found
+from agent.brain.patterns import HOW_ARE_YOU
 from agent.brain.text import clean, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
 from agent.sensitive import secret_reason
@@ -69,7 +70,7 @@ def smalltalk_reply(lower: str) -> str:
         return "You're welcome! Anything else I can help with?"
     if re.match(r"^(bye|goodbye|good night|see you|see ya|later|talk|ttyl)", lower):
         return "Goodbye! I'll remember what you told me for next time."
-    if re.search(r"\bhow are (you|u)\b|how's it going|how are you doing|what's up", lower):
+    if HOW_ARE_YOU.search(lower):
         return "I'm doing well, thanks for asking! What can I do for you?"
     if re.match(r"^(hi|hello|hey|yo|hiya|howdy|greetings|good (morning|afternoon|evening|day))", lower):
         return (

@@ -557,3 +557,19 @@ def test_a_problem_described_then_asked_about_is_one_question_and_keeps_nothing(
     assert _tool_calls(result) == [("search_knowledge", {"query": said})]
     assert reply_text(result).startswith("From the Kestrel Coffee knowledge base (")
     assert memories.list_memories(user.scope) == []
+
+
+# Found in a fresh-clone walkthrough on 2026-12-07: "how's your day going?" was searched in the shop's documents
+# ("I couldn't find anything about that in the Kestrel Coffee knowledge base"), alone and after a statement.
+
+
+def test_hows_your_day_going_is_small_talk_alone_and_after_a_statement(new_user):
+    alone = _said_alone("How's your day going?", new_user)
+    assert alone == _said_alone("How are you?", new_user)
+    user = new_user()
+    result = _run(user.user_id, "I just got back from Lisbon. How's your day going?")
+    assert reply_text(result) == f"{_said_alone('I just got back from Lisbon.', new_user)} {alone}"
+    assert [tool for tool, _ in _tool_calls(result)] == ["remember_detail"]  # the shop's documents are not searched
+    assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {
+        "note_back_lisbon": "I just got back from Lisbon"
+    }
