@@ -536,6 +536,9 @@ def _run(user_id, said: str):
         # the whole was searched in the memories (for "me"), and no name kept
         ("call me Jo. What's the weather like?", {"name": "Jo"}, "Nice to meet you, Jo! I'll call you Jo from now "
          "on.", "What's the weather like?"),
+        # the time zone was kept and the question dropped: its "it" was read as pointing back at the time zone
+        ("My time zone is Europe/Paris. What time is it?", {"timezone": "Europe/Paris"}, "Got it, your time zone is "
+         "Europe/Paris.", "What time is it?"),
     ],
 )  # fmt: skip
 def test_a_fact_told_before_a_question_for_the_shop_is_kept_and_the_question_searched_alone(
@@ -548,6 +551,8 @@ def test_a_fact_told_before_a_question_for_the_shop_is_kept_and_the_question_sea
     assert [args for tool, args in _tool_calls(result) if tool == "search_knowledge"] == [{"query": question}]
     if "name" in kept:
         assert profiles.get_profile(user.scope).name == kept["name"]
+    if "timezone" in kept:
+        assert profiles.get_profile(user.scope).timezone == kept["timezone"]
 
 
 def test_a_problem_described_then_asked_about_is_one_question_and_keeps_nothing(new_user):
