@@ -18,11 +18,11 @@ from agent.brain.facts import (
     NOTE_PREFIX,
     Fact,
     forget_target,
-    name_only,
     parse_facts,
     search_query,
     slot_for,
 )
+from agent.brain.names import name_only
 from agent.brain.replies import (
     ASK_ORDER_NUMBER,
     ASK_WHAT_TO_REMEMBER,
