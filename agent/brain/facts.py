@@ -94,10 +94,14 @@ def slot_words(slot: str) -> str:
     return slot.replace("_", " ")
 
 
+# the user's own names of a kind, not someone's name: "your full name", where `dog_name` is "your dog's name"
+_OWN_NAMES = ("full", "first", "last", "middle", "maiden", "given", "family", "legal", "real", "nick")
+
+
 def slot_phrase(slot: str) -> str:
     """The slot as said after "your": 'dog_name' -> "dog's name", 'favorite_color' -> 'favorite color',
     'daughter_birthday' -> "daughter's birthday" (a relative's or a pet's)."""
-    if slot.endswith("_name") and slot != "name":
+    if slot.endswith("_name") and slot != "name" and slot[: -len("_name")] not in _OWN_NAMES:
         return f"{_possessive(slot_words(slot[: -len('_name')]))} name"
     whose, _, what = slot.partition("_")
     if what and (whose in RELATIONS or whose in ("dog", "cat", "pet")):
@@ -338,6 +342,8 @@ def parse_fact(statement: str) -> Fact | None:
             ) or re.search(r"\d", subject):
                 return None  # "my order is late" is a support question, not a fact about the user
             slot = slot_for(subject)
+            if slot.removesuffix("_name") in _OWN_NAMES:  # "my full name is Ada Lovelace, call me Ada"
+                content = name_only(content)
         elif slot == "name":
             content = name_only(content)
             if not content:

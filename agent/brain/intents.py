@@ -22,7 +22,7 @@ from agent.brain.facts import (
     search_query,
     slot_for,
 )
-from agent.brain.names import name_only
+from agent.brain.names import a_name, called, called_and_full_name, name_only
 from agent.brain.replies import (
     ASK_ORDER_NUMBER,
     ASK_WHAT_TO_REMEMBER,
@@ -159,7 +159,7 @@ def _profile(said: _Utterance) -> Intent | None:
     """A change to the profile: name, email, time zone, language or units."""
     body = said.body
     name = _first(p.NAME, body) or p.IM_NAME.match(body)
-    if name and (value := name_only(name.group("v"))):
+    if name and a_name(value := name_only(name.group("v"))):  # not "call me back"
         return _name_intent(value, body)
     email = p.EMAIL.search(body)
     if email and not p.is_question(body):
@@ -204,7 +204,7 @@ def _remember_asked(said: _Utterance) -> Intent | None:
     rest = strip_end(remember.group("rest"))
     facts = parse_facts(rest) or [note_fact(rest)]
     if len(facts) == 1 and facts[0].memory_type == "name":
-        return _name_intent(facts[0].content)
+        return _name_intent(facts[0].content, rest)
     return _remember(facts)
 
 
@@ -233,9 +233,9 @@ def _statement(said: _Utterance) -> Intent | None:
         # a spoken sentence cut at a pause ("my favorite drink is…"): storing it kept "is" as the value
         return Intent("remember", reply=UNFINISHED_REPLY.format(said=strip_end(said.body)))
     facts = parse_facts(said.body)
-    names = [fact.content for fact in facts if fact.memory_type == "name"]
-    if names:  # "By the way, my name is Ada": the profile's name too, as "My name is Ada" is
-        return _name_intent(names[0], said.body)
+    name = next((fact.content for fact in facts if fact.memory_type == "name"), None) or called(said.body)
+    if name:  # "By the way, my name is Ada", "I'm a nurse, call me Jo": the profile's name too
+        return _name_intent(name, said.body)
     if facts:
         return _remember(facts)
     statement = _about_me(said.body)
@@ -359,12 +359,16 @@ def _profile_intent(field_name: str, value: str) -> Intent:
 
 def _name_intent(name: str, body: str = "") -> Intent:
     """The name goes to the profile and is remembered as a fact too; any other fact of the same message
-    ("my name is Ada and I live in Denver") is remembered with it, a secret never."""
-    name = " ".join(part[:1].upper() + part[1:] for part in name.split())
-    others = [
+    ("my name is Ada and I live in Denver") is remembered with it, a secret never. Of two names, the one the user
+    asks to be called is the name ("my name is Joanna but call me Jo": Jo), the other the `full_name`."""
+    facts = parse_facts(body)
+    name, full_name = called_and_full_name(name, body, [fact.content for fact in facts if fact.memory_type == "name"])
+    others = [Fact("full_name", full_name, 0.9)] if full_name else []
+    others += [
         fact
-        for fact in parse_facts(body)
-        if fact.memory_type != "name" and not secret_reason(f"{fact.memory_type.replace('_', ' ')} {fact.content}")
+        for fact in facts
+        if fact.memory_type not in (("name", "full_name") if full_name else ("name",))
+        and not secret_reason(f"{fact.memory_type.replace('_', ' ')} {fact.content}")
     ]
     return Intent(
         "update_profile",

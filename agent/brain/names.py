@@ -19,3 +19,44 @@ def name_only(said: str) -> str:
     sentences = split_sentences(clean(said), _IN_A_NAME)
     before_the_rest = re.split(r"\b(?:and|but|because|so)\b|[,;]", sentences[0] if sentences else "")[0]
     return strip_end(_AFTER_A_NAME.sub("", strip_end(before_the_rest)))
+
+
+# the name the user asks to be called, said as a clause of its own ("my name is Joanna but call me Jo", "I'm
+# Joanna, but everyone calls me Jo", "My name is Joanna. I go by Jo."); not "my mom will call me tomorrow"
+_CALLED = re.compile(
+    r"(?:^|[,.;:!?]\s*|\b(?:but|and|so)\s+)(?:please |just |you can |from now on,? )?(?:call me|i go by|"
+    r"(?:everyone|everybody|people|they|(?:my |all my )?friends|most people|my family) calls? me) (?P<v>[\w'. -]+)",
+    re.I,
+)
+# what follows "call me" that is no name: "call me back", "call me if anything changes", "call me a taxi"
+_NOT_CALLED = {"if", "when", "whenever", "anytime", "any", "back", "later", "tomorrow", "tonight", "sometime",
+               "at", "on", "a", "an", "the", "crazy", "maybe", "old-fashioned"}  # fmt: skip
+
+
+def a_name(said: str) -> bool:
+    """False for what follows "call me" and is no name ("back", "a taxi", "old-fashioned")."""
+    return bool(said.split()) and said.split()[0].lower() not in _NOT_CALLED
+
+
+def called(said: str) -> str | None:
+    """The name `said` asks the agent to call the user by ("... but call me Jo" -> "Jo"), or None."""
+    match = _CALLED.search(clean(said))
+    name = name_only(match.group("v")) if match else ""
+    return name if a_name(name) else None
+
+
+def capitalised(name: str) -> str:
+    return " ".join(part[:1].upper() + part[1:] for part in name.split())
+
+
+def called_and_full_name(name: str, said: str, names_said: list[str]) -> tuple[str, str | None]:
+    """(the name to call the user by, the other name they gave, if any), from `name` (the name the rules found
+    first in `said`) and `names_said` (every "my name is …" in it). "my name is Joanna but call me Jo" and "I'm
+    Joanna, but everyone calls me Jo" -> ("Jo", "Joanna"): the name asked for is the profile's `name`, the one the
+    agent calls them and greets them with, and the other is kept as their `full_name`. Until 2026-12-07 the first
+    name said was the name, and "call me Jo" after it was dropped."""
+    call = called(said)
+    if not call:
+        return capitalised(name), None
+    other = next((given for given in (name, *names_said) if given.casefold() != call.casefold()), None)
+    return capitalised(call), capitalised(other) if other else None

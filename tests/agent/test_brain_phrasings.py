@@ -578,3 +578,45 @@ def test_hows_your_day_going_is_small_talk_alone_and_after_a_statement(new_user)
     assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {
         "note_back_lisbon": "I just got back from Lisbon"
     }
+
+
+# Found in a fresh-clone walkthrough on 2026-12-07: "my name is Joanna but call me Jo" kept the name Joanna, and the
+# agent called the user Joanna; "call me Jo" after the name was dropped.
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["my name is Joanna but call me Jo", "I'm Joanna, but everyone calls me Jo", "Call me Jo, my name is Joanna"],
+)
+def test_the_name_asked_to_be_called_is_the_name_and_the_other_is_the_full_name(said, new_user):
+    user = new_user()
+    reply, name, full_name = _replies(user.user_id, [said, "what's my name?", "what's my full name?"])
+    assert reply == (
+        "Nice to meet you, Jo! I'll call you Jo from now on. Got it, I'll remember that your full name is Joanna."
+    )
+    assert (name, full_name) == ("You told me your name is Jo.", "You told me your full name is Joanna.")
+    assert profiles.get_profile(user.scope).name == "Jo"  # what the next conversation greets with
+    assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {
+        "name": "Jo",
+        "full_name": "Joanna",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "full_name"),
+    [
+        ("call me Jo", "Jo", None),
+        ("everyone calls me Jo", "Jo", None),
+        ("My name is Joanna. I go by Jo.", "Jo", "Joanna"),
+        ("my full name is Joanna Smith, call me Jo", "Jo", "Joanna Smith"),
+        ("I'm a nurse, call me Jo", "Jo", None),
+        ("my name is Ada, call me if you need anything", "Ada", None),  # no name after "call me"
+        ("my mom will call me tomorrow", None, None),
+        ("Call me old-fashioned, but I take my coffee black", None, None),  # kept the name "Old-fashioned"
+    ],
+)
+def test_call_me_is_the_name_wherever_it_is_said_and_only_before_a_name(text, name, full_name):
+    calls = classify(text).calls
+    assert [args["value"] for tool, args in calls if tool == "update_profile"] == ([name] if name else [])
+    kept = {args["memory_type"]: args["content"] for tool, args in calls if tool == "remember_detail"}
+    assert kept.get("full_name") == full_name
