@@ -210,6 +210,7 @@ _MONTH = r"january|february|march|april|may|june|july|august|september|october|n
 _MOVED_WHEN = (
     r"(?: (?:last|this) (?:year|month|week|summer|spring|fall|autumn|winter)| recently| in (?:" + _MONTH + r"|\d{4}))?"
 )
+_DRINKS = r"(?:coffee|tea|espresso|latte|cappuccino|flat white|americano|cortado|mocha|macchiato|chai|matcha)"
 # (pattern, slot or None to take it from the subject `s`, confidence); the first match wins
 # fmt: off
 _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
@@ -258,10 +259,14 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
     (re.compile(r"^i (?:was )?born in (?P<c>.+)$", re.I), "birthplace", 0.8),
     (re.compile(r"^i(?:'m| am) (?P<c>\d{1,3}) years? old$", re.I), "age", 0.8),
     (re.compile(r"^i speak (?P<c>.+)$", re.I), "languages_spoken", 0.8),
+    # how the user takes a drink, in their words: "I take my coffee black" is "you take your coffee black" (it kept
+    # "black" and said "your favorite drink is black"); "I have my coffee at 7" is not how they take it
+    (re.compile(r"^(?P<c>i (?:usually |always |normally |typically )?(?:take|drink|have) my (?:" + _DRINKS + r") "
+                r"(?!(?:at|in|on|every|each|before|after|around|by|when|while|during)\b).+)$", re.I),
+     "favorite_drink", 0.7),
     (re.compile(r"^i (?:(?:usually|always|normally|typically) (?:drink|order|get|have)|"
                 r"drink) (?:an? )?(?P<c>.+?)(?: every (?:day|morning))?$", re.I),
      "favorite_drink", 0.7),
-    (re.compile(r"^i take my coffee (?P<c>.+)$", re.I), "favorite_drink", 0.7),
     (re.compile(r"^i (?:really )?(?:love|like|enjoy|adore) (?P<c>.+)$", re.I), "likes", 0.75),
     (re.compile(r"^i prefer (?P<c>.+)$", re.I), "preference", 0.75),
     # inverted: "Teal is my favorite color", "Denver is where I live". Only slot-like subjects, and never a

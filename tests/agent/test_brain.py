@@ -213,6 +213,9 @@ def test_parse_facts_keeps_the_last_mention_of_a_slot():
         ("I love hiking near my home", "likes_hiking_near", "hiking near my home", "you like hiking near your home"),
         ("I like 🐶🍕", "likes", "🐶🍕", "you like 🐶🍕"),  # no word to name the slot: still said back as a like
         ("I don't eat fish", "diet", "I don't eat fish", "you don't eat fish"),
+        # how a drink is taken, in the user's words: "your favorite drink is your tea with milk" before
+        ("I drink my tea with milk", "favorite_drink", "I drink my tea with milk", "you drink your tea with milk"),
+        ("I take two sugars", "note_take_two_sugars", "I take two sugars", "you take two sugars"),
     ],
 )
 def test_everyday_statements_are_stored_and_said_back_grammatically(text, memory_type, content, said_back):

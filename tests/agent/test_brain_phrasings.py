@@ -620,3 +620,17 @@ def test_call_me_is_the_name_wherever_it_is_said_and_only_before_a_name(text, na
     assert [args["value"] for tool, args in calls if tool == "update_profile"] == ([name] if name else [])
     kept = {args["memory_type"]: args["content"] for tool, args in calls if tool == "remember_detail"}
     assert kept.get("full_name") == full_name
+
+
+# Found in a fresh-clone walkthrough on 2026-12-07: "I take my coffee black" was kept as the favorite drink "black" and
+# said back as "your favorite drink is black".
+
+
+def test_how_the_user_takes_their_coffee_is_kept_and_said_back_in_their_words(new_user):
+    user = new_user()
+    kept, asked = _replies(user.user_id, ["I take my coffee black", "what do I usually drink?"])
+    assert kept == "Got it, I'll remember that you take your coffee black."
+    assert asked == "You told me you take your coffee black."
+    assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {
+        "favorite_drink": "I take my coffee black"
+    }
