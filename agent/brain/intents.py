@@ -22,7 +22,7 @@ from agent.brain.facts import (
     search_query,
     slot_for,
 )
-from agent.brain.names import a_name, called, called_and_full_name, name_only
+from agent.brain.names import a_name, called, called_and_full_name, name_only, without_called
 from agent.brain.replies import (
     ASK_ORDER_NUMBER,
     ASK_WHAT_TO_REMEMBER,
@@ -233,7 +233,7 @@ def _statement(said: _Utterance) -> Intent | None:
         # a spoken sentence cut at a pause ("my favorite drink is…"): storing it kept "is" as the value
         return Intent("remember", reply=UNFINISHED_REPLY.format(said=strip_end(said.body)))
     facts = parse_facts(said.body)
-    name = next((fact.content for fact in facts if fact.memory_type == "name"), None) or called(said.body)
+    name = next((f.content for f in facts if f.memory_type == "name"), None) or called(said.body, capitalised_only=True)
     if name:  # "By the way, my name is Ada", "I'm a nurse, call me Jo": the profile's name too
         return _name_intent(name, said.body)
     if facts:
@@ -361,7 +361,7 @@ def _name_intent(name: str, body: str = "") -> Intent:
     """The name goes to the profile and is remembered as a fact too; any other fact of the same message
     ("my name is Ada and I live in Denver") is remembered with it, a secret never. Of two names, the one the user
     asks to be called is the name ("my name is Joanna but call me Jo": Jo), the other the `full_name`."""
-    facts = parse_facts(body)
+    facts = parse_facts(without_called(body))  # "I'm a nurse, call me Jo": the job too
     name, full_name = called_and_full_name(name, body, [fact.content for fact in facts if fact.memory_type == "name"])
     others = [Fact("full_name", full_name, 0.9)] if full_name else []
     others += [

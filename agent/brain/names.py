@@ -38,11 +38,26 @@ def a_name(said: str) -> bool:
     return bool(said.split()) and said.split()[0].lower() not in _NOT_CALLED
 
 
-def called(said: str) -> str | None:
-    """The name `said` asks the agent to call the user by ("... but call me Jo" -> "Jo"), or None."""
-    match = _CALLED.search(clean(said))
+def called(said: str, *, capitalised_only: bool = False) -> str | None:
+    """The name `said` asks the agent to call the user by ("... but call me Jo" -> "Jo"), or None. With
+    `capitalised_only` (for a message that gives no other name), only a capitalised one: "My parents are great,
+    they call me every day" names no one."""
+    return _called(said, capitalised_only)[0]
+
+
+def without_called(said: str) -> str:
+    """`said` without its "call me …", for the other facts it tells: "I'm a nurse, call me Jo" -> "I'm a nurse"."""
+    return _called(said, False)[1]
+
+
+def _called(said: str, capitalised_only: bool) -> tuple[str | None, str]:
+    said = clean(said)
+    match = _CALLED.search(said)
     name = name_only(match.group("v")) if match else ""
-    return name if a_name(name) else None
+    if not match or not a_name(name) or (capitalised_only and not name[:1].isupper()):
+        return None, said
+    at = said.find(name, match.start("v"))
+    return name, said[: match.start()] + said[at + len(name) if at >= 0 else match.end("v") :]
 
 
 def capitalised(name: str) -> str:

@@ -609,9 +609,10 @@ def test_the_name_asked_to_be_called_is_the_name_and_the_other_is_the_full_name(
         ("everyone calls me Jo", "Jo", None),
         ("My name is Joanna. I go by Jo.", "Jo", "Joanna"),
         ("my full name is Joanna Smith, call me Jo", "Jo", "Joanna Smith"),
-        ("I'm a nurse, call me Jo", "Jo", None),
+        ("I'm a nurse, call me Jo", "Jo", None),  # and the job (below)
         ("my name is Ada, call me if you need anything", "Ada", None),  # no name after "call me"
         ("my mom will call me tomorrow", None, None),
+        ("My parents are great, they call me every day", None, None),
         ("Call me old-fashioned, but I take my coffee black", None, None),  # kept the name "Old-fashioned"
     ],
 )
@@ -620,6 +621,8 @@ def test_call_me_is_the_name_wherever_it_is_said_and_only_before_a_name(text, na
     assert [args["value"] for tool, args in calls if tool == "update_profile"] == ([name] if name else [])
     kept = {args["memory_type"]: args["content"] for tool, args in calls if tool == "remember_detail"}
     assert kept.get("full_name") == full_name
+    if "nurse" in text:
+        assert kept["job"] == "nurse"
 
 
 # Found in a fresh-clone walkthrough on 2026-12-07: "I take my coffee black" was kept as the favorite drink "black" and
