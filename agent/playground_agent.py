@@ -281,12 +281,13 @@ class PlaygroundAgent(PastConversationTools, Agent):
             lambda: memories.remember(self.scope, memory_type, content, session_id=self.session_id),
             tool_outputs.remembered,
         )
-        self.note_write(
-            "remembered" if result.created else "updated",
-            result.memory.memory_type,
-            result.memory.content,
-            result.previous_content,
-        )
+        if not result.unchanged:  # the same words again write nothing
+            self.note_write(
+                "remembered" if result.created else "updated",
+                result.memory.memory_type,
+                result.memory.content,
+                result.previous_content,
+            )
         return output
 
     @function_tool

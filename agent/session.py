@@ -295,6 +295,8 @@ class PlaygroundSession:
                 result = await asyncio.to_thread(
                     memories.remember, agent.scope, fact.memory_type, fact.content, session_id=self.session_id
                 )
+                if result.unchanged:
+                    continue
                 agent.note_write(
                     "remembered" if result.created else "updated",
                     result.memory.memory_type,

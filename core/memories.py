@@ -75,6 +75,11 @@ class Remembered:
     created: bool  # False: an existing slot was overwritten
     previous_content: str | None
 
+    @property
+    def unchanged(self) -> bool:
+        """The slot already held these exact words: nothing was written (remember)."""
+        return not self.created and self.previous_content == self.memory.content
+
 
 def _clean_session_id(session_id: str | None) -> str | None:
     if session_id is None:
@@ -103,9 +108,13 @@ def remember(
         with transaction(scope) as cur:
             cur.execute("select pg_advisory_xact_lock(hashtextextended(%s::text, 727431003))", (scope.user_id,))
             cur.execute(
-                "select content from public.memories where user_id = %s and memory_type = %s", (scope.user_id, slot)
+                f"select {_COLUMNS} from public.memories where user_id = %s and memory_type = %s", (scope.user_id, slot)
             )
             previous = cur.fetchone()
+            if previous is not None and previous["content"] == content:
+                # said again: not a write (a report listed "updated · green · before: green"), and the memory
+                # keeps the session that wrote it
+                return Remembered(memory=Memory(**previous), created=False, previous_content=content)
             if previous is None:
                 cur.execute("select count(*) as n from public.memories where user_id = %s", (scope.user_id,))
                 if cur.fetchone()["n"] >= limit:

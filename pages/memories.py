@@ -187,11 +187,12 @@ def _edit_form(scope, memory, *, gone: bool = False) -> None:
             _stop_editing(mid)
             slot = memory.memory_type
             # one memory per slot: should the agent have written the slot since, this replaced it
-            _flash(
-                f"Saved `{slot}` as a new memory."
-                if saved.created
-                else f"Saved `{slot}`; it replaced “{clip(saved.previous_content or '', 60)}”, written since."
-            )
+            if saved.created:
+                _flash(f"Saved `{slot}` as a new memory.")
+            elif saved.unchanged:
+                _flash(f"`{slot}` already says that: the agent wrote the same since.")
+            else:
+                _flash(f"Saved `{slot}`; it replaced “{clip(saved.previous_content or '', 60)}”, written since.")
             st.rerun()
     elif save:
         with reported():

@@ -44,6 +44,20 @@ async def test_remember_writes_the_slot(new_user):
     }
 
 
+async def test_a_fact_said_again_is_not_a_memory_written(new_user):
+    """Found in a fresh-clone walkthrough: saying a fact the slot already held was answered "I already had
+    that", and the report still counted it as a memory written ("updated · green · before: green")."""
+    user = new_user()
+    async with agent_session(user.user_id) as run:
+        await run.session.run(user_input="My favorite color is green")
+        result = await run.session.run(user_input="My favorite color is green")
+        result.expect.next_event().is_function_call(name="remember_detail")
+        result.expect.next_event().is_function_call_output(is_error=False)
+        said = result.expect.next_event().is_message(role="assistant").event().item.text_content
+    assert "already" in said
+    assert [(w["action"], w["content"]) for w in run.agent.memories_written] == [("remembered", "green")]
+
+
 async def test_recall_reads_back_and_forget_deletes(new_user):
     user = new_user()
     memories.remember(user.scope, "favorite_color", "teal")

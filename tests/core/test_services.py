@@ -121,6 +121,20 @@ def test_remember_accepts_the_limits_exactly(fresh):
     assert stored.memory_type == "a" + "b" * 63 and stored.content == content and len(stored.session_id) == 200
 
 
+def test_remembering_the_same_words_again_writes_nothing(fresh):
+    """A voice call's report listed "updated · favorite_color · green · before: green" for a fact said again,
+    and the memory moved to the later session. The same words leave the row as it was."""
+    first = memories.remember(fresh.scope, "bike_color", "green", session_id="first-session")
+    again = memories.remember(fresh.scope, "bike_color", "green", session_id="later-session")
+    assert first.created and not first.unchanged
+    assert again.unchanged and not again.created and again.previous_content == "green"
+    stored = memories.recall(fresh.scope, "bike_color")
+    assert stored.session_id == "first-session" and stored.updated_at == first.memory.updated_at
+    changed = memories.remember(fresh.scope, "bike_color", "Green", session_id="later-session")
+    assert not changed.unchanged and changed.previous_content == "green"  # other words (even in case): a write
+    assert memories.recall(fresh.scope, "bike_color").session_id == "later-session"
+
+
 def test_remember_writes_nothing_when_embedding_fails(user):
     def broken(_text):
         raise EmbeddingUnavailable("model missing")
