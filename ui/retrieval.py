@@ -496,6 +496,8 @@ def _render_memory_hits(view: RetrievalView, *, key: str | None, chart: bool, co
     if compact:  # side panels, half-panel tiers and half-page searches: few columns, text that wraps
         table = compact_memory_table(view.hits, view.injected, turns=turns, match=compact == "medium")
         table["Fused score"] = table["Fused score"].map(lambda score: f"{score:.5f}")
+        # st.table draws a cell as Markdown: what a user said shows as said ("*star*" lost its stars)
+        table[table.columns[0]] = table[table.columns[0]].map(literal)
         st.table(table, hide_index=True, border="horizontal")
         st.caption(
             (
@@ -563,6 +565,7 @@ def _render_knowledge_hits(view: RetrievalView, *, key: str | None, chart: bool,
         table["Fused score"] = table["Fused score"].map(lambda score: f"{score:.5f}")
         if medium:
             table["Similarity"] = table["Similarity"].map(lambda similarity: f"{similarity:.3f}")
+        table["Document"] = table["Document"].map(literal)  # a title as written, not as Markdown
         st.table(table, hide_index=True, border="horizontal")
         st.caption(
             "Vector / Text: the branch's rank · its RRF contribution w / (k + rank); — = not found by that "

@@ -13,7 +13,7 @@ from core import conversations, memories, profiles, sessions
 from core.conversations import TurnInput
 from core.db import Scope
 from core.errors import NotFound
-from tests.support.panels import expand
+from tests.support.panels import as_drawn, expand
 
 
 @pytest.fixture
@@ -57,6 +57,20 @@ def _seeded(app):
     memories.remember(visitor.scope, "allergy", "Allergic to peanuts")
     at.run()
     return at, visitor
+
+
+def test_the_search_table_shows_a_memory_as_written_not_as_markdown(app):
+    """Found in a fresh-clone walkthrough: the search's table (st.table draws Markdown) showed "*really*
+    _good_" as italics, the stars and underscores gone."""
+    at = app("pages/memories.py")
+    visitor = at.session_state["mp_visitor"]
+    memories.remember(visitor.scope, "coffee_opinion", "The house blend is *really* _good_ ~~cheap~~")
+    at.run()
+    _search(at, "what do I think of the house blend?")
+    raw = next(t.value for t in at.table if "Fused score" in t.value.columns)
+    cell = raw.iloc[0]["Memory"]
+    assert "\\*really\\*" in cell and "\\_good\\_" in cell and "\\~\\~cheap" in cell  # escaped for Markdown
+    assert as_drawn(cell) == "coffee_opinion: The house blend is *really* _good_ ~~cheap~~"
 
 
 def test_list_search_and_export(app, captured_downloads):
