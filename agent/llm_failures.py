@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from agent.model_factory import llm_location
 from core.config import Settings, base_url_fix, get_settings, llm_backend
+from core.doctor import LIVEKIT_INFERENCE_REACH_FIX
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -107,6 +108,8 @@ def describe(exc: BaseException, settings: Settings | None = None) -> str:
         )
     if failure in ("unreachable", "other") and not livekit and (fix := base_url_fix(settings.openai_base_url)):
         return f"The LLM at {where} could not be reached: {fix}."
+    if failure == "unreachable" and livekit:  # the gateway is LiveKit Cloud's, not the server at LIVEKIT_URL
+        return f"The LLM at {where} could not be reached: {LIVEKIT_INFERENCE_REACH_FIX}."
     if failure == "unreachable":
         return f"The LLM at {where} could not be reached: check {url} and that the server is running."
     return f"The LLM at {where} failed ({type(exc).__name__}): check {url}, {key} and LLM_MODEL."

@@ -173,6 +173,30 @@ def test_each_failure_is_one_sentence_naming_the_setting(openai_settings, error,
     assert sentence.count(". ") == 0 and sentence.endswith(".")  # one sentence
 
 
+def test_livekit_inference_out_of_reach_says_where_it_is_not_to_check_livekit_url(monkeypatch):
+    """Found in a fresh-clone walkthrough: with LIVEKIT_URL set to a self-hosted server, every chat reply said
+    "check LIVEKIT_URL and that the server is running", while the server was fine: LiveKit Inference is
+    LiveKit Cloud's gateway, whatever LIVEKIT_URL says (the sidebar's check said so)."""
+    for name, value in {
+        "LIVEKIT_URL": "ws://127.0.0.1:7881",
+        "LIVEKIT_API_KEY": "devkey",
+        "LIVEKIT_API_SECRET": "secret" * 6,
+        "LLM_MODEL": "",
+        "OPENAI_API_KEY": "",
+        "OPENAI_BASE_URL": "",
+    }.items():
+        monkeypatch.setenv(name, value)
+    settings = config.reload_settings()
+    try:
+        error = _wrapped(_plugin_error(httpx2.ConnectError("[Errno -3] Temporary failure in name resolution")))
+        sentence = llm_failures.describe(error, settings)
+        assert sentence.startswith("The LLM at LiveKit Inference could not be reached: LiveKit Inference is only on")
+        assert "LLM_MODEL=offline" in sentence and "check LIVEKIT_URL" not in sentence
+    finally:
+        monkeypatch.undo()
+        config.reload_settings()
+
+
 def test_a_base_url_without_http_says_to_add_it(monkeypatch):
     """ "localhost:11434/v1" (as Ollama's docs print it) fails every request as an unsupported protocol: the
     chat's sentence says what to write, as `make doctor` does, instead of "check OPENAI_BASE_URL"."""
