@@ -14,8 +14,9 @@ from core.config import get_settings
 from core.livekit_tokens import AGENTS_PLAYGROUND_URL, mint_user_token
 from ui import auth
 from ui.errors import reported
-from ui.format import when
+from ui.format import literal, when
 from ui.shell import run_page
+from ui.sidebar import configuration_checks
 from ui.style import page_header
 
 TOKEN_KEY = "u_livekit_token"
@@ -40,6 +41,20 @@ def _not_configured() -> None:
     )
 
 
+def _server_unreachable() -> None:
+    """What the sidebar's LiveKit check found, when it failed: a token mints without the server, so the page
+    looked ready while nothing could join (found in a fresh-clone walkthrough)."""
+    report = configuration_checks().report
+    found = next((row for row in report.results if row.name == "livekit"), None) if report else None
+    if found is not None and found.failed:
+        st.warning(
+            f"The configuration check of LiveKit failed: {literal(found.summary.rstrip('.'))}"
+            + (f"; {literal(found.fix.rstrip('.'))}." if found.fix else ".")
+            + " A token still mints, but nothing can join its room until the check passes.",
+            icon=":material/cloud_off:",
+        )
+
+
 def main() -> None:
     visitor = auth.current_visitor()
     settings = get_settings()
@@ -55,9 +70,10 @@ def main() -> None:
     info, action = st.columns([3, 2], gap="large")
     with info:
         st.markdown(
-            f"**Server** `{settings.livekit_url}`  \n**Agent dispatched** `{settings.agent_name}`  \n"
+            f"**Server** `{settings.livekit_url}`  \n**Agent a room dispatches** `{settings.agent_name}`  \n"
             f"**Your identity** `{visitor.user_id}` (from your verified session; it cannot be changed here)"
         )
+        _server_unreachable()
     with action:
         if st.button(
             "Mint a token for a new room", key="u_livekit_mint", type="primary", icon=":material/key:", width="stretch"

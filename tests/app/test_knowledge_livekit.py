@@ -13,10 +13,12 @@ import pandas as pd
 import pytest
 from livekit import api
 
-from core import config, profiles
+from core import config, doctor, profiles
 from core.errors import ConfigurationError, InvalidInput
 from core.livekit_tokens import mint_user_token
-from tests.support.panels import branch
+from tests.support.app import free_port
+from tests.support.panels import as_drawn, branch
+from ui.sidebar import configuration_checks
 
 LIVEKIT_ENV = {
     "LIVEKIT_URL": "wss://playground-test.livekit.cloud",
@@ -127,6 +129,33 @@ def test_livekit_token_carries_the_verified_user_in_identity_and_dispatch(app, l
         at.code[0].value
     )
     assert again.video.room != first_room and again.identity == str(visitor.user_id)
+
+
+def test_the_page_says_when_the_livekit_server_is_out_of_reach(app, monkeypatch):
+    """Found in a fresh-clone walkthrough: with LIVEKIT_URL pointing at a server that was not running, the page
+    minted tokens and looked ready, while the sidebar's check said the server was not reachable."""
+    closed = f"ws://127.0.0.1:{free_port()}"  # nothing listens there: refused at once
+    for name, value in {**LIVEKIT_ENV, "LIVEKIT_URL": closed}.items():
+        monkeypatch.setenv(name, value)
+    settings = config.reload_settings()
+    checks = configuration_checks()
+    before = checks.report
+    try:
+        checks.report = doctor.run_checks(settings, depth=doctor.QUICK, request_timeout=5)  # as the sidebar runs them
+        assert checks.report.result("livekit").failed  # the real check, against a closed port
+        at = app("pages/livekit.py")
+        warning = next(as_drawn(w.value) for w in at.warning if "configuration check of LiveKit failed" in w.value)
+        assert "not reachable at http://127.0.0.1:" in warning and "nothing can join its room" in warning
+        assert [b for b in at.button if b.key == "u_livekit_mint"]  # a token still mints
+
+        passed = doctor.CheckResult("livekit", doctor.OK, "the API answered")
+        checks.report.results = [passed if row.name == "livekit" else row for row in checks.report.results]
+        at.run()
+        assert not [w for w in at.warning if "configuration check of LiveKit" in w.value]
+    finally:
+        checks.report = before
+        monkeypatch.undo()
+        config.reload_settings()
 
 
 def test_the_tokens_expiry_is_shown_in_the_users_time_zone(app, livekit_settings):
