@@ -67,6 +67,8 @@ _PICKER = "u_chat_inspect_turn"
 _PICKED = "u_chat_picked_turn"  # (session id, turn number) the visitor picked; absent: the newest turn
 MAX_TURN_BUTTONS = 12  # two rows of turn buttons beside the conversation; more turns get a drop-down
 _ANSWERED = "u_chat_answered_turns"  # how many turns were answered when the page was last drawn
+# (id of the deleted conversation, messages sent in the new one when the notice was first drawn)
+_DELETED_SHOWN = "u_chat_deleted_shown"
 _INPUT = "u_chat_input"
 _RECEIVED = "u_chat_received"  # every message typed in this browser session, as received (ui/resend.py)
 _ARRIVALS = "u_chat_arrivals"  # when each of them arrived, and whether the page had sent it again
@@ -556,9 +558,16 @@ def main() -> None:
         st.session_state.pop(chat_state.MOVED_KEY, None)  # shown until this tab's new conversation starts
         moved = None
     deleted = st.session_state.get(chat_state.DELETED_KEY)
-    if deleted is not None and any(t.user_text and t.done for t in turns):
-        st.session_state.pop(chat_state.DELETED_KEY, None)  # shown until the new conversation's first answer
-        deleted = None
+    if deleted is not None:
+        # said until the new conversation answers a message sent after the notice was first drawn: a tab left
+        # open finds the deletion only when a message is sent, and that message's answer took it away at once
+        asked = sum(1 for t in turns if t.user_text) + len(waiting)
+        first_drawn = st.session_state.get(_DELETED_SHOWN)
+        if first_drawn is None or first_drawn[0] != deleted:
+            st.session_state[_DELETED_SHOWN] = first_drawn = (deleted, asked)
+        if sum(1 for t in turns if t.user_text and t.done) > first_drawn[1]:
+            st.session_state.pop(chat_state.DELETED_KEY, None)
+            deleted = None
     st.html(_SHORT_SCREEN_CSS)
     conversation, inspector = st.columns([1, 1], gap="medium")
     with conversation:

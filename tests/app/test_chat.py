@@ -546,6 +546,32 @@ def test_a_tab_whose_conversation_another_tab_took_over_starts_a_new_one(app):
             chat_state._tracked.pop(chat.key, None)
 
 
+def test_a_tab_left_open_says_its_conversation_was_deleted_when_its_next_message_is_answered(app):
+    """Found in a fresh-clone walkthrough: a Chat tab left open while another deleted everything learnt of it
+    only when a message was sent there, and that message's answer took the notice away before it was drawn:
+    the old conversation vanished without a word."""
+    at = app()
+    _say(at, "my favorite city is Lisbon")
+    chat = at.session_state[chat_state.CHAT_KEY]
+    assert turn_indexer.flush_queued()
+    memory_changes.follow_database(db.service_url())
+    with db.admin_connection() as conn:
+        conn.execute("delete from public.sessions where session_id = %s", (chat.session_id,))
+    deadline = time.monotonic() + 10
+    while not chat.closed and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert chat.closed and chat.close_reason == SESSION_DELETED
+
+    _say(at, "what is my favorite city?")  # no run of this tab in between: the message is what finds out
+    assert not at.exception, at.exception
+    notices = [i.value for i in at.info if "was deleted in another tab or window" in i.value]
+    assert notices and session_ref(chat.session_id) in notices[0]
+    assert any("lisbon" in text.lower() for text in _assistant_texts(at))  # answered, in the new conversation
+    _say(at, "thanks")
+    assert not [i for i in at.info if "was deleted in another tab or window" in i.value]  # until the next answer
+    assert turn_indexer.flush_queued()
+
+
 def test_a_tab_whose_session_was_deleted_elsewhere_says_so_and_goes_on_in_a_new_one(app):
     """Deleted in another app process (or another tab): the database announces it, the conversation ends,
     and the tab says why on its next run instead of silently showing an empty new conversation."""
