@@ -40,8 +40,13 @@ div[data-testid="stHorizontalBlock"]:has(> div[data-testid="stColumn"] .st-key-u
 div[data-testid="stHorizontalBlock"]:has(> div[data-testid="stColumn"] .st-key-u_search_side)
   > div[data-testid="stColumn"] { flex: 1 1 22rem !important; min-width: min(22rem, 100%) !important; }
 /* A word longer than its column (a code, a link, "xxxx…") wraps, and never pushes the numbers beside it out
-   of a table: at 1024 px beside the sidebar they were cut off with no way to scroll to them. */
-[data-testid="stTable"] :is(th, td, th *, td *) { overflow-wrap: anywhere !important; }
+   of a table: at 1024 px beside the sidebar they were cut off with no way to scroll to them. Only the text
+   column gives way inside a word (its header too, in the narrowest panel); the numbers and their headers keep
+   theirs whole ("Vecto r", "0.083 33" read as two things). */
+[data-testid="stTable"] :is(th, td, th *, td *) { overflow-wrap: break-word !important; }
+[data-testid="stTable"] :is(th:first-child, td:first-child, th:first-child *, td:first-child *) {
+  overflow-wrap: anywhere !important;
+}
 div[class*="_slots_tier"], div[class*="_conversations_tier"] { min-width: 0 !important; width: 100%; }
 /* On a phone the chat's columns stack (Streamlit's 640 px breakpoint): the panel under the conversation
    then grows with the page instead of being a second scroll box inside the scrolling page. */

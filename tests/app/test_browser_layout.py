@@ -94,6 +94,24 @@ _CLIPPED_LABELS = """(selector) => {
   return cut;
 }"""
 
+# The words of the cells `selector` matches that are drawn over two lines (broken inside the word).
+_WORDS_BROKEN = """(selector) => {
+    const broken = [];
+    for (const cell of document.querySelectorAll(selector)) {
+        const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            for (const word of node.data.matchAll(/\\S+/g)) {
+                const range = document.createRange();
+                range.setStart(node, word.index);
+                range.setEnd(node, word.index + word[0].length);
+                const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
+                if (lines.size > 1) broken.push(word[0]);
+            }
+        }
+    }
+    return broken;
+}"""
+
 
 # Every visible st.table under `root` that is wider than its box or sticks out of `root`: [scrollWidth,
 # clientWidth, right, root's right, first header] each (a column behind a sideways scroll is one not seen).
@@ -231,6 +249,9 @@ def test_chat_page_at_laptop_width(streamlit_server, new_browser_page, size):
     cells = panel.locator('[data-testid="stTable"] td').all_inner_texts()
     assert any("sister: Ana lives in Porto" in cell for cell in cells)
     assert page.evaluate(_CLIPPED_LABELS, '.st-key-u_chat_panel [data-testid="stTable"] td') == []
+    # only the text column breaks inside a word: a number or its header never does ("Vecto r", "0.083 33")
+    numbers = '.st-key-u_chat_panel [data-testid="stTable"] :is(th, td):not(:first-child)'
+    assert page.evaluate(_WORDS_BROKEN, numbers) == []
     # the per-turn recall's two tiers (slots, past conversations) sit side by side or one under the
     # other, never one drawn over the other, and both inside the panel
     tiers = page.evaluate(_RECALL_TIERS)
