@@ -172,6 +172,10 @@ def _bars_per_turn(
     )
 
 
+PLOT_HEIGHT = 240  # px for the latency chart's plot and axes
+LEGEND_LINE = 20  # px a line of its legend takes
+
+
 def _latency_chart(view: ReportView) -> alt.Chart | None:
     if not view.metrics:
         return None
@@ -179,7 +183,10 @@ def _latency_chart(view: ReportView) -> alt.Chart | None:
     data["metric"] = data["name"].map(lambda n: METRIC_LABELS.get(n, n))
     # one label a line, whole: three columns in half the page cut "memory recall" to "memory reca…"
     legend = alt.Legend(orient="bottom", title=None, direction="vertical", labelLimit=0)
-    return _bars_per_turn(data, "metric", legend=legend, height=330)  # with the legend under it, one label a line
+    # Streamlit fits plot, axes and legend into the height: with the legend under it, a line a label, a fixed
+    # 330 px left a voice call's nine timings a plot 60 px high, ticks at 0 and 2,000 only (a walkthrough)
+    height = PLOT_HEIGHT + LEGEND_LINE * data["metric"].nunique()
+    return _bars_per_turn(data, "metric", legend=legend, height=height)
 
 
 def _voice_latency(view: ReportView) -> None:

@@ -237,4 +237,6 @@ def test_the_latency_chart_calls_turn_0_the_greeting(app):
     _open_text_session(at, visitor, session_id, published)
     spec, data = next((spec, data) for spec, data in _charts(at) if "metric" in data)
     assert spec["encoding"]["x"]["sort"] == ["greeting", "1", "2"]
+    # the legend under the plot has a line a timing: the chart grows with it, the plot keeps its height
+    assert spec["height"] == 240 + 20 * 2  # pages/sessions.py PLOT_HEIGHT + LEGEND_LINE a timing (TTS, LLM)
     assert list(data.sort_values("turn")["turn_label"]) == ["greeting", "1", "2"]
