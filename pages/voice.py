@@ -200,7 +200,8 @@ def _live_status(key: str, who: str) -> None:
         out_level = call.speaker_level_dbfs
         st.progress(level_fraction(out_level), text=f":material/volume_up: Agent {out_level:.0f} dBFS")
     st.caption(
-        f"Audio in: {call.mic_frames_received} frames from your microphone · audio out: "
+        # seconds, as the audio out: "1976 frames" meant nothing to a visitor (a fresh-clone walkthrough)
+        f"Audio in: {call.mic_seconds_received:.1f} s from your microphone · audio out: "
         f"{call.agent_audio_seconds_sent:.1f} s of agent speech sent"
     )
     if call.error:

@@ -67,6 +67,9 @@ class VoiceCall(Protocol):
     def mic_frames_received(self) -> int: ...
 
     @property
+    def mic_seconds_received(self) -> float: ...
+
+    @property
     def agent_audio_seconds_sent(self) -> float: ...
 
     def push_av_frame(self, frame: Any) -> None:

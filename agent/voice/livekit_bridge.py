@@ -352,6 +352,10 @@ class LiveKitVoiceBridge:
         return self.mic.frames_received
 
     @property
+    def mic_seconds_received(self) -> float:
+        return self.mic.seconds_received
+
+    @property
     def agent_audio_seconds_sent(self) -> float:
         return self.playback.samples_sent / self.playback.sample_rate
 

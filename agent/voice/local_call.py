@@ -293,6 +293,10 @@ class LocalVoiceCall:
         return self.mic.frames_received
 
     @property
+    def mic_seconds_received(self) -> float:
+        return self.mic.seconds_received
+
+    @property
     def agent_audio_seconds_sent(self) -> float:
         return self.speaker.samples_sent / self.speaker.sample_rate
 

@@ -45,6 +45,7 @@ class WebRTCAudioInput(io.AudioInput):
         self._max_pending = int(MAX_PENDING_INPUT_SECONDS * 50)
         self.level_dbfs = SILENCE_DBFS  # smoothed, for the meter
         self.frames_received = 0
+        self.seconds_received = 0.0  # of microphone audio, what the Voice page says it heard
         self.frames_dropped = 0
 
     # --- producer side (any thread) -----------------------------------------
@@ -56,6 +57,7 @@ class WebRTCAudioInput(io.AudioInput):
         with self._push_lock:
             self._update_level(mono)
             self.frames_received += 1
+            self.seconds_received += mono.size / sample_rate
             if not self._attached or mono.size == 0:
                 return
             frames = self._resampler.push_mono(mono, sample_rate)

@@ -54,6 +54,7 @@ async def test_input_turns_48k_stereo_from_another_thread_into_16k_mono():
     assert abs(peak_hz(mono, SESSION_INPUT_RATE) - 300) < 3
     assert 9_000 < np.abs(mono).max() < 11_000  # downmix averages, does not sum
     assert audio_input.frames_received == 50
+    assert audio_input.seconds_received == pytest.approx(1.0)  # what the Voice page says it heard
     assert audio_input.level_dbfs > -20  # a loud tone moves the meter
 
 
