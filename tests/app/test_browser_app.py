@@ -296,6 +296,12 @@ def test_livekit_panel_mints_a_token_for_the_visitor(database_uri, new_browser_p
     process, url = start_streamlit(credentials, log_path=tmp_path / "streamlit.log")
     try:
         page = new_browser_page((1920, 1080))
+        # the first request of a server: Streamlit takes pages/ for a v1 multipage app until st.navigation
+        # runs, and listed the files in the sidebar ("app script, chat, …"): note whether it ever shows
+        page.add_init_script(
+            "new MutationObserver(() => { if (document.querySelector('[data-testid=stSidebarNav]'))"
+            " window.__sidebarNav = true; }).observe(document, {childList: true, subtree: true});"
+        )
         page.goto(url + "/livekit")
         wait_for_identity_cookie(page)
         visitor = user_id_of(page)
@@ -309,6 +315,7 @@ def test_livekit_panel_mints_a_token_for_the_visitor(database_uri, new_browser_p
         claims = api.TokenVerifier(credentials["LIVEKIT_API_KEY"], credentials["LIVEKIT_API_SECRET"]).verify(token)
         assert claims.identity == visitor
         assert claims.room_config.agents[0].metadata == f'{{"user_id": "{visitor}"}}'
+        assert page.evaluate("window.__sidebarNav === undefined"), "the sidebar listed the page files"
         screenshot(page, "livekit")
     finally:
         stop_streamlit(process)
