@@ -24,15 +24,18 @@ CLOSE_IN_MEANING = 0.40
 DISTINCTIVE_WORDS = 2.0
 
 
-def answers(hit: dict[str, Any]) -> bool:
-    """Whether a knowledge hit (agent/tool_outputs.knowledge_found) answers the question it was found for."""
+def answers(hit: dict[str, Any], *, asked: bool = True) -> bool:
+    """Whether a knowledge hit (agent/tool_outputs.knowledge_found) answers the message it was found for. A
+    distinctive word makes it an answer to a question only: "# not a heading" shares "head" with the E03
+    article, "message number 12: I walked 5 miles" a word of the order-tracking one, and both statements
+    were answered with them (a fresh-clone walkthrough)."""
     similarity = hit.get("similarity") or 0.0
-    return similarity >= CLOSE_IN_MEANING or (hit.get("text_score") or 0.0) >= DISTINCTIVE_WORDS
+    return similarity >= CLOSE_IN_MEANING or (asked and (hit.get("text_score") or 0.0) >= DISTINCTIVE_WORDS)
 
 
 def knowledge_found(data: dict[str, Any], user_text: str, recalled: list[tuple[str, str]]) -> str:
     hits = data.get("hits") or []
-    if hits and answers(hits[0]):
+    if hits and answers(hits[0], asked=is_question(user_text)):
         top = hits[0]
         return f"From the Kestrel Coffee knowledge base ({top['title']}): {best_sentences(user_text, top['content'])}"
     if not is_question(user_text):

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from agent.brain.knowledge import CLOSE_IN_MEANING, DISTINCTIVE_WORDS
+from agent.brain.knowledge import CLOSE_IN_MEANING, DISTINCTIVE_WORDS, KEPT_IN_THE_CONVERSATION_REPLY
 from tests.support.agent_run import agent_session
 
 
@@ -56,6 +56,17 @@ async def test_a_document_that_answers_is_quoted(new_user, question, title, why)
         why
     ]
     assert reply.startswith(f"From the Kestrel Coffee knowledge base ({title}): ")
+
+
+@pytest.mark.parametrize("statement", ["# not a heading", "message number 12: I walked 5 miles today"])
+async def test_a_statement_sharing_a_word_with_a_document_is_not_answered_with_it(new_user, statement):
+    """Found in a fresh-clone walkthrough: "# not a heading" was answered with the E03 article ("head"), and a
+    run of "message number N: I walked N miles today" with the order-tracking one, 22 times."""
+    output, reply = await _ask(new_user().user_id, statement)
+    top = output["hits"][0]
+    assert top["similarity"] < CLOSE_IN_MEANING
+    assert not reply.startswith("From the Kestrel Coffee knowledge base"), reply
+    assert reply == KEPT_IN_THE_CONVERSATION_REPLY
 
 
 async def test_a_question_about_nothing_in_the_documents_says_nothing_was_found(new_user):
