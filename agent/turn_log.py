@@ -23,6 +23,8 @@ class TurnLogSink:
 
     Fillers ("One moment, let me look that up.") are left out: they say nothing worth finding later.
     Events forwarded from elsewhere (``origin``) are left out too: the process that made them stores them.
+    What the agent says before the user's first message (the greeting) is stored as an *opening*: kept in
+    the transcript, never searched (core.conversations.TurnInput), since it holds nothing the user said.
     """
 
     def __init__(self, user_id: uuid.UUID, session_id: str, *, indexer: TurnIndexer | None = None) -> None:
@@ -30,6 +32,7 @@ class TurnLogSink:
         self.session_id = session_id
         self._indexer = indexer
         self._next_index = 0
+        self.user_spoke = False  # the user said (or typed) something in this session
         self._lock = threading.Lock()
 
     @property
@@ -43,6 +46,7 @@ class TurnLogSink:
         if not text or (event["role"] == "assistant" and text == FILLER_TEXT):
             return
         with self._lock:
+            self.user_spoke = self.user_spoke or event["role"] == "user"
             queued = self.indexer.submit(
                 self.user_id,
                 self.session_id,
@@ -50,6 +54,7 @@ class TurnLogSink:
                 event["role"],
                 text,
                 created_at=datetime.fromtimestamp(event["ts"], UTC),
+                opening=not self.user_spoke,
             )
             if queued:
                 self._next_index += 1

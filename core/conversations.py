@@ -31,18 +31,23 @@ MAX_TURN_LENGTH = 8000
 MAX_SPEAKER_LENGTH = 64
 MAX_SESSION_ID_LENGTH = 200
 MAX_BATCH = 5000
-_COLUMNS = "id, session_id, turn_index, speaker, content, created_at, embedding is not null as embedded"
+_COLUMNS = "id, session_id, turn_index, speaker, content, created_at, embedding is not null as embedded, opening"
 
 
 @dataclass(frozen=True)
 class TurnInput:
-    """One turn to store: which session, its position in it, who spoke, what was said, when."""
+    """One turn to store: which session, its position in it, who spoke, what was said, when.
+
+    `opening`: the agent said it before the user said anything in the session (the greeting): it is kept in
+    the transcript but never embedded nor searched, since it holds nothing the user told the agent
+    (supabase/migrations/20261207120000_openings_not_searched.sql)."""
 
     session_id: str
     turn_index: int
     speaker: str
     content: str
     created_at: datetime | None = None
+    opening: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ class ConversationTurn:
     content: str
     created_at: datetime
     embedded: bool
+    opening: bool = False  # said by the agent before the user's first message: never searched (TurnInput)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +70,7 @@ class ConversationTurn:
             "content": self.content,
             "created_at": self.created_at.isoformat(),
             "embedded": self.embedded,
+            "opening": self.opening,
         }
 
 
@@ -82,7 +89,9 @@ def _clean(turn: TurnInput) -> TurnInput:
     content = clean_text(turn.content, what="turn text", max_length=MAX_TURN_LENGTH)
     if turn.created_at is not None and (not isinstance(turn.created_at, datetime) or turn.created_at.tzinfo is None):
         raise InvalidInput("A turn's time must be a timezone-aware datetime.")
-    return TurnInput(session_id, turn.turn_index, speaker, content, turn.created_at)
+    if turn.opening and speaker == "user":
+        raise InvalidInput("An opening is what the agent says before the user's first message, not the user's.")
+    return TurnInput(session_id, turn.turn_index, speaker, content, turn.created_at, bool(turn.opening))
 
 
 def _require_service(scope: Scope) -> None:
@@ -123,7 +132,10 @@ def store_turns(
     keys = [(t.session_id, t.turn_index) for t in cleaned]
     if len(set(keys)) != len(keys):
         raise InvalidInput("The same session and turn index appear twice in one batch.")
-    vectors = _try_embed([embedding_text(t.speaker, t.content) for t in cleaned], embed)
+    # an opening is never embedded: the vector branch reads only embedded turns
+    searched = [t for t in cleaned if not t.opening]
+    embedded = iter(_try_embed([embedding_text(t.speaker, t.content) for t in searched], embed))
+    vectors = [None if t.opening else next(embedded) for t in cleaned]
 
     with transaction(scope) as cur:
         session_ids = sorted({t.session_id for t in cleaned})
@@ -140,11 +152,11 @@ def store_turns(
             raise InvalidInput(f"Session {foreign[0]} belongs to another user; no turns were stored.")
         cur.executemany(
             "insert into public.conversation_turns "
-            "(user_id, session_id, turn_index, speaker, content, created_at, embedding) "
-            "values (%s, %s, %s, %s, %s, coalesce(%s, now()), %s::extensions.halfvec) "
+            "(user_id, session_id, turn_index, speaker, content, created_at, embedding, opening) "
+            "values (%s, %s, %s, %s, %s, coalesce(%s, now()), %s::extensions.halfvec, %s) "
             "on conflict (user_id, session_id, turn_index) do nothing",
             [
-                (scope.user_id, t.session_id, t.turn_index, t.speaker, t.content, t.created_at, v)
+                (scope.user_id, t.session_id, t.turn_index, t.speaker, t.content, t.created_at, v, t.opening)
                 for t, v in zip(cleaned, vectors, strict=True)
             ],
         )
@@ -195,14 +207,15 @@ def embed_pending(
     embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed,
     conninfo: str | None = None,
 ) -> int:
-    """Embed the scope's turns that were stored without an embedding; returns how many.
+    """Embed the scope's turns that were stored without an embedding (but openings, which never are);
+    returns how many.
 
     Raises EmbeddingUnavailable if the model still fails (the turns stay pending)."""
     _require_service(scope)
     with transaction(scope, conninfo=conninfo) as cur:
         cur.execute(
             "select id, speaker, content from public.conversation_turns "
-            "where user_id = %s and embedding is null order by id limit %s",
+            "where user_id = %s and embedding is null and not opening order by id limit %s",
             (scope.user_id, max(1, min(int(limit), MAX_BATCH))),
         )
         rows = cur.fetchall()
@@ -229,7 +242,8 @@ def embed_all_pending(
         users = [
             row[0]
             for row in conn.execute(
-                "select distinct user_id from public.conversation_turns where embedding is null limit 10000"
+                "select distinct user_id from public.conversation_turns "
+                "where embedding is null and not opening limit 10000"
             ).fetchall()
         ]
     done = 0
@@ -457,7 +471,7 @@ def conversations_within(
             f"shown as (select t.*, row_number() over (partition by t.session_id order by t.turn_index) as place "
             f"  from public.conversation_turns t join latest l on l.session_id = t.session_id where {within}) "
             "select l.turn_count, l.held_count, s.id, s.session_id, s.turn_index, s.speaker, s.content, s.created_at, "
-            "s.embedding is not null as embedded "
+            "s.embedding is not null as embedded, s.opening "
             "from latest l join shown s on s.session_id = l.session_id and s.place <= %(each)s "
             "order by l.started, l.session_id, s.turn_index",
             {

@@ -96,12 +96,14 @@ class TurnIndexer:
         content: str,
         *,
         created_at: datetime | None = None,
+        opening: bool = False,
     ) -> bool:
-        """Queue one turn; returns False (and queues nothing) for a turn with no words."""
+        """Queue one turn; returns False (and queues nothing) for a turn with no words. `opening`: see
+        core.conversations.TurnInput."""
         content = (content or "").strip()[:MAX_TURN_LENGTH]
         if not content:
             return False
-        turn = TurnInput(session_id, turn_index, speaker, content, created_at or datetime.now(UTC))
+        turn = TurnInput(session_id, turn_index, speaker, content, created_at or datetime.now(UTC), opening)
         with self._cond:
             if self._closed:
                 log.error("turn %s of session %s arrived after shutdown; not stored", turn_index, session_id)
@@ -251,7 +253,7 @@ class TurnIndexer:
             stored = self._store_one_by_one(scope, batch)
         with self._cond:
             self._stored += len(stored)
-            if any(not turn.embedded for turn in stored):
+            if any(not turn.embedded and not turn.opening for turn in stored):
                 self._pending_users.add(user_id)
         return True
 

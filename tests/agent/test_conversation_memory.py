@@ -229,7 +229,8 @@ def test_every_turn_of_a_chat_is_stored_as_it_happens_even_when_the_embedder_fai
     assert failures  # the model failed for the first batch: those turns were stored without an embedding...
     assert not all(t.embedded for t in stored)
     assert indexer.embed_pending() >= 1  # ...and the retry pass embeds them
-    assert all(t.embedded for t in conversations.list_turns(user.scope, session_id))
+    # every turn but the greeting, said before the user's first message (never embedded, never searched)
+    assert [t.turn_index for t in conversations.list_turns(user.scope, session_id) if not t.embedded] == [0]
     # the session and its report are there as well, and deleting it deletes its turns
     assert sessions.get_session(user.scope, session_id).report["playground"]["session_id"] == session_id
     sessions.delete_session(user.scope, session_id)
@@ -457,6 +458,47 @@ def _two_chats(runtime, user_id, *, then: list[str]):
     session_id = second.session_id
     second.close().result(timeout=60)
     return answers[-1], session_id
+
+
+def test_the_greeting_of_an_earlier_session_is_never_recalled_nor_searched(runtime, new_user):
+    """Found in a fresh-clone walkthrough (2026-12-07): "hi, what can you do for me?" recalled an earlier
+    session's greeting into the model's context (★ in the panel), and "what did I pay for coffee?" was answered
+    "I found it in our earlier conversations. On Monday, December 7 I said: “Hi! I'm the Memory Playground
+    agent…”". What the agent says before the user's first message holds nothing the user told it: the
+    transcript keeps it, no search of past turns finds it."""
+    user = new_user()
+    first = runtime.open_conversation(f"first-{uuid.uuid4().hex[:8]}", user.user_id)
+    greeting = first.ready.result(timeout=60)
+    assert greeting.startswith("Hi! I'm the Memory Playground agent")
+    assert first.send("I hiked the Bear Creek trail with Nora on Saturday.").result(timeout=60).error is None
+    first_id = first.session_id
+    first.close().result(timeout=60)
+    stored = conversations.list_turns(user.scope, first_id)
+    assert [(t.turn_index, t.speaker, t.opening) for t in stored] == [
+        (0, "assistant", True),  # kept in the transcript (the Sessions page shows it)...
+        (1, "user", False),
+        (2, "assistant", False),
+    ]
+    assert stored[0].content == greeting and not stored[0].embedded  # ...but not embedded
+
+    second = runtime.open_conversation(f"second-{uuid.uuid4().hex[:8]}", user.user_id)
+    second.ready.result(timeout=60)
+    hello = second.send("hi, what can you do for me?").result(timeout=60)
+    coffee = second.send("what did I pay for coffee?").result(timeout=60)
+    second.close().result(timeout=60)
+    searched = [e for turn in (hello, coffee) for e in turn.events if e["type"] == "retrieval"]
+    past = [e for e in searched if e["tier"] == "conversations"]
+    assert past and any(e["trigger"] == "tool:search_past_conversations" for e in past)
+    for event in past:
+        assert event["hits"], event  # the hike is found (if only as the nearest)...
+        assert stored[0].id not in {hit["id"] for hit in event["hits"]}  # ...never the greeting
+        assert str(stored[0].id) not in (event.get("injected") or [])
+    for turn in (hello, coffee):
+        assert "Memory Playground agent" not in turn.reply, turn.reply
+    # nor in any mode of the search the tool and the Sessions page run, its own words included
+    for mode in ("hybrid", "vector", "text"):
+        found = search_conversations(user.scope, "Hi! I'm the Memory Playground agent", mode=mode, limit=10)
+        assert stored[0].id not in {hit.id for hit in found.hits}, mode
 
 
 def test_what_did_we_talk_about_last_time_sums_up_the_last_conversation(runtime, new_user):

@@ -778,6 +778,42 @@ def test_a_turn_whose_embedding_failed_is_kept_found_by_text_and_embedded_later(
     assert found.hits[0].id == turn.id and found.hits[0].vector_rank == 1
 
 
+def test_an_opening_is_kept_in_the_transcript_and_never_embedded_nor_searched(new_user):
+    """The agent's greeting, said before the user's first message, holds nothing the user told it: stored for
+    the transcript, never embedded, never found by a search of past turns (the agent's, the Sessions page's)."""
+    user = new_user()
+    service = Scope.service(user.user_id)
+    sid = f"opening-{user.user_id}"
+    greeting = "Hi! I'm the Memory Playground agent. Tell me something and I'll remember it, or ask about coffee."
+    stored = conversations.store_turns(
+        service,
+        [
+            TurnInput(sid, 0, "assistant", greeting, T0, opening=True),
+            TurnInput(sid, 1, "user", "I paid 4 dollars for my coffee this morning.", T0 + timedelta(seconds=30)),
+            TurnInput(sid, 2, "assistant", "Noted: 4 dollars for coffee.", T0 + timedelta(seconds=40)),
+        ],
+    )
+    assert [(t.opening, t.embedded) for t in stored] == [(True, False), (False, True), (False, True)]
+    assert conversations.list_turns(user.scope, sid) == stored  # the transcript keeps it (as the user: RLS)
+    assert conversations.embed_pending(service) == 0  # not waiting for an embedding either
+    for scope in (service, user.scope):
+        for mode in ("hybrid", "vector", "text"):
+            for query in (greeting, "what can you do for me?", "what did I pay for coffee?"):
+                found = search_conversations(scope, query, mode=mode, limit=10, fold_repeats=False)
+                assert stored[0].id not in {hit.id for hit in found.hits}, (mode, query)
+                assert found.hits or mode == "text", (mode, query)
+    # the database keeps it so: an opening cannot be embedded, nor become a turn searched
+    with pytest.raises(psycopg.errors.CheckViolation), transaction(service) as cur:
+        cur.execute(
+            "update public.conversation_turns set embedding = %s::extensions.halfvec where id = %s",
+            (vector_literal(embeddings.embed_one(greeting)), stored[0].id),
+        )
+    with pytest.raises(psycopg.errors.CheckViolation), transaction(service) as cur:
+        cur.execute("update public.conversation_turns set opening = false where id = %s", (stored[0].id,))
+    with pytest.raises(InvalidInput, match="not the user's"):
+        conversations.store_turns(service, [TurnInput(sid, 3, "user", "hello?", opening=True)])
+
+
 def test_statistics_follow_inserts_and_deletes(new_user):
     user = new_user()
     service = Scope.service(user.user_id)
