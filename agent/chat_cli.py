@@ -249,6 +249,9 @@ def _close(chat: Conversation, timeout: float) -> int:
         print(f"error while saving the session: {exc}", file=sys.stderr)
         return 1
     ps = chat.playground_session
+    if not chat.kept:
+        print(f"session {chat.session_id} not kept: nothing was said in it")
+        return 0
     saved = ps is not None and ps.record is not None
     print(f"session {chat.session_id} {'saved' if saved else 'NOT saved (kept on disk for a retry)'}")
     return 0

@@ -138,6 +138,12 @@ class Conversation:
     def playground_session(self) -> PlaygroundSession | None:
         return self._ps
 
+    @property
+    def kept(self) -> bool:
+        """Whether the conversation is kept (listed on the Sessions page, its report saved when it ends): once
+        the user has said something in it (PlaygroundSession.kept)."""
+        return self._ps is not None and self._ps.kept
+
     def events_since(self, cursor: int = 0) -> tuple[list[Event], int]:
         """Events after `cursor` and the new cursor (start with 0)."""
         return self.sink.since(cursor)

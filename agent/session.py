@@ -11,7 +11,8 @@ session to the running loop)::
     ps.session.output.audio = my_audio_output
     greeting = await ps.start()                  # preload, start, greet (returns the greeting text)
     ...
-    report = await ps.finish()                   # close, extract facts, save the report
+    report = await ps.finish()                   # close, extract facts, save the report (ps.kept: the user
+                                                 # said something; else nothing of it is kept)
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from agent.forgetting import Forgetting
 from agent.model_factory import build_llm, describe_models, session_connect_options
 from agent.playground_agent import PlaygroundAgent, load_preload
 from agent.session_events import publish_session_events
-from agent.turn_log import TurnLogSink
+from agent.turn_log import TurnLogSink, user_said
 from core import memories
 from core.db import parse_user_id
 from core.errors import PlaygroundError
@@ -116,6 +117,13 @@ class PlaygroundSession:
     @property
     def events(self) -> list[Event]:
         return self.bus.events
+
+    @property
+    def kept(self) -> bool:
+        """Whether the session is kept: from the user's first words (said or typed) on. One they never said
+        anything in stores no turn (agent/turn_log.py), is never listed on the Sessions page, and leaves no
+        report when it ends."""
+        return any(user_said(event) and not event.get("origin") for event in self.bus.events)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -234,11 +242,6 @@ class PlaygroundSession:
         extraction = None
         if extract and agent is not None:
             extraction = await self._extract(agent)
-        base = self._livekit_part(base_report)
-        # the session's turns are in the conversation tier before its report is (the Sessions page shows
-        # both); a database outage only delays this, the indexer keeps the turns and retries
-        if not await asyncio.to_thread(get_indexer().flush, TURNS_FLUSH_SECONDS, embed_pending=False):
-            log.warning("session %s: some conversation turns are still queued; they are stored later", self.session_id)
         section = reports.playground_section(
             session_id=self.session_id,
             user_id=self.user_id,
@@ -251,7 +254,14 @@ class PlaygroundSession:
             extraction=extraction,
             models=describe_models().as_dict(),
         )
-        self.report = self.forgetting.report_without_them({**base, "playground": section})
+        self.report = self.forgetting.report_without_them({**self._livekit_part(base_report), "playground": section})
+        if not self.kept:  # the user said nothing: no report, and its greeting was never stored (turn_log.py)
+            log.info("session %s ended before the user said anything; nothing of it is kept", self.session_id)
+            return self.report
+        # the session's turns are in the conversation tier before its report is (the Sessions page shows
+        # both); a database outage only delays this, the indexer keeps the turns and retries
+        if not await asyncio.to_thread(get_indexer().flush, TURNS_FLUSH_SECONDS, embed_pending=False):
+            log.warning("session %s: some conversation turns are still queued; they are stored later", self.session_id)
         self.record = await asyncio.to_thread(
             reports.save,
             self.user_id,

@@ -5,17 +5,36 @@ session's final transcripts and queues each one on the process's
 :class:`core.turn_indexer.TurnIndexer`, which stores and embeds it on its own
 thread. Queuing is all that happens on the agent's loop, so a reply never
 waits for an embedding or an insert.
+
+A session is stored from the user's first message on: what the agent says before
+it (the greeting) is held back until then, and a session in which the user never
+says (or types) anything stores nothing, so it is never listed on the Sessions
+page (agent.session.PlaygroundSession.kept: nor is its report saved).
 """
 
 from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 from agent.events import Event
 from agent.prompts import FILLER_TEXT
+from core.sessions import DELETED_TEXT
 from core.turn_indexer import TurnIndexer, get_indexer
+
+
+def user_said(event: Mapping[str, Any]) -> bool:
+    """Whether the event is words of the user's (a final user transcript that says something): a session
+    is kept from the first one on."""
+    return (
+        event.get("type") == "transcript"
+        and event.get("role") == "user"
+        and bool(event.get("final"))
+        and bool((event.get("text") or "").strip())
+    )
 
 
 class TurnLogSink:
@@ -23,8 +42,9 @@ class TurnLogSink:
 
     Fillers ("One moment, let me look that up.") are left out: they say nothing worth finding later.
     Events forwarded from elsewhere (``origin``) are left out too: the process that made them stores them.
-    What the agent says before the user's first message (the greeting) is stored as an *opening*: kept in
-    the transcript, never searched (core.conversations.TurnInput), since it holds nothing the user said.
+    What the agent says before the user's first message (the greeting) is an *opening*: kept in the
+    transcript, never searched (core.conversations.TurnInput), since it holds nothing the user said. It is
+    queued with the user's first message, so a session the user never speaks in stores no turn at all.
     """
 
     def __init__(self, user_id: uuid.UUID, session_id: str, *, indexer: TurnIndexer | None = None) -> None:
@@ -33,6 +53,7 @@ class TurnLogSink:
         self._indexer = indexer
         self._next_index = 0
         self.user_spoke = False  # the user said (or typed) something in this session
+        self._held: list[tuple[int, Event, str, datetime]] = []  # the openings, until the user speaks
         self._lock = threading.Lock()
 
     @property
@@ -45,16 +66,25 @@ class TurnLogSink:
         text = (event.get("text") or "").strip()
         if not text or (event["role"] == "assistant" and text == FILLER_TEXT):
             return
+        said_at = datetime.fromtimestamp(event["ts"], UTC)
         with self._lock:
-            self.user_spoke = self.user_spoke or event["role"] == "user"
+            if not self.user_spoke and event["role"] != "user":
+                self._held.append((self._next_index, event, text, said_at))
+                self._next_index += 1
+                return
+            if not self.user_spoke:
+                self.user_spoke = True
+                for index, held, said, held_at in self._held:
+                    # blanked meanwhile (agent/forgetting.py): it said a memory the user deleted, and a stored
+                    # turn saying it would have been deleted with it
+                    if held.get("text") == DELETED_TEXT and said != DELETED_TEXT:
+                        continue
+                    self.indexer.submit(
+                        self.user_id, self.session_id, index, held["role"], said, created_at=held_at, opening=True
+                    )
+                self._held.clear()
             queued = self.indexer.submit(
-                self.user_id,
-                self.session_id,
-                self._next_index,
-                event["role"],
-                text,
-                created_at=datetime.fromtimestamp(event["ts"], UTC),
-                opening=not self.user_spoke,
+                self.user_id, self.session_id, self._next_index, event["role"], text, created_at=said_at
             )
             if queued:
                 self._next_index += 1

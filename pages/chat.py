@@ -60,7 +60,8 @@ _WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy), when the page started
 _BLANK = "u_chat_blank"  # the visitor sent a message of only spaces: said once under the box
 _DRAFT_SHOWN = "u_chat_draft_shown"  # the draft just made: scrolled into view once (below the fold on a phone)
 _DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until sent (in parts) or discarded
-_ENDED = "u_chat_ended"  # (session_id, saved: bool) of the conversation just ended
+_ENDED = "u_chat_ended"  # (session_id, saved: bool or _NOTHING_SAID) of the conversation just ended
+_NOTHING_SAID = "nothing said"  # it ended before the visitor said anything: not kept, not on the Sessions page
 # The turn picker's widget key. Streamlit drops a widget's state when a page without it is drawn, so the
 # choice is kept under _PICKED, which outlives a visit to another page, and handed to the picker each run.
 _PICKER = "u_chat_inspect_turn"
@@ -357,7 +358,7 @@ def _end_session(chat) -> None:
     session_id = chat.session_id
     with st.spinner("Saving the session report…"):
         report = chat_state.close_chat_session(reason="end button", wait=True)
-    st.session_state[_ENDED] = (session_id, report is not None)
+    st.session_state[_ENDED] = (session_id, report is not None if chat.kept else _NOTHING_SAID)
     st.session_state.pop(_PICKED, None)
     st.rerun()
 
@@ -404,9 +405,15 @@ def _inspector(turns: list[Turn], visitor, session_id: str | None) -> None:
     render_turn_details(turn, key=f"u_chat_turn{turn.number}", scope=visitor.scope, params=rrf.current_params())
 
 
-def _ended(session_id: str, saved: bool) -> None:
+def _ended(session_id: str, saved: bool | str) -> None:
     """The conversation just ended: where its report went, and a new start."""
-    if saved:
+    if saved == _NOTHING_SAID:  # no report and no turns: there is nothing to open on the Sessions page
+        st.info(
+            f"Session `{session_ref(session_id)}` ended before you said anything, so nothing of it is kept: a "
+            "conversation shows on the Sessions page once you have said something in it.",
+            icon=":material/info:",
+        )
+    elif saved:
         st.success(f"Session `{session_ref(session_id)}` ended and its report was saved.", icon=":material/task_alt:")
         # a button, not a link to the Sessions page: that page shows the newest session, which another tab's
         # conversation had become (found in a fresh-clone walkthrough, 2026-12-07)
@@ -462,7 +469,8 @@ def _header(chat: Conversation, visitor) -> bool:
             key="u_chat_end",
             icon=":material/stop_circle:",
             width="content",
-            help="Ends this conversation and saves its report to the Sessions page.",
+            help="Ends this conversation and saves its report to the Sessions page (one you said nothing in "
+            "is not kept).",
         )
 
 

@@ -700,8 +700,8 @@ def main() -> None:
     _zone = profiles.time_zone(visitor.scope)
     page_header(
         "Sessions",
-        "Your past conversations. A report is saved when a session ends — the End session "
-        "button on the Chat page, a finished call, or when you leave.",
+        "Your past conversations, each from your first message in it. A report is saved when a session "
+        "ends — the End session button on the Chat page, a finished call, or when you leave.",
         icon=":material/history:",
     )
     _picked_session_id()

@@ -48,8 +48,9 @@ from ui.voice import (
 )
 from ui.voice_latency import show_latency_table
 
-_ENDED = "u_voice_ended"  # (session_id, saved or SESSION_DELETED or _NEVER_JOINED, pipeline) of the last call
+_ENDED = "u_voice_ended"  # (session_id, saved or SESSION_DELETED, _NEVER_JOINED, _NOTHING_SAID; pipeline)
 _NEVER_JOINED = "never_joined"  # a LiveKit call whose room could not be joined: no worker, no report
+_NOTHING_SAID = "nothing_said"  # the call ended before the visitor said anything: not kept, no report
 _CALL_KEY = "u_voice_call_key"
 _LAST_CALL = "u_voice_last_call"  # the call this browser session started, until its end is shown
 _OUTBOX = "u_voice_outbox"  # typed during the call and not yet handed to it (see _typed)
@@ -299,6 +300,12 @@ def _ended_notice() -> None:
             "Check the message the call showed, then press Start call to try again.",
             icon=":material/call_end:",
         )
+    elif saved == _NOTHING_SAID:  # no report and no turns: there is nothing to open on the Sessions page
+        st.info(
+            f"Call `{session_ref(session_id)}` ended before you said anything, so nothing of it is kept: a call "
+            "shows on the Sessions page once you have said (or typed) something in it.",
+            icon=":material/call_end:",
+        )
     elif pipeline == "livekit":
         st.info(
             "You left the LiveKit room. The agent worker saves the session report when the room closes.",
@@ -386,7 +393,7 @@ def _end(key: str, last: VoiceCall) -> None:
             report = future.result(timeout=chat_state.close_timeout_seconds())
         except Exception as exc:  # shown; a report that failed to save is kept on disk for a retry
             show_error(exc)
-        st.session_state[_ENDED] = (last.session_id, report is not None, last.pipeline)
+        st.session_state[_ENDED] = (last.session_id, report is not None if last.kept else _NOTHING_SAID, last.pipeline)
 
 
 def _before_a_call(settings: Settings, playing: bool, ice: list[dict], *, microphone_blocked: bool) -> None:

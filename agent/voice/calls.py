@@ -49,6 +49,11 @@ class VoiceCall(Protocol):
         elsewhere); None while it runs or when nothing says."""
 
     @property
+    def kept(self) -> bool:
+        """Whether the call is kept (listed on the Sessions page, its report saved when it ends): once the
+        user has said or typed something in it (agent.session.PlaygroundSession.kept)."""
+
+    @property
     def error(self) -> str | None: ...
 
     @property

@@ -33,6 +33,7 @@ from agent import events
 from agent.event_bus import QueueSink
 from agent.events import EVENTS_TOPIC, ORIGIN_TRANSCRIPTION, ORIGIN_WORKER, Event, EventFields, decode_event
 from agent.forgetting import ForgettingOnScreen
+from agent.turn_log import user_said
 from agent.voice.audio import SILENCE_DBFS, WEBRTC_FRAME_SAMPLES, WEBRTC_SAMPLE_RATE
 from agent.voice.mic import WebRTCAudioInput
 from agent.voice.speaker import PlaybackBuffer
@@ -374,3 +375,7 @@ class LiveKitVoiceBridge:
     @property
     def ended_because(self) -> str | None:
         return None  # the worker ends its own job (a deleted session included); the room says no more
+
+    @property
+    def kept(self) -> bool:  # the worker keeps its session by the same rule, from the user's words it heard
+        return any(user_said(event) for event in self.sink.since(0)[0])

@@ -323,6 +323,10 @@ class LocalVoiceCall:
     def ended_because(self) -> str | None:
         return self.conversation.close_reason
 
+    @property
+    def kept(self) -> bool:
+        return self.conversation.kept
+
     def stop(self) -> concurrent.futures.Future:
         """End the call and save its report (idempotent)."""
         with self._stop_lock:

@@ -501,6 +501,21 @@ def test_the_greeting_of_an_earlier_session_is_never_recalled_nor_searched(runti
         assert stored[0].id not in {hit.id for hit in found.hits}, mode
 
 
+def test_a_chat_the_user_said_nothing_in_is_not_kept(runtime, new_user):
+    """A conversation is a session from the user's first words on: one closed after the greeting alone stores
+    no turn and leaves no report (it was listed on the Sessions page as "0 turns": a fresh-clone walkthrough)."""
+    user = new_user()
+    chat = runtime.open_conversation(f"silent-{uuid.uuid4().hex[:8]}", user.user_id)
+    assert chat.ready.result(timeout=60)  # the greeting was said
+    assert get_indexer().flush(30, embed_pending=False) and not chat.kept
+    assert sessions.list_sessions(user.scope) == []  # not listed while it is open...
+    report = chat.close().result(timeout=60)
+    assert [line["role"] for line in report["playground"]["transcript"]] == ["assistant"]
+    assert chat.playground_session.record is None and not chat.kept
+    assert sessions.list_sessions(user.scope) == []  # ...nor kept once it ended
+    assert conversations.list_turns(user.scope, chat.session_id) == []
+
+
 def test_what_did_we_talk_about_last_time_sums_up_the_last_conversation(runtime, new_user):
     """A chat, ended; a new chat asks what the last one was about: the agent calls recall_last_conversation
     and answers with the user's own lines and the day (it searched all past turns for the words "what did we

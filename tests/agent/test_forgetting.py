@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from core import conversations, memories, sessions
+from core import conversations, memories, sessions, turn_indexer
 from core.db import Scope, transaction
 from core.errors import DatabaseUnavailable
 from core.sessions import DELETED_TEXT
@@ -66,6 +66,24 @@ def test_a_memory_deleted_on_the_memories_page_leaves_the_open_chat_its_model_an
     stored = conversations.list_turns(user.scope, session_id)
     assert stored and all(DOG not in turn.content for turn in stored)
     assert memories.list_memories(user.scope) == []  # not extracted again from what was said
+
+
+def test_a_greeting_that_said_a_memory_deleted_before_the_user_spoke_is_never_stored(runtime, new_user):
+    """What the agent says before the user's first message is stored with that message (agent/turn_log.py): a
+    greeting that named the user, whose name memory was deleted meanwhile, is not stored then."""
+    user = new_user()
+    memories.remember(Scope.service(user.user_id), "name", "Thibault")  # said in an earlier session
+    chat = runtime.open_conversation("forget-greeting", user.user_id)
+    assert "Thibault" in chat.ready.result(timeout=60)  # "Welcome back, Thibault! ..."
+    (name,) = memories.list_memories(user.scope)
+    memories.delete_memory(user.scope, name.id)
+    assert until(lambda: chat.forgotten_messages == 1, timeout=15.0)
+    assert chat.send("hello again").result(timeout=60).error is None
+    assert turn_indexer.flush_queued()
+    stored = conversations.list_turns(user.scope, chat.session_id)
+    assert [(t.turn_index, t.speaker) for t in stored] == [(1, "user"), (2, "assistant")]  # no greeting
+    chat.close().result(timeout=60)
+    assert all("Thibault" not in t.content for t in conversations.list_turns(user.scope, chat.session_id))
 
 
 def test_a_deletion_in_another_process_reaches_the_chat_through_the_database(runtime, new_user):

@@ -40,6 +40,7 @@ def test_closing_a_session_closes_only_that_users_conversation_of_it(runtime, ne
     theirs = runtime.open_conversation("tab-c", other.user_id)
     for conversation in (doomed, sibling, theirs):
         conversation.ready.result(timeout=60)
+    assert doomed.send("my favorite color is teal").result(timeout=60).error is None  # a session from now on
     assert runtime.close_session(other.user_id, doomed.session_id) == []  # another user's session id: nothing
     [closing] = runtime.close_session(user.user_id, doomed.session_id)
     closing.result(timeout=60)  # done once its report is saved
@@ -207,16 +208,18 @@ def test_idle_sessions_are_closed_and_reported(runtime, new_user):
     user = new_user()
     chat = runtime.open_conversation("idle", user.user_id)
     chat.ready.result(timeout=60)
+    assert chat.send("my favorite color is teal").result(timeout=60).error is None
     assert runtime.close_idle(max_idle=3600) == []
     assert runtime.close_idle(max_idle=0) == ["idle"]
     chat.close().result(timeout=60)
-    assert sessions.get_session(user.scope, chat.session_id).report["playground"]["turns"] == 0
+    assert sessions.get_session(user.scope, chat.session_id).report["playground"]["turns"] == 1
 
 
 def test_switching_identity_on_the_same_key_starts_a_new_session(runtime, new_user):
     first, second = new_user(), new_user()
     chat = runtime.open_conversation("browser", first.user_id)
     chat.ready.result(timeout=60)
+    assert chat.send("my favorite color is teal").result(timeout=60).error is None
     replaced = runtime.open_conversation("browser", second.user_id)
     assert replaced is not chat and replaced.user_id == second.user_id
     chat.close().result(timeout=60)  # the old one was closed and its report saved

@@ -449,12 +449,28 @@ async def test_entrypoint_runs_a_job_and_saves_its_report_at_shutdown(new_user, 
         await worker.entrypoint(ctx)
         session = ctx.primary_session
         assert session.current_agent.user_id == user.user_id
+        session.output.set_audio_enabled(False)
+        await session.run(user_input="where is order 1001?")
         for callback in ctx._shutdown_callbacks:  # what the job does when the room closes
             await callback("room closed")
     record = sessions.get_session(user.scope, "lk-job-entry-1")
     assert record.report["job_id"] == "job-entry-1"
     assert record.report["playground"]["user_id"] == str(user.user_id)
     assert record.report["playground"]["mode"] == "worker"
+
+
+async def test_a_job_the_user_said_nothing_in_leaves_no_session(new_user, monkeypatch):
+    """A call is kept from the caller's first words, as a chat is (agent.session.PlaygroundSession.kept): a room
+    left after the greeting alone leaves no report and no turn on the Sessions page."""
+    user = new_user()
+    for builder in ("build_stt", "build_tts", "build_vad"):
+        monkeypatch.setattr(worker, builder, lambda: None)
+    with fake_job_context(job_id="job-silent-1", job_metadata=json.dumps({"user_id": str(user.user_id)})) as ctx:
+        await worker.entrypoint(ctx)
+        for callback in ctx._shutdown_callbacks:
+            await callback("room closed")
+    assert sessions.list_sessions(user.scope) == []
+    assert conversations.list_turns(user.scope, "lk-job-silent-1") == []
 
 
 async def test_a_job_with_the_local_whisper_is_told_the_users_words_and_learns_new_ones(new_user, monkeypatch):

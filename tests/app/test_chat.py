@@ -11,6 +11,8 @@ import pytest
 
 from agent import MAX_MESSAGE_LENGTH, SESSION_DELETED, get_runtime
 from core import conversations, db, memories, memory_changes, sessions, turn_indexer
+from core.erasure import delete_everything
+from core.errors import NotFound
 from core.retrieval import RrfParams
 from tests.app.conftest import settle
 from tests.support.long_messages import LONG_MESSAGES, remember_what_they_ask_about
@@ -152,6 +154,63 @@ def test_open_it_on_the_sessions_page_opens_the_session_just_ended_not_the_newes
     at.run()
     assert not at.exception, at.exception
     assert at.selectbox(key="u_sessions_pick").value == ended
+
+
+def test_a_conversation_the_visitor_said_nothing_in_is_no_session(app):
+    """Found in a fresh-clone walkthrough (2026-12-07): opening Chat (the greeting only) added a session to the
+    Sessions page ("in progress · 0 turns", later "3 min 01 s · 0 turns"), one visit to Chat after Delete
+    everything brought one back, and after a deletion the page chose one of them. A conversation is a session
+    from the visitor's first message on: before it, nothing of it is stored or listed, and ending it keeps
+    nothing (no report, no turn)."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    greeted = at.session_state["u_chat_session"].session_id
+    assert _assistant_texts(at)  # the agent's greeting
+    assert turn_indexer.flush_queued()
+    at.query_params["session"] = greeted  # its link, too
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert any("No sessions yet" in m.value for m in at.markdown)
+    assert any(w.value.startswith(f"Session `{greeted}` is not among your sessions") for w in at.warning)
+    assert sessions.count_sessions(visitor.scope) == 0 and conversations.list_turns(visitor.scope, greeted) == []
+
+    at.switch_page("pages/chat.py")
+    at.run()
+    settle(at)
+    at.button(key="u_chat_end").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert any(i.value.startswith(f"Session `{greeted}` ended before you said anything") for i in at.info)
+    assert not any("report was saved" in s.value for s in at.success)
+    assert "u_chat_open_ended" not in {b.key for b in at.button}  # there is nothing to open on the Sessions page
+    with pytest.raises(NotFound):  # no report row left behind...
+        sessions.get_session(visitor.scope, greeted)
+    assert conversations.list_turns(visitor.scope, greeted) == []  # ...nor its greeting
+
+    # the next conversation is a session from the visitor's first message on, its greeting included
+    next(b for b in at.button if b.label == "Start a new conversation").click()
+    at.run()
+    settle(at)
+    chat = at.session_state["u_chat_session"]
+    assert turn_indexer.flush_queued() and sessions.count_sessions(visitor.scope) == 0
+    _say(at, "my favorite color is teal")
+    assert turn_indexer.flush_queued()
+    stored = conversations.list_turns(visitor.scope, chat.session_id)
+    assert [(t.turn_index, t.speaker, t.opening) for t in stored] == [
+        (0, "assistant", True),
+        (1, "user", False),
+        (2, "assistant", False),
+    ]
+    at.switch_page("pages/sessions.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert list(at.dataframe[0].value["Session"]) == [chat.session_id]  # in progress, with its greeting
+    assert at.selectbox(key="u_sessions_pick").options == [
+        at.selectbox(key="u_sessions_pick").format_func(chat.session_id)
+    ]
+    assert "1 session with their transcripts, and everything else." in [c.value for c in at.caption]
+    delete_everything(visitor.scope)
 
 
 def test_a_memory_deleted_before_the_session_ends_is_not_in_its_report(app):

@@ -13,7 +13,7 @@ import pytest
 from agent import SESSION_DELETED, get_runtime
 from agent.voice.calls import VoiceCall, end_call, get_call, open_call
 from agent.voice.local_tts import SAMPLE_RATE, synthesize_pcm
-from core import db, memories, sessions, turn_indexer
+from core import conversations, db, memories, sessions, turn_indexer
 from core.errors import InvalidInput, NotFound
 from tests.support.audio import FakeBrowser, piper_utterance
 from tests.support.events import wait_for_event
@@ -159,7 +159,8 @@ def test_a_call_whose_session_is_deleted_elsewhere_ends_and_the_next_one_is_new(
     key, call, user = local_call()
     with FakeBrowser(call):
         call.ready.result(timeout=120)
-        assert turn_indexer.flush_queued()  # the greeting is stored: the session exists
+        assert call.submit_text("my favorite color is teal").result(timeout=60).error is None
+        assert turn_indexer.flush_queued()  # the visitor said something: the session exists
         deleted = call.session_id
         with db.admin_connection() as conn:
             assert conn.execute("delete from public.sessions where session_id = %s", (deleted,)).rowcount == 1
@@ -179,6 +180,24 @@ def test_a_call_whose_session_is_deleted_elsewhere_ends_and_the_next_one_is_new(
     call.stop().result(timeout=60)
     with pytest.raises(NotFound):
         sessions.get_session(user.scope, deleted)
+
+
+def test_a_call_ended_before_the_visitor_says_anything_is_not_kept(local_call):
+    """Found in a fresh-clone walkthrough (2026-12-07), for the chat and calls alike: a conversation of the
+    greeting only was listed on the Sessions page and its report kept. A call is kept from the visitor's
+    first words (said or typed); one ended before them leaves no report and no turn, its greeting included."""
+    _, call, user = local_call()
+    with FakeBrowser(call) as browser:
+        call.ready.result(timeout=120)  # the spoken greeting, played out to the browser
+        assert browser.sound_at, "the greeting was not heard"
+        assert turn_indexer.flush_queued()
+        assert not call.kept and sessions.list_sessions(user.scope) == []  # not listed while it runs...
+    report = call.stop().result(timeout=60)
+    assert report["playground"]["transcript"][0]["role"] == "assistant"  # the greeting was said
+    assert not call.kept
+    with pytest.raises(NotFound):  # ...nor kept when it ends
+        sessions.get_session(user.scope, call.session_id)
+    assert conversations.list_turns(user.scope, call.session_id) == []
 
 
 def test_a_call_the_browser_streams_to_is_never_closed_as_idle(local_call):
