@@ -263,8 +263,13 @@ def test_a_call_hears_disconnected_only_when_it_lasts(streamlit_server, new_brow
     assert states.count("disconnected") == 2 and states[-1] == "failed"
 
 
-def _voice_sessions(user_id: uuid.UUID) -> list[str]:
-    return [r.session_id for r in sessions.list_sessions(Scope.service(user_id)) if r.session_id.startswith("voice-")]
+def _voice_sessions(user_id: uuid.UUID, *, reported: bool = False) -> list[str]:
+    """The user's voice sessions (`reported`: only those whose report is saved, not still going)."""
+    return [
+        r.session_id
+        for r in sessions.list_sessions(Scope.service(user_id))
+        if r.session_id.startswith("voice-") and (r.report or not reported)
+    ]
 
 
 def _until(check, timeout: float) -> bool:
@@ -287,7 +292,10 @@ def test_a_call_whose_session_is_deleted_elsewhere_says_so_and_goes_on_in_a_new_
     user_id = uuid.UUID(re.search(r"User id:\s*([0-9a-f-]{36})", page.inner_text("body")).group(1))
     open_page(page, "Voice")
     start_call(page)
-    assert _until(lambda: len(_voice_sessions(user_id)) == 1, timeout=60), "the call's greeting was not stored"
+    box = page.locator('[data-testid="stChatInputTextArea"]')
+    box.fill("Where is order 1001?")  # a call is a session from the visitor's first words on
+    box.press("Enter")
+    assert _until(lambda: len(_voice_sessions(user_id)) == 1, timeout=60), "the call's turns were not stored"
     [deleted] = _voice_sessions(user_id)
     with db.admin_connection() as conn:
         conn.execute("delete from public.sessions where session_id = %s", (deleted,))
@@ -297,16 +305,17 @@ def test_a_call_whose_session_is_deleted_elsewhere_says_so_and_goes_on_in_a_new_
         notice.first.wait_for(timeout=30_000)
     except Exception as exc:
         raise AssertionError(f"no notice; {what_the_page_went_through(page)}") from exc
-    assert _until(lambda: len(_voice_sessions(user_id)) == 1 and _voice_sessions(user_id) != [deleted], timeout=90)
-    [new] = _voice_sessions(user_id)
-    # the notice stays until the visitor's first turn in the new session, then goes
+    # the notice stays until the visitor's first turn in the new session, then goes; the new session is
+    # listed from that turn on
     expect(notice.first).to_be_visible()
-    box = page.locator('[data-testid="stChatInputTextArea"]')
+    assert _voice_sessions(user_id) == []
     box.fill("Where is order 1003?")
     box.press("Enter")
     answer = page.locator('[data-testid="stChatMessage"]').filter(has_text="1003").filter(has_not_text="Where is")
     expect(answer.first).to_be_visible(timeout=CALL_TIMEOUT_MS)
     expect(notice).to_have_count(0, timeout=10_000)
+    assert _until(lambda: len(_voice_sessions(user_id)) == 1 and _voice_sessions(user_id) != [deleted], timeout=90)
+    [new] = _voice_sessions(user_id)
     page.frame_locator(WEBRTC_FRAME).get_by_role("button", name="End call").click()
     page.get_by_text("its report (transcript, tool calls, per-turn latencies) was saved").wait_for(timeout=90_000)
     assert _voice_sessions(user_id) == [new] and sessions.get_session(Scope.service(user_id), new).report
@@ -362,7 +371,13 @@ def test_a_call_says_that_another_page_ends_it_and_leaving_saves_its_report(stre
     open_page(page, "Voice")
     start_call(page)
     page.get_by_text("another page or a reload ends the call").wait_for(timeout=60_000)
-    assert _voice_sessions(user_id) == []  # nothing saved while it runs
+    box = page.locator('[data-testid="stChatInputTextArea"]')  # a call is kept once the visitor says something
+    box.fill("Where is order 1003?")
+    box.press("Enter")
+    messages = page.locator('[data-testid="stChatMessage"]')
+    expect(messages.filter(has_text="1003").filter(has_not_text="Where is").first).to_be_visible(
+        timeout=CALL_TIMEOUT_MS
+    )
     open_page(page, "Chat")
     open_page(page, "Voice")
     ended = page.get_by_text(re.compile(r"Call voice-\w+ ended; its report .* was saved"))
@@ -370,7 +385,7 @@ def test_a_call_says_that_another_page_ends_it_and_leaving_saves_its_report(stre
         ended.first.wait_for(timeout=30_000)
     except Exception as exc:
         raise AssertionError(f"no word of the call that ended; {what_the_page_went_through(page)}") from exc
-    assert _until(lambda: len(_voice_sessions(user_id)) == 1, 60), "the call's report was not saved"
+    assert _until(lambda: len(_voice_sessions(user_id, reported=True)) == 1, 60), "the call's report was not saved"
     assert _voice_sessions(user_id)[0] in ended.first.inner_text()
 
 
@@ -390,4 +405,6 @@ def test_the_page_does_not_say_connecting_while_the_agent_greets(streamlit_serve
     # the status fragment redraws twice a second: the greeting takes longer than this to say
     expect(page.get_by_text("Connecting the agent")).to_have_count(0, timeout=1_500)
     page.frame_locator(WEBRTC_FRAME).get_by_role("button", name="End call").click()
-    page.get_by_text("its report (transcript, tool calls, per-turn latencies) was saved").wait_for(timeout=90_000)
+    # the visitor said nothing: the call is not kept, and the page says so (no report, no Sessions link)
+    page.get_by_text(re.compile(r"Call voice-\w+ ended before you said anything")).wait_for(timeout=90_000)
+    expect(page.get_by_text("Open it on the Sessions page")).to_have_count(0)
