@@ -259,6 +259,54 @@ def embed_all_pending(
 # says nothing the search could find again, so it removes nothing.
 MIN_FORGOTTEN_MENTION_LENGTH = 3
 
+# The agent says back what it was told in the other person: "I paid $5 for coffee" comes back as "Got it, I'll
+# remember that you paid $5 for coffee", and "my dog is Rex" as "your dog is Rex". A memory's text is also
+# found so repeated: every first-person word of it in the second person, and the other way round ("you" for
+# "I", "me", "we" or "us"; "your" for "my" or "our"; "you are" for "I am", "you were" for "I was"), the rest
+# word for word as before. Only the whole swap counts, so "you paid $7 for coffee" or "what did I pay for
+# coffee?" is no mention of "I paid $5 for coffee".
+_OTHER_PERSON: dict[str, tuple[str, ...]] = {
+    "i": ("you",),
+    "me": ("you",),
+    "we": ("you",),
+    "us": ("you",),
+    "my": ("your",),
+    "our": ("your",),
+    "mine": ("yours",),
+    "ours": ("yours",),
+    "myself": ("yourself",),
+    "ourselves": ("yourselves",),
+    "you": ("I", "me", "we", "us"),
+    "your": ("my", "our"),
+    "yours": ("mine", "ours"),
+    "yourself": ("myself",),
+    "yourselves": ("ourselves",),
+}
+# the verb after a swapped subject: "I am" -> "you are", "you were" -> "I was" (and "we were")
+_VERB_AFTER: dict[tuple[str, str], tuple[str, ...]] = {
+    ("i", "am"): ("are",),
+    ("i", "was"): ("were",),
+    ("you", "are"): ("am", "are"),
+    ("you", "were"): ("was", "were"),
+}
+# words a text's repetition need not hold: a string is tried for it only when it holds all the others
+_SWAPPED_WORDS = frozenset(_OTHER_PERSON) | {verb for _, verb in _VERB_AFTER}
+# "I'm", "you're", "we've": written out before anything is compared, so "I'm vegan" and "you are vegan" match
+_CONTRACTION = re.compile(r"\b(i|you|we)['\u2019](m|re|ve|ll|d)\b", re.I)
+_WRITTEN_OUT = {"m": "am", "re": "are", "ve": "have", "ll": "will", "d": "would"}
+_NOT_KEY_WORDS = _SWAPPED_WORDS | set(_WRITTEN_OUT.values())
+_TOKEN = re.compile(r"\s+|[^\W_]+|[\W_]")
+
+
+def written_out(string: str) -> str:
+    """`string` as mentions are compared: curly apostrophes straight, "I'm" as "I am", "you're" as "you are"."""
+    string = string.replace("\u2019", "'").replace("\u2018", "'")
+    return _CONTRACTION.sub(lambda m: f"{m.group(1)} {_WRITTEN_OUT[m.group(2).lower()]}", string)
+
+
+def _word_pattern(word: str) -> str:
+    return "".join(char if char.isalnum() else "\\" + char for char in word)
+
 
 def mention_pattern(text: str) -> str:
     """A Postgres regular expression for `text` as whole words, any run of spaces between them."""
@@ -272,6 +320,47 @@ def mention_pattern(text: str) -> str:
         else:
             parts.append("\\" + char)  # a backslash before a non-alphanumeric is always literal
     return r"(^|\W)" + "".join(parts) + r"(\W|$)"
+
+
+def _other_person(text: str) -> list[str | tuple[str, ...]] | None:
+    """`text` (written out) as tokens, each first- or second-person word as its other-person words; None when
+    it has none."""
+    tokens: list[str | tuple[str, ...]] = []
+    before, swapped = "", False
+    for token in _TOKEN.findall(text.strip()):
+        lower = token.lower()
+        other = _OTHER_PERSON.get(lower) or _VERB_AFTER.get((before, lower))
+        swapped = swapped or other is not None
+        tokens.append(other or token)
+        if not token.isspace():
+            before = lower
+    return tokens if swapped else None
+
+
+def other_person_pattern(text: str) -> str | None:
+    """A regular expression for `text` said back in the other person (see _OTHER_PERSON), as whole words and
+    any run of spaces between them like mention_pattern; None for a text with no first- or second-person word."""
+    tokens = _other_person(text)
+    if tokens is None:
+        return None
+    parts = []
+    for token in tokens:
+        if isinstance(token, tuple):
+            parts.append("(?:" + "|".join(token) + ")")
+        elif token.isspace():
+            parts.append(r"\s+")
+        else:
+            parts.append(_word_pattern(token))
+    return r"(^|\W)" + "".join(parts) + r"(\W|$)"
+
+
+def other_person_text(text: str) -> str | None:
+    """`text` as the agent would say it back ("I paid $5" -> "you paid $5"), for saying what a deletion takes;
+    None for a text with no first- or second-person word."""
+    tokens = _other_person(written_out(text))
+    if tokens is None:
+        return None
+    return "".join(token[0] if isinstance(token, tuple) else token for token in tokens)
 
 
 def forgettable(cur, texts: Sequence[str]) -> list[str]:
@@ -295,86 +384,132 @@ def forgettable(cur, texts: Sequence[str]) -> list[str]:
 _WORD = re.compile(r"\w+")
 
 
+def _words(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(text.lower()))
+
+
 class Mentions:
-    """Whether a string says one of `texts` as whole words, any case (mention_pattern's rule), for the
-    deletion of a memory's mentions from past turns (here) and from session reports (core.sessions): one
-    rule, checked by Python's `re` for both. Built from `forgettable` texts.
+    """Whether a string says one of `texts` as whole words, any case (mention_pattern's rule), or says it back
+    in the other person ("you paid $5 for coffee" for "I paid $5 for coffee": other_person_pattern), for the
+    deletion of a memory's mentions from past turns (here), from session reports (core.sessions) and from a
+    conversation still open (agent/forgetting.py): one rule, checked by Python's `re` for all of them. Built
+    from `forgettable` texts; `other_person=False` leaves out the repetitions (to tell them apart).
 
-    A string holding a text as whole words holds each of its words (runs of \\w) as whole words, so a
-    text's pattern is tried only on strings holding all of its words: looked up by its longest word for one
-    string (calling it), through a word index for many (`among`: a visitor's turns, their reports' strings),
-    so a thousand texts over 20,000 turns stay cheap. (In SQL, `content ~* any(patterns)` recompiled every
-    pattern on every row past Postgres's 32 cached regular expressions: 1,500 memory texts never finished.)"""
+    Strings and texts are compared `written_out` ("I'm" as "I am"). A string holding a text as whole words
+    holds each of its words (runs of \\w) as whole words, and a repetition each of its words but the swapped
+    ones, so a pattern is tried only on strings holding all of those: looked up by the text's longest such word
+    for one string (calling it), through a word index for many (`among`: a visitor's turns, their reports'
+    strings), so a thousand texts over 20,000 turns stay cheap. (In SQL, `content ~* any(patterns)` recompiled
+    every pattern on every row past Postgres's 32 cached regular expressions: 1,500 memory texts never
+    finished.)"""
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Sequence[str], *, other_person: bool = True) -> None:
         self.texts = list(texts)
+        # (the words a string must hold, the pattern), and the same keyed by the text's key word
+        self._patterns: list[tuple[frozenset[str], re.Pattern]] = []
         self._by_word: dict[str, list[tuple[frozenset[str], re.Pattern]]] = {}
         for text in self.texts:
-            words = frozenset(_WORD.findall(text.lower()))
-            self._by_word.setdefault(self.key_word(text), []).append((words, re.compile(mention_pattern(text), re.I)))
+            said = written_out(text)
+            words = _words(said)
+            entries = [(words, re.compile(mention_pattern(said), re.I))]
+            repeated = other_person_pattern(said) if other_person else None
+            if repeated is not None:
+                entries.append((words - _SWAPPED_WORDS, re.compile(repeated, re.I)))
+            self._patterns += entries
+            self._by_word.setdefault(self.key_word(text), []).extend(entries)
 
     @staticmethod
     def key_word(text: str) -> str:
-        """The word a string must hold to say `text` ("" for a text of symbols only: every string is tried)."""
-        words = _WORD.findall(text.lower())
+        """The word a string must hold to say `text`, in either person and as written (core.sessions looks for
+        it in the reports' raw text): its longest word that is neither swapped nor written out of a contraction
+        ("" for a text of symbols or person words only: every string is tried)."""
+        words = [word for word in _WORD.findall(written_out(text).lower()) if word not in _NOT_KEY_WORDS]
         return max(words, key=len) if words else ""
 
     def __bool__(self) -> bool:
         return bool(self.texts)
 
     def __call__(self, string: str) -> bool:
-        said = {""} | set(_WORD.findall(string.lower()))
-        # a pattern runs only where the string holds every word of its text
+        string = written_out(string)
+        said = {""} | _words(string)
+        # a pattern runs only where the string holds every word it needs
         return any(
             words <= said and pattern.search(string) for key in said for words, pattern in self._by_word.get(key, ())
         )
 
     def among(self, strings: Sequence[str]) -> list[int]:
         """The positions of the strings that say one of the texts. For many strings (a visitor's turns):
-        each text's pattern is tried only on the strings holding every one of its words, found through a
-        word index (the rarest word first), so texts whose longest word is common stay cheap too."""
+        each pattern is tried only on the strings holding every word it needs, found through a word index
+        (the rarest word first), so texts whose longest word is common stay cheap too."""
+        strings = [written_out(string) for string in strings]
         holding: dict[str, set[int]] = {}
         for position, string in enumerate(strings):
-            for word in set(_WORD.findall(string.lower())):
+            for word in _words(string):
                 holding.setdefault(word, set()).add(position)
         found: set[int] = set()
-        for text in self.texts:
-            words = sorted(set(_WORD.findall(text.lower())), key=lambda word: len(holding.get(word, ())))
+        for needed, pattern in self._patterns:
+            words = sorted(needed, key=lambda word: len(holding.get(word, ())))
             candidates = set(range(len(strings))) if not words else set(holding.get(words[0], ()))
             for word in words[1:]:
                 if not candidates:
                     break
                 candidates &= holding.get(word, set())
-            pattern = re.compile(mention_pattern(text), re.I)
             found.update(position for position in candidates - found if pattern.search(strings[position]))
         return sorted(found)
 
 
-def _mentioning(cur, user_id, texts: Sequence[str]) -> list[int]:
-    """Ids of the user's turns holding any of `texts` as whole words, any case (as the caller's scope)."""
-    says = Mentions(forgettable(cur, texts))
+@dataclass(frozen=True)
+class MentionCount:
+    """The past turns a deletion takes with it, as the Memories page says them before it asks to confirm."""
+
+    yours: int = 0  # the user's own messages
+    agents: int = 0  # the agent's replies
+    repeated: int = 0  # of all of them, those that say a text only in the other person ("you paid" for "I paid")
+
+    @property
+    def total(self) -> int:
+        return self.yours + self.agents
+
+
+def _mentioning(cur, user_id, texts: Sequence[str]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The `forgettable` texts and the user's turns (id, speaker, content) that say one of them as whole words,
+    any case, or say it back in the other person (as the caller's scope)."""
+    kept = forgettable(cur, texts)
+    says = Mentions(kept)
     if not says:
-        return []
-    cur.execute("select id, content from public.conversation_turns where user_id = %s", (user_id,))
+        return kept, []
+    cur.execute("select id, speaker, content from public.conversation_turns where user_id = %s", (user_id,))
     rows = cur.fetchall()
-    return [rows[position]["id"] for position in says.among([row["content"] for row in rows])]
+    return kept, [rows[position] for position in says.among([row["content"] for row in rows])]
 
 
 def count_mentions(scope: Scope, texts: Sequence[str]) -> int:
-    """How many of the user's past turns deleting these memory texts would delete with them (what the
-    Memories page says before it asks to confirm); as the user, RLS decides."""
+    """How many of the user's past turns deleting these memory texts would delete with them; as the user,
+    RLS decides."""
+    return mention_count(scope, texts).total
+
+
+def mention_count(scope: Scope, texts: Sequence[str]) -> MentionCount:
+    """Whose past turns, and how many, deleting these memory texts would delete with them (what the Memories
+    page says before it asks to confirm); as the user, RLS decides."""
     with transaction(scope) as cur:
-        return len(_mentioning(cur, scope.user_id, texts))
+        kept, rows = _mentioning(cur, scope.user_id, texts)
+    agents = sum(1 for row in rows if row["speaker"] != "user")
+    in_their_words = set(Mentions(kept, other_person=False).among([row["content"] for row in rows]))
+    return MentionCount(len(rows) - agents, agents, len(rows) - len(in_their_words))
 
 
 def delete_mentions(cur, user_id, texts: Sequence[str]) -> int:
-    """Delete the user's conversation turns (theirs and the agent's) containing any of `texts` as whole
-    words, any case; returns how many. Runs in the caller's transaction, as the user (RLS) or the scoped
-    service."""
-    ids = _mentioning(cur, user_id, texts)
-    if not ids:
+    """Delete the user's conversation turns (theirs and the agent's) that say any of `texts` as whole words,
+    any case, or say it back in the other person (Mentions); returns how many. Runs in the caller's
+    transaction, as the user (RLS) or the scoped service."""
+    _, rows = _mentioning(cur, user_id, texts)
+    if not rows:
         return 0
-    cur.execute("delete from public.conversation_turns where user_id = %s and id = any(%s)", (user_id, ids))
+    cur.execute(
+        "delete from public.conversation_turns where user_id = %s and id = any(%s)",
+        (user_id, [row["id"] for row in rows]),
+    )
     return cur.rowcount
 
 

@@ -38,6 +38,10 @@ def _flash(message: str) -> None:
     st.session_state[_FLASH] = message
 
 
+def _quoted(text: str) -> str:
+    return f"“{literal(clip(text, 60))}”"
+
+
 def _and_mentions(count: int, what: str = "it") -> str:
     if not count:
         return ""
@@ -205,22 +209,41 @@ def _edit_form(scope, memory, *, gone: bool = False) -> None:
             st.rerun()
 
 
-def _mentions_notice(count: int, what: str) -> str:
-    """What deleting also deletes, said before the user confirms (a common word can be in many messages)."""
-    if not count:
+def _mentions_notice(count: conversations.MentionCount, what: str, said_back: str | None = None) -> str:
+    """What deleting also deletes, said before the user confirms (a common word can be in many messages): how
+    many past messages, whose, and how many only say it back in the other person (the agent's "you paid $5"
+    for "I paid $5"), as `said_back` when there is one memory."""
+    if not count.total:
         return f"No past conversation message mentions {what}."
-    if count == 1:
-        return f"**1 past conversation message** that mentions {what} is deleted too."
-    return f"**{count:,} past conversation messages** that mention {what} are deleted too."
+    many = count.total != 1
+    whose = " and ".join(
+        part
+        for part in (
+            f"{count.yours:,} of yours" if count.yours else "",
+            f"{count.agents:,} of the agent's" if count.agents else "",
+        )
+        if part
+    )
+    said = (
+        f"**{count.total:,} past conversation message{'s' if many else ''}** that mention{'' if many else 's'} "
+        f"{what} {'are' if many else 'is'} deleted too: {whose}"
+    )
+    if not count.repeated:
+        return said + "."
+    how = f"it as {_quoted(said_back)}" if said_back else "one back in the other person (“you” for “I”)"
+    if not many:
+        return f"{said}, which says {how}."
+    return f"{said}; {count.repeated:,} of them say{'s' if count.repeated == 1 else ''} {how}."
 
 
 def _confirm_delete(scope, memory) -> None:
     mid = str(memory.id)
     with reported():
-        mentions = conversations.count_mentions(scope, [memory.content])
+        mentions = conversations.mention_count(scope, [memory.content])
+        said_back = conversations.other_person_text(memory.content)
         st.warning(
             f"Delete `{memory.memory_type}`? The agent will no longer know this. "
-            f"{_mentions_notice(mentions, f'“{literal(clip(memory.content, 60))}”')} This cannot be undone.",
+            f"{_mentions_notice(mentions, _quoted(memory.content), said_back)} This cannot be undone.",
             icon=":material/delete_forever:",
         )
     buttons = st.container(horizontal=True)
@@ -253,11 +276,12 @@ def _toolbar(scope, visitor, items) -> None:
     if items:
         with st.expander("Delete all memories…", icon=":material/delete_sweep:", key="u_mem_delete_all_box"):
             with reported():
-                mentions = conversations.count_mentions(scope, [m.content for m in items])
+                mentions = conversations.mention_count(scope, [m.content for m in items])
+                said_back = conversations.other_person_text(items[0].content) if len(items) == 1 else None
                 st.markdown(
                     f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items):,} memories'}**"
                     " the agent keeps about you and the profile details it learned (name, language, time zone,"
-                    f" preferences). {_mentions_notice(mentions, 'them' if len(items) > 1 else 'it')}"
+                    f" preferences). {_mentions_notice(mentions, 'them' if len(items) > 1 else 'it', said_back)}"
                     " Your session reports stay on the Sessions page, without these texts. It cannot be undone."
                 )
             typed = st.text_input(f"Type {DELETE_ALL_PHRASE} to confirm", key="u_mem_delete_all_phrase")

@@ -167,3 +167,60 @@ def test_the_forget_tool_answers_even_when_the_conversation_cannot_check(runtime
     session_id = chat.session_id
     chat.close().result(timeout=60)
     assert calls and "teal" not in json.dumps(sessions.get_session(user.scope, session_id).report)
+
+
+PAID = "I paid $5 for coffee and $10 for lunch"
+
+
+def _told_then_asked(runtime, user, key: str):
+    """The walkthrough: the fact told in one session (which ends), asked about in the next (still open)."""
+    told = runtime.open_conversation(f"{key}-told", user.user_id)
+    told.ready.result(timeout=60)
+    assert told.send(PAID).result(timeout=60).reply == (
+        "Got it, I'll remember that you paid $5 for coffee and $10 for lunch."
+    )
+    told.close().result(timeout=60)
+    chat = runtime.open_conversation(f"{key}-asked", user.user_id)
+    chat.ready.result(timeout=60)
+    answer = chat.send("what did I pay for coffee?").result(timeout=60)
+    assert answer.reply == "You told me you paid $5 for coffee and $10 for lunch."
+    return told.session_id, chat
+
+
+def _says_it(text: str) -> bool:
+    return "$5 for coffee" in text
+
+
+def test_the_agents_reply_saying_a_deleted_memory_back_leaves_the_open_chat_and_the_stored_turns(runtime, new_user):
+    """A reply that says the fact back ("you paid $5 ...") is a mention of it: deleted on the Memories page, it
+    goes from the earlier session's stored turns and from the open chat's screen, model and report alike."""
+    user = new_user()
+    told, chat = _told_then_asked(runtime, user, "paid-page")
+    (note,) = memories.list_memories(user.scope)
+
+    assert memories.delete_memory(user.scope, note.id).mentions_removed == 3  # the Memories page, as the user
+    assert until(lambda: chat.forgotten_messages == 1, timeout=15.0)
+    assert [h["text"] for h in chat.history][1:] == ["what did I pay for coffee?", DELETED_TEXT]
+    shown, _ = chat.events_since(0)
+    assert not _says_it(json.dumps(shown)) and not _says_it(_model_reads(chat.playground_session))
+    assert [t.speaker for t in conversations.list_turns(user.scope, told)] == ["assistant"]  # the greeting
+    session_id = chat.session_id
+    chat.close().result(timeout=60)
+    assert [t.content for t in conversations.list_turns(user.scope, session_id)][1:] == ["what did I pay for coffee?"]
+    for sid in (told, session_id):
+        assert not _says_it(json.dumps(sessions.get_session(user.scope, sid).report))
+
+
+def test_the_agents_forget_takes_its_replies_saying_the_memory_back_too(runtime, new_user):
+    """ "forget ..." said to the agent goes by the same rule as the Memories page."""
+    user = new_user()
+    told, chat = _told_then_asked(runtime, user, "paid-tool")
+    forgot = chat.send("forget note_paid_5_coffee").result(timeout=60)
+    assert forgot.reply.startswith("Done, I've forgotten")
+    assert [h["text"] for h in chat.history][1:3] == ["what did I pay for coffee?", DELETED_TEXT]
+    assert [t.speaker for t in conversations.list_turns(user.scope, told)] == ["assistant"]
+    session_id = chat.session_id
+    chat.close().result(timeout=60)
+    stored = [t.content for t in conversations.list_turns(user.scope, session_id)]
+    assert "what did I pay for coffee?" in stored and not any(_says_it(text) for text in stored)
+    assert not _says_it(json.dumps(sessions.get_session(user.scope, session_id).report))

@@ -167,6 +167,48 @@ def test_edit_and_delete_one_with_confirmation(app):
     assert {m.memory_type for m in memories.list_memories(visitor.scope)} == {"car", "allergy"}
 
 
+def test_deleting_a_memory_says_and_deletes_the_agents_replies_that_say_it_back(app):
+    """The walkthrough: "I paid $5 for coffee and $10 for lunch" told in one session, asked about in the next.
+    The dialog said 1 message went with the memory; the agent's two replies saying it back ("you paid ...")
+    stayed, and a Sessions search for "coffee" still listed them. Now they go too, and the dialog says so:
+    how many, whose, and in which words."""
+    at = app("pages/memories.py")
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    paid = "I paid $5 for coffee and $10 for lunch"
+    told, asked = f"told-{uuid.uuid4().hex[:8]}", f"asked-{uuid.uuid4().hex[:8]}"
+    conversations.store_turns(
+        service,
+        [
+            TurnInput(told, 0, "user", paid),
+            TurnInput(told, 1, "assistant", "Got it, I'll remember that you paid $5 for coffee and $10 for lunch."),
+        ],
+    )
+    conversations.store_turns(
+        service,
+        [
+            TurnInput(asked, 0, "user", "what did I pay for coffee?"),
+            TurnInput(asked, 1, "assistant", "You told me you paid $5 for coffee and $10 for lunch."),
+        ],
+    )
+    note = memories.remember(service, "note_paid_5_coffee", paid).memory
+    at.run()
+
+    at.button(key=f"u_mem_delete_{note.id}").click()
+    at.run()
+    assert any(
+        "**3 past conversation messages** that mention “I paid \\$5 for coffee and \\$10 for lunch” are deleted "
+        "too: 1 of yours and 2 of the agent's; 2 of them say it as “you paid \\$5 for coffee and \\$10 for lunch”."
+        in w.value
+        for w in at.warning
+    ), [w.value for w in at.warning]
+    at.button(key=f"u_mem_delete_yes_{note.id}").click()
+    at.run()
+    assert any("and 3 past conversation messages that mentioned it" in s.value for s in at.success)
+    assert conversations.list_turns(visitor.scope, told) == []
+    assert [t.content for t in conversations.list_turns(visitor.scope, asked)] == ["what did I pay for coffee?"]
+
+
 def test_a_memory_whose_session_was_deleted_says_so_and_links_nowhere(app):
     """A memory outlives the session that wrote it. Once that session is deleted its card says so, with no
     Open button, "From sessions" does not count it, and a stale link to it says it was deleted instead of

@@ -872,6 +872,90 @@ def test_forgetting_a_memory_deletes_its_mentions_in_past_turns_and_only_those(n
     assert len(conversations.list_turns(other.scope, f"forget-{other.user_id}")) == len(FORGET_SESSION)
 
 
+PAID = "I paid $5 for coffee and $10 for lunch"
+# a fresh-clone walkthrough: the fact told in one session, asked about in the next
+PAID_TOLD = [
+    ("user", PAID),
+    ("assistant", "Got it, I'll remember that you paid $5 for coffee and $10 for lunch."),  # said back: goes
+    ("user", "I paid $7 for coffee and $10 for lunch the day before."),  # another amount: stays
+    ("assistant", "They paid $5 for coffee and $10 for lunch, you said?"),  # not the user: stays
+    ("user", "We paid $5 for coffee and $10 for lunch at the airport."),  # "we" is not "I": stays
+]
+PAID_ASKED = [
+    ("user", "what did I pay for coffee?"),  # asks, says nothing of it: stays
+    ("assistant", "You told me you paid $5 for coffee and $10 for lunch."),  # said back: goes
+    ("user", "you paid $5 for coffee, right?"),  # part of it: stays
+    ("assistant", "You told me: \u201cI paid $5 for coffee and $10 for lunch\u201d."),  # quoted: goes
+]
+
+
+def test_deleting_a_memory_takes_the_agents_replies_that_say_it_back_and_nothing_else(new_user):
+    """The agent repeats what it is told in the other person ("you paid" for "I paid"): deleting the memory
+    left those replies in the conversation tier, where a search for "coffee" still found them. They go with
+    it now, on the Memories page (as the user, RLS) and through the agent's forget alike; what differs from
+    the fact in any other word stays, and the count shown before is what goes, said by whose it is."""
+    user, other = new_user(), new_user()
+    service = Scope.service(user.user_id)
+    told, asked = f"told-{user.user_id}", f"asked-{user.user_id}"
+    conversations.store_turns(service, _turns(told, PAID_TOLD, T0))
+    conversations.store_turns(service, _turns(asked, PAID_ASKED, T0 + timedelta(days=1)))
+    conversations.store_turns(Scope.service(other.user_id), _turns(f"told-{other.user_id}", PAID_TOLD, T0))
+    paid = memories.remember(service, "note_paid_5_coffee", PAID).memory
+    memories.remember(Scope.service(other.user_id), "note_paid_5_coffee", PAID)
+
+    assert conversations.mention_count(user.scope, [PAID]) == conversations.MentionCount(yours=1, agents=3, repeated=2)
+    assert memories.delete_memory(user.scope, paid.id).mentions_removed == 4  # the Memories page, as the user
+    assert [t.content for t in conversations.list_turns(user.scope, told)] == [PAID_TOLD[i][1] for i in (2, 3, 4)]
+    assert [t.content for t in conversations.list_turns(user.scope, asked)] == [PAID_ASKED[i][1] for i in (0, 2)]
+    gone = {PAID_TOLD[0][1], PAID_TOLD[1][1], PAID_ASKED[1][1], PAID_ASKED[3][1]}
+    found = search_conversations(user.scope, "what did I pay for coffee and lunch", limit=10).hits
+    assert found and not gone & {hit.content for hit in found}  # the search finds the rest, none of these
+    assert lexicon(user.user_id) == recount(user.user_id)
+    assert len(conversations.list_turns(other.scope, f"told-{other.user_id}")) == len(PAID_TOLD)  # theirs stay
+
+    # the agent's forget (the scoped service) goes by the same rule
+    conversations.store_turns(Scope.service(other.user_id), _turns(f"asked-{other.user_id}", PAID_ASKED, T0))
+    assert memories.forget(Scope.service(other.user_id), "note_paid_5_coffee").mentions_removed == 4
+    assert [t.content for t in conversations.list_turns(other.scope, f"asked-{other.user_id}")] == [
+        PAID_ASKED[0][1],
+        PAID_ASKED[2][1],
+    ]
+
+
+def test_what_says_a_memory_back_in_the_other_person():
+    """core.conversations.Mentions: a text, or the text with each first-person word in the second person and
+    back (contractions written out first), as whole words; any other difference is another statement."""
+    says = conversations.Mentions(["I'm allergic to cats", "my dog is Rex", "I wake up at 7 am", "you owe me lunch"])
+    said = [
+        "You\u2019re allergic to cats, noted.",  # a curly apostrophe, written out: "you are"
+        "So you are allergic to cats?",
+        "I am allergic to cats",  # the user's own words, written out
+        "Your dog is Rex!",
+        "you wake up at 7 am",  # "am" after a number is no verb: it stays "am"
+        "I owe you lunch",
+        "You said we owe you lunch",  # "we" for the "you" who owes: said back
+    ]
+    not_said = [
+        "they are allergic to cats",
+        "you were allergic to cats",
+        "my dog is Rexford",
+        "his dog is Rex",
+        "you wake up at 7 are",
+        "I owe lunch",
+        "what is my dog's name?",
+    ]
+    assert [bool(says(string)) for string in said] == [True] * len(said)
+    assert [bool(says(string)) for string in not_said] == [False] * len(not_said)
+    assert says.among(not_said + said) == list(range(len(not_said), len(not_said) + len(said)))
+    exact = conversations.Mentions(["I'm allergic to cats"], other_person=False)
+    assert exact("I am allergic to cats") and not exact("you're allergic to cats")
+    assert conversations.other_person_text("I paid $5, my treat") == "you paid $5, your treat"
+    assert conversations.other_person_text("I'm vegan") == "you are vegan"
+    assert conversations.other_person_text("navy blue") is None
+    assert conversations.Mentions.key_word("you did it yourselves") == "did"  # a word either person says
+    assert conversations.Mentions.key_word("I've been to Rome") in ("been", "rome")  # and "I've" does not hold "have"
+
+
 def test_a_mention_still_waiting_in_the_turn_indexer_is_deleted_with_the_memory(new_user):
     """The indexer stores turns once they stop arriving for a moment: deleting a memory stores what it holds
     first, so a mention said just before is deleted instead of arriving after and bringing the detail back."""

@@ -73,6 +73,38 @@ def test_a_report_saved_after_the_deletion_leaves_the_deleted_memory_out(databas
     assert _says(record, "a blue Subaru")  # a memory still kept stays in the report
 
 
+def test_the_agents_reply_saying_a_deleted_memory_back_leaves_the_reports_too(database_uri):
+    """ "I paid $5 ..." comes back from the agent as "you paid $5 ...": the report's copy of that reply goes
+    with the memory, in a report saved before the deletion and in one saved after; a reply that only asks
+    about it stays."""
+    user = sign_in()
+    before, after = f"paid-{uuid.uuid4().hex[:8]}", f"paid-{uuid.uuid4().hex[:8]}"
+    paid = "I paid $5 for coffee and $10 for lunch"
+    note = memories.remember(user.service, "note_paid_5_coffee", paid, session_id=before).memory
+    report = _report(_wrote("note_paid_5_coffee", paid))
+    report["playground"]["transcript"] = [
+        {"turn": 1, "role": "user", "text": paid},
+        {
+            "turn": 1,
+            "role": "assistant",
+            "text": "Got it, I'll remember that you paid $5 for coffee and $10 for lunch.",
+        },
+        {"turn": 2, "role": "assistant", "text": "What did you pay for lunch?"},
+    ]
+    sessions.save_report(user.service, before, report)
+    memories.remember(user.service, "note_paid_5_coffee", paid, session_id=after)
+
+    memories.delete_memory(user.scope, note.id)  # the Memories page, as the user
+    sessions.save_report(user.service, after, report)  # a session still running then ends
+    for session_id in (before, after):
+        section = sessions.get_session(user.scope, session_id).report["playground"]
+        assert [line["text"] for line in section["transcript"]] == [
+            DELETED_TEXT,
+            DELETED_TEXT,
+            "What did you pay for lunch?",
+        ]
+
+
 def test_a_replaced_value_is_not_a_deleted_one_and_the_agents_forget_cleans_too(database_uri):
     user = sign_in()
     first, second = f"forget-{uuid.uuid4().hex[:8]}", f"forget-{uuid.uuid4().hex[:8]}"
