@@ -5,6 +5,11 @@ Only the service writes turns (Scope.service, scoped by the verified user id);
 users read their own turns through RLS. A turn is written even when its
 embedding cannot be computed: it is stored with no embedding, found by the
 text branch meanwhile, and embedded later by `embed_pending`.
+
+A turn may be stored withheld (`TurnInput.withheld`: the agent decides, for a
+message that may hold a secret it never keeps, agent/turn_log.py): its content
+is WITHHELD_TEXT instead of what was said, it is never embedded and has no
+words to search, so no search finds it; the transcript keeps its place.
 """
 
 from __future__ import annotations
@@ -31,7 +36,11 @@ MAX_TURN_LENGTH = 8000
 MAX_SPEAKER_LENGTH = 64
 MAX_SESSION_ID_LENGTH = 200
 MAX_BATCH = 5000
-_COLUMNS = "id, session_id, turn_index, speaker, content, created_at, embedding is not null as embedded, opening"
+_COLUMNS = (
+    "id, session_id, turn_index, speaker, content, created_at, embedding is not null as embedded, opening, withheld"
+)
+# What a withheld turn holds instead of what was said (supabase/migrations/20261207000000_withheld_turns.sql)
+WITHHELD_TEXT = "[not kept: this message may have held a password or another secret]"
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,7 @@ class TurnInput:
     content: str
     created_at: datetime | None = None
     opening: bool = False
+    withheld: bool = False  # stored as WITHHELD_TEXT, never embedded nor searchable: `content` is not kept
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,7 @@ class ConversationTurn:
     created_at: datetime
     embedded: bool
     opening: bool = False  # said by the agent before the user's first message: never searched (TurnInput)
+    withheld: bool = False  # its words were not kept: `content` is WITHHELD_TEXT
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -71,6 +82,7 @@ class ConversationTurn:
             "created_at": self.created_at.isoformat(),
             "embedded": self.embedded,
             "opening": self.opening,
+            "withheld": self.withheld,
         }
 
 
@@ -86,12 +98,13 @@ def _clean(turn: TurnInput) -> TurnInput:
     if isinstance(turn.turn_index, bool) or not isinstance(turn.turn_index, int) or turn.turn_index < 0:
         raise InvalidInput(f"The turn index must be a whole number of 0 or more (got {turn.turn_index!r}).")
     speaker = clean_text(turn.speaker, what="speaker", max_length=MAX_SPEAKER_LENGTH)
-    content = clean_text(turn.content, what="turn text", max_length=MAX_TURN_LENGTH)
+    withheld = turn.withheld is True
+    content = WITHHELD_TEXT if withheld else clean_text(turn.content, what="turn text", max_length=MAX_TURN_LENGTH)
     if turn.created_at is not None and (not isinstance(turn.created_at, datetime) or turn.created_at.tzinfo is None):
         raise InvalidInput("A turn's time must be a timezone-aware datetime.")
     if turn.opening and speaker == "user":
         raise InvalidInput("An opening is what the agent says before the user's first message, not the user's.")
-    return TurnInput(session_id, turn.turn_index, speaker, content, turn.created_at, bool(turn.opening))
+    return TurnInput(session_id, turn.turn_index, speaker, content, turn.created_at, bool(turn.opening), withheld)
 
 
 def _require_service(scope: Scope) -> None:
@@ -132,10 +145,10 @@ def store_turns(
     keys = [(t.session_id, t.turn_index) for t in cleaned]
     if len(set(keys)) != len(keys):
         raise InvalidInput("The same session and turn index appear twice in one batch.")
-    # an opening is never embedded: the vector branch reads only embedded turns
-    searched = [t for t in cleaned if not t.opening]
+    # an opening or a withheld turn is never embedded: the vector branch reads only embedded turns
+    searched = [t for t in cleaned if not (t.opening or t.withheld)]
     embedded = iter(_try_embed([embedding_text(t.speaker, t.content) for t in searched], embed))
-    vectors = [None if t.opening else next(embedded) for t in cleaned]
+    vectors = [None if t.opening or t.withheld else next(embedded) for t in cleaned]
 
     with transaction(scope) as cur:
         session_ids = sorted({t.session_id for t in cleaned})
@@ -152,11 +165,21 @@ def store_turns(
             raise InvalidInput(f"Session {foreign[0]} belongs to another user; no turns were stored.")
         cur.executemany(
             "insert into public.conversation_turns "
-            "(user_id, session_id, turn_index, speaker, content, created_at, embedding, opening) "
-            "values (%s, %s, %s, %s, %s, coalesce(%s, now()), %s::extensions.halfvec, %s) "
+            "(user_id, session_id, turn_index, speaker, content, created_at, embedding, opening, withheld) "
+            "values (%s, %s, %s, %s, %s, coalesce(%s, now()), %s::extensions.halfvec, %s, %s) "
             "on conflict (user_id, session_id, turn_index) do nothing",
             [
-                (scope.user_id, t.session_id, t.turn_index, t.speaker, t.content, t.created_at, v, t.opening)
+                (
+                    scope.user_id,
+                    t.session_id,
+                    t.turn_index,
+                    t.speaker,
+                    t.content,
+                    t.created_at,
+                    v,
+                    t.opening,
+                    t.withheld,
+                )
                 for t, v in zip(cleaned, vectors, strict=True)
             ],
         )
@@ -173,7 +196,7 @@ def store_turns(
             turn = stored.get((t.session_id, t.turn_index))
             if turn is None:
                 continue
-            if (turn.speaker, turn.content) != (t.speaker, t.content):
+            if (turn.speaker, turn.content, turn.withheld) != (t.speaker, t.content, t.withheld):
                 raise InvalidInput(
                     f"Turn {t.turn_index} of session {t.session_id} is already stored with "
                     "different text; turns cannot be changed."
@@ -191,10 +214,12 @@ def store_turn(
     content: str,
     *,
     created_at: datetime | None = None,
+    withheld: bool = False,
     embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed,
 ) -> ConversationTurn:
     """Store one turn as it happens (service scope). See store_turns; SessionDeleted for a deleted session."""
-    stored = store_turns(scope, [TurnInput(session_id, turn_index, speaker, content, created_at)], embed=embed)
+    turn = TurnInput(session_id, turn_index, speaker, content, created_at, withheld)
+    stored = store_turns(scope, [turn], embed=embed)
     if not stored:
         raise SessionDeleted(f"Session {session_id} was deleted by its owner; its turns are not kept.")
     return stored[0]
@@ -215,7 +240,7 @@ def embed_pending(
     with transaction(scope, conninfo=conninfo) as cur:
         cur.execute(
             "select id, speaker, content from public.conversation_turns "
-            "where user_id = %s and embedding is null and not opening order by id limit %s",
+            "where user_id = %s and embedding is null and not opening and not withheld order by id limit %s",
             (scope.user_id, max(1, min(int(limit), MAX_BATCH))),
         )
         rows = cur.fetchall()
@@ -243,7 +268,7 @@ def embed_all_pending(
             row[0]
             for row in conn.execute(
                 "select distinct user_id from public.conversation_turns "
-                "where embedding is null and not opening limit 10000"
+                "where embedding is null and not opening and not withheld limit 10000"
             ).fetchall()
         ]
     done = 0
@@ -478,7 +503,10 @@ def _mentioning(cur, user_id, texts: Sequence[str]) -> tuple[list[str], list[dic
     says = Mentions(kept)
     if not says:
         return kept, []
-    cur.execute("select id, speaker, content from public.conversation_turns where user_id = %s", (user_id,))
+    # a withheld turn says nothing of what was said: its marker is no mention of anything
+    cur.execute(
+        "select id, speaker, content from public.conversation_turns where user_id = %s and not withheld", (user_id,)
+    )
     rows = cur.fetchall()
     return kept, [rows[position] for position in says.among([row["content"] for row in rows])]
 
@@ -606,7 +634,7 @@ def conversations_within(
             f"shown as (select t.*, row_number() over (partition by t.session_id order by t.turn_index) as place "
             f"  from public.conversation_turns t join latest l on l.session_id = t.session_id where {within}) "
             "select l.turn_count, l.held_count, s.id, s.session_id, s.turn_index, s.speaker, s.content, s.created_at, "
-            "s.embedding is not null as embedded, s.opening "
+            "s.embedding is not null as embedded, s.opening, s.withheld "
             "from latest l join shown s on s.session_id = l.session_id and s.place <= %(each)s "
             "order by l.started, l.session_id, s.turn_index",
             {

@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 import numpy as np
 
 from core import conversations, embeddings
-from core.conversations import MAX_TURN_LENGTH, TurnInput
+from core.conversations import MAX_TURN_LENGTH, WITHHELD_TEXT, TurnInput
 from core.db import Scope
 from core.errors import DatabaseUnavailable, EmbeddingUnavailable, InvalidInput
 
@@ -97,13 +97,17 @@ class TurnIndexer:
         *,
         created_at: datetime | None = None,
         opening: bool = False,
+        withheld: bool = False,
     ) -> bool:
         """Queue one turn; returns False (and queues nothing) for a turn with no words. `opening`: see
-        core.conversations.TurnInput."""
+        core.conversations.TurnInput. A `withheld` turn is queued without its words: it is stored as
+        core.conversations.WITHHELD_TEXT."""
         content = (content or "").strip()[:MAX_TURN_LENGTH]
         if not content:
             return False
-        turn = TurnInput(session_id, turn_index, speaker, content, created_at or datetime.now(UTC), opening)
+        if withheld:
+            content = WITHHELD_TEXT  # what was said is not held here either, not even while it waits
+        turn = TurnInput(session_id, turn_index, speaker, content, created_at or datetime.now(UTC), opening, withheld)
         with self._cond:
             if self._closed:
                 log.error("turn %s of session %s arrived after shutdown; not stored", turn_index, session_id)
@@ -253,7 +257,7 @@ class TurnIndexer:
             stored = self._store_one_by_one(scope, batch)
         with self._cond:
             self._stored += len(stored)
-            if any(not turn.embedded and not turn.opening for turn in stored):
+            if any(not turn.embedded and not turn.opening and not turn.withheld for turn in stored):
                 self._pending_users.add(user_id)
         return True
 

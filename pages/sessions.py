@@ -269,10 +269,10 @@ def _transcript(scope, record, view: ReportView) -> None:
                         f" · {_when(turn.created_at)}"
                     )
                     with st.chat_message(role):
-                        st.markdown(literal(turn.content) if role == "user" else turn.content)
+                        _said(turn, role)
             else:
                 with st.chat_message(role):
-                    st.markdown(literal(turn.content) if role == "user" else turn.content)
+                    _said(turn, role)
             if role == "user" and _unanswered(turns, position, still_open=record.is_open, ends_deleted=bool(trailing)):
                 st.caption(
                     ":material/error: No answer to this message: its turn failed, was interrupted or you "
@@ -285,6 +285,18 @@ def _transcript(scope, record, view: ReportView) -> None:
 
 
 _ERRORS_HEADING = "under “error(s) during the session”"
+WITHHELD_NOTE = (
+    ":material/lock: Not kept: this message may have held a password or another secret, so its words were not "
+    "stored, and no search or question to the agent finds it."
+)
+
+
+def _said(turn, role: str) -> None:
+    """A stored message; one withheld (core.conversations.WITHHELD_TEXT) says why it is empty."""
+    if turn.withheld:
+        st.caption(WITHHELD_NOTE)
+    else:
+        st.markdown(literal(turn.content) if role == "user" else turn.content)
 
 
 def _missing(count: int) -> None:

@@ -264,6 +264,35 @@ def test_a_last_answer_deleted_with_a_memory_is_said_to_be_deleted_not_unanswere
     delete_everything(visitor.scope)
 
 
+def test_a_withheld_message_says_why_its_words_are_not_there(app):
+    """A message the agent did not keep (it may have held a secret) keeps its place in the transcript, which says
+    why it is empty; it is not an unanswered one, and the Sessions search does not find it."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    service = Scope.service(visitor.user_id)
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    lines = [
+        TurnInput(session_id, 0, "user", "my password hint is star and under", withheld=True),
+        TurnInput(
+            session_id, 1, "agent", "I'd rather not keep passwords, PINs, card or ID numbers, so I haven't saved that."
+        ),
+    ]
+    stored = conversations.store_turns(service, lines)
+    assert stored[0].content == conversations.WITHHELD_TEXT
+    sessions.save_report(service, session_id, {"playground": {"turns": 1, "mode": "text"}}, ended_at=datetime.now(UTC))
+    _show(at, session_id)
+    captions = [c.value for c in at.caption]
+    assert (
+        ":material/lock: Not kept: this message may have held a password or another secret, so its words were"
+        " not stored, and no search or question to the agent finds it." in captions
+    )
+    assert not [c for c in captions if c.startswith(":material/error: No answer to this message")]
+    assert not any("star and under" in m.value or "not kept" in m.value for m in at.markdown)
+    found = search_conversations(visitor.scope, "my password hint is star and under", limit=5).hits
+    assert [hit.turn_index for hit in found] == [1]  # the agent's reply, not the message
+    delete_everything(visitor.scope)
+
+
 def _show(at, session_id: str) -> None:
     """Open `session_id` on the Sessions page, picked from its list."""
     at.switch_page("pages/sessions.py")

@@ -956,6 +956,53 @@ def test_what_says_a_memory_back_in_the_other_person():
     assert conversations.Mentions.key_word("I've been to Rome") in ("been", "rome")  # and "I've" does not hold "have"
 
 
+SECRET = "my password hint is *star* and _under_"
+
+
+def test_a_withheld_turn_keeps_its_place_without_its_words_and_no_search_finds_it(new_user):
+    """A message the agent does not keep (a secret) is stored withheld: its place in the transcript, the marker
+    instead of its words, no embedding and no words to search. Before, "what is my password hint?" found it in
+    the conversation tier and the agent read the secret back."""
+    user = new_user()
+    service = Scope.service(user.user_id)
+    sid = f"secret-{user.user_id}"
+    said = [
+        TurnInput(sid, 0, "assistant", "Hi! What can I do for you today?", T0),
+        TurnInput(sid, 1, "user", SECRET, T0, withheld=True),
+        TurnInput(sid, 2, "assistant", "I'd rather not keep passwords, PINs, card or ID numbers.", T0),
+        TurnInput(sid, 3, "user", "The star of the show was under the stage lights.", T0),
+    ]
+    stored = conversations.store_turns(service, said)
+    assert [(t.content, t.withheld, t.embedded) for t in stored[1:2]] == [(conversations.WITHHELD_TEXT, True, False)]
+    assert conversations.store_turns(service, said[1:2]) == stored[1:2]  # stored again: the same turn
+    listed = conversations.list_turns(user.scope, sid)  # as the user: RLS
+    assert [t.turn_index for t in listed] == [0, 1, 2, 3] and listed[1] == stored[1]
+    row = next(r for r in user_turns(user.user_id) if r["id"] == stored[1].id)
+    assert row["embedding"] is None and row["lexemes"] == set()  # nothing to find it by
+    with db.admin_connection() as conn:  # nowhere in its row
+        (text,) = conn.execute(
+            "select t::text from public.conversation_turns t where id = %s", (stored[1].id,)
+        ).fetchone()
+    assert "star" not in text and "under" not in text
+
+    for query in (SECRET, "what is my password hint?", "star and under", "not kept password secret"):
+        for mode in ("hybrid", "text", "vector"):
+            hits = search_conversations(user.scope, query, limit=10, mode=mode).hits
+            assert stored[1].id not in {hit.id for hit in hits}, (query, mode)
+    assert conversations.embed_pending(service) == 0  # nothing embeds it later
+    with pytest.raises(psycopg.errors.CheckViolation), transaction(service) as cur:
+        cur.execute(
+            "update public.conversation_turns set embedding = (select embedding from public.conversation_turns "
+            "where id = %s) where id = %s",
+            (stored[0].id, stored[1].id),
+        )
+    with pytest.raises(psycopg.errors.CheckViolation), transaction(service) as cur:  # nor is it ever un-withheld
+        cur.execute("update public.conversation_turns set withheld = false where id = %s", (stored[1].id,))
+    assert lexicon(user.user_id) == recount(user.user_id)
+    # a memory whose text the marker happens to hold takes no withheld turn with it
+    assert conversations.count_mentions(user.scope, ["another secret"]) == 0
+
+
 def test_a_mention_still_waiting_in_the_turn_indexer_is_deleted_with_the_memory(new_user):
     """The indexer stores turns once they stop arriving for a moment: deleting a memory stores what it holds
     first, so a mention said just before is deleted instead of arriving after and bringing the detail back."""
