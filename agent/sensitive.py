@@ -1,5 +1,6 @@
 """What must not be stored without being asked: secrets, card and id numbers, health details, and
-things true only for now. Shared by the offline brain and post-session extraction."""
+things true only for now. Shared by the offline brain, post-session extraction and the turn log (a message
+that may hold a secret is stored without its words, whichever model answers it: `withheld`)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,16 @@ def secret_reason(text: str) -> str | None:
     if _SSN.search(text):
         return "government id number"
     return None
+
+
+def withheld(text: str) -> bool:
+    """Whether a turn is stored without its words (core.conversations.WITHHELD_TEXT) and left out of the
+    session report: it may hold a secret (`secret_reason`), which the agent never keeps. Decided on the words
+    alone, as the turn is stored when it is said, before any reply: the same for text and voice, and for the
+    offline brain (whose refusal, "I'd rather not keep passwords ...", is this check on the fact it parsed)
+    and a real model alike. A question about a secret ("what is my PIN?") is withheld too: words alone do
+    not tell it from one that holds it ("is my PIN 4417?")."""
+    return secret_reason(text) is not None
 
 
 def rejection_reason(memory_type: str, content: str, *, evidence: str = "") -> str | None:

@@ -35,8 +35,9 @@ from agent.extraction import extract_facts
 from agent.forgetting import Forgetting
 from agent.model_factory import build_llm, describe_models, session_connect_options
 from agent.playground_agent import PlaygroundAgent, load_preload
+from agent.sensitive import withheld
 from agent.session_events import publish_session_events
-from agent.turn_log import TurnLogSink, user_said
+from agent.turn_log import TurnLogSink, report_without_withheld, user_said
 from core import memories
 from core.db import parse_user_id
 from core.errors import PlaygroundError
@@ -254,7 +255,9 @@ class PlaygroundSession:
             extraction=extraction,
             models=describe_models().as_dict(),
         )
-        self.report = self.forgetting.report_without_them({**self._livekit_part(base_report), "playground": section})
+        # what a withheld turn said (a secret the agent does not keep) is left out of it, like a deleted memory
+        report = report_without_withheld({**self._livekit_part(base_report), "playground": section}, self.bus.events)
+        self.report = self.forgetting.report_without_them(report)
         if not self.kept:  # the user said nothing: no report, and its greeting was never stored (turn_log.py)
             log.info("session %s ended before the user said anything; nothing of it is kept", self.session_id)
             return self.report
@@ -292,7 +295,7 @@ class PlaygroundSession:
         user_turns = [
             e["text"]
             for e in events.of_type(self.bus.events, "transcript")
-            if e["role"] == "user" and e.get("final") and e["text"] != DELETED_TEXT
+            if e["role"] == "user" and e.get("final") and e["text"] != DELETED_TEXT and not withheld(e["text"])
         ]
         if not user_turns:
             return None

@@ -10,6 +10,13 @@ A session is stored from the user's first message on: what the agent says before
 it (the greeting) is held back until then, and a session in which the user never
 says (or types) anything stores nothing, so it is never listed on the Sessions
 page (agent.session.PlaygroundSession.kept: nor is its report saved).
+
+A turn that may hold a secret (agent.sensitive.withheld: a password, PIN, card
+or id number, which the agent never keeps) is queued withheld: stored as
+core.conversations.WITHHELD_TEXT, never embedded nor searchable, so it cannot
+be recalled later; :func:`report_without_withheld` leaves its words out of the
+session report too. Every session goes through here (text chat, local voice,
+the LiveKit worker), whichever model answers.
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from agent.events import Event
+from agent.events import Event, of_type
 from agent.prompts import FILLER_TEXT
-from core.sessions import DELETED_TEXT
+from agent.sensitive import withheld
+from core.conversations import WITHHELD_TEXT, Mentions
+from core.sessions import DELETED_TEXT, blanked
 from core.turn_indexer import TurnIndexer, get_indexer
 
 
@@ -80,11 +89,61 @@ class TurnLogSink:
                     if held.get("text") == DELETED_TEXT and said != DELETED_TEXT:
                         continue
                     self.indexer.submit(
-                        self.user_id, self.session_id, index, held["role"], said, created_at=held_at, opening=True
+                        self.user_id,
+                        self.session_id,
+                        index,
+                        held["role"],
+                        said,
+                        created_at=held_at,
+                        opening=True,
+                        withheld=withheld(said),
                     )
                 self._held.clear()
             queued = self.indexer.submit(
-                self.user_id, self.session_id, self._next_index, event["role"], text, created_at=said_at
+                self.user_id,
+                self.session_id,
+                self._next_index,
+                event["role"],
+                text,
+                created_at=said_at,
+                withheld=withheld(text),
             )
             if queued:
                 self._next_index += 1
+
+
+def _withheld_speech(events: list[Event]) -> tuple[list[str], set[str]]:
+    """What the session's withheld turns said (its final transcripts that `withheld` holds back), and every
+    piece of them heard on the way (a voice call's speech-to-text interims of the user's message, the agent's
+    reply as spoken so far: the ones since the speaker's previous final transcript; one that holds a secret
+    itself too). Whisper's interims are not always words of the final one ("My password can't to start.")."""
+    said: list[str] = []
+    pieces: set[str] = set()
+    heard: dict[str, list[str]] = {}
+    for event in of_type(events, "transcript"):
+        text, role = event.get("text") or "", event.get("role") or ""
+        if not event.get("final"):
+            heard.setdefault(role, []).append(" ".join(text.split()))
+            if withheld(text):
+                pieces.add(" ".join(text.split()))
+            continue
+        if withheld(text):
+            said.append(text.strip())
+            pieces.update(piece for piece in heard.get(role, []) if piece)
+        heard[role] = []
+    return said, pieces
+
+
+def report_without_withheld(report: dict[str, Any], events: list[Event]) -> dict[str, Any]:
+    """The report with what the withheld turns said replaced by WITHHELD_TEXT wherever it is: their transcript
+    lines, livekit's events and chat history, the retrieval's query, a reply saying it back ("your PIN is ...",
+    by core.conversations.Mentions), and a voice call's pieces of them (each string equal to one)."""
+    said, pieces = _withheld_speech(events)
+    if not said and not pieces:
+        return report
+    says = Mentions(said)
+    return blanked(
+        report,
+        lambda string: string != WITHHELD_TEXT and (" ".join(string.split()) in pieces or says(string)),
+        WITHHELD_TEXT,
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -221,14 +222,14 @@ def _strings_in(doc: Any):
             yield from _strings_in(value)
 
 
-def blanked(doc: Any, says: Mentions) -> Any:
-    """The decoded JSON document with every string value that `says` a text replaced by DELETED_TEXT."""
+def blanked(doc: Any, says: Callable[[str], bool], marker: str = DELETED_TEXT) -> Any:
+    """The decoded JSON document with every string value that `says` (a Mentions, say) replaced by `marker`."""
     if isinstance(doc, str):
-        return DELETED_TEXT if says(doc) else doc
+        return marker if says(doc) else doc
     if isinstance(doc, dict):
-        return {key: blanked(value, says) for key, value in doc.items()}
+        return {key: blanked(value, says, marker) for key, value in doc.items()}
     if isinstance(doc, list):
-        return [blanked(value, says) for value in doc]
+        return [blanked(value, says, marker) for value in doc]
     return doc
 
 

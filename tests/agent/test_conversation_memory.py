@@ -237,6 +237,49 @@ def test_every_turn_of_a_chat_is_stored_as_it_happens_even_when_the_embedder_fai
     assert conversations.list_turns(user.scope, session_id) == []
 
 
+SECRET = "my password hint is *star* and _under_"
+
+
+def _shows_the_secret(text: str) -> bool:
+    return "star* and _under" in text or "star and under" in text
+
+
+def test_a_secret_the_agent_does_not_keep_is_not_kept_in_the_conversation_either(runtime, new_user):
+    """The walkthrough: the agent said "I haven't saved that", the turn went into the conversation tier, and in
+    the next session "what is my password hint?" was answered with it ("On Monday ... you said: “my password
+    hint is star and under”"). The turn is stored withheld now, the report and the extraction leave it out,
+    and the next session finds nothing to read back."""
+    user = new_user()
+    chat = runtime.open_conversation("secret-told", user.user_id)
+    chat.ready.result(timeout=60)
+    told = chat.send(SECRET).result(timeout=60)
+    assert told.reply.startswith("I'd rather not keep passwords, PINs, card or ID numbers, so I haven't saved that.")
+    chat.send("I forgot my login password again").result(timeout=60)  # no fact, and not kept either
+    session_id = chat.session_id
+    chat.close().result(timeout=60)
+
+    stored = conversations.list_turns(user.scope, session_id)  # as the user: RLS
+    assert [(t.speaker, t.content, t.withheld) for t in stored if t.speaker == "user"] == [
+        ("user", conversations.WITHHELD_TEXT, True),
+        ("user", conversations.WITHHELD_TEXT, True),
+    ]
+    assert not any(t.embedded for t in stored if t.withheld)
+    report = sessions.get_session(user.scope, session_id).report
+    assert not _shows_the_secret(json.dumps(report)) and "forgot my login" not in json.dumps(report)
+    transcript = report["playground"]["transcript"]
+    assert [line["text"] for line in transcript if line["role"] == "user"] == [conversations.WITHHELD_TEXT] * 2
+    assert memories.list_memories(user.scope) == []  # nothing extracted from it either
+
+    later = runtime.open_conversation("secret-asked", user.user_id)
+    later.ready.result(timeout=60)
+    asked = later.send("what is my password hint?").result(timeout=60)
+    assert not _shows_the_secret(asked.reply)
+    shown, _ = later.events_since(0)  # the retrieval panel: nothing of it, not even the marker
+    retrieved = json.dumps([e for e in shown if e["type"] in ("retrieval", "tool_call")])
+    assert not _shows_the_secret(retrieved) and conversations.WITHHELD_TEXT not in retrieved
+    later.close().result(timeout=60)
+
+
 OLDER_FLIGHT = "Booked a flight to Amsterdam for the conference, KLM flight KL 1234, leaving at dawn."
 OLDER_TRAIL = "The trail I mentioned? Granite Peak Trail, the one with the fire lookout at the top."
 

@@ -157,6 +157,34 @@ def test_past_conversations_through_an_llm(new_user, llm_server):
     assert stored[1].content == question and "Cedar Creek Loop" in stored[2].content
 
 
+def test_a_secret_told_to_an_llm_is_kept_neither_in_the_conversations_nor_the_report(new_user, llm_server):
+    """With a real model the same rule holds (agent/sensitive.py `withheld`, applied where every turn is stored,
+    whatever answered): the message is stored withheld, the report and the fact extraction leave it out, and a
+    later session's model is given nothing of it to read back."""
+    user = new_user()
+    secret = "my password hint is star and under"
+    told = run_chat_cli(llm_server.env(), [secret, "I live in Denver."], user_id=user.user_id)
+    _no_traceback(told)
+    assert told.returncode == 0, told.stderr + told.stdout
+    session_id = saved_session_id(told.stdout)
+    stored = conversations.list_turns(user.scope, session_id)
+    assert [(t.content, t.withheld) for t in stored if t.speaker == "user"] == [
+        (conversations.WITHHELD_TEXT, True),
+        ("I live in Denver.", False),
+    ]
+    assert "star and under" not in json.dumps(_report(user, told.stdout))
+    extraction = llm_server.chat_requests()[-1]  # the model extracts facts from what was kept only
+    assert extraction.messages[0]["content"].startswith(EXTRACTION_PROMPT)
+    assert extraction.messages[0]["content"].endswith("User messages:\n- I live in Denver.")
+    assert memories.recall(user.scope, "home_city").content == "Denver"
+
+    asked = run_chat_cli(llm_server.env(), ["what is my password hint?"], user_id=user.user_id)
+    _no_traceback(asked)
+    assert "star and under" not in asked.stdout
+    request = first_request_for(llm_server.chat_requests(), "what is my password hint?")
+    assert "star and under" not in json.dumps(request.messages)  # neither its recall nor its preload
+
+
 def test_the_last_conversation_through_an_llm(new_user, llm_server):
     """The model is offered recall_last_conversation (no arguments), calls it for "what did we talk about last
     time?" and gets the last conversation's turns with its date."""

@@ -5,6 +5,7 @@ brain and the real embedded database, Piper, and back out as audio."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 
@@ -211,3 +212,34 @@ def test_a_call_the_browser_streams_to_is_never_closed_as_idle(local_call):
         assert call.conversation.key not in closed and call.active
     time.sleep(1.5)  # the browser left (the page ends the call then; here nobody does): now it is idle
     assert call.conversation.key in get_runtime().close_idle(max_idle=1.0)
+
+
+def test_a_spoken_secret_is_kept_neither_in_the_conversation_tier_nor_in_the_report(local_call):
+    """The agent says it does not keep a password; the call stored the message anyway, and its report held it
+    in every speech-to-text piece. Now the turn is stored withheld, and nothing the call heard of it is in the
+    report (Whisper's interims are not always words of the final transcript)."""
+    key, call, user = local_call()
+    with FakeBrowser(call) as browser:
+        call.ready.result(timeout=120)
+        cursor = call.events_since(0)[1]
+        browser.say(piper_utterance("My password hint is star and under.", SPEECH_PACE), 22_050)
+        said = wait_for_event(
+            call, lambda e: e["type"] == "transcript" and e["role"] == "user" and e["final"], cursor=cursor, timeout=60
+        )
+        assert "password" in said["text"].lower(), said["text"]  # what the check looks for, as Whisper heard it
+        reply = wait_for_event(
+            call,
+            lambda e: (
+                e["type"] == "transcript" and e["role"] == "assistant" and e["final"] and e["turn"] == said["turn"]
+            ),
+            timeout=60,
+        )
+        assert reply["text"].startswith("I'd rather not keep passwords")
+        heard = [e["text"] for e in call.events_since(cursor)[0] if e["type"] == "transcript" and e["role"] == "user"]
+    end_call(key).result(timeout=60)
+
+    stored = [t for t in conversations.list_turns(user.scope, call.session_id) if t.speaker == "user"]
+    assert [(t.content, t.withheld, t.embedded) for t in stored] == [(conversations.WITHHELD_TEXT, True, False)]
+    report = json.dumps(sessions.get_session(user.scope, call.session_id).report, ensure_ascii=False)
+    assert len(heard) > 1 and not [text for text in heard if text in report]
+    assert conversations.WITHHELD_TEXT in report
