@@ -17,7 +17,14 @@ from core.retrieval import is_relevant
 SMALLTALK_LINE = re.compile(
     r"^(?:hi|hello|hey|thanks|thank you|ok|okay|bye|good (?:morning|evening|night))\b[^.?!]{0,20}[.!?]*$", re.I
 )
-NOTHING_FOUND_PHRASES = ("I don't remember", "I couldn't find anything", "found nothing")
+# this brain's own replies that say it has or kept nothing: no answer to quote back (the last is its refusal of a
+# secret, replies.SECRET_REPLY: the message it refused is stored withheld, and this reply was found in its place)
+NOTHING_FOUND_PHRASES = (
+    "I don't remember",
+    "I couldn't find anything",
+    "found nothing",
+    "I'd rather not keep passwords",
+)
 
 
 # how many of the user's lines "what did we talk about last time?" quotes
@@ -143,7 +150,8 @@ def relevant(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 def answers(data: dict[str, Any], user_text: str = "") -> list[dict[str, Any]]:
     """The relevant past turns that can answer: a question asked before ("What is my name?") matches the
-    same question best and answers nothing, and neither does this brain's own "I don't remember …"; nor a
+    same question best and answers nothing, and neither does this brain's own "I don't remember …" or its
+    refusal to keep a secret; nor a
     turn about someone or something else than the question's (`user_text`): "what is my dog's name?" is not
     answered by "You told me your name is Ada", which shares "name" (asked.about_what_was_asked)."""
 

@@ -8,11 +8,15 @@ from typing import Any
 from agent.brain.facts import describe_fact
 from agent.brain.patterns import is_question
 from agent.brain.text import best_sentences
+from agent.sensitive import withheld
 
-# a statement the rules did not keep as a memory: every turn is stored, so it can still be found later
+# a statement the rules did not keep as a memory: every turn is stored, so it can still be found later...
 KEPT_IN_THE_CONVERSATION_REPLY = (
     "Noted. I haven't saved that as a memory, but our conversation is kept, so you can ask me about it later."
 )
+# ...but for one that may hold a secret: it is stored without its words (agent/turn_log.py); the first sentence
+# of the refusal of a secret fact (replies.SECRET_REPLY)
+SECRET_NOT_SAVED = "I'd rather not keep passwords, PINs, card or ID numbers, so I haven't saved that."
 # Below this a document is not near the question at all: not named as the closest one.
 UNRELATED_BELOW = 0.25
 # A document answers when it is close in meaning, or shares a distinctive word with the question: a text
@@ -40,7 +44,7 @@ def knowledge_found(data: dict[str, Any], user_text: str, recalled: list[tuple[s
         return f"From the Kestrel Coffee knowledge base ({top['title']}): {best_sentences(user_text, top['content'])}"
     if not is_question(user_text):
         # a statement no rule kept ("Booked my flights to Lisbon!"): not a question for the shop's documents
-        return KEPT_IN_THE_CONVERSATION_REPLY
+        return SECRET_NOT_SAVED if withheld(user_text) else KEPT_IN_THE_CONVERSATION_REPLY
     if recalled:  # the panel shows a memory in context: say it rather than "nothing found"
         return f"The Kestrel Coffee knowledge base doesn't cover that, but you told me {describe_fact(*recalled[0])}."
     if hits and (hits[0].get("similarity") or 0.0) >= UNRELATED_BELOW:

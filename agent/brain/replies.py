@@ -25,7 +25,7 @@ from agent.brain.earlier import (
     windowed_search_answered_nothing,
 )
 from agent.brain.facts import NOTE_PREFIX, describe_fact, search_query, slot_phrase, slot_words
-from agent.brain.knowledge import knowledge_found
+from agent.brain.knowledge import SECRET_NOT_SAVED, knowledge_found
 from agent.brain.patterns import HOW_ARE_YOU
 from agent.brain.text import clean, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
@@ -44,9 +44,11 @@ IDENTITY_REPLY = (
 UNFINISHED_REPLY = (
     "It sounds like you stopped mid-sentence: \u201c{said} \u2026\u201d. Tell me the rest and I'll remember it."
 )
-SECRET_REPLY = (
-    "I'd rather not keep passwords, PINs, card or ID numbers, so I haven't saved that. "
-    "Tell me something else about you, like your favorite coffee."
+SECRET_REPLY = SECRET_NOT_SAVED + " Tell me something else about you, like your favorite coffee."
+# asked for a secret no memory holds: the agent never keeps one, nor the message that told it (agent/turn_log.py)
+SECRET_NOT_KEPT_REPLY = (
+    "I don't have your {what}: I don't keep passwords, PINs, card or ID numbers, neither as memories nor in "
+    "our conversations."
 )
 ASK_ORDER_NUMBER = "Sure, which order number? They look like 1001."
 # "Remember that" said alone: nothing to keep yet (it kept the memory `note`: "that")
@@ -160,13 +162,15 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
     parts.append(said_together)
     if "update_profile" in names and secret_reason(user_text):
         # "my name is Ada and my PIN is 1234": the name was saved, the secret left out (agent/brain/intents.py)
-        parts.append(SECRET_REPLY.split(". ")[0] + ".")
+        parts.append(SECRET_NOT_SAVED)
     text = " ".join(part for part in parts if part)
     return searched_dates + text if text else "Done."
 
 
 def _nothing_found(results: list[ToolResult]) -> str:
     slot = _asked_slot(results)
+    if slot and secret_reason(slot_phrase(slot)):  # "Tell me and I'll remember it" would not be true
+        return SECRET_NOT_KEPT_REPLY.format(what=slot_phrase(slot))
     if slot and slot_words(slot) not in ("note",):
         reply = f"I don't remember your {slot_phrase(slot)} yet. Tell me and I'll remember it."
     else:

@@ -254,7 +254,8 @@ def test_a_secret_the_agent_does_not_keep_is_not_kept_in_the_conversation_either
     chat.ready.result(timeout=60)
     told = chat.send(SECRET).result(timeout=60)
     assert told.reply.startswith("I'd rather not keep passwords, PINs, card or ID numbers, so I haven't saved that.")
-    chat.send("I forgot my login password again").result(timeout=60)  # no fact, and not kept either
+    noted = chat.send("I forgot my login password again").result(timeout=60)  # no fact, and not kept either
+    assert noted.reply == "I'd rather not keep passwords, PINs, card or ID numbers, so I haven't saved that."
     session_id = chat.session_id
     chat.close().result(timeout=60)
 
@@ -273,7 +274,10 @@ def test_a_secret_the_agent_does_not_keep_is_not_kept_in_the_conversation_either
     later = runtime.open_conversation("secret-asked", user.user_id)
     later.ready.result(timeout=60)
     asked = later.send("what is my password hint?").result(timeout=60)
-    assert not _shows_the_secret(asked.reply)
+    assert asked.reply == (
+        "I don't have your password hint: I don't keep passwords, PINs, card or ID numbers, neither as memories "
+        "nor in our conversations."
+    )
     shown, _ = later.events_since(0)  # the retrieval panel: nothing of it, not even the marker
     retrieved = json.dumps([e for e in shown if e["type"] in ("retrieval", "tool_call")])
     assert not _shows_the_secret(retrieved) and conversations.WITHHELD_TEXT not in retrieved
