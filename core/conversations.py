@@ -218,7 +218,7 @@ def store_turn(
     embed: Callable[[Sequence[str]], np.ndarray] = embeddings.embed,
 ) -> ConversationTurn:
     """Store one turn as it happens (service scope). See store_turns; SessionDeleted for a deleted session."""
-    turn = TurnInput(session_id, turn_index, speaker, content, created_at, withheld)
+    turn = TurnInput(session_id, turn_index, speaker, content, created_at, withheld=withheld)
     stored = store_turns(scope, [turn], embed=embed)
     if not stored:
         raise SessionDeleted(f"Session {session_id} was deleted by its owner; its turns are not kept.")

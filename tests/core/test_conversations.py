@@ -1001,6 +1001,10 @@ def test_a_withheld_turn_keeps_its_place_without_its_words_and_no_search_finds_i
     assert lexicon(user.user_id) == recount(user.user_id)
     # a memory whose text the marker happens to hold takes no withheld turn with it
     assert conversations.count_mentions(user.scope, ["another secret"]) == 0
+    # one turn stored as it happens is withheld the same way (and is no opening: a user's turn cannot be)
+    alone = conversations.store_turn(service, sid, 4, "user", SECRET, withheld=True)
+    assert (alone.content, alone.withheld, alone.opening) == (conversations.WITHHELD_TEXT, True, False)
+    assert not alone.embedded
 
 
 def test_a_mention_still_waiting_in_the_turn_indexer_is_deleted_with_the_memory(new_user):
