@@ -114,8 +114,10 @@ def test_a_message_lost_between_two_that_arrived_is_sent_again(streamlit_server,
         box.press("Enter")
         expect(box).to_have_value("")
     expect(answered_turns(page).filter(has_text="1001").first).to_be_visible(timeout=TURN_TIMEOUT_MS)
-    assert dropped, "the middle message was not dropped: the test did not test anything"
     expect(answered_turns(page)).to_have_count(len(messages) + 1, timeout=TURN_TIMEOUT_MS)  # Porto sent again
+    # asked only now: once in a CI run the Enter on "I live in Porto" was lost in the browser itself, so
+    # nothing held it by the time 1001 was answered; the page's resend then sent it, and that was dropped
+    assert dropped, "the middle message was not dropped: the test did not test anything"
     page.wait_for_timeout(resend.RESEND_AFTER_MS + 2000)  # long enough for a needless second resend
     for message in messages:
         expect(page.locator('[data-testid="stChatMessage"]', has_text=message)).to_have_count(1)
