@@ -149,6 +149,13 @@ class MemoryFollower:
     def stop(self) -> None:
         memory_changes.unsubscribe(self)
 
+    async def first_read(self) -> None:
+        """On `loop`, after `start`: wait for the first reading of the user's memories (done or failed). A
+        memory deleted before it is done is not among them, so nothing it took away would be forgotten."""
+        while self._first_reading is None:
+            await asyncio.sleep(0)  # start() asked for it with call_soon
+        await asyncio.wait({self._first_reading})
+
     def _read_first(self) -> None:
         self._lock = asyncio.Lock()
         self._first_reading = asyncio.ensure_future(asyncio.to_thread(self.known.read))

@@ -130,6 +130,11 @@ class PlaygroundSession:
 
     async def start(self, *, preload: Preload | None = None, room=None, room_options=None) -> str | None:
         """Preload, start the agent session and (if greeting) wait for the greeting; returns its text."""
+        # the memories as this conversation first knows them, read before the preload its greeting says: a
+        # memory deleted right after the greeting ("Welcome back, Thibault!") was missed when the first reading
+        # came later, under load (a fresh-clone CI run), and the greeting was stored with the user's first words
+        self.forgetting.start(asyncio.get_running_loop())
+        await self.forgetting.first_read()
         if preload is None:
             preload = await asyncio.to_thread(load_preload, self.user_id)
         self.agent = self.agent_class(
@@ -144,7 +149,6 @@ class PlaygroundSession:
         if self.rrf is not None:  # set_rrf from another thread may have come while the agent was made
             self.agent.set_rrf(self.rrf)
         self.agent.memories_deleted = self.forgetting.check_logged
-        self.forgetting.start(asyncio.get_running_loop())
         self.started_at = time.time()
         kwargs: dict[str, Any] = {}
         if room is not None:
