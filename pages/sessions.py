@@ -134,7 +134,9 @@ def _per_turn(view: ReportView) -> pd.DataFrame:
     turns: dict[int, dict[str, float]] = {}
     for event in view.metrics:
         keep_metric(turns.setdefault(event["turn"], {}), event["name"], event["value"])
-    rows = [{"turn": turn, "name": name, "value": ms} for turn, values in turns.items() for name, ms in values.items()]
+    rows = [
+        {"turn": turn, "name": name, "value": value} for turn, values in turns.items() for name, value in values.items()
+    ]
     return pd.DataFrame(rows, columns=["turn", "name", "value"])
 
 
