@@ -116,6 +116,12 @@ def _keep_page_errors(page) -> None:
     page.on("console", lambda message: message.type == "error" and errors.append(f"console: {message.text}"[:2000]))
 
 
+def _follow(page) -> None:
+    _keep_page_errors(page)
+    OPEN_PAGES.append(page)
+    page.on("close", lambda closed: closed in OPEN_PAGES and OPEN_PAGES.remove(closed))  # a test's own close
+
+
 def _page_factory(launched, *, microphone: bool) -> Iterator[Callable[..., object]]:
     contexts = []
 
@@ -126,11 +132,9 @@ def _page_factory(launched, *, microphone: bool) -> Iterator[Callable[..., objec
         if init_script:
             context.add_init_script(init_script)
         contexts.append(context)
-        page = context.new_page()
-        _keep_page_errors(page)
-        OPEN_PAGES.append(page)
-        page.on("close", lambda closed: closed in OPEN_PAGES and OPEN_PAGES.remove(closed))  # a test's own close
-        return page
+        # every page of the context, a tab the test opens later included, is described when a test fails
+        context.on("page", _follow)
+        return context.new_page()
 
     yield make
     for context in contexts:
@@ -169,9 +173,9 @@ def wait_for_app(page, timeout_ms: int = APP_TIMEOUT * 1000) -> None:
 
 
 def wait_for_identity_cookie(page, timeout_ms: int = 90_000) -> None:
-    """Wait until the browser holds the identity cookie and the reruns its writer
-    triggers are over (clicks during those reruns can be lost). 90 s: the first visit of a cold server
-    runs the page while the warm-up loads torch; once, in a CI run, the cookie had not come after 30 s."""
+    """Wait until the browser holds the identity cookie and the page's run is over (a click during a run
+    can be lost). 90 s: the first visit of a cold server runs the page while the warm-up loads torch; once,
+    in a CI run, the cookie had not come after 30 s."""
     deadline = time.monotonic() + timeout_ms / 1000
     while not any(c["name"] == COOKIE_NAME for c in page.context.cookies()):
         if time.monotonic() > deadline:
@@ -325,7 +329,7 @@ def start_call(page, *, until_connected: bool = True, timeout_ms: int = 60_000) 
 def open_page(page, title: str) -> None:
     """Navigate with the app's own top navigation (the browser session stays the same)."""
     heading = page.get_by_role("heading", name=re.compile(title)).first
-    # A click that lands while the cookie writer's rerun is in flight can be dropped by Streamlit;
+    # A click that lands while a run is in flight can be dropped by Streamlit;
     # clicking a nav link again is harmless, so retry a few times before failing.
     for attempt in range(3):
         page.locator('[data-testid="stTopNavLink"]', has_text=title).first.click()
