@@ -661,8 +661,9 @@ def _not_there(scope, session_id: str) -> None:
 
 def _say_not_there(text: str, icon: str) -> None:
     """Say why the session asked for is not shown, on this run and on the runs that follow until the visitor
-    moves on (as `_say_deleted`): the cookie writer's rerun comes right after the first run of a link, and
-    the warning was gone before it could be read, the page showing another session without a word."""
+    moves on (as `_say_deleted`): a rerun came right after the first run of a link (the cookie component's,
+    until 2026-12-07), and the warning was gone before it could be read, the page showing another session
+    without a word."""
     st.warning(text, icon=icon)
     st.session_state[NOT_THERE] = (text, icon, None)
 

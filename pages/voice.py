@@ -61,10 +61,6 @@ _WEBRTC = "u_voice_webrtc"  # streamlit-webrtc keeps its context (the call's con
 # The cookie writer (extra-streamlit-components) hides every element container whose
 # iframe has height 0, and a component's iframe starts at 0 until it reports its size:
 # keep the WebRTC widget's container shown so it can.
-_KEEP_WEBRTC_VISIBLE = """<style>
-.element-container:has(iframe[title="streamlit_webrtc.component.webrtc_streamer"]),
-.st-key-u_voice_webrtc { display: block !important; }
-</style>"""
 STATE_BADGES = {
     "initializing": ("Starting", "gray", ":material/hourglass_top:"),
     "idle": ("Idle", "gray", ":material/pause_circle:"),
@@ -336,7 +332,6 @@ def _webrtc(key: str, ice: list[dict]):
     speaker = webrtc.create_audio_source_track(
         callback=_speaker_callback(key), key="u_voice_speaker", sample_rate=WEBRTC_SAMPLE_RATE
     )
-    st.html(_KEEP_WEBRTC_VISIBLE)
     st.html(WEBRTC_FRAME_FIXES, unsafe_allow_javascript=True)
     keep_call_across_reruns(st.session_state.get(_WEBRTC), stayed_on_page=stayed_on_page())
     return webrtc.webrtc_streamer(

@@ -3,9 +3,8 @@
 Design (see docs/APP.md):
   * The browser keeps only the *refresh token*, in a first-party cookie
     (SameSite=Strict, Secure over https, 30 days). Streamlit cannot set HttpOnly
-    cookies, so the cookie is written by a small, well-kept component
-    (extra-streamlit-components' CookieManager) and read on the server from the
-    websocket's initial request (`st.context.cookies`).
+    cookies, so a line of script in the page writes it (`document.cookie`) and
+    the server reads it from the websocket's initial request (`st.context.cookies`).
   * On a new browser session the server trades that refresh token for a new
     session (`core.identity.refresh`; tokens rotate and a reused one revokes the
     whole family), then verifies the access token. A user id is never stored in
@@ -16,6 +15,7 @@ Design (see docs/APP.md):
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -23,7 +23,8 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
+from urllib.parse import unquote
 
 import streamlit as st
 
@@ -31,7 +32,7 @@ from core import identity, session_store
 from core.db import Scope
 from core.errors import AuthError, AuthUnavailable, DatabaseUnavailable
 from core.identity import AuthSession, VerifiedUser
-from ui import chat_state, components
+from ui import chat_state
 from ui.format import short_id
 
 log = logging.getLogger("memory_playground.ui.auth")
@@ -218,24 +219,44 @@ def restore_or_sign_in(
 
 def _read_cookie() -> str | None:
     value = st.context.cookies.get(COOKIE_NAME)
-    return value.strip() if isinstance(value, str) and value.strip() else None
+    value = unquote(value).strip() if isinstance(value, str) else ""  # written URI-encoded (cookie_script)
+    return value or None
+
+
+_COOKIE_SCRIPT = """<script>
+(() => {
+  const maxAge = MAX_AGE;
+  document.cookie = NAME + "=" + encodeURIComponent(TOKEN) + "; Path=/; Max-Age=" + maxAge +
+    "; Expires=" + new Date(Date.now() + maxAge * 1000).toUTCString() + "; SameSite=Strict" +
+    (SECURE ? "; Secure" : "");
+})();
+</script>"""
+
+
+def cookie_script(refresh_token: str, *, secure: bool) -> str:
+    """The script that puts `refresh_token` in the browser's identity cookie. A script, not a component: a
+    component reports back to the server, and each report reran the page about a second after every load
+    (the cookie library's two reports), which dropped a click made then (Streamlit's fast reruns replace a
+    run with the next; a button's click lives in one run) and could take a nav click back to the page."""
+
+    def literal(value: object) -> str:  # a JavaScript literal that cannot end the script element
+        return json.dumps(value).replace("<", "\\u003c")
+
+    return (
+        _COOKIE_SCRIPT.replace("MAX_AGE", str(int(COOKIE_MAX_AGE.total_seconds())))
+        .replace("NAME", literal(COOKIE_NAME))
+        .replace("SECURE", "true" if secure else "false")
+        .replace("TOKEN", literal(refresh_token))  # last: nothing replaced after it can change the token
+    )
 
 
 def _write_cookie(refresh_token: str) -> None:
-    """Render the cookie writer with the current refresh token on every run, so
-    the browser always ends up holding the newest one (tokens rotate)."""
-    url = st.context.url or ""
-    manager = components.cookie_manager()(key="mp_cookie_manager")
-    manager.set(
-        COOKIE_NAME,
-        refresh_token,
-        key="mp_cookie_writer",
-        path="/",
-        expires_at=datetime.now() + COOKIE_MAX_AGE,
-        max_age=COOKIE_MAX_AGE.total_seconds(),
-        secure=url.startswith("https://") or None,
-        same_site="strict",
-    )
+    """Draw the cookie writer with the current refresh token on every run, so the browser always ends up
+    holding the newest one (tokens rotate). The browser runs it when the page is loaded and whenever the
+    token it carries changes."""
+    secure = (st.context.url or "").startswith("https://")
+    with st.container(key="mp_cookie_writer"):
+        st.html(cookie_script(refresh_token, secure=secure), unsafe_allow_javascript=True)
 
 
 def _store(auth: AuthSession, notice: str | None = None, *, family: str | None = None) -> None:

@@ -1,4 +1,4 @@
-"""The Streamlit component libraries (the cookie writer, the WebRTC call), imported through this one module.
+"""The Streamlit component libraries (the WebRTC call), imported through this one module.
 
 A component library declares its component when it is imported, and Streamlit's ``declare_component``
 finds the library's module with ``inspect.getmodule``, whose caches are not thread-safe: while another
@@ -31,11 +31,6 @@ def import_component_library(name: str) -> ModuleType:
                 raise
             log.warning("importing %s lost a race in inspect.getmodule (%s); trying again", name, exc)
     raise AssertionError("unreachable")  # the loop returns or raises
-
-
-def cookie_manager() -> type:
-    """extra_streamlit_components' CookieManager (writes the sign-in cookie; see ui/auth.py)."""
-    return import_component_library("extra_streamlit_components").CookieManager
 
 
 def webrtc() -> ModuleType:

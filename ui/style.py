@@ -10,9 +10,8 @@ SEARCH_SIDE = "u_search_side"
 
 _CSS = """
 <style>
-/* The cookie writer is an invisible component; keep it from taking space. */
-.st-key-mp_cookie_manager, .st-key-mp_cookie_writer,
-div[data-testid="stElementContainer"]:has(iframe[title*="cookie_manager"]) { display: none !important; }
+/* The cookie writer is a script with nothing to show; keep it from taking space. */
+.st-key-mp_cookie_writer { display: none !important; }
 /* A demo, not a deployment: no Deploy button; less empty space above the title. */
 [data-testid="stAppDeployButton"] { display: none !important; }
 [data-testid="stMainBlockContainer"] { padding-top: 3.2rem; }

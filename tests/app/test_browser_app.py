@@ -12,6 +12,7 @@ import uuid
 import pytest
 from livekit import api
 from playwright.sync_api import expect
+from streamlit.proto.BackMsg_pb2 import BackMsg
 
 from core import memories
 from core.db import Scope
@@ -168,7 +169,7 @@ def test_two_tabs_keep_one_identity_and_typed_text_shows_as_typed(streamlit_serv
     send(tab_a, typed)
     wait_for_app(tab_a)
     held = set()
-    for _ in range(15):  # the cookie writer's component renders after the run
+    for _ in range(15):  # the cookie writer's script runs once the run's output is drawn
         held.add(_cookie(tab_a))
         tab_a.wait_for_timeout(200)
     assert token_of_tab_a not in held  # tab A never wrote its own, rotated-away token back
@@ -231,6 +232,40 @@ def test_a_memory_deleted_in_one_tab_and_a_new_identity_taken_there_reach_the_ot
     wait_for_identity_cookie(tab_b)
     assert user_id_of(tab_b) == chosen  # the cookie still holds it
     assert not tab_b.get_by_text("could not be restored").count()
+
+
+def _full_runs_asked(page) -> list[str]:
+    """What the page asks the server to run from now on: one entry per request for a whole-page run (its
+    page name, empty when it is the page already shown), read from the websocket's messages."""
+    asked: list[str] = []
+
+    def sent(payload) -> None:
+        if isinstance(payload, bytes):
+            message = BackMsg()
+            message.ParseFromString(payload)
+            if message.WhichOneof("type") == "rerun_script" and not message.rerun_script.fragment_id:
+                asked.append(message.rerun_script.page_name)
+
+    page.on("websocket", lambda socket: socket.on("framesent", sent))
+    return asked
+
+
+@pytest.mark.parametrize("path", ["/", "/memories", "/sessions"])
+def test_a_page_load_runs_the_page_once(streamlit_server, new_browser_page, path):
+    """Found in a CI run (2026-12-07): the identity cookie was written by a component, which reported back to
+    the server twice after every load, each report a whole-page run about a second later (more under load).
+    Streamlit replaces a run with the next, and a button's click lives in one run: an Edit, a Delete or a nav
+    link clicked then did nothing. The cookie is still written, and read back by the next load."""
+    page = new_browser_page((1440, 900))
+    page.goto(streamlit_server + path)
+    wait_for_identity_cookie(page)
+    visitor = user_id_of(page)
+    asked = _full_runs_asked(page)
+    page.reload()
+    wait_for_identity_cookie(page)
+    page.wait_for_timeout(4000)  # the component's reports came about a second after the load
+    assert asked == [path.strip("/")], f"the load asked for {len(asked)} whole-page runs: {asked}"
+    assert user_id_of(page) == visitor  # the cookie the script wrote restored the same visitor
 
 
 def test_text_typed_in_one_edit_form_outlives_opening_another(streamlit_server, new_browser_page):

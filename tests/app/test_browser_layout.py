@@ -476,7 +476,7 @@ def test_card_and_hit_buttons_name_what_they_act_on(streamlit_server, new_browse
     memories.remember(service, "favorite_color", "teal", session_id=session_id)
     memories.remember(service, "note", "likes <b>bold</b> </script> and\nnew lines")  # markup stays text
     page.reload()
-    wait_for_identity_cookie(page)  # a click during the cookie writer's rerun can be dropped
+    wait_for_identity_cookie(page)  # the page's run is over: a click during it can be dropped
     teal = page.get_by_role("button", name="Delete memory favorite_color: teal", exact=True)
     expect(teal).to_be_visible(timeout=TURN_TIMEOUT_MS)
     assert teal.inner_text().strip().endswith("Delete")  # what shows: the icon and "Delete"
@@ -580,7 +580,7 @@ def test_memories_and_knowledge_have_no_truncated_labels(streamlit_server, new_b
     wait_for_identity_cookie(page)
     cards = page.locator('[class*="st-key-u_memcard_"]')
     expect(cards).to_have_count(4, timeout=30_000)
-    for attempt in range(3):  # a click during the cookie writer's rerun can be dropped; clicking again is harmless
+    for attempt in range(3):  # a click during a run can be dropped; clicking again is harmless
         # shows "Yes, delete" / "Cancel"; its name says which memory (ui/button_names.py)
         cards.first.get_by_role("button", name=re.compile(r"^Delete memory ")).click()
         try:

@@ -28,7 +28,7 @@ def test_a_message_sent_while_the_agent_starts_is_shown_kept_and_answered(app, m
     at.chat_input(key="u_chat_input").set_value("my favorite color is vermilion").run()
     assert _user_bubbles(at) == ["my favorite color is vermilion"]  # shown at once
     assert at.session_state["u_chat_outbox"] == ["my favorite color is vermilion"]  # kept, not yet sent
-    at.run()  # a rerun (the cookie writer, a poll) changes nothing
+    at.run()  # a rerun (a poll) changes nothing
     assert _user_bubbles(at) == ["my favorite color is vermilion"]
 
     loading.set_result(None)

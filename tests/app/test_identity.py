@@ -89,6 +89,18 @@ def test_restoring_from_the_cookie_refresh_token(database_uri, monkeypatch):
     assert fresh.is_anonymous and notice is None
 
 
+def test_the_cookie_script_carries_any_token_as_data():
+    """The script that writes the cookie (ui.auth.cookie_script) holds the token as a JavaScript string: a
+    token that says `</script>` or the script's own placeholders cannot end the element or change the code."""
+    token = 'a</script><script>alert(1)</script> SECURE "NAME" \\'
+    script = ui_auth.cookie_script(token, secure=False)
+    assert script.count("</script>") == 1 and script.count("<script>") == 1
+    literal = json.dumps(token).replace("<", "\\u003c")
+    assert f"encodeURIComponent({literal})" in script
+    assert "(false ?" in script and "SameSite=Strict" in script and "Max-Age=" in script
+    assert "(true ?" in ui_auth.cookie_script("t", secure=True)  # https: Secure
+
+
 def test_two_tabs_of_one_browser_renew_without_tripping_reuse_detection(database_uri):
     first_tab, _, family = ui_auth.restore_or_sign_in(None)
     second_tab, _, second_family = ui_auth.restore_or_sign_in(first_tab.refresh_token)  # opened later

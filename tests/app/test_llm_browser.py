@@ -208,9 +208,8 @@ def test_voice_call_with_the_llm(llm_app, new_mic_page):
     wait_for_app(page)
     page.get_by_text("User id").first.wait_for(timeout=60_000)
     user_id = uuid.UUID(re.search(r"User id:\s*([0-9a-f-]{36})", page.inner_text("body")).group(1))
-    # the identity cookie writer's reruns can take the page back to Chat after a nav click
     wait_for_identity_cookie(page)
-    for attempt in range(3):  # a nav click during the cookie writer's rerun can be dropped
+    for attempt in range(3):  # a nav click during a run can be dropped
         page.get_by_role("link", name="Voice").click()
         try:
             page.get_by_text("Local pipeline").first.wait_for(timeout=30_000)

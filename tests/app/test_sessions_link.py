@@ -61,7 +61,7 @@ def test_a_link_to_someone_elses_session_shows_nothing_of_it(app, new_user):
     assert not any(theirs in header.value for header in at.subheader)
     assert at.query_params["session"] != theirs  # the page now names what it shows
     assert any(mine in option for option in at.selectbox(key="u_sessions_pick").options)
-    # the reruns that follow (the cookie writer's comes right after a link's first run) say it too: it was
+    # the reruns that follow (a poll, a click) say it too: it was
     # gone within a second, the page showing another session without a word (found 2026-12-06)
     at.run()
     at.run()

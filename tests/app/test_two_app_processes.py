@@ -59,8 +59,8 @@ def go(page, url: str, title: str | None = None) -> None:
 
 def click_nav(page, title: str) -> None:
     # the shared helper clicks again when Streamlit dropped a click that landed during a rerun (here every run
-    # renews the 60 s token, so the cookie writer reruns often); a fresh-clone run on 2026-11-27 waited 90 s
-    # for the Chat heading after one click
+    # renews the 60 s token, and until 2026-12-07 each new token cost a rerun); a fresh-clone run on
+    # 2026-11-27 waited 90 s for the Chat heading after one click
     open_page(page, title)
 
 

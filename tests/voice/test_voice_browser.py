@@ -112,9 +112,8 @@ def test_voice_call_in_the_browser_remembers_what_was_said(streamlit_server, new
     wait_for_app(page)
     page.get_by_text("User id").first.wait_for(timeout=60_000)
     user_id = uuid.UUID(re.search(r"User id:\s*([0-9a-f-]{36})", page.inner_text("body")).group(1))
-    # the identity cookie writer's reruns can take the page back to Chat after a nav click
     wait_for_identity_cookie(page)
-    # a nav click that lands during the cookie writer's rerun can be dropped: click again if so
+    # a nav click that lands while a run is starting can be dropped: click again if so
     for attempt in range(3):
         page.get_by_role("link", name="Voice").click()
         try:
