@@ -570,8 +570,9 @@ def list_turns(scope: Scope, session_id: str) -> list[ConversationTurn]:
 
 def last_conversation(scope: Scope, *, before_session_id: str | None = None) -> list[ConversationTurn]:
     """The turns of the user's most recent session in which they said something, other than
-    `before_session_id` (the one going on): what "what did we talk about last time?" is about. Empty when
-    there is none. As the user: RLS decides; as the service: scoped by user."""
+    `before_session_id` (the one going on), but its opening (the greeting says nothing the user told): what
+    "what did we talk about last time?" is about. Empty when there is none. As the user: RLS decides; as
+    the service: scoped by user."""
     current = (
         None
         if not before_session_id
@@ -587,7 +588,7 @@ def last_conversation(scope: Scope, *, before_session_id: str | None = None) -> 
             (scope.user_id, current),
         )
         row = cur.fetchone()
-    return list_turns(scope, row["session_id"]) if row else []
+    return [turn for turn in list_turns(scope, row["session_id"]) if not turn.opening] if row else []
 
 
 @dataclass(frozen=True)
@@ -610,9 +611,10 @@ def conversations_within(
 ) -> tuple[list[HeldConversation], int]:
     """The user's conversations in which they said something on the window's days (of its time zone), other
     than `except_session_id` (the one going on): the latest `most`, oldest first, each with its first
-    `turns_each` turns of those days; and how many such conversations there were. What "what did we talk
-    about yesterday?" is about. As the user: RLS decides; as the service: scoped by user. A range read of
-    the user's turns by time (conversation_turns_user_time_idx)."""
+    `turns_each` turns of those days, openings left out (a greeting says nothing the user told); and how
+    many such conversations there were. What "what did we talk about yesterday?" is about. As the user: RLS
+    decides; as the service: scoped by user. A range read of the user's turns by time
+    (conversation_turns_user_time_idx)."""
     current = (
         None
         if not except_session_id
@@ -622,7 +624,7 @@ def conversations_within(
     # open ends as infinities, not "is null or": a plan prepared for any bounds still reads a range
     within = (
         "t.user_id = %(user)s and t.created_at >= coalesce(%(since)s::timestamptz, '-infinity') "
-        "and t.created_at < coalesce(%(before)s::timestamptz, 'infinity')"
+        "and t.created_at < coalesce(%(before)s::timestamptz, 'infinity') and not t.opening"
     )
     with transaction(scope, conninfo=conninfo) as cur:
         cur.execute(

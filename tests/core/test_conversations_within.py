@@ -88,3 +88,25 @@ def test_the_days_are_of_the_windows_time_zone_and_a_conversation_over_midnight_
     assert _held(user.scope, DateWindow(DAY, DAY, said_as="Monday"), turns_each=50)[0] == [
         (over_midnight, lines, 33)  # in UTC all of it was Monday
     ]
+
+
+def test_a_greeting_is_neither_held_nor_the_last_conversation(new_user):
+    """What the agent said before the user's first words (an opening: "Welcome back, Nora!") is in the
+    transcript, but "what did we talk about" reads what was talked about: it quoted the greeting first."""
+    user = new_user()
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    at = _at(DAY, 8)
+    conversations.store_turns(
+        Scope.service(user.user_id),
+        [
+            TurnInput(session_id, 0, "assistant", "Welcome back, Nora!", at, True),
+            TurnInput(session_id, 1, "user", "I hiked the Bear Creek trail", at + timedelta(minutes=1)),
+            TurnInput(session_id, 2, "assistant", "Sounds lovely!", at + timedelta(minutes=2)),
+        ],
+    )
+    monday = DateWindow(DAY, DAY, said_as="Monday")
+    said = [("user", "I hiked the Bear Creek trail"), ("assistant", "Sounds lovely!")]
+    for scope in (user.scope, Scope.service(user.user_id)):
+        assert _held(scope, monday) == ([(session_id, said, 2)], 1)
+        assert [(t.speaker, t.content) for t in conversations.last_conversation(scope)] == said
+    assert len(conversations.list_turns(user.scope, session_id)) == 3  # the transcript keeps it
