@@ -75,8 +75,7 @@ async def test_the_trail_mentioned_last_week_is_found_through_the_tool_with_its_
         result.expect.next_event().is_function_call(name="search_past_conversations")
         result.expect.next_event().is_function_call_output()
         reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
-        await asyncio.sleep(0.05)
-        turn = run.events(turn=1)
+        turn = await run.finished_turn(1)
         request = [i for i in run.brain.last_chat_ctx.items if i.type == "message" and i.role == "user"][-1]
     day = LAST_WEEK.date()
     # "trail" is not in the turn: found by meaning, so said as the closest

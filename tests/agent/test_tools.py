@@ -3,7 +3,6 @@ with the offline brain and the real embedded database."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 
@@ -338,8 +337,7 @@ async def test_events_are_ordered_per_turn(new_user):
     user = new_user()
     async with agent_session(user.user_id) as run:
         await run.session.run(user_input="my favorite color is teal")
-        await asyncio.sleep(0.05)
-        turn = [e["type"] for e in run.events(turn=1) if e["type"] != "state"]
+        turn = [e["type"] for e in await run.finished_turn(1) if e["type"] != "state"]
     assert turn[0] == "transcript" and turn[1] == "retrieval"
     assert turn.index("tool_call") < turn.index("turn_done")
     assert turn[-1] == "turn_done"

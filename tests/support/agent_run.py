@@ -4,6 +4,7 @@ livekit's agent-starter-python: `session.run(...)` then `result.expect`)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
@@ -28,6 +29,15 @@ class AgentRun:
     def events(self, type_: str | None = None, turn: int | None = None) -> list[dict]:
         events, _ = self.sink.since(0)
         return [e for e in events if (type_ is None or e["type"] == type_) and (turn is None or e["turn"] == turn)]
+
+    async def finished_turn(self, turn: int, timeout: float = 10.0) -> list[dict]:
+        """The events of `turn` once its turn_done is among them: it is emitted from the speech handle's
+        callback, which can trail `session.run` (a fixed short sleep was not always enough under load)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self.events("turn_done", turn=turn):
+            assert asyncio.get_running_loop().time() < deadline, f"turn {turn} never emitted turn_done"
+            await asyncio.sleep(0.01)
+        return self.events(turn=turn)
 
 
 @contextlib.asynccontextmanager
