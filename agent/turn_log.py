@@ -15,8 +15,9 @@ A turn that may hold a secret (agent.sensitive.withheld: a password, PIN, card
 or id number, which the agent never keeps) is queued withheld: stored as
 core.conversations.WITHHELD_TEXT, never embedded nor searchable, so it cannot
 be recalled later; :func:`report_without_withheld` leaves its words out of the
-session report too. Every session goes through here (text chat, local voice,
-the LiveKit worker), whichever model answers.
+session report too. So is the agent's answer to it: a model may say the secret
+back in words no check knows ("Noted: tulip-88."). Every session goes through
+here (text chat, local voice, the LiveKit worker), whichever model answers.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class TurnLogSink:
         self._indexer = indexer
         self._next_index = 0
         self.user_spoke = False  # the user said (or typed) something in this session
+        self._answering_withheld = False  # the user's latest message was withheld: the agent's answer is too
         self._held: list[tuple[int, Event, str, datetime]] = []  # the openings, until the user speaks
         self._lock = threading.Lock()
 
@@ -99,6 +101,9 @@ class TurnLogSink:
                         withheld=withheld(said),
                     )
                 self._held.clear()
+            held_back = withheld(text) or (event["role"] != "user" and self._answering_withheld)
+            if event["role"] == "user":
+                self._answering_withheld = held_back
             queued = self.indexer.submit(
                 self.user_id,
                 self.session_id,
@@ -106,20 +111,23 @@ class TurnLogSink:
                 event["role"],
                 text,
                 created_at=said_at,
-                withheld=withheld(text),
+                withheld=held_back,
             )
             if queued:
                 self._next_index += 1
 
 
 def _withheld_speech(events: list[Event]) -> tuple[list[str], set[str]]:
-    """What the session's withheld turns said (its final transcripts that `withheld` holds back), and every
-    piece of them heard on the way (a voice call's speech-to-text interims of the user's message, the agent's
-    reply as spoken so far: the ones since the speaker's previous final transcript; one that holds a secret
-    itself too). Whisper's interims are not always words of the final one ("My password can't to start.")."""
+    """What the session's withheld turns said (its final transcripts that `withheld` holds back), and what is
+    blanked only where it is said word for word: the agent's answers to a withheld message of the user's (as
+    TurnLogSink stores them), and every piece of a withheld turn heard on the way (a voice call's
+    speech-to-text interims of the user's message, the agent's reply as spoken so far: the ones since the
+    speaker's previous final transcript; one that holds a secret itself too). Whisper's interims are not
+    always words of the final one ("My password can't to start.")."""
     said: list[str] = []
     pieces: set[str] = set()
     heard: dict[str, list[str]] = {}
+    answering_withheld = False
     for event in of_type(events, "transcript"):
         text, role = event.get("text") or "", event.get("role") or ""
         if not event.get("final"):
@@ -130,6 +138,12 @@ def _withheld_speech(events: list[Event]) -> tuple[list[str], set[str]]:
         if withheld(text):
             said.append(text.strip())
             pieces.update(piece for piece in heard.get(role, []) if piece)
+        elif role != "user" and answering_withheld and text.strip() != FILLER_TEXT:
+            # the answer itself, word for word: a short one ("OK.") by the mention rule would take every
+            # line that says "OK" with it
+            pieces.update(piece for piece in [*heard.get(role, []), " ".join(text.split())] if piece)
+        if role == "user":
+            answering_withheld = withheld(text)
         heard[role] = []
     return said, pieces
 
@@ -137,7 +151,8 @@ def _withheld_speech(events: list[Event]) -> tuple[list[str], set[str]]:
 def report_without_withheld(report: dict[str, Any], events: list[Event]) -> dict[str, Any]:
     """The report with what the withheld turns said replaced by WITHHELD_TEXT wherever it is: their transcript
     lines, livekit's events and chat history, the retrieval's query, a reply saying it back ("your PIN is ...",
-    by core.conversations.Mentions), and a voice call's pieces of them (each string equal to one)."""
+    by core.conversations.Mentions), the agent's answers to them and a voice call's pieces of them (each
+    string equal to one)."""
     said, pieces = _withheld_speech(events)
     if not said and not pieces:
         return report

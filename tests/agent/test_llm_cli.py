@@ -160,18 +160,25 @@ def test_past_conversations_through_an_llm(new_user, llm_server):
 def test_a_secret_told_to_an_llm_is_kept_neither_in_the_conversations_nor_the_report(new_user, llm_server):
     """With a real model the same rule holds (agent/sensitive.py `withheld`, applied where every turn is stored,
     whatever answered): the message is stored withheld, the report and the fact extraction leave it out, and a
-    later session's model is given nothing of it to read back."""
+    later session's model is given nothing of it to read back. So is the model's answer to it, which may say
+    the secret back in words no check knows (it was stored as said until 2026-12-07)."""
     user = new_user()
     secret = "my password hint is star and under"
+    llm_server.say("Noted: star and under. I won't forget it.", when="password hint")
     told = run_chat_cli(llm_server.env(), [secret, "I live in Denver."], user_id=user.user_id)
     _no_traceback(told)
     assert told.returncode == 0, told.stderr + told.stdout
+    assert "agent> Noted: star and under." in told.stdout  # what the model said back, shown in the chat
     session_id = saved_session_id(told.stdout)
     stored = conversations.list_turns(user.scope, session_id)
-    assert [(t.content, t.withheld) for t in stored if t.speaker == "user"] == [
-        (conversations.WITHHELD_TEXT, True),
-        ("I live in Denver.", False),
+    assert [(t.speaker, t.content == conversations.WITHHELD_TEXT, t.withheld) for t in stored] == [
+        ("assistant", False, False),  # the greeting
+        ("user", True, True),
+        ("assistant", True, True),  # the answer to it
+        ("user", False, False),
+        ("assistant", False, False),  # the answer to "I live in Denver.": kept
     ]
+    assert stored[3].content == "I live in Denver." and not any(t.embedded for t in stored[:3])
     assert "star and under" not in json.dumps(_report(user, told.stdout))
     extraction = llm_server.chat_requests()[-1]  # the model extracts facts from what was kept only
     assert extraction.messages[0]["content"].startswith(EXTRACTION_PROMPT)

@@ -40,6 +40,7 @@ Usage::
         server.fail("unauthorized")               # every later request, until server.clear()
         server.fail("cut", times=1)               # only the next text answer
         server.fail("rate_limited", times=2, when="order 1001")  # the next 2 requests for that message
+        server.say("Noted: tulip-88.", when="wifi password")   # the next answer to that message
 
 ``python -m tests.support.openai_standin [--port N]`` serves it for manual runs.
 """
@@ -255,6 +256,7 @@ class OpenAIStandIn:
         self._lock = threading.Lock()
         self._requests: list[RecordedRequest] = []
         self._faults: list[dict[str, Any]] = []  # armed by fail(), checked in order
+        self._sayings: list[tuple[str, str]] = []  # armed by say(): (words of the message, the answer)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._release = threading.Event()  # ends `slow` waits early when the server stops
@@ -328,6 +330,21 @@ class OpenAIStandIn:
     def clear(self) -> None:
         with self._lock:
             self._faults.clear()
+            self._sayings.clear()
+
+    def say(self, text: str, *, when: str) -> None:
+        """Answer the next message whose words contain `when` with `text`, no tool called: what a model may
+        say that the scripted one would not (a secret said back in words of its own)."""
+        with self._lock:
+            self._sayings.append((when, text))
+
+    def _take_saying(self, said: str) -> str | None:
+        with self._lock:
+            for armed in self._sayings:
+                if armed[0].lower() in said.lower():
+                    self._sayings.remove(armed)
+                    return armed[1]
+        return None
 
     def _take_fault(self, *, chat: bool, said: str = "", answer: str = "text") -> str | None:
         with self._lock:
@@ -492,6 +509,9 @@ def _handler_for(server: OpenAIStandIn):
             calls, text = script(body)
             users = [m for m in body.get("messages") or [] if m.get("role") == "user"]
             said = user_words(users[-1].get("content")) if users else ""
+            saying = server._take_saying(said) if body.get("messages", [{}])[-1].get("role") == "user" else None
+            if saying is not None:
+                calls, text = [], saying
             fault = server._take_fault(chat=True, said=said, answer="tools" if calls else "text")
             if fault == "unauthorized":
                 return self._unauthorized(record)
