@@ -20,10 +20,17 @@ _HEALTH = re.compile(
     re.I,
 )
 _SECRET = re.compile(
-    r"\b(password|passcode|passphrase|pin(?: code| number)?|security code|cvv|cvc|secret|api key|token|"
-    r"social security|ssn|passport number|bank account|routing number|login|credentials?)\b",
+    r"\b(password|passcode|passphrase|security code|cvv|cvc|secret|api key|"
+    r"social security|ssn|passport number|bank account|routing number|login|credentials?)\b|"
+    # a PIN, not a pin: "my PIN", "pin 4417", "the pin is", "card pin"; "the pin on my grinder broke" is kept
+    r"\b(?:(?:my|your|card|bank|atm|sim|phone|debit|credit|door|alarm|safe) pins?|pins?(?: code| number|:|=|#)|"
+    r"pins? (?:is|was|for)\b|pins? \d)|"
+    # a token that opens something, not an arcade's: "access token", "my token is", "token: ..."
+    r"\b(?:(?:api|access|auth|bearer|refresh|session|security|github|slack|my|your) tokens?|"
+    r"tokens? (?:is|was|for)\b|tokens?[:=])",
     re.I,
 )
+_PIN_ACRONYM = re.compile(r"\bPINS?\b")  # written in capitals, it is the number
 _CARD_DIGITS = re.compile(r"(?:\d[ -]?){12,19}")
 _SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
 _SENSITIVE_SLOTS = re.compile(r"(allerg|health|medic|diagnos|password|pin|card|ssn|passport|bank|account_number)")
@@ -43,7 +50,7 @@ def _luhn_ok(digits: str) -> bool:
 
 def secret_reason(text: str) -> str | None:
     """Why `text` holds a secret that is never stored (even when asked), or None."""
-    if _SECRET.search(text):
+    if _SECRET.search(text) or _PIN_ACRONYM.search(text):
         return "secret (password, PIN, account or id number)"
     for match in _CARD_DIGITS.finditer(text):
         digits = re.sub(r"\D", "", match.group())

@@ -139,6 +139,33 @@ def test_sensitive_and_volatile_facts_are_rejected(memory_type, content, reason)
     assert rejection_reason(memory_type, content) == reason
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my PIN is 1234",
+        "what is my pin?",
+        "I forgot my pin",
+        "the card pin is 0000",
+        "pin 4417",
+        "the pin for the safe is 2020",
+        "my api token is ghp_x1",
+        "the token is abc123",
+    ],
+)
+def test_a_pin_or_a_token_that_opens_something_is_a_secret(text):
+    assert secret_reason(text) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["the pin on my grinder broke", "bowling pins everywhere", "I got a token from the arcade", "I love pinball"],
+)
+def test_a_pin_or_a_token_that_opens_nothing_is_kept(text):
+    """Found in a walkthrough (2026-12-07): "the pin on my grinder broke" was stored withheld, the word "pin"
+    alone taken for a PIN; a message withheld is one the agent can never recall."""
+    assert secret_reason(text) is None
+
+
 def test_ordinary_facts_pass_and_card_lookalikes_are_not_cards():
     assert rejection_reason("home_city", "Denver, Colorado") is None
     assert rejection_reason("phone_model", "Pixel 1234 5678 9012 3456") is None  # fails the Luhn check
