@@ -211,6 +211,7 @@ _MOVED_WHEN = (
     r"(?: (?:last|this) (?:year|month|week|summer|spring|fall|autumn|winter)| recently| in (?:" + _MONTH + r"|\d{4}))?"
 )
 _DRINKS = r"(?:coffee|tea|espresso|latte|cappuccino|flat white|americano|cortado|mocha|macchiato|chai|matcha)"
+_TAKEN = r"(?:black|white|strong|weak|sweet|unsweetened|decaf|iced|hot|cold|(?:with|without|no) [\w ]+)"
 # (pattern, slot or None to take it from the subject `s`, confidence); the first match wins
 # fmt: off
 _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
@@ -347,6 +348,8 @@ def parse_fact(statement: str) -> Fact | None:
             ) or re.search(r"\d", subject):
                 return None  # "my order is late" is a support question, not a fact about the user
             slot = slot_for(subject)
+            if re.fullmatch(_DRINKS, subject, re.I) and re.fullmatch(_TAKEN, content, re.I):
+                content = f"I take my {subject.lower()} {content}"  # "my coffee is black": how, not which drink
             if slot.removesuffix("_name") in _OWN_NAMES:  # "my full name is Ada Lovelace, call me Ada"
                 content = name_only(content)
         elif slot == "name":

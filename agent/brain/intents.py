@@ -186,7 +186,8 @@ def _recall(said: _Utterance) -> Intent | None:
             return _recall_inner(strip_end(match.group("q")), said.body)
         if slot == "?":
             subject = match.group("s")
-            if p.ORDERISH.search(subject):
+            # an order's status, but for a kept one ("what's my usual order?": the coffee the user orders)
+            if p.ORDERISH.search(subject) and slot_for(subject) != "favorite_drink":
                 return Intent("lookup_order", reply=ASK_ORDER_NUMBER)
             slot = slot_for(subject)
         return _recall_slot(slot)

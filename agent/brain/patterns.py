@@ -145,6 +145,9 @@ RECALL = [
                 r"me) (?P<s>[\w' -]+?)(?: again)?\??$", re.I), "?"),
     (re.compile(r"\b(?:tell me|remind me) (?:what )?my (?P<s>[\w' -]+?)(?: is| was)?(?: again)?\??$", re.I), "?"),
     (re.compile(r"^my (?P<s>[\w' -]+?)\?$", re.I), "?"),
+    # "how's my order?": its status, not the usual order (a coffee) kept as a memory
+    (re.compile(r"\bhow(?:'s| is| are) my (?P<s>order|package|parcel|shipment|delivery)s?"
+                r"(?: (?:doing|going|coming along|looking))?\??$", re.I), "?"),
 ]
 # a statement about oneself that is not a fact to keep: a request, a feeling of the moment, a support issue
 NOT_ABOUT_ME = re.compile(r"^(?:i|i'm|i am|i've|i have|i'd|my|we|we're)\b.*?\b(?:want|wanna|need|like to know|"

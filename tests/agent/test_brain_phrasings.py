@@ -13,7 +13,7 @@ import pytest
 from agent.brain.facts import describe_fact, slot_phrase
 from agent.brain.intents import classify
 from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
-from agent.brain.replies import ASK_WHAT_TO_REMEMBER, compose_reply
+from agent.brain.replies import ASK_ORDER_NUMBER, ASK_WHAT_TO_REMEMBER, compose_reply
 from agent.brain.told_then_asked import told_then_asked
 from agent.playground_agent import load_preload
 from agent.prompts import greeting_instruction
@@ -637,3 +637,33 @@ def test_how_the_user_takes_their_coffee_is_kept_and_said_back_in_their_words(ne
     assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {
         "favorite_drink": "I take my coffee black"
     }
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        ("My coffee is black", "I take my coffee black"),  # how it is taken: "your favorite drink is black"
+        ("my coffee is decaf", "I take my coffee decaf"),
+        ("my coffee is a flat white", "a flat white"),  # which drink: as before
+    ],
+)
+def test_my_coffee_is_says_how_or_which(said, kept):
+    assert classify(said).calls == [("remember_detail", {"memory_type": "favorite_drink", "content": kept})]
+
+
+# "how's my order?" searched the memories for the usual coffee order; "what's my usual order?" asked for an order
+# number (both found in a fresh-clone walkthrough on 2026-12-07)
+@pytest.mark.parametrize(
+    ("said", "calls", "asks_the_number"),
+    [
+        ("how's my order?", [], True),
+        ("how is my package doing?", [], True),
+        ("how is my order 1001?", [("lookup_order", {"order_id": "1001"})], False),
+        ("what's my usual order?", [("recall_detail", {"memory_type": "favorite_drink"})], False),
+        ("what is my coffee order?", [("recall_detail", {"memory_type": "favorite_drink"})], False),
+    ],
+)
+def test_an_orders_status_or_the_usual_order(said, calls, asks_the_number):
+    intent = classify(said)
+    assert intent.calls == calls
+    assert (intent.reply == ASK_ORDER_NUMBER) is asks_the_number
