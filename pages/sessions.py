@@ -244,7 +244,7 @@ def _transcript(scope, record, view: ReportView) -> None:
         if not view.transcript:
             st.caption("No transcript was stored for this session.")
             return
-        with st.container(height=440, border=True):
+        with st.container(height=_box_height([line.get("text") or "" for line in view.transcript]), border=True):
             for line in view.transcript:
                 role = "user" if line.get("role") == "user" else "assistant"
                 with st.chat_message(role):
@@ -259,7 +259,12 @@ def _transcript(scope, record, view: ReportView) -> None:
     # a box of chat messages follows its end by itself (Streamlit's autoscroll): it pulled the transcript back
     # to its last message after the one searched for was brought into view
     follow_the_end = None if target is None else False
-    with st.container(height=440, border=True, key="u_session_transcript", autoscroll=follow_the_end):
+    with st.container(
+        height=_box_height([turn.content for turn in turns]),
+        border=True,
+        key="u_session_transcript",
+        autoscroll=follow_the_end,
+    ):
         for position, turn in enumerate(turns):
             role = "user" if turn.speaker == "user" else "assistant"
             if (gone := turn.turn_index - (turns[position - 1].turn_index + 1 if position else 0)) > 0:
@@ -284,6 +289,18 @@ def _transcript(scope, record, view: ReportView) -> None:
             _missing(trailing)
     if target is not None:
         st.html(_SCROLL_TO_MATCH, unsafe_allow_javascript=True)
+
+
+TRANSCRIPT_HEIGHT = 440  # a scroll box of its own, for a transcript longer than a screen's share
+SHORT_TRANSCRIPT = (4, 400)  # at most this many messages of at most this many characters: no box
+
+
+def _box_height(texts: list[str]) -> int | str:
+    """A long transcript scrolls in a box of TRANSCRIPT_HEIGHT; a short one is as tall as it is (a greeting and
+    one answer sat at the top of a 440-pixel box, the rest of it empty)."""
+    most_messages, most_characters = SHORT_TRANSCRIPT
+    short = len(texts) <= most_messages and sum(len(text) for text in texts) <= most_characters
+    return "content" if short else TRANSCRIPT_HEIGHT
 
 
 _ERRORS_HEADING = "under “error(s) during the session”"
