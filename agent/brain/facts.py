@@ -250,8 +250,10 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
                 r"(?P<c>(?:an?|two|three|four|\d+) (?:[\w-]+ )?(?:" + "|".join(PETS) + r")\b.*)$", re.I), "pet", 0.85),
     (re.compile(r"^i(?:'m| am) (?:an? )?(?P<c>vegetarian|vegan|pescatarian|gluten[- ]free|keto|kosher|halal)$",
                 re.I), "diet", 0.85),
-    # negations about food are the diet, in the user's own words: "I don't eat meat", "I can't have dairy"
-    (re.compile(r"^(?P<c>i (?:don't|do not|never|can't|cannot|can not) (?:eat|have|drink) .+)$", re.I), "diet", 0.8),
+    # negations about food are the diet, in the user's own words: "I don't eat meat", "I can't have dairy"; each
+    # in a slot of its own (diet_meat), so "I don't drink alcohol" no longer replaced "vegetarian"
+    (re.compile(r"^(?P<c>i (?:don't|do not|never|can't|cannot|can not) (?:eat|have|drink) (?P<o>.+))$", re.I),
+     "_diet", 0.8),
     (re.compile(r"^i(?:'m| am) (?P<c>lactose intolerant|coeliac|celiac)$", re.I), "diet", 0.8),
     (re.compile(r"^i (?:really )?(?:hate|dislike|can't stand|don't like|do not like) (?P<c>.+)$", re.I), "dislikes",
      0.75),
@@ -359,6 +361,8 @@ def parse_fact(statement: str) -> Fact | None:
         elif slot in ("likes", "dislikes"):
             words = content_words(content)
             slot = f"{slot}_" + "_".join(words[:2]) if words else slot
+        elif slot == "_diet":
+            slot = "_".join(["diet", *[w for w in content_words(match.group("o")) if w != "anymore"][:2]])
         elif slot == "_name":
             slot = slot_for(match.group("s")) + "_name"
         elif slot == "_relation":

@@ -170,6 +170,10 @@ def test_ordinary_facts_pass_and_card_lookalikes_are_not_cards():
     assert rejection_reason("home_city", "Denver, Colorado") is None
     assert rejection_reason("phone_model", "Pixel 1234 5678 9012 3456") is None  # fails the Luhn check
     assert secret_reason("order 1001") is None
+    # a parcel's tracking number: 19 of its 22 digits passed the Luhn check, and the agent's answer about order
+    # 1004 was stored withheld (found in a walkthrough, 2026-12-07)
+    assert secret_reason("USPS tracking 9400111899223817465203") is None
+    assert secret_reason("my card is 4242-4242-4242-4242.") == "payment card number"
 
 
 async def test_extraction_keeps_durable_facts_and_drops_the_rest():
@@ -239,7 +243,9 @@ def test_parse_facts_keeps_the_last_mention_of_a_slot():
         ("I work as a nurse", "job", "nurse", "you work as a nurse"),
         ("I love hiking near my home", "likes_hiking_near", "hiking near my home", "you like hiking near your home"),
         ("I like 🐶🍕", "likes", "🐶🍕", "you like 🐶🍕"),  # no word to name the slot: still said back as a like
-        ("I don't eat fish", "diet", "I don't eat fish", "you don't eat fish"),
+        # each in a slot of its own: "I don't drink alcohol" replaced "vegetarian" in `diet` (found 2026-12-07)
+        ("I don't eat fish", "diet_fish", "I don't eat fish", "you don't eat fish"),
+        ("I don't drink tea", "diet_tea", "I don't drink tea", "you don't drink tea"),
         # how a drink is taken, in the user's words: "your favorite drink is your tea with milk" before
         ("I drink my tea with milk", "favorite_drink", "I drink my tea with milk", "you drink your tea with milk"),
         ("I take two sugars", "note_take_two_sugars", "I take two sugars", "you take two sugars"),

@@ -667,3 +667,15 @@ def test_an_orders_status_or_the_usual_order(said, calls, asks_the_number):
     intent = classify(said)
     assert intent.calls == calls
     assert (intent.reply == ASK_ORDER_NUMBER) is asks_the_number
+
+
+def test_a_food_the_user_avoids_keeps_the_diet_they_follow(new_user):
+    """Found in a walkthrough (2026-12-07): "I don't drink alcohol" went into `diet` and replaced
+    "vegetarian" ("Updated: ... (before, I had vegetarian)"): a fact lost for an unrelated one."""
+    user = new_user()
+    _, avoided = _replies(user.user_id, ["I'm vegetarian", "I don't drink alcohol"])
+    assert avoided == "Got it, I'll remember that you don't drink alcohol."
+    assert {m.memory_type: m.content for m in memories.list_memories(user.scope)} == {
+        "diet": "vegetarian",
+        "diet_alcohol": "I don't drink alcohol",
+    }
