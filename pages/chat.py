@@ -401,7 +401,9 @@ def _inspector(turns: list[Turn], visitor, session_id: str | None) -> None:
         )
     turn = next(t for t in answered if t.number == shown_number)
     # the drop-down already names what was said
-    st.caption(turn.summary if len(numbers) > MAX_TURN_BUTTONS else f"“{clip(turn.user_text, 90)}” · {turn.summary}")
+    st.caption(
+        turn.summary if len(numbers) > MAX_TURN_BUTTONS else f"“{literal(clip(turn.user_text, 90))}” · {turn.summary}"
+    )
     render_turn_details(turn, key=f"u_chat_turn{turn.number}", scope=visitor.scope, params=rrf.current_params())
 
 

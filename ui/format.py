@@ -135,6 +135,16 @@ def literal(text: Any) -> str:
     return _LINE_MARKER.sub(lambda m: f"{m[1]}\\{m[2]}" if m[2] is not None else f"{m[3]}\\{m[4]}", text)
 
 
+def code_span(text: Any) -> str:
+    """`text` as Markdown inline code that holds any backticks it has: fenced by one more backtick than its
+    longest run ("`a`b`" in one tick ended the span at its first backtick and drew the rest as Markdown)."""
+    text = " ".join(("" if text is None else str(text)).split())
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
+    return f"{fence}{padded}{fence}"
+
+
 def nothing_to_search(query: str) -> str | None:
     """Why a page's search box holds nothing to search for, None when it does: only spaces, or no letter or
     digit at all ("%", "?!"). The embedding of "%" is near any short question, so the Sessions search listed

@@ -10,7 +10,7 @@ import streamlit as st
 from core.retrieval import RrfParams, query_from_message, search_memories
 from ui.charts import alt
 from ui.errors import reported
-from ui.format import arguments_text, clip, literal, ms
+from ui.format import arguments_text, clip, code_span, literal, ms
 from ui.retrieval import recall_pair, render_recall_tiers, render_retrieval
 from ui.turns import Turn
 
@@ -34,11 +34,9 @@ def render_tool_calls(turn: Turn) -> None:
     for call in turn.tool_calls:
         ok = not call.get("error")
         icon = ":material/check_circle:" if ok else ":material/error:"
+        arguments = code_span(f"({clip(arguments_text(call.get('arguments')), 200)})")  # may hold backticks
         with st.container(border=True):
-            st.markdown(
-                f"{icon} **`{call.get('name')}`**`({clip(arguments_text(call.get('arguments')), 200)})`"
-                f"  ·  {ms(call.get('duration_ms'))}"
-            )
+            st.markdown(f"{icon} **`{call.get('name')}`**{arguments}  ·  {ms(call.get('duration_ms'))}")
             result = call.get("error") if not ok else call.get("output")
             if result:
                 st.caption(("Error: " if not ok else "→ ") + literal(clip(result, 400)))  # data, not Markdown

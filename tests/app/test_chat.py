@@ -718,3 +718,15 @@ def test_while_the_agent_thinks_its_status_spins_and_is_never_marked_done(app, m
 
 def _thinking(at):
     return [status for status in at.get("status") if status.label.startswith("Thinking")]
+
+
+def test_what_the_user_typed_shows_as_typed_in_the_panel_beside_the_conversation(app):
+    """Found in a walkthrough (2026-12-07): "# Heading / - item / `code`" typed in the chat was drawn as a
+    heading and a list in the panel's line that quotes the turn, and a backtick in a tool's arguments ended
+    their code span, the rest drawn as Markdown."""
+    at = app()
+    _say(at, "# Heading - item `code` [click](javascript:alert(1))")
+    quoted = next(c.value for c in at.caption if c.value.startswith("“"))
+    assert quoted.startswith("“\\# Heading") and "\\[click\\]" in quoted  # escaped: drawn as typed
+    lines = [m.value for m in at.markdown if "**`search_knowledge`**" in m.value]
+    assert lines and all("``(" in line and ")``" in line for line in lines), lines  # one span, backtick inside
