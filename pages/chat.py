@@ -33,8 +33,9 @@ CONVERSATION_HEIGHT = 470
 PANEL_HEIGHT = 560
 # On a short screen both boxes are as much shorter as it takes to keep the message box in the window
 # (at 1024×768 with the sidebar open it was 40 px below it): what lies above the conversation box, and
-# the message box with its margins under it, in the worst case of a laptop (the header on two lines more).
-_ABOVE_AND_BELOW_THE_BOX = 370
+# the message box with its margins under it, in the worst case of a laptop (the header on two lines more,
+# and the box's placeholder on two lines, which put its send button 21 px below the window until 2026-12-07).
+_ABOVE_AND_BELOW_THE_BOX = 400
 _UNDER_THE_BOX = PANEL_HEIGHT - CONVERSATION_HEIGHT  # the message box: the panel ends where it does
 # Streamlit sizes a box by its wrapper's flex-basis as well as its height: both are set, on both.
 _SHORT_SCREEN_CSS = f"""<style>

@@ -68,9 +68,10 @@ _NEWEST_REPLY_IN_VIEW = """() => {
   return frame.top - 1 <= reply.top && reply.bottom <= frame.bottom + 1 && reply.top >= 0
     && reply.bottom <= window.innerHeight + 1;
 }"""
-# The message box lies wholly inside the window, with the page scrolled to its top: typing needs no scrolling.
+# The message box lies wholly inside the window, its send button included, with the page scrolled to its top:
+# typing needs no scrolling (the text area alone was checked, and the send button was 21 px below a 768 px window).
 _MESSAGE_BOX_IN_VIEW = """() => {
-  const box = document.querySelector('[data-testid=stChatInputTextArea]');
+  const box = document.querySelector('[data-testid=stChatInput]');
   const main = document.querySelector('[data-testid=stMain]');
   if (!box || !main) return false;
   const r = box.getBoundingClientRect();
@@ -173,7 +174,7 @@ def _message_box_in_view(page) -> None:
     try:
         page.wait_for_function(_MESSAGE_BOX_IN_VIEW, timeout=FOLLOW_NEWEST_MS)
     except Exception:
-        box = page.locator('[data-testid="stChatInputTextArea"]').bounding_box()
+        box = page.locator('[data-testid="stChatInput"]').bounding_box()
         raise AssertionError(f"the message box is out of view: {box}, window {page.viewport_size}") from None
 
 
