@@ -23,9 +23,17 @@ def clean(text: str) -> str:
         text,
         flags=re.IGNORECASE,
     )
+    # a correction says the new value: "my name isn't Priya, it's Priyanka" is "my name is Priyanka" (the name
+    # kept was "Not Priya", or a note of the whole sentence)
+    text = _CORRECTION.sub(r"\g<what> is \g<new>", text)
     return re.sub(r"\s+", " ", text).strip()
 
 
+_CORRECTION = re.compile(
+    r"\b(?P<what>(?:my|our) [\w' -]+?) (?:is not|isn't|was not|wasn't) (?!sure\b)[^,;.!?]+?[,;]? "
+    r"(?:it's|it is|it was|but|rather) (?P<new>.+)$",
+    re.IGNORECASE,
+)
 _PAIRS = {")": "(", "]": "[", "}": "{"}
 _END_PUNCTUATION = " .!?;:,"
 

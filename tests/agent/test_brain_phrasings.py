@@ -679,3 +679,19 @@ def test_a_food_the_user_avoids_keeps_the_diet_they_follow(new_user):
         "diet": "vegetarian",
         "diet_alcohol": "I don't drink alcohol",
     }
+
+
+# Found in a walkthrough (2026-12-07): "my name is not Priya, it's Priyanka" kept the name "Not Priya"; with
+# "isn't" the whole sentence became a note, and "what's my name?" still said Priya.
+@pytest.mark.parametrize(
+    ("said", "slot", "value"),
+    [
+        ("my name is not Priya, it's Priyanka", "name", "Priyanka"),
+        ("Actually my name isn't Priya, it's Priyanka", "name", "Priyanka"),
+        ("my favorite color isn't blue, it's teal", "favorite_color", "teal"),
+        ("my dog's name is not Rex but Max", "dog_name", "Max"),
+    ],
+)
+def test_a_correction_keeps_the_new_value(said, slot, value):
+    kept = {args["memory_type"]: args["content"] for tool, args in classify(said).calls if tool == "remember_detail"}
+    assert kept == {slot: value}
