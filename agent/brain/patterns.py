@@ -220,6 +220,13 @@ SMALLTALK = [
     HOW_ARE_YOU,
     re.compile(r"\bnice to (?:meet|see) you\b|\byou(?:'re| are) (?:great|awesome|helpful|funny|the best)\b", re.I),
 ]
+# what the agent cannot do: said so ("tell me a joke" was a search of the user's memories: "I don't remember you
+# telling me that")
+CANT_DO = re.compile(r"^(?:(?:can|could|would|will) you (?:please )?)?(?:book|buy|call|phone|e-?mail|text|send|"
+                     r"schedule|set (?:an? )?(?:alarm|reminder|timer)|play|sing|translate|draw)\b|"
+                     r"^(?:(?:can|could) you )?(?:tell|give|write) me (?:a|an|another) "
+                     r"(?:joke|story|poem|riddle|song)\b", re.I)
+SMALLTALK.append(CANT_DO)
 
 # fmt: on
 
@@ -243,4 +250,6 @@ def order_id_in(text: str) -> str | None:
         bare = BARE_NUMBER.search(text)
         if bare:
             return bare.group("id")
-    return None
+    # "and 1003?" after an order's answer: a number alone is an order's (it was a search of the shop's documents)
+    alone = re.fullmatch(r"(?:and|what about|how about|also|now)?[ ,]*#?(?P<id>\d{3,8})\s*[?.!]?", text.strip(), re.I)
+    return alone.group("id") if alone else None

@@ -26,7 +26,7 @@ from agent.brain.earlier import (
 )
 from agent.brain.facts import NOTE_PREFIX, describe_fact, search_query, slot_phrase, slot_words
 from agent.brain.knowledge import SECRET_NOT_SAVED, knowledge_found
-from agent.brain.patterns import HOW_ARE_YOU
+from agent.brain.patterns import CANT_DO, HOW_ARE_YOU
 from agent.brain.text import clean, strip_end
 from agent.prompts import HOW_TO_USE_A_REAL_MODEL, PRELOAD_HEADER
 from agent.sensitive import secret_reason
@@ -68,6 +68,8 @@ NOTHING_FOUND_REPLY = "I don't remember you telling me that. Tell me and I'll re
 
 
 def smalltalk_reply(lower: str) -> str:
+    if CANT_DO.search(lower):
+        return "I can't do that: I keep what you tell me, look up orders like 1001 and answer Kestrel questions."
     if re.search(r"\b(thanks|thank you|thx|cheers|appreciated)\b", lower):
         return "You're welcome! Anything else I can help with?"
     if re.match(r"^(bye|goodbye|good night|see you|see ya|later|talk|ttyl)", lower):

@@ -695,3 +695,17 @@ def test_a_food_the_user_avoids_keeps_the_diet_they_follow(new_user):
 def test_a_correction_keeps_the_new_value(said, slot, value):
     kept = {args["memory_type"]: args["content"] for tool, args in classify(said).calls if tool == "remember_detail"}
     assert kept == {slot: value}
+
+
+# Found in a walkthrough (2026-12-07): "tell me a joke" and "can you book me a flight to Paris?" were searches of
+# the user's memories, answered "I don't remember you telling me that"; "and 1003?" right after an order's
+# answer was a search of the shop's documents.
+@pytest.mark.parametrize("said", ["tell me a joke", "can you book me a flight to Paris?", "set a timer for 5 minutes"])
+def test_what_the_agent_cannot_do_it_says_so(said):
+    intent = classify(said)
+    assert intent.calls == [] and intent.reply.startswith("I can't do that")
+
+
+@pytest.mark.parametrize(("said", "order"), [("and 1003?", "1003"), ("what about 1004", "1004"), ("1005", "1005")])
+def test_a_number_alone_is_an_order(said, order):
+    assert classify(said).calls == [("lookup_order", {"order_id": order})]
