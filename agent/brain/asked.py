@@ -126,19 +126,18 @@ def _another_of_its_kind(asked_slot: str | None, slot: str) -> bool:
     return len(differ) == 1 and not _one_of(*differ[0])
 
 
-def answers_the_question(
-    user_text: str, asked_slot: str | None, slot: str, content: str, *, word_match: bool, nearest: bool
-) -> bool:
+def answers_the_question(user_text: str, asked_slot: str | None, slot: str, content: str, *, word_match: bool) -> bool:
     """Whether a memory found by a search (or put into context by the per-turn recall) answers the question;
     `asked_slot`: the slot the question named (its recall_detail), if any. When that slot is not kept, only a
-    memory sharing the question's words (`word_match`), or the nearest of all, can be the answer: every short
-    memory is "near" a short question in meaning (`favorite_color` is near "what's my name?"). A question that
-    names no slot is answered by a memory on its topic (`on_the_topic`)."""
+    memory sharing the question's words (`word_match`) can be the answer: every short memory is "near" a short
+    question in meaning. The nearest of all counted too until 2026-12-07, and "where do I live?", its home city
+    just forgotten, was answered "You told me you're 34 years old" (no scored question needed it). A question
+    that names no slot is answered by a memory on its topic (`on_the_topic`)."""
     if not about_what_was_asked(user_text, slot, content) or _another_of_its_kind(asked_slot, slot):
         return False
     if not asked_slot:
         return on_the_topic(user_text, slot, content)
-    return word_match or nearest
+    return word_match
 
 
 def shares_words(user_text: str, slot: str, content: str) -> bool:

@@ -102,8 +102,8 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
     asked = _asked_slot(results)
     recalled = [
         fact
-        for place, fact in enumerate(recalled or [])
-        if answers_the_question(user_text, asked, *fact, word_match=shares_words(user_text, *fact), nearest=not place)
+        for fact in recalled or []
+        if answers_the_question(user_text, asked, *fact, word_match=shares_words(user_text, *fact))
     ]
     searched_dates = ""
     windowed = windowed_search_answered_nothing(results)
@@ -202,8 +202,8 @@ def _asked_slot(results: list[ToolResult]) -> str | None:
 
 def _hit_answers(user_text: str, results: list[ToolResult], hit: dict[str, Any]) -> bool:
     slot, content = hit.get("memory_type", ""), hit.get("content", "")
-    word_match, nearest = hit.get("text_rank") is not None, hit.get("vector_rank") == 1
-    return answers_the_question(user_text, _asked_slot(results), slot, content, word_match=word_match, nearest=nearest)
+    word_match = hit.get("text_rank") is not None
+    return answers_the_question(user_text, _asked_slot(results), slot, content, word_match=word_match)
 
 
 def _memory_answer(results: list[ToolResult], user_text: str = "") -> str | None:

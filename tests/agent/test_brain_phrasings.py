@@ -709,3 +709,13 @@ def test_what_the_agent_cannot_do_it_says_so(said):
 @pytest.mark.parametrize(("said", "order"), [("and 1003?", "1003"), ("what about 1004", "1004"), ("1005", "1005")])
 def test_a_number_alone_is_an_order(said, order):
     assert classify(said).calls == [("lookup_order", {"order_id": order})]
+
+
+def test_a_question_whose_memory_was_forgotten_is_not_answered_with_another(new_user):
+    """Found in a walkthrough (2026-12-07): once "forget where I live" had done its work, "where do I live?" was
+    answered "You told me you're 34 years old", the nearest memory in meaning, which shares none of its words."""
+    user = new_user()
+    *_, answer = _replies(
+        user.user_id, ["I live in Porto", "I'm 34 years old", "forget where I live", "where do I live?"]
+    )
+    assert "34" not in answer and "Porto" not in answer, answer
