@@ -569,7 +569,7 @@ def list_turns(scope: Scope, session_id: str) -> list[ConversationTurn]:
 
 
 def last_conversation(scope: Scope, *, before_session_id: str | None = None) -> list[ConversationTurn]:
-    """The turns of the user's most recent session in which they said something, other than
+    """The turns of the session in which the user said something last, other than
     `before_session_id` (the one going on), but its opening (the greeting says nothing the user told): what
     "what did we talk about last time?" is about. Empty when there is none. As the user: RLS decides; as
     the service: scoped by user."""
@@ -579,12 +579,14 @@ def last_conversation(scope: Scope, *, before_session_id: str | None = None) -> 
         else clean_text(before_session_id, what="session id", max_length=MAX_SESSION_ID_LENGTH)
     )
     with transaction(scope) as cur:
+        # the session of the user's latest message, not the latest session started: a conversation still open
+        # in another tab since before the one just ended was "last time" until 2026-12-07. Read newest first
+        # along the user's turns by time (conversation_turns_user_time_idx): the first row is the answer.
         cur.execute(
-            "select s.session_id from public.sessions s where s.user_id = %s "
-            "and s.session_id is distinct from %s::text "
-            "and exists (select 1 from public.conversation_turns t where t.user_id = s.user_id "
-            "and t.session_id = s.session_id and t.speaker = 'user') "
-            "order by s.created_at desc, s.session_id desc limit 1",
+            "select t.session_id from public.conversation_turns t where t.user_id = %s and t.speaker = 'user' "
+            "and t.session_id is distinct from %s::text "
+            "and exists (select 1 from public.sessions s where s.user_id = t.user_id and s.session_id = t.session_id) "
+            "order by t.created_at desc, t.id desc limit 1",
             (scope.user_id, current),
         )
         row = cur.fetchone()

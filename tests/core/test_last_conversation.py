@@ -47,3 +47,23 @@ def test_another_users_conversations_are_never_the_last_one(new_user):
     assert conversations.last_conversation(Scope.service(mine.user_id)) == []
     said = _said(mine, [("user", "I like tea")])
     assert {t.session_id for t in conversations.last_conversation(mine.scope, before_session_id="other")} == {said}
+
+
+def test_the_last_conversation_is_the_one_the_user_spoke_in_last_not_the_one_started_last(new_user):
+    """Found in a walkthrough (2026-12-07): a conversation started in a second tab and left open was "last
+    time" for the conversation ended after it in the first tab, which went on longer."""
+    from datetime import UTC, datetime, timedelta
+
+    user = new_user()
+    start = datetime.now(UTC) - timedelta(hours=1)
+    first_tab, second_tab = f"text-{uuid.uuid4().hex[:16]}", f"text-{uuid.uuid4().hex[:16]}"
+    store = Scope.service(user.user_id)
+    conversations.store_turns(store, [TurnInput(first_tab, 0, "user", "I hiked the Bear Creek trail", start)])
+    conversations.store_turns(
+        store, [TurnInput(second_tab, 0, "user", "I live in Lisbon", start + timedelta(minutes=5))]
+    )
+    conversations.store_turns(
+        store, [TurnInput(first_tab, 1, "user", "and then we had lunch in Boulder", start + timedelta(minutes=9))]
+    )
+    turns = conversations.last_conversation(user.scope, before_session_id="text-now")
+    assert [t.content for t in turns] == ["I hiked the Bear Creek trail", "and then we had lunch in Boulder"]
