@@ -22,7 +22,7 @@ from ui import auth, erase
 from ui.button_names import name_buttons
 from ui.charts import alt
 from ui.errors import reported
-from ui.format import ago, arguments_text, clip, duration, literal, ms, nothing_to_search, session_ref, when
+from ui.format import ago, arguments_text, clip, duration, in_ms, literal, nothing_to_search, session_ref, when
 from ui.report_view import ReportView, read_report
 from ui.retrieval import render_retrieval
 from ui.shell import run_page, stayed_on_page
@@ -514,7 +514,8 @@ def _detail(visitor, record, view: ReportView) -> None:
             st.caption("No latency metrics were recorded.")
         else:
             st.altair_chart(chart, width="stretch")
-            st.caption("Median per turn: " + " · ".join(f"{label} {ms(v)}" for label, v in _medians(view).items()))
+            # one unit, as the chart's axis: "3.41 s" beside "71 ms" read as a mix until 2026-12-07
+            st.caption("Median per turn: " + " · ".join(f"{label} {in_ms(v)}" for label, v in _medians(view).items()))
         st.markdown("##### :material/build: Tool calls", anchors=False)
         _tool_calls(record, view)
 
@@ -589,7 +590,11 @@ def _search_hit(hit, index: int) -> None:
         where = f"**{_when(hit.created_at)}** · {hit.speaker} · {_message_number(hit.turn_index)}"
         said = clip(hit.content, 220)
         text_col.markdown(f"{where}  \n{literal(said) if hit.speaker == 'user' else said}")
-        ranks = f"vector #{hit.vector_rank or '—'} · text #{hit.text_rank or '—'}"
+        # a branch that did not rank the turn says "—", not "#—"
+        ranks = " · ".join(
+            f"{name} {f'#{rank}' if rank else '—'}"
+            for name, rank in (("vector", hit.vector_rank), ("text", hit.text_rank))
+        )
         text_col.caption(f"{ranks} · RRF {hit.rrf_score:.4f} · session {hit.session_id}")
         # the hit goes with the press: by the next run the results can be others (a turn said meanwhile),
         # and the button at this place then opened another hit

@@ -136,6 +136,8 @@ def test_the_transcript_search_lists_matches_and_puts_the_merely_nearest_turns_a
     assert any(c.value == "No turn of your transcripts matches that." for c in at.caption)
     apart = [e for e in at.expander if "loosely related" in e.label]
     assert len(apart) == 1 and apart[0].label.startswith("4 loosely related turns")
+    ranks = [c.value for c in apart[0].caption if c.value.startswith("vector ")]
+    assert ranks and all(" · text — · RRF " in value for value in ranks), ranks  # "text #—" until 2026-12-07
     assert len(apart[0].button) == 4  # each still opens its session
     assert any(i.value.startswith("Nothing matches “pizza dough recipe”") for i in at.info)
 
