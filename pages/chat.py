@@ -467,12 +467,18 @@ def _header(chat: Conversation, visitor) -> bool:
             f":material/smart_toy: **{label}**{' — not an LLM; see the sidebar' if demo_brain else ''}"
             f" · {session} · user `{visitor.short_id}`"
         )
+        # not while the agent starts: a message typed meanwhile waits for it, and ending then left that message
+        # to start a new conversation at once, without a word of the end (found in a walkthrough, 2026-12-07)
+        starting = not chat.ready.done()
         return st.button(
             "End session",
             key="u_chat_end",
             icon=":material/stop_circle:",
             width="content",
-            help="Ends this conversation and saves its report to the Sessions page (one you said nothing in "
+            disabled=starting,
+            help="Available once the agent has started."
+            if starting
+            else "Ends this conversation and saves its report to the Sessions page (one you said nothing in "
             "is not kept).",
         )
 

@@ -30,9 +30,12 @@ def test_a_message_sent_while_the_agent_starts_is_shown_kept_and_answered(app, m
     assert at.session_state["u_chat_outbox"] == ["my favorite color is vermilion"]  # kept, not yet sent
     at.run()  # a rerun (a poll) changes nothing
     assert _user_bubbles(at) == ["my favorite color is vermilion"]
+    # ending now left the message to start a new conversation at once, without a word of the end
+    assert at.button(key="u_chat_end").disabled
 
     loading.set_result(None)
     settle(at)
+    assert not at.button(key="u_chat_end").disabled
     assert _user_bubbles(at) == ["my favorite color is vermilion"]  # once
     assistant = [m.value for message in at.chat_message if message.name == "assistant" for m in message.markdown]
     assert any("vermilion" in text for text in assistant)
