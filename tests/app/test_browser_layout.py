@@ -570,17 +570,11 @@ def test_a_short_transcript_is_as_tall_as_its_messages(streamlit_server, new_bro
     """Found in a fresh-clone walkthrough (2026-12-07): a greeting and one answer sat at the top of a
     440-pixel box, most of it empty, on a phone most of the screen."""
     page = _new_visitor(new_browser_page, streamlit_server, (390, 844), "/sessions")
-    service = Scope.service(user_id_of(page))
-    session_id = f"text-{uuid.uuid4().hex[:16]}"
-    said = [("user", "my favorite color is teal"), ("agent", "Got it, I'll remember that.")]
-    conversations.store_turns(service, [TurnInput(session_id, i, who, text) for i, (who, text) in enumerate(said)])
-    ended = datetime.now(UTC) - timedelta(minutes=5)
-    report = {"playground": {"turns": 1, "mode": "text", "duration_s": 60.0}}
-    sessions.save_report(service, session_id, report, started_at=ended - timedelta(minutes=1), ended_at=ended)
+    _ended_session(Scope.service(user_id_of(page)), "my favorite color is teal", minutes_ago=5)
     page.reload()
     wait_for_app(page)
     box = page.locator(".st-key-u_session_transcript")
-    expect(box).to_contain_text("Got it, I'll remember that.", timeout=TURN_TIMEOUT_MS)
+    expect(box).to_contain_text("Noted.", timeout=TURN_TIMEOUT_MS)
     height = box.evaluate("el => el.getBoundingClientRect().height")
     messages = page.locator('.st-key-u_session_transcript [data-testid="stChatMessage"]')
     drawn = messages.evaluate_all("els => els.reduce((sum, el) => sum + el.getBoundingClientRect().height, 0)")
