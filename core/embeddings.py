@@ -64,14 +64,18 @@ def get_model():
 
 
 def embed(texts: Sequence[str]) -> np.ndarray:
-    """Embed many texts in batches; returns float32 array of shape (n, 384), unit length."""
+    """Embed many texts in batches; returns float32 array of shape (n, 384), unit length. The same text
+    twice gets one vector: embedded in different places of a batch (padded to other lengths), a greeting said
+    in every session came out a few 1e-8 apart per copy, so equal turns ranked in an order no one could
+    reproduce."""
     if not texts:
         return np.zeros((0, DIMENSIONS), dtype=np.float32)
     model = get_model()
+    distinct = list(dict.fromkeys(texts))
     try:
         with _encode_lock:
             vectors = model.encode(
-                list(texts),
+                distinct,
                 batch_size=BATCH_SIZE,
                 normalize_embeddings=True,
                 convert_to_numpy=True,
@@ -79,6 +83,9 @@ def embed(texts: Sequence[str]) -> np.ndarray:
             )
     except Exception as exc:
         raise EmbeddingUnavailable(f"Embedding failed: {exc}") from exc
+    if len(distinct) < len(texts):
+        row = {text: position for position, text in enumerate(distinct)}
+        vectors = vectors[[row[text] for text in texts]]
     return vectors.astype(np.float32, copy=False)
 
 
