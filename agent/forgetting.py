@@ -58,29 +58,35 @@ STRUCTURAL_KEYS = frozenset(
 
 
 class KnownMemories:
-    """The user's memories as the conversation last read them (id -> slot and text): what a change took away."""
+    """The user's memories as the conversation last read them: what a change took away."""
 
     def __init__(self, scope: Scope) -> None:
         self.scope = scope
-        self._known: dict[uuid.UUID, tuple[str, str]] | None = None
+        self._known: dict[uuid.UUID, memories.Memory] | None = None
 
-    def _read(self) -> dict[uuid.UUID, tuple[str, str]]:
-        return {m.id: (m.memory_type, m.content) for m in memories.list_memories(self.scope)}
+    def _read(self) -> dict[uuid.UUID, memories.Memory]:
+        return {m.id: m for m in memories.list_memories(self.scope)}
 
     def read(self) -> None:
         """The first reading (blocking), when the conversation starts."""
         self._known = self._read()
 
     def changes(self) -> tuple[list[str], list[tuple[str, str]], set[str]]:
-        """Read again (blocking): the texts of the memories deleted since the last reading, the memories
-        edited since (slot, new text; an edited memory keeps its id), and the slots there are now."""
+        """Read again (blocking): the texts of the memories deleted since the last reading (each one's text and
+        the texts it held before, which its deletion took out of the past turns too), the memories edited since
+        (slot, new text; an edited memory keeps its id), and the slots there are now."""
         now = self._read()
         before, self._known = self._known, now
+        slots = {memory.memory_type for memory in now.values()}
         if before is None:  # the first reading failed: nothing to compare yet
-            return [], [], {slot for slot, _ in now.values()}
-        gone = [text for memory_id, (_, text) in before.items() if memory_id not in now]
-        edited = [now[key] for key, memory in before.items() if key in now and now[key] != memory]
-        return gone, edited, {slot for slot, _ in now.values()}
+            return [], [], slots
+        gone = [text for key, memory in before.items() if key not in now for text in memory.every_content]
+        edited = [
+            (now[key].memory_type, now[key].content)
+            for key, memory in before.items()
+            if key in now and (now[key].memory_type, now[key].content) != (memory.memory_type, memory.content)
+        ]
+        return gone, edited, slots
 
 
 def blank_mentions(doc: Any, says: Mentions) -> int:

@@ -23,7 +23,7 @@ from core.text import clean_text, describe, normalize_slot
 MAX_CONTENT_LENGTH = 2000
 MAX_SESSION_ID_LENGTH = 200
 MAX_PROFILE_NAME_LENGTH = 200  # public.profiles.name's check; a longer `name` memory leaves the profile as it is
-_COLUMNS = "id, memory_type, content, session_id, created_at, updated_at"
+_COLUMNS = "id, memory_type, content, session_id, created_at, updated_at, earlier_contents"
 
 
 @dataclass(frozen=True)
@@ -34,12 +34,23 @@ class Memory:
     session_id: str | None
     created_at: datetime
     updated_at: datetime
+    # the texts it held before, oldest first (the database keeps them: 20261207140000_memories_keep_earlier_values)
+    earlier_contents: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "earlier_contents", tuple(self.earlier_contents or ()))
+
+    @property
+    def every_content(self) -> list[str]:
+        """Its text and every text it held before: what deleting it takes out of past turns and reports."""
+        return [self.content, *self.earlier_contents]
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": str(self.id),
             "memory_type": self.memory_type,
             "content": self.content,
+            "earlier_contents": list(self.earlier_contents),
             "session_id": self.session_id,
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
@@ -49,7 +60,7 @@ class Memory:
 @dataclass(frozen=True)
 class Forgotten:
     memory: Memory
-    mentions_removed: int  # past conversation turns that said it, deleted with it
+    mentions_removed: int  # past conversation turns that said it (or a text it held before), deleted with it
 
 
 @dataclass(frozen=True)
@@ -169,8 +180,8 @@ def _store_queued_turns() -> None:
 
 
 def forget(scope: Scope, memory_type: str) -> Forgotten:
-    """Delete the slot and the past conversation turns that mention its text (so it cannot come back from
-    the conversation tier), in one transaction."""
+    """Delete the slot and the past conversation turns that mention its text or a text it held before (so it
+    cannot come back from the conversation tier), in one transaction."""
     slot = normalize_slot(memory_type)
     _store_queued_turns()
     with transaction(scope) as cur:
@@ -181,11 +192,12 @@ def forget(scope: Scope, memory_type: str) -> Forgotten:
         row = cur.fetchone()
         if row is None:
             raise NotFound(f"Nothing is remembered under {slot!r}, so there was nothing to forget.")
-        mentions = conversations.delete_mentions(cur, scope.user_id, [row["content"]])
+        forgotten = Memory(**row)
+        mentions = conversations.delete_mentions(cur, scope.user_id, forgotten.every_content)
         _forget_profile_name(cur, scope.user_id, row["memory_type"])
-        sessions.forget_in_reports(cur, scope, [row["content"]])
+        sessions.forget_in_reports(cur, scope, forgotten.every_content)
     memory_changes.notify(scope.user_id)
-    return Forgotten(Memory(**row), mentions)
+    return Forgotten(forgotten, mentions)
 
 
 def list_memories(scope: Scope) -> list[Memory]:
@@ -251,7 +263,8 @@ def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.emb
 
 
 def delete_memory(scope: Scope, memory_id) -> Forgotten:
-    """Delete one memory and the past conversation turns that mention its text, in one transaction."""
+    """Delete one memory and the past conversation turns that mention its text or a text it held before, in one
+    transaction."""
     memory_id = _parse_memory_id(memory_id)
     _store_queued_turns()
     with transaction(scope) as cur:
@@ -262,11 +275,12 @@ def delete_memory(scope: Scope, memory_id) -> Forgotten:
         row = cur.fetchone()
         if row is None:
             raise NotFound("That memory no longer exists.")
-        mentions = conversations.delete_mentions(cur, scope.user_id, [row["content"]])
+        forgotten = Memory(**row)
+        mentions = conversations.delete_mentions(cur, scope.user_id, forgotten.every_content)
         _forget_profile_name(cur, scope.user_id, row["memory_type"])
-        sessions.forget_in_reports(cur, scope, [row["content"]])
+        sessions.forget_in_reports(cur, scope, forgotten.every_content)
     memory_changes.notify(scope.user_id)
-    return Forgotten(Memory(**row), mentions)
+    return Forgotten(forgotten, mentions)
 
 
 def _name_to_profile(cur, user_id, slot: str, content: str) -> None:
@@ -291,14 +305,17 @@ def delete_all(scope: Scope) -> DeletedAll:
     details the agent learned (LEARNED_PROFILE_FIELDS), in one transaction."""
     _store_queued_turns()
     with transaction(scope) as cur:
-        cur.execute("delete from public.memories where user_id = %s returning content", (scope.user_id,))
-        contents = [row["content"] for row in cur.fetchall()]
-        mentions = conversations.delete_mentions(cur, scope.user_id, contents)
-        sessions.forget_in_reports(cur, scope, contents)
+        cur.execute(
+            "delete from public.memories where user_id = %s returning content, earlier_contents", (scope.user_id,)
+        )
+        rows = cur.fetchall()
+        said = [text for row in rows for text in (row["content"], *row["earlier_contents"])]
+        mentions = conversations.delete_mentions(cur, scope.user_id, said)
+        sessions.forget_in_reports(cur, scope, said)
         cur.execute(_CLEAR_LEARNED_PROFILE, (scope.user_id,))
         profile_cleared = cur.rowcount == 1
     memory_changes.notify(scope.user_id)
-    return DeletedAll(len(contents), mentions, profile_cleared)
+    return DeletedAll(len(rows), mentions, profile_cleared)
 
 
 def learned_profile(scope: Scope) -> dict[str, Any]:

@@ -42,6 +42,14 @@ def _quoted(text: str) -> str:
     return f"“{literal(clip(text, 60))}”"
 
 
+def _earlier(memory) -> str:
+    """The texts a memory held before, newest first, the oldest left out past three."""
+    newest_first = list(reversed(memory.earlier_contents))
+    said = ", ".join(_quoted(text) for text in newest_first[:3])
+    more = len(newest_first) - 3
+    return said + (f" and {more:,} earlier" if more > 0 else "")
+
+
 def _and_mentions(count: int, what: str = "it") -> str:
     if not count:
         return ""
@@ -102,6 +110,8 @@ def _memory_card(scope, memory, deleted_sessions: set[str], zone: tzinfo) -> Non
                 st.markdown(literal(clip(memory.content, CARD_TEXT)))
                 with st.expander(f"All {len(memory.content):,} characters", key=f"u_mem_more_{mid}"):
                     st.markdown(literal(memory.content))
+            if memory.earlier_contents:  # kept so that deleting the memory deletes their mentions too
+                st.caption(f":material/history: before: {_earlier(memory)}")
         with meta_col:
             st.caption(f":material/update: updated {ago(memory.updated_at)}  \n{when(memory.updated_at, zone)}")
             if session_gone:
@@ -239,11 +249,14 @@ def _mentions_notice(count: conversations.MentionCount, what: str, said_back: st
 def _confirm_delete(scope, memory) -> None:
     mid = str(memory.id)
     with reported():
-        mentions = conversations.mention_count(scope, [memory.content])
-        said_back = conversations.other_person_text(memory.content)
+        mentions = conversations.mention_count(scope, memory.every_content)
+        said_back = conversations.other_person_text(memory.content) if not memory.earlier_contents else None
+        what = _quoted(memory.content)
+        if memory.earlier_contents:
+            what += f" or what it said before ({_earlier(memory)})"
         st.warning(
             f"Delete `{memory.memory_type}`? The agent will no longer know this. "
-            f"{_mentions_notice(mentions, _quoted(memory.content), said_back)} This cannot be undone.",
+            f"{_mentions_notice(mentions, what, said_back)} This cannot be undone.",
             icon=":material/delete_forever:",
         )
     buttons = st.container(horizontal=True)
@@ -276,8 +289,9 @@ def _toolbar(scope, visitor, items) -> None:
     if items:
         with st.expander("Delete all memories…", icon=":material/delete_sweep:", key="u_mem_delete_all_box"):
             with reported():
-                mentions = conversations.mention_count(scope, [m.content for m in items])
-                said_back = conversations.other_person_text(items[0].content) if len(items) == 1 else None
+                mentions = conversations.mention_count(scope, [text for m in items for text in m.every_content])
+                one = items[0] if len(items) == 1 and not items[0].earlier_contents else None
+                said_back = conversations.other_person_text(one.content) if one else None
                 st.markdown(
                     f"This deletes **{'the 1 memory' if len(items) == 1 else f'all {len(items):,} memories'}**"
                     " the agent keeps about you and the profile details it learned (name, language, time zone,"

@@ -139,7 +139,9 @@ def test_edit_and_delete_one_with_confirmation(app):
     at.button(key=f"u_mem_delete_{mid}").click()
     at.run()
     assert any(
-        "No past conversation message mentions “navy blue”. This cannot be undone." in w.value for w in at.warning
+        "No past conversation message mentions “navy blue” or what it said before (“teal”). This cannot be undone."
+        in w.value
+        for w in at.warning
     )
     at.button(key=f"u_mem_delete_no_{mid}").click()  # cancel keeps it
     at.run()
@@ -155,7 +157,9 @@ def test_edit_and_delete_one_with_confirmation(app):
     at.run()
     # it says how many messages go with it before asking (a common word can be in many)
     assert any(
-        "**1 past conversation message** that mentions “navy blue” is deleted too" in w.value for w in at.warning
+        "**1 past conversation message** that mentions “navy blue” or what it said before (“teal”) is deleted too"
+        in w.value
+        for w in at.warning
     )
     at.button(key=f"u_mem_delete_yes_{mid}").click()
     at.run()
@@ -207,6 +211,50 @@ def test_deleting_a_memory_says_and_deletes_the_agents_replies_that_say_it_back(
     assert any("and 3 past conversation messages that mentioned it" in s.value for s in at.success)
     assert conversations.list_turns(visitor.scope, told) == []
     assert [t.content for t in conversations.list_turns(visitor.scope, asked)] == ["what did I pay for coffee?"]
+
+
+def test_an_edited_memory_shows_what_it_said_before_and_deleting_it_deletes_those_mentions_too(app):
+    """The walkthrough: teal edited to "dark teal", then deleted. Only the mentions of "dark teal" went, and in a
+    new chat "what is my favorite color?" found "my favorite color is teal" in an earlier conversation, after
+    the dialog had said "The agent will no longer know this"."""
+    at, visitor = _seeded(app)
+    color = memories.recall(visitor.scope, "favorite_color")
+    mid = str(color.id)
+    past = f"past-{uuid.uuid4().hex[:8]}"
+    conversations.store_turns(
+        Scope.service(visitor.user_id),
+        [
+            TurnInput(past, 0, "user", "my favorite color is teal"),
+            TurnInput(past, 1, "assistant", "Teal it is."),
+            TurnInput(past, 2, "user", "The weather was grey all week."),
+        ],
+    )
+    at.button(key=f"u_mem_edit_{mid}").click()
+    at.run()
+    at.text_area(key=f"u_mem_text_{mid}").set_value("dark teal")
+    next(b for b in at.button if b.label == "Save" and "u_mem_edit_form" in (b.form_id or "")).click()
+    at.run()
+    assert any(c.value == ":material/history: before: “teal”" for c in at.caption), [c.value for c in at.caption]
+
+    at.button(key=f"u_mem_delete_{mid}").click()
+    at.run()
+    assert any(
+        "**2 past conversation messages** that mention “dark teal” or what it said before (“teal”) are deleted "
+        "too: 1 of yours and 1 of the agent's." in w.value
+        for w in at.warning
+    ), [w.value for w in at.warning]
+    at.button(key=f"u_mem_delete_yes_{mid}").click()
+    at.run()
+    assert any("and 2 past conversation messages that mentioned it" in s.value for s in at.success)
+    assert [t.content for t in conversations.list_turns(visitor.scope, past)] == ["The weather was grey all week."]
+
+
+def test_a_card_lists_the_three_latest_earlier_texts_and_counts_the_rest(app):
+    at, visitor = _seeded(app)
+    for value in ("red", "green", "blue", "violet"):
+        memories.remember(visitor.scope, "favorite_color", value)
+    at.run()
+    assert any(c.value == ":material/history: before: “blue”, “green”, “red” and 1 earlier" for c in at.caption)
 
 
 def test_a_memory_whose_session_was_deleted_says_so_and_links_nowhere(app):
