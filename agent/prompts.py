@@ -46,6 +46,11 @@ RECALL_LEAD = f"{RECALL_HEADER} (hybrid search, best first; use them only if the
 PAST_TURNS_LEAD = "From earlier conversations (date, who said it: what was said):"
 
 FILLER_TEXT = "One moment, let me look that up."
+# Said aloud in a voice call when the model fails (the page shows which setting to check): a call would
+# otherwise go silent, and the person at the microphone has no page in front of them to read
+LLM_FAILED_SPOKEN = "Sorry, my language model failed, so I have no answer for you. The page says what went wrong."
+# What the agent says that is about the call, not the conversation: never stored as a turn
+NOT_CONVERSATION = frozenset({FILLER_TEXT, LLM_FAILED_SPOKEN})
 # What the model reads in place of a message or tool result that mentioned a memory the user deleted
 # during the conversation (agent/forgetting.py)
 FORGOTTEN_NOTE = "(Deleted: this mentioned a memory the user deleted.)"

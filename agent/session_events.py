@@ -6,6 +6,7 @@ from livekit.agents import AgentSession
 
 from agent import events, llm_failures
 from agent.event_bus import EventBus
+from agent.prompts import LLM_FAILED_SPOKEN
 
 # message-level metrics (livekit's MetricsReport) -> our metric names, in ms
 _USER_METRICS = {"end_of_turn_delay": "eou_delay_ms", "transcription_delay": "transcription_delay_ms"}
@@ -15,7 +16,7 @@ _SPEECH_MODELS = {"stt_error": "speech-to-text model (STT_MODEL)", "tts_error": 
 
 def publish_session_events(session: AgentSession, bus: EventBus) -> None:
     """Publish `session`'s events on `bus` from now on."""
-    publisher = _Publisher(bus)
+    publisher = _Publisher(bus, session)
     session.on("conversation_item_added", publisher.item_added)
     session.on("user_input_transcribed", publisher.user_input_transcribed)
     session.on("agent_state_changed", publisher.agent_state_changed)
@@ -31,8 +32,9 @@ def publish_session_events(session: AgentSession, bus: EventBus) -> None:
 
 
 class _Publisher:
-    def __init__(self, bus: EventBus) -> None:
+    def __init__(self, bus: EventBus, session: AgentSession) -> None:
         self.bus = bus
+        self.session = session
 
     def item_added(self, ev) -> None:
         item = ev.item
@@ -88,6 +90,7 @@ class _Publisher:
                     llm_failures.describe(cause), where="llm", kind=llm_failures.kind(cause), recoverable=False
                 )
             )
+            self._say_the_model_failed()
             return
         what = _SPEECH_MODELS.get(kind, type(ev.source).__name__)
         self.bus.emit(
@@ -97,6 +100,18 @@ class _Publisher:
                 recoverable=False,
             )
         )
+
+    def _say_the_model_failed(self) -> None:
+        """In a voice call, say so aloud: the turn has no answer, and the call went silent. Not added to the
+        model's context (it is about the call, not the conversation); its final transcript is ours, so the
+        page closes the line the spoken words opened (the turn log leaves it out: NOT_CONVERSATION)."""
+        if self.session.output.audio is None:  # a text chat: the page shows the error where the answer would be
+            return
+        try:
+            spoken = self.session.say(LLM_FAILED_SPOKEN, add_to_chat_ctx=False)
+        except RuntimeError:  # the session is closing
+            return
+        spoken.add_done_callback(lambda _handle: self.bus.emit(events.transcript("assistant", LLM_FAILED_SPOKEN)))
 
     def function_tools_executed(self, ev) -> None:
         # tool calls the model got wrong never reach our tools (livekit answers them with an error)

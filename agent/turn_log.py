@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.events import Event, of_type
-from agent.prompts import FILLER_TEXT
+from agent.prompts import NOT_CONVERSATION
 from agent.sensitive import withheld
 from core.conversations import WITHHELD_TEXT, Mentions
 from core.sessions import DELETED_TEXT, blanked
@@ -50,7 +50,8 @@ def user_said(event: Mapping[str, Any]) -> bool:
 class TurnLogSink:
     """Queues the final user and assistant transcripts of one session, numbered 0, 1, 2, ... in order.
 
-    Fillers ("One moment, let me look that up.") are left out: they say nothing worth finding later.
+    Fillers ("One moment, let me look that up.") and the spoken word of a failed model call are left out
+    (prompts.NOT_CONVERSATION): they say nothing worth finding later.
     Events forwarded from elsewhere (``origin``) are left out too: the process that made them stores them.
     What the agent says before the user's first message (the greeting) is an *opening*: kept in the
     transcript, never searched (core.conversations.TurnInput), since it holds nothing the user said. It is
@@ -75,7 +76,7 @@ class TurnLogSink:
         if event["type"] != "transcript" or not event.get("final") or event.get("origin"):
             return
         text = (event.get("text") or "").strip()
-        if not text or (event["role"] == "assistant" and text == FILLER_TEXT):
+        if not text or (event["role"] == "assistant" and text in NOT_CONVERSATION):
             return
         said_at = datetime.fromtimestamp(event["ts"], UTC)
         with self._lock:
@@ -138,7 +139,7 @@ def _withheld_speech(events: list[Event]) -> tuple[list[str], set[str]]:
         if withheld(text):
             said.append(text.strip())
             pieces.update(piece for piece in heard.get(role, []) if piece)
-        elif role != "user" and answering_withheld and text.strip() != FILLER_TEXT:
+        elif role != "user" and answering_withheld and text.strip() not in NOT_CONVERSATION:
             # the answer itself, word for word: a short one ("OK.") by the mention rule would take every
             # line that says "OK" with it
             pieces.update(piece for piece in [*heard.get(role, []), " ".join(text.split())] if piece)

@@ -8,16 +8,21 @@ from __future__ import annotations
 import json
 import re
 import time
+import uuid
 
 import pytest
 
 from agent import SESSION_DELETED, get_runtime
+from agent.model_factory import build_llm
+from agent.prompts import LLM_FAILED_SPOKEN
 from agent.voice.calls import VoiceCall, end_call, get_call, open_call
 from agent.voice.local_tts import SAMPLE_RATE, synthesize_pcm
 from core import conversations, db, memories, sessions, turn_indexer
+from core.config import Settings
 from core.errors import InvalidInput, NotFound
 from tests.support.audio import FakeBrowser, piper_utterance
 from tests.support.events import wait_for_event
+from tests.support.openai_standin import OpenAIStandIn
 
 pytestmark = pytest.mark.slow
 
@@ -243,3 +248,43 @@ def test_a_spoken_secret_is_kept_neither_in_the_conversation_tier_nor_in_the_rep
     report = json.dumps(sessions.get_session(user.scope, call.session_id).report, ensure_ascii=False)
     assert len(heard) > 1 and not [text for text in heard if text in report]
     assert conversations.WITHHELD_TEXT in report
+
+
+def test_a_call_whose_model_fails_says_so_aloud_and_keeps_no_word_of_it_as_a_turn(new_user):
+    """A walkthrough with the LLM down (2026-12-07): a voice call went silent, each turn's error shown on a
+    page the person at the microphone may not be looking at. Now the call says so aloud, the page shows that
+    line closed like any other, and it is neither a stored turn nor in the model's context."""
+    user = new_user()
+    with OpenAIStandIn() as server:  # stopped on leaving: the endpoint is then unreachable
+        settings = Settings(openai_base_url=server.base_url, openai_api_key=server.api_key, llm_model="gpt-4o-mini")
+    key = f"test-{uuid.uuid4().hex}"
+    call = open_call(key, user.verified, llm=build_llm(settings))
+    try:
+        with FakeBrowser(call) as browser:
+            call.ready.result(timeout=120)  # the greeting failed...
+            spoken = wait_for_event(
+                call, lambda e: e["type"] == "transcript" and e["role"] == "assistant" and e["final"], timeout=60
+            )
+            assert spoken["text"] == LLM_FAILED_SPOKEN and browser.sound_at  # ...and the call said so aloud
+            failed = [e for e in call.events_since(0)[0] if e["type"] == "error"]
+            assert failed and "could not be reached" in failed[0]["message"]  # (named by the app's own settings)
+
+            cursor = call.events_since(0)[1]
+            heard = len(browser.sound_at)
+            turn = call.submit_text("where is order 1002?").result(timeout=120)
+            assert turn.error and "could not be reached" in turn.error
+            wait_for_event(
+                call,
+                lambda e: e["type"] == "transcript" and e["role"] == "assistant" and e["final"],
+                cursor=cursor,
+                timeout=60,
+            )
+            assert len(browser.sound_at) > heard
+            context = [
+                item.text_content for item in call.playground_session.session.history.items if item.type == "message"
+            ]
+            assert LLM_FAILED_SPOKEN not in context
+    finally:
+        end_call(key).result(timeout=60)
+    stored = conversations.list_turns(user.scope, call.session_id)
+    assert [(t.speaker, t.content) for t in stored] == [("user", "where is order 1002?")]
