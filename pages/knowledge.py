@@ -41,7 +41,7 @@ def main() -> None:
             query = st.text_input(
                 "Ask the knowledge base", key="kb_query", placeholder="e.g. how long does shipping take?"
             )
-            st.form_submit_button("Search", icon=":material/search:")
+            searched = st.form_submit_button("Search", icon=":material/search:")
         filter_col, limit_col = st.columns([3, 2])
         category = filter_col.selectbox("Category", [ALL, *categories], key="kb_category")
         limit = limit_col.slider("Results", 1, 10, 5, key="kb_limit")
@@ -50,7 +50,7 @@ def main() -> None:
             "embeddings, cosine) and a full-text ranking (codes, names and numbers such as “E03”), fused by "
             "RRF."
         )
-        reason = nothing_to_search(query) if query else None
+        reason = nothing_to_search(query) if query or searched else None
         if query and not reason:
             with reported():
                 result = knowledge.search(scope, query, limit=limit, category=None if category == ALL else category)
@@ -62,7 +62,7 @@ def main() -> None:
                     with st.expander(f"#{hit.rank} · {hit.title} · fused score {hit.rrf_score:.4f}"):
                         st.markdown(hit.content)
         else:
-            if query:
+            if reason:
                 st.caption(f":material/info: Nothing was searched: {reason}.")
             st.info(
                 "Type a question to see which documents the agent would read, and how close each one is.",

@@ -362,7 +362,7 @@ def _search_panel(scope) -> None:
     st.caption("The same hybrid search the agent runs: a vector ranking and a full-text ranking, fused by RRF.")
     with st.form("u_mem_search_form", border=False), st.container(horizontal=True, vertical_alignment="bottom"):
         query = st.text_input("Search your memories", key="u_mem_query", placeholder="e.g. what car do I drive?")
-        st.form_submit_button("Search", icon=":material/search:")
+        searched = st.form_submit_button("Search", icon=":material/search:")
     mode = st.segmented_control(
         "Ranking",
         ["hybrid", "vector", "text"],
@@ -373,7 +373,7 @@ def _search_panel(scope) -> None:
     with st.expander("Tune the fusion (weights and k)", icon=":material/tune:"):
         rrf.render_controls()
     rrf.render_formula()
-    if not query:
+    if not query and not searched:
         return
     if reason := nothing_to_search(query):  # a search that says nothing back looked like one that found nothing
         st.caption(f":material/info: Nothing was searched: {reason}. Type some words to search.")

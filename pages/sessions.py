@@ -624,8 +624,8 @@ def _search_panel(scope) -> None:
             help=f"Only what was said on these days ({zone_name(_zone)}, your time zone; the agent sets it when "
             "you tell it yours). Leave empty to search every day.",
         )
-        row.form_submit_button("Search", icon=":material/search:", width="content")
-    if not query.strip():
+        searched = row.form_submit_button("Search", icon=":material/search:", width="content")
+    if not query and not searched:
         return
     if reason := nothing_to_search(query):
         st.caption(f":material/info: Nothing was searched: {reason}. Type some words to search.")

@@ -149,6 +149,8 @@ def nothing_to_search(query: str) -> str | None:
     """Why a page's search box holds nothing to search for, None when it does: only spaces, or no letter or
     digit at all ("%", "?!"). The embedding of "%" is near any short question, so the Sessions search listed
     turns as close in meaning to it (found in a fresh-clone walkthrough)."""
+    if not query:
+        return "the box is empty"
     if not query.strip():
         return "the box holds only spaces"
     if not any(character.isalnum() for character in query):

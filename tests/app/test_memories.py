@@ -663,6 +663,14 @@ def test_a_search_of_only_spaces_says_it_searched_nothing(app):
     next(b for b in kb.button if b.label == "Search" and b.form_id == "knowledge_search_form").click()
     kb.run()
     assert [c.value for c in kb.caption if "Nothing was searched: the box holds only spaces" in c.value]
+    _search(at, "")  # an empty box: Search did nothing, silently, until 2026-12-07 (here, on Knowledge, Sessions)
+    assert [c.value for c in at.caption if "Nothing was searched: the box is empty. Type some words" in c.value]
+    kb.text_input(key="kb_query").set_value("")
+    next(b for b in kb.button if b.label == "Search" and b.form_id == "knowledge_search_form").click()
+    kb.run()
+    assert [c.value for c in kb.caption if "Nothing was searched: the box is empty" in c.value]
+    kb.run()  # the next run of the page, with no click: the box is as it was before any search
+    assert not [c.value for c in kb.caption if "Nothing was searched" in c.value]
     _search(at, "?!")  # and punctuation alone, which has no meaning to search for
     assert [c.value for c in at.caption if "Nothing was searched: “?!” has no letter or digit in it" in c.value]
     assert not [t for t in at.table if "Fused score" in t.value.columns]

@@ -150,6 +150,11 @@ def test_the_transcript_search_lists_matches_and_puts_the_merely_nearest_turns_a
     assert not [e for e in at.expander if "loosely related" in e.label]
     assert not [m for m in at.markdown if " · message " in m.value]
 
+    for empty, why in (("", "the box is empty"), ("   ", "the box holds only spaces")):  # silent until 2026-12-07
+        _search_transcripts(at, empty)
+        assert any(c.value.endswith(f"Nothing was searched: {why}. Type some words to search.") for c in at.caption)
+        assert not [m for m in at.markdown if " · message " in m.value]
+
     _search_transcripts(at, "the trail I hiked")
     assert not any(c.value == "No turn of your transcripts matches that." for c in at.caption)
     assert not any(i.value.startswith("Nothing matches") for i in at.info)
