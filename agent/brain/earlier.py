@@ -33,13 +33,22 @@ LAST_CONVERSATION_QUOTED = 3
 CLOSEST_LEAD = "The closest I found in our earlier conversations: "
 
 
+def _once(lines: list[str]) -> list[str]:
+    """Each line once, where it was first said (case and spacing aside): a call's question said three times
+    was quoted three times."""
+    first: dict[str, str] = {}
+    for line in lines:
+        first.setdefault(" ".join(line.split()).casefold(), line)
+    return list(first.values())
+
+
 def _quoted_from(data: dict[str, Any]) -> tuple[str, int] | None:
     """The user's own lines of a recall_last_conversation output, greetings and thanks left out, quoted, and
     how many more were said; None when it found no conversation."""
     said = [str(t.get("content") or "") for t in data.get("turns") or [] if t.get("speaker") == "user"]
     if not data.get("found") or not said:
         return None
-    substantial = [line for line in said if len(line.split()) >= 3 and not SMALLTALK_LINE.match(line)] or said
+    substantial = _once([line for line in said if len(line.split()) >= 3 and not SMALLTALK_LINE.match(line)] or said)
     quoted = "; ".join(f"“{quote(line, 160)}”" for line in substantial[:LAST_CONVERSATION_QUOTED])
     return quoted, len(substantial) - LAST_CONVERSATION_QUOTED + (data.get("more_turns") or 0) // 2
 
@@ -110,9 +119,9 @@ def _quoted_per_conversation(data: dict[str, Any]) -> list[tuple[dict[str, Any],
 def this_conversation(said: list[str]) -> str:
     """What the user told the agent so far in this conversation (before the question): their statements, in
     their words; greetings, thanks and questions left out."""
-    substantial = [
-        line for line in said if len(line.split()) >= 3 and not SMALLTALK_LINE.match(line) and not is_question(line)
-    ]
+    substantial = _once(
+        [line for line in said if len(line.split()) >= 3 and not SMALLTALK_LINE.match(line) and not is_question(line)]
+    )
     if not substantial:
         return "We've only just started: you haven't told me anything in this conversation yet."
     quoted = "; ".join(f"“{quote(line, 160)}”" for line in substantial[:LAST_CONVERSATION_QUOTED])
