@@ -4,6 +4,7 @@ how long each step took. Pure Python, so it is easy to test."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from agent import Event, RetrievalEvent, ToolCallEvent, keep_metric
@@ -38,7 +39,9 @@ class Turn:
     def summary(self) -> str:
         parts = ["failed"] if self.failed else ["stopped"] if self.stopped else []
         if self.tool_calls:
-            names = ", ".join(dict.fromkeys(call["name"] for call in self.tool_calls))
+            # "update_profile ×2": which tool ran more than once (only the total said so)
+            times = Counter(call["name"] for call in self.tool_calls)
+            names = ", ".join(f"{name} ×{count}" if count > 1 else name for name, count in times.items())
             parts.append(f"{len(self.tool_calls)} tool call{'s' if len(self.tool_calls) != 1 else ''} ({names})")
         hits = sum(len(r["hits"]) for r in self.retrievals)
         if self.retrievals:

@@ -257,6 +257,19 @@ def test_turn_grouping_and_reading_a_worker_report_without_agent_events():
     ]
     last = group_turns(published + stopped)[-1]
     assert last.stopped and not last.failed and last.errors == [] and last.summary.startswith("stopped")
+    # a tool called more than once says how often: "3 tool calls (update_profile, remember_detail)" did not
+    calls = [
+        {"type": "tool_call", "name": name, "arguments": {}, "output": "ok", "error": None, "turn": 3, "ts": 4.0}
+        for name in ("update_profile", "remember_detail", "update_profile")
+    ]
+    several = group_turns(
+        [
+            *published,
+            {"type": "transcript", "role": "user", "text": "I'm Ada", "final": True, "turn": 3, "ts": 3.9},
+            *calls,
+        ]
+    )[-1]
+    assert several.summary.startswith("3 tool calls (update_profile ×2, remember_detail)"), several.summary
 
     # a timing recorded twice in a turn (two LLM calls, two replies) is kept as the Sessions page and the voice
     # table keep it: the calls' durations added up, of a first token or first audio the first; the panel kept
