@@ -10,7 +10,10 @@ JSON, a tool that does not exist) are described by :func:`tool_call_problem`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+
+from livekit.agents import APIError
 
 from agent.model_factory import llm_location
 from core.config import Settings, base_url_fix, get_settings, llm_backend
@@ -124,3 +127,19 @@ def tool_call_problem(name: str, *, unknown: bool) -> str:
     return (
         f"The LLM {what}, so that call was skipped: try again, or use a model that supports tool calling (LLM_MODEL)."
     )
+
+
+class _ModelFailuresInOneLine(logging.Filter):
+    """livekit logs a failed model call with its whole exception chain ("Error in _llm_inference_task": the
+    openai client's, httpx's and httpcore's tracebacks, about 120 lines a turn), while the session logs the
+    sentence `describe` gives. Kept, as one line: livekit's message and the error's own."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, APIError):
+            record.msg, record.args = f"{record.getMessage()}: {type(error).__name__}: {error}", None
+            record.exc_info, record.exc_text = None, None
+        return True
+
+
+logging.getLogger("livekit.agents").addFilter(_ModelFailuresInOneLine())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import re
 import subprocess
@@ -19,8 +20,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from agent.brain.earlier import CLOSEST_LEAD
+from agent.model_factory import build_llm
 from agent.prompts import EXTRACTION_PROMPT, FORGOTTEN_NOTE, PRELOAD_HEADER, today_line
+from agent.session import PlaygroundSession, TurnFailed
 from core import conversations, db, memories, sessions
+from core.config import Settings
 from core.conversations import TurnInput
 from core.db import Scope
 from core.errors import NotFound
@@ -346,6 +350,25 @@ def test_a_broken_llm_setting_is_one_sentence_per_turn_and_the_report_is_saved(n
     ]
     # the model could not extract facts either: the rules did, and said so
     assert section["extraction"]["method"] == "llm+rules"
+
+
+async def test_a_failed_model_call_is_logged_in_lines_not_tracebacks(new_user, caplog):
+    """In the app's and the worker's log (the CLI silences livekit), livekit logged each failed model call with
+    its whole exception chain, about 120 lines a turn, beside the session's own one-line sentence."""
+    user = new_user()
+    with OpenAIStandIn() as server:  # stopped on leaving: unreachable
+        settings = Settings(openai_base_url=server.base_url, openai_api_key=server.api_key, llm_model="gpt-4o-mini")
+    session = PlaygroundSession(user.user_id, llm=build_llm(settings), greet=False)
+    with caplog.at_level(logging.WARNING):
+        await session.start()
+        with pytest.raises(TurnFailed, match="could not be reached"):
+            await session.run_text("where is order 1002?")
+        await session.finish()
+    from_livekit = [r for r in caplog.records if r.name.startswith("livekit.agents")]
+    failed = [r for r in from_livekit if r.getMessage().startswith("Error in _llm_inference_task")]
+    assert failed and "APIConnectionError" in failed[0].getMessage(), [r.getMessage() for r in from_livekit]
+    assert not [r for r in from_livekit if r.exc_info], "a livekit record still carries a traceback"
+    assert "Traceback" not in caplog.text and len(caplog.text.splitlines()) < 30, caplog.text
 
 
 def test_a_broken_setting_at_startup_exits_with_a_message(new_user):
