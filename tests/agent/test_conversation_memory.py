@@ -453,6 +453,23 @@ async def test_a_forgotten_detail_does_not_come_back_from_earlier_conversations(
     assert found and all("teal" not in (hit.get("content") or "").lower() for e in found for hit in e["hits"])
 
 
+async def test_forgetting_a_detail_that_changed_forgets_what_it_said_before_and_counts_it(new_user):
+    """ "forget where I live" after a move (a walkthrough, 2026-12-07): the reply counted the mentions of the new
+    city only, and the old city's stayed, found again by the next question."""
+    user = new_user()
+    _store_past(user, f"past-{user.user_id}", [("user", "I live in Lisbon"), ("user", "Lisbon is lovely in May.")])
+    async with agent_session(user.user_id) as run:
+        await run.session.run(user_input="I live in Lisbon")
+        await run.session.run(user_input="I live in Porto now")
+        forgot = reply_text(await run.session.run(user_input="forget where I live"))
+    assert forgot.startswith("Done, I've forgotten") and forgot.endswith(
+        "removed 2 past messages that mentioned it."
+    ), forgot
+    async with agent_session(user.user_id) as run:
+        where = reply_text(await run.session.run(user_input="where do I live?"))
+    assert "Lisbon" not in where and "Porto" not in where, where
+
+
 async def test_a_question_about_someone_elses_name_is_not_answered_with_the_users_own(new_user):
     """ "What is my dog's name?" shares the word "name" with the user's own `name`: that memory is recalled
     (the panel shows it) but is not the answer, and the brain says what it does not know instead."""
