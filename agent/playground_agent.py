@@ -42,6 +42,7 @@ from agent.forgetting import scrub_chat_items
 from agent.past_conversation_tools import PastConversationTools
 from agent.prompts import FILLER_TEXT, INSTRUCTIONS, greeting_instruction, preload_message
 from agent.recall import Searches, recall, start_searches
+from agent.sensitive import withhold_answered_secrets
 from agent.tool_calls import call_core
 from core import memories, orders, profiles, retrieval
 from core.config import get_settings
@@ -194,6 +195,7 @@ class PlaygroundAgent(PastConversationTools, Agent):
         if message.id not in self._recalls:
             if self.forgotten is not None:  # what the last turn said of a memory deleted in it (the tool's result)
                 self.forget_mentions(self.forgotten)
+            withhold_answered_secrets(self.chat_ctx.items, message.id)  # answered: not sent again
             self._recalls[message.id] = await self.recall(text)
             while len(self._recalls) > 256:  # a very long call: the oldest turns lose their block
                 self._recalls.popitem(last=False)

@@ -54,6 +54,10 @@ NOT_CONVERSATION = frozenset({FILLER_TEXT, LLM_FAILED_SPOKEN})
 # What the model reads in place of a message or tool result that mentioned a memory the user deleted
 # during the conversation (agent/forgetting.py)
 FORGOTTEN_NOTE = "(Deleted: this mentioned a memory the user deleted.)"
+# ...and in place of an earlier message that may have held a secret, and of the agent's answer to it
+# (agent/sensitive.py `withhold_answered_secrets`)
+WITHHELD_NOTE = "(Not kept: this message may have held a password or another secret.)"
+CONTEXT_NOTES = frozenset({FORGOTTEN_NOTE, WITHHELD_NOTE})  # not words the user said
 
 EXTRACTION_PROMPT = """\
 From the user's messages below, list at most 5 lasting facts about the user worth remembering in future \

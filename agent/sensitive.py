@@ -5,6 +5,9 @@ that may hold a secret is stored without its words, whichever model answers it: 
 from __future__ import annotations
 
 import re
+from typing import Any
+
+from agent.prompts import WITHHELD_NOTE
 
 _VOLATILE = re.compile(
     r"\b(today|tonight|tomorrow|yesterday|right now|at the moment|this (?:morning|afternoon|evening|week|weekend|"
@@ -70,6 +73,32 @@ def withheld(text: str) -> bool:
     and a real model alike. A question about a secret ("what is my PIN?") is withheld too: words alone do
     not tell it from one that holds it ("is my PIN 4417?")."""
     return secret_reason(text) is not None
+
+
+def withhold_answered_secrets(items: list[Any], before_id: str) -> int:
+    """The model's context, in place, as a new user message (`before_id`) starts its turn: each earlier user
+    message `withheld` holds back, and what the agent said and did in answer to it (its messages, tool calls
+    and results, up to the next user message), become prompts.WITHHELD_NOTE; returns how many items changed.
+    The model needed the message for its answer; after that, every request of the conversation sent it
+    again, to a model the agent had just told "I'd rather not keep passwords"."""
+    changed, answering = 0, False
+    for item in items:
+        if item.type == "message" and item.role == "user":
+            if item.id == before_id:
+                break
+            text = item.text_content or ""
+            answering = text == WITHHELD_NOTE or withheld(text)
+            if answering and text != WITHHELD_NOTE:
+                item.content, changed = [WITHHELD_NOTE], changed + 1
+        elif not answering:
+            continue
+        elif item.type == "message" and item.role == "assistant" and (item.text_content or "") != WITHHELD_NOTE:
+            item.content, changed = [WITHHELD_NOTE], changed + 1
+        elif item.type == "function_call" and item.arguments not in ("", "{}"):
+            item.arguments, changed = "{}", changed + 1
+        elif item.type == "function_call_output" and item.output != WITHHELD_NOTE:
+            item.output, changed = WITHHELD_NOTE, changed + 1
+    return changed
 
 
 def rejection_reason(memory_type: str, content: str, *, evidence: str = "") -> str | None:

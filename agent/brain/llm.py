@@ -26,7 +26,7 @@ from agent.brain.patterns import is_question
 from agent.brain.replies import ToolResult, compose_reply, follow_up, greeting_from_context, load_output
 from agent.brain.told_then_asked import told_then_asked
 from agent.chat_format import instruction_of, user_words
-from agent.prompts import PAST_TURNS_LEAD, stated_today
+from agent.prompts import CONTEXT_NOTES, PAST_TURNS_LEAD, stated_today
 
 
 def recalled_memories(message_text: str) -> list[tuple[str, str]]:
@@ -86,7 +86,10 @@ def _said_before(items: list[llm.ChatItem], last_user: int) -> list[str]:
     return [
         user_words(_text_of(item))
         for item in items[:last_user]
-        if item.type == "message" and item.role == "user" and instruction_of(user_words(_text_of(item))) is None
+        if item.type == "message"
+        and item.role == "user"
+        and user_words(_text_of(item)) not in CONTEXT_NOTES
+        and instruction_of(user_words(_text_of(item))) is None
     ]
 
 

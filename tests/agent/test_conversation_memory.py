@@ -16,7 +16,7 @@ import pytest
 from agent import recall as recall_module
 from agent.brain.earlier import CLOSEST_LEAD, today_so_far
 from agent.brain.llm import BrainStream
-from agent.prompts import PAST_TURNS_LEAD, RECALL_HEADER
+from agent.prompts import PAST_TURNS_LEAD, RECALL_HEADER, WITHHELD_NOTE
 from agent.recall import Injection, choose, estimate_tokens, turn_line
 from core import conversations, embeddings, memories, profiles, sessions
 from core.conversations import TurnInput
@@ -241,6 +241,22 @@ SECRET = "my password hint is *star* and _under_"
 
 def _shows_the_secret(text: str) -> bool:
     return "star* and _under" in text or "star and under" in text
+
+
+async def test_a_secret_once_answered_leaves_the_models_context_and_is_not_quoted_as_said(new_user):
+    """The agent said "I'd rather not keep passwords" and kept the message in its context for the rest of the
+    conversation: every later model call sent it again. Once answered, it and the answer are a note; the
+    offline brain's "so far" does not quote the note as something the user said."""
+    user = new_user()
+    async with agent_session(user.user_id) as run:
+        told = reply_text(await run.session.run(user_input=SECRET))
+        await run.session.run(user_input="my favorite color is teal")
+        so_far = reply_text(await run.session.run(user_input="what did we talk about so far?"))
+        context = [item for item in run.agent.chat_ctx.items if item.type == "message" and item.role != "system"]
+    assert told.startswith("I'd rather not keep passwords")
+    assert [(m.role, m.text_content) for m in context[:2]] == [("user", WITHHELD_NOTE), ("assistant", WITHHELD_NOTE)]
+    assert not _shows_the_secret(json.dumps([m.text_content for m in context]))
+    assert so_far == "So far in this conversation you told me: “my favorite color is teal”.", so_far
 
 
 def test_a_secret_the_agent_does_not_keep_is_not_kept_in_the_conversation_either(runtime, new_user):

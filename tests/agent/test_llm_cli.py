@@ -21,7 +21,7 @@ import pytest
 
 from agent.brain.earlier import CLOSEST_LEAD
 from agent.model_factory import build_llm
-from agent.prompts import EXTRACTION_PROMPT, FORGOTTEN_NOTE, PRELOAD_HEADER, today_line
+from agent.prompts import EXTRACTION_PROMPT, FORGOTTEN_NOTE, PRELOAD_HEADER, WITHHELD_NOTE, today_line
 from agent.session import PlaygroundSession, TurnFailed
 from core import conversations, db, memories, sessions
 from core.config import Settings
@@ -183,6 +183,11 @@ def test_a_secret_told_to_an_llm_is_kept_neither_in_the_conversations_nor_the_re
         ("assistant", False, False),  # the answer to "I live in Denver.": kept
     ]
     assert stored[3].content == "I live in Denver." and not any(t.embedded for t in stored[:3])
+    # once answered, the secret and the answer that said it back are not sent again (until 2026-12-07 every
+    # later request of the conversation held both)
+    later = first_request_for(llm_server.chat_requests(), "I live in Denver.")
+    assert "star and under" not in json.dumps(later.messages) and "password hint" not in json.dumps(later.messages)
+    assert [m["content"] for m in later.messages if m["content"] == WITHHELD_NOTE] == [WITHHELD_NOTE] * 2
     assert "star and under" not in json.dumps(_report(user, told.stdout))
     extraction = llm_server.chat_requests()[-1]  # the model extracts facts from what was kept only
     assert extraction.messages[0]["content"].startswith(EXTRACTION_PROMPT)
