@@ -145,10 +145,14 @@ def stems(text: str) -> set[str]:
 
 
 def best_sentences(query: str, content: str, limit: int = 2) -> str:
-    """The `limit` sentences of `content` sharing most stems with `query`, in their order (the first if none)."""
+    """The `limit` sentences of `content` sharing most stems with `query`, in their order (the first if none),
+    and the sentences between them when that makes at most `limit` + 2: "E03 means …" and "If E03 persists
+    after descaling, contact support." skipped the two that say what to do first, descaling among them."""
     sentences = split_sentences(content)
     terms = stems(query)
     scored = [(len(terms & stems(sentence)), -index, index) for index, sentence in enumerate(sentences)]
     best = sorted(scored, reverse=True)[:limit]
     chosen = sorted(index for score, _, index in best if score > 0) or [0]
+    if chosen[-1] - chosen[0] + 1 <= limit + 2:
+        chosen = list(range(chosen[0], chosen[-1] + 1))
     return " ".join(sentences[index] for index in chosen)

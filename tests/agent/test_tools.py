@@ -163,8 +163,12 @@ async def test_an_error_code_on_the_users_machine_is_looked_up_not_remembered(ne
         output = json.loads(result.expect.next_event().is_function_call_output(is_error=False).event().item.output)
         reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
         result.expect.no_more_events()
+        # "my machine shows E03" was answered "E03 means … If E03 persists after descaling, contact support.",
+        # without the steps it refers to: the sentences between the two that match are said too
+        said = reply_text(await run.session.run(user_input="my machine shows E03"))
     assert output["hits"][0]["title"] == "Error code E03: no water flow"  # the text branch finds the code
     assert "water" in reply.lower()
+    assert said.endswith("run the Descale program. If E03 persists after descaling, contact support."), said
     knowledge = next(e for e in run.events("retrieval") if e["source"] == "knowledge")
     assert knowledge["params"] is not None and knowledge["hits"][0]["text_rank"] is not None
 
