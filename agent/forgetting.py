@@ -88,6 +88,11 @@ class KnownMemories:
         ]
         return gone, edited, slots
 
+    def live(self) -> set[str]:
+        """The texts the user's memories hold as last read (their current ones): a text said again after it
+        was deleted is a memory again, and no longer forgotten."""
+        return {" ".join(memory.content.split()) for memory in (self._known or {}).values()}
+
 
 def blank_mentions(doc: Any, says: Mentions) -> int:
     """Every string in `doc` (an event: dicts and lists, nested) that says one of the texts becomes
@@ -109,11 +114,14 @@ def blank_mentions(doc: Any, says: Mentions) -> int:
     return count
 
 
-def scrub_chat_items(items: list[llm.ChatItem], says: Mentions) -> int:
+def scrub_chat_items(items: list[llm.ChatItem], says: Mentions, *, keep: str | None = None) -> int:
     """The model's context, in place: a message or tool result that says one of the texts becomes
-    FORGOTTEN_NOTE, a tool call's arguments that say one become {}; returns how many items changed."""
+    FORGOTTEN_NOTE, a tool call's arguments that say one become {}; returns how many items changed. `keep`:
+    the id of the user message whose turn starts, which the model reads as said."""
     count = 0
     for item in items:
+        if item.id == keep:
+            continue
         if item.type == "message":
             text = item.text_content or ""
             if text and text != FORGOTTEN_NOTE and says(text):
@@ -204,6 +212,8 @@ class MemoryFollower:
         async with self._lock:
             await asyncio.wait({self._first_reading})  # done or failed: KnownMemories.changes reads what it lacks
             gone, edited, slots = await asyncio.to_thread(self.known.changes)
+            live = self.known.live()
+            self.texts = [text for text in self.texts if text not in live]
             return await self._changed(gone, edited, slots)
 
     async def _changed(self, gone: list[str], edited: list[tuple[str, str]], slots: set[str]) -> int:
@@ -260,28 +270,35 @@ class Forgetting(MemoryFollower):
             # words are in the conversation already, and an unchanged preload keeps a server's prompt cache
             await agent.reload_preload()
         gone = [text for text in dict.fromkeys(gone) if text not in self.texts]
-        if not gone:
+        if not (gone or self.texts):
             return 0
-        await asyncio.to_thread(turn_indexer.flush_queued, 2.0)  # turns said just now are stored first...
-        forgettable, deleted_turns = await asyncio.to_thread(
-            conversations.forget_mentions, Scope.service(self.user_id), gone
-        )  # ...and deleted with the others if they mention it
-        if not forgettable:
-            return 0
-        self.texts.extend(forgettable)
-        says = Mentions(self.texts)
-        blanked = self._blank_events(self.session.bus.events, says)
-        if agent is not None:
-            agent.forgotten = says  # and again when each user turn starts
-            blanked += agent.forget_mentions(says)
-        blanked += scrub_chat_items(self.session.session.history.items, says)
-        log.info(
-            "%s: %d deleted memories forgotten here (%d strings blanked, %d late turns deleted)",
-            self.label,
-            len(forgettable),
-            blanked,
-            deleted_turns,
+        # the stored turns first (said just now included), then what the page shows and the model reads: a
+        # message said since that mentions a text forgotten before ("do you remember Lisbon?") goes from both
+        # at once; it was blanked here and still listed and found on the Sessions page until the session ended
+        await asyncio.to_thread(turn_indexer.flush_queued, 2.0)
+        self.texts, deleted_turns = await asyncio.to_thread(
+            conversations.forget_mentions, Scope.service(self.user_id), [*self.texts, *gone]
         )
+        says = Mentions(self.texts)
+        if agent is not None:
+            agent.forgotten = says or None  # and again when each user turn starts
+        if not says:
+            return 0
+        blanked = self._blank_events(self.session.bus.events, says)
+        if agent is not None:  # but the message the model may be answering now: it reads that one as said
+            answering = next(
+                (i.id for i in reversed(agent.chat_ctx.items) if i.type == "message" and i.role == "user"), None
+            )
+            blanked += agent.forget_mentions(says, keep=answering)
+        blanked += scrub_chat_items(self.session.session.history.items, says)
+        if gone or blanked or deleted_turns:
+            log.info(
+                "%s: %d deleted memories forgotten here (%d strings blanked, %d turns deleted)",
+                self.label,
+                len(self.texts),
+                blanked,
+                deleted_turns,
+            )
         return blanked
 
     def report_without_them(self, report: dict[str, Any]) -> dict[str, Any]:

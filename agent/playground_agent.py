@@ -131,10 +131,10 @@ class PlaygroundAgent(PastConversationTools, Agent):
             fresh = await asyncio.to_thread(profiles.preload, self.scope, visit=False)
             self.preload = replace(fresh, returning=self.preload.returning)
 
-    def forget_mentions(self, says: Mentions) -> int:
+    def forget_mentions(self, says: Mentions, *, keep: str | None = None) -> int:
         """Blank what the model would read again that says a deleted memory: its messages and tool results,
         each turn's recall block, and the greeting's instruction (which may name the user)."""
-        changed = scrub_chat_items(self.chat_ctx.items, says)
+        changed = scrub_chat_items(self.chat_ctx.items, says, keep=keep)
         for message_id, block in self._recalls.items():
             if block and says(block):
                 self._recalls[message_id] = None
@@ -193,8 +193,10 @@ class PlaygroundAgent(PastConversationTools, Agent):
         text = (message.text_content or "").strip()
         self.bus.begin_user_turn(message.id, text)
         if message.id not in self._recalls:
-            if self.forgotten is not None:  # what the last turn said of a memory deleted in it (the tool's result)
-                self.forget_mentions(self.forgotten)
+            if self.forgotten is not None:  # what the last turn said of a memory deleted in it (the tool's result);
+                # not this message: "my favorite color is teal", said again after teal was deleted, reached the
+                # model as the deletion's note, and could never be told again in this conversation
+                self.forget_mentions(self.forgotten, keep=message.id)
             withhold_answered_secrets(self.chat_ctx.items, message.id)  # answered: not sent again
             self._recalls[message.id] = await self.recall(text)
             while len(self._recalls) > 256:  # a very long call: the oldest turns lose their block

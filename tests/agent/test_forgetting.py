@@ -224,3 +224,52 @@ def test_the_agents_forget_takes_its_replies_saying_the_memory_back_too(runtime,
     stored = [t.content for t in conversations.list_turns(user.scope, session_id)]
     assert "what did I pay for coffee?" in stored and not any(_says_it(text) for text in stored)
     assert not _says_it(json.dumps(sessions.get_session(user.scope, session_id).report))
+
+
+def test_a_memory_said_again_after_its_deletion_is_not_forgotten_again_by_the_next_one(runtime, new_user):
+    """A walkthrough (2026-12-07): teal deleted on the Memories page, then said again in the same chat and
+    remembered again. The next deletion of anything blanked the new messages about teal, and the end of the
+    session deleted their stored turns, while teal was a memory again."""
+    user = new_user()
+    chat = runtime.open_conversation("forget-said-again", user.user_id)
+    chat.ready.result(timeout=60)
+    chat.send("my favorite color is teal").result(timeout=60)
+    (color,) = memories.list_memories(user.scope)
+    memories.delete_memory(user.scope, color.id)
+    assert until(lambda: chat.forgotten_messages == 2, timeout=15.0)
+
+    chat.send("my favorite color is teal").result(timeout=60)  # a memory again
+    assert memories.recall(user.scope, "favorite_color").content == "teal"
+    cello = memories.remember(Scope.service(user.user_id), "instrument", "the cello").memory
+    memories.delete_memory(user.scope, cello.id)  # anything deleted: the conversation checks again
+    assert until(lambda: "the cello" in chat.playground_session.forgetting.texts, timeout=15.0)
+    assert [h["text"] for h in chat.history][3:5] == [
+        "my favorite color is teal",
+        "Got it, I'll remember that your favorite color is teal.",
+    ]
+    session_id = chat.session_id
+    chat.close().result(timeout=60)
+    stored = [turn.content for turn in conversations.list_turns(user.scope, session_id)]
+    assert "my favorite color is teal" in stored
+    written = sessions.get_session(user.scope, session_id).report["playground"]["memories_written"]
+    assert [w["content"] for w in written] == ["teal", "teal"]  # a memory now: not blanked by the report either
+
+
+def test_a_message_blanked_in_the_open_chat_is_deleted_where_it_is_stored_at_once(runtime, new_user):
+    """A walkthrough (2026-12-07): after "forget where I live", "do you remember Lisbon?" was blanked in the
+    chat at the next deletion, but the Sessions page listed and found it until the session ended."""
+    user = new_user()
+    chat = runtime.open_conversation("forget-later-mention", user.user_id)
+    chat.ready.result(timeout=60)
+    chat.send("I live in Lisbon").result(timeout=60)
+    chat.send("forget where I live").result(timeout=60)
+    chat.send("do you remember Lisbon?").result(timeout=60)
+    other = memories.remember(Scope.service(user.user_id), "instrument", "the cello").memory
+    memories.delete_memory(user.scope, other.id)
+    assert until(lambda: DELETED_TEXT in [h["text"] for h in chat.history][5:6], timeout=15.0)
+    said = [turn.content for turn in conversations.list_turns(user.scope, chat.session_id)]
+    assert "do you remember Lisbon?" not in said and not any("Lisbon" in text for text in said)
+    # the model reads a note in place of each; "so far" quoted it as something the user said
+    so_far = chat.send("what did we talk about so far?").result(timeout=60)
+    assert so_far.reply == "So far in this conversation you told me: “forget where I live”.", so_far.reply
+    chat.close().result(timeout=60)
