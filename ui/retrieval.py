@@ -48,6 +48,7 @@ class RetrievalView:
     embed_ms: float | None = None
     degraded_reason: str | None = None
     note: str | None = None  # e.g. "skipped: over the time budget"
+    skipped: bool = False  # the search did not run (the note says why): not "nothing matched"
     trigger: str | None = None  # agent events: per_turn_recall, tool:search_memories, ...
     injected: set[str] = field(default_factory=set)  # ids the agent put into the model's context
     window: str | None = None  # a search of past turns kept to these days
@@ -65,6 +66,7 @@ def view_of_event(event: RetrievalEvent) -> RetrievalView:
         embed_ms=event.get("embed_ms"),
         degraded_reason=event["degraded_reason"],
         note=f"Skipped: {event['skip_reason']}." if event["skipped"] else None,
+        skipped=bool(event["skipped"]),
         trigger=event["trigger"],
         injected=set(event.get("injected") or []),
         window=event.get("window"),
@@ -471,11 +473,12 @@ def render_retrieval(
     if view.injected:
         st.caption("★ = put into the model's context for this turn.")
     if not view.hits:
-        st.caption(
-            {"knowledge": "No matches.", "conversations": "No earlier turns matched."}.get(
-                view.kind, "No memories matched."
+        if not view.skipped:  # "Skipped: over the 250 ms budget." then "No earlier turns matched." said it ran
+            st.caption(
+                {"knowledge": "No matches.", "conversations": "No earlier turns matched."}.get(
+                    view.kind, "No memories matched."
+                )
             )
-        )
         return view
     # a search the visitor ran says which hits are only the nearest there are (the agent's show it per row)
     note = loose_hits_note(view, searched_in) if searched else None

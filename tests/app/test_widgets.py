@@ -412,3 +412,26 @@ def test_button_names_reach_the_script_as_data_whatever_the_text():
     assert page_script.count("</script>") == 1 and page_script.rstrip().endswith("</script>")
     encoded = page_script.split("Object.assign(names, ", 1)[1].split(");", 1)[0]
     assert json.loads(encoded) == names
+
+
+def _a_skipped_recall_drawn():
+    from agent import events
+    from core.retrieval import RrfParams
+    from ui.retrieval import render_retrieval
+
+    for tier in ("slots", "conversations"):
+        skipped = events.skipped_recall(
+            "which car", RrfParams(), reason="over the 250 ms budget", latency_ms=251.0, tier=tier
+        )
+        render_retrieval(events.stamped(skipped, ts=1.0, session_id="s", turn=1, seq=5), key=f"skipped_{tier}")
+
+
+def test_a_skipped_search_is_not_said_to_have_found_nothing():
+    """A walkthrough (2026-12-07): the panel said "Skipped: over the 250 ms budget." and then "No earlier turns
+    matched.", as if the search had run."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_function(_a_skipped_recall_drawn, default_timeout=30).run()
+    captions = [c.value for c in at.caption]
+    assert captions.count("Skipped: over the 250 ms budget.") == 2, captions
+    assert not [c for c in captions if "matched" in c], captions
