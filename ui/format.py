@@ -107,7 +107,9 @@ def arguments_text(arguments: Any) -> str:
 
 
 def clip(text: Any, length: int = 160) -> str:
-    text = "" if text is None else str(text)
+    """`text` on one line (each run of spaces and line breaks one space: a turn picker's "line one⏎line two"
+    showed as "line oneline two"), cut to `length` characters with an ellipsis."""
+    text = " ".join(("" if text is None else str(text)).split())
     return text if len(text) <= length else text[: length - 1].rstrip() + "…"
 
 
@@ -132,7 +134,9 @@ def literal(text: Any) -> str:
     text = _MARKDOWN_SPECIAL.sub(lambda m: "\\" + m.group(0), text)
     # Streamlit draws ":material/home:" as an icon after the escapes are read: a word joiner breaks the name
     text = _ICON.sub(lambda m: m[0][: -len("material/")] + WORD_JOINER + "material/", text)
-    return _LINE_MARKER.sub(lambda m: f"{m[1]}\\{m[2]}" if m[2] is not None else f"{m[3]}\\{m[4]}", text)
+    text = _LINE_MARKER.sub(lambda m: f"{m[1]}\\{m[2]}" if m[2] is not None else f"{m[3]}\\{m[4]}", text)
+    # a line break as typed: Markdown joins lines into one unless a line ends in two spaces
+    return re.sub(r"\r?\n", "  \n", text)
 
 
 def code_span(text: Any) -> str:

@@ -678,7 +678,8 @@ def test_what_the_visitor_typed_is_shown_as_typed_not_read_as_markdown(app):
     _say(at, typed)
     # "--" between spaces: a word joiner, as no escape keeps Streamlit from making it "—" (the browser test
     # tests/app/test_browser_app.py shows what is drawn)
-    escaped = "' OR 1=1 -\u2060- \\*\\*bold\\*\\* \\<b\\>x\\</b\\> \\[link\\](u) \\:rocket\\:\n\\- item"
+    # and a line break stays one (Markdown joined the lines into one until 2026-12-07: two spaces end a line)
+    escaped = "' OR 1=1 -\u2060- \\*\\*bold\\*\\* \\<b\\>x\\</b\\> \\[link\\](u) \\:rocket\\:  \n\\- item"
     assert escaped in _user_texts(at)
     turn_indexer.flush_queued(timeout=10)
     stored = conversations.list_turns(

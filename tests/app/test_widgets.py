@@ -435,3 +435,13 @@ def test_a_skipped_search_is_not_said_to_have_found_nothing():
     captions = [c.value for c in at.caption]
     assert captions.count("Skipped: over the 250 ms budget.") == 2, captions
     assert not [c for c in captions if "matched" in c], captions
+
+
+def test_a_clipped_text_is_one_line_and_literal_keeps_line_breaks():
+    """A walkthrough (2026-12-07): "line one⏎line two" showed as "line one line two" in the chat and as
+    "line oneline two" in the turn picker's label."""
+    from ui.format import clip, literal
+
+    assert clip("line one\nline two\r\n  three", 14) == "line one line…"
+    assert clip("line one\nline two") == "line one line two"
+    assert literal("line one\nline two\r\n\n- item") == "line one  \nline two  \n  \n\\- item"
