@@ -42,15 +42,17 @@ def _once(lines: list[str]) -> list[str]:
     return list(first.values())
 
 
-def _quoted_from(data: dict[str, Any]) -> tuple[str, int] | None:
-    """The user's own lines of a recall_last_conversation output, greetings and thanks left out, quoted, and
-    how many more were said; None when it found no conversation."""
+def _quoted_from(data: dict[str, Any]) -> tuple[str, int, bool] | None:
+    """The user's own lines of a recall_last_conversation output, greetings and thanks left out, and their
+    questions too when they also told something ("you told me: “what is my favorite color?”"), quoted; how
+    many more were said; whether the lines are questions only. None when it found no conversation."""
     said = [str(t.get("content") or "") for t in data.get("turns") or [] if t.get("speaker") == "user"]
     if not data.get("found") or not said:
         return None
     substantial = _once([line for line in said if len(line.split()) >= 3 and not SMALLTALK_LINE.match(line)] or said)
-    quoted = "; ".join(f"“{quote(line, 160)}”" for line in substantial[:LAST_CONVERSATION_QUOTED])
-    return quoted, len(substantial) - LAST_CONVERSATION_QUOTED + (data.get("more_turns") or 0) // 2
+    told = [line for line in substantial if not is_question(line)]
+    quoted = "; ".join(f"“{quote(line, 160)}”" for line in (told or substantial)[:LAST_CONVERSATION_QUOTED])
+    return quoted, len(told or substantial) - LAST_CONVERSATION_QUOTED + (data.get("more_turns") or 0) // 2, not told
 
 
 def _more(count: int) -> str:
@@ -64,9 +66,9 @@ def last_conversation(data: dict[str, Any]) -> str:
         # not "our first conversation": the user may have remembered details (the demo user's are seeded, the
         # greeting says "Welcome back") or have deleted their earlier sessions
         return "I have no earlier conversation with you on record, so there's nothing to look back on yet."
-    quoted, more = found
+    quoted, more, asked_only = found
     tail = f"{_more(more)} (the Sessions page has it all)" if more > 0 else ""
-    return f"Last time, {on_day(data.get('date'))}, you told me: {quoted}{tail}."
+    return f"Last time, {on_day(data.get('date'))}, you {'asked' if asked_only else 'told'} me: {quoted}{tail}."
 
 
 def today_so_far(said: list[str], held: dict[str, Any], today: dt.date) -> str:
@@ -112,7 +114,7 @@ def _quoted_per_conversation(data: dict[str, Any]) -> list[tuple[dict[str, Any],
     for conversation in data.get("conversations") or []:
         found = _quoted_from({"found": True} | conversation) if isinstance(conversation, dict) else None
         if found:
-            out.append((conversation, *found))
+            out.append((conversation, *found[:2]))
     return out
 
 

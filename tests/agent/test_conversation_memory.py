@@ -611,21 +611,30 @@ def test_what_did_we_talk_about_last_time_sums_up_the_last_conversation(runtime,
     assert call["error"] is None and "Bear Creek" in call["output"]
 
 
-async def test_last_time_quotes_a_line_said_again_and_again_once(new_user):
+async def test_last_time_quotes_a_line_said_again_and_again_once_and_questions_as_asked(new_user):
     """A call whose microphone looped its sentence (a walkthrough, 2026-12-07): "last time" quoted the same
-    question three times, and left out what was said after it."""
+    question three times, and said the user had told it what they had asked."""
     user = new_user()
     asked = "Where is my order 1002 right now?"
-    said = [("user", asked), ("assistant", "Order 1002 is shipped.")] * 3
-    said += [("user", "where is my order 1002  right now?"), ("user", "My sister Nora lives in Porto.")]
-    _store_past(user, f"past-{user.user_id}", said, start=datetime.now(UTC) - timedelta(days=1))
-    async with agent_session(user.user_id) as run:
-        result = await run.session.run(user_input="what did we talk about last time?")
-        result.expect.next_event().is_function_call(name="recall_last_conversation")
-        result.expect.next_event().is_function_call_output()
-        reply = result.expect.next_event().is_message(role="assistant").event().item.text_content
-    assert reply.count("order 1002") == 1, reply
-    assert reply.endswith(f"you told me: “{asked}”; “My sister Nora lives in Porto.”."), reply
+    said = [("user", asked), ("assistant", "Order 1002 is shipped.")] * 3 + [
+        ("user", "where is my order 1002  right now?")
+    ]
+    _store_past(user, f"asked-{user.user_id}", said, start=datetime.now(UTC) - timedelta(days=2))
+
+    async def last_time() -> str:
+        async with agent_session(user.user_id) as run:
+            result = await run.session.run(user_input="what did we talk about last time?")
+            result.expect.next_event().is_function_call(name="recall_last_conversation")
+            result.expect.next_event().is_function_call_output()
+            return result.expect.next_event().is_message(role="assistant").event().item.text_content
+
+    reply = await last_time()
+    assert reply.count("order 1002") == 1 and reply.endswith(f"you asked me: “{asked}”."), reply
+    # told and asked: what they told, not the questions as things told
+    told = [("user", asked), ("assistant", "Order 1002 is shipped."), ("user", "My sister Nora lives in Porto.")]
+    _store_past(user, f"told-{user.user_id}", told, start=datetime.now(UTC) - timedelta(days=1))
+    reply = await last_time()
+    assert reply.endswith("you told me: “My sister Nora lives in Porto.”."), reply
 
 
 async def test_a_first_conversation_has_no_last_time(new_user):
