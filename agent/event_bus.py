@@ -43,6 +43,7 @@ class EventBus:
         self._lock = threading.Lock()
         self._turns_started: set[str] = set()
         self._turns_done: set[int] = set()
+        self.answering: str | None = None  # the id of the user message whose turn is in progress
 
     def add_sink(self, sink: EventSink) -> None:
         self._sinks.append(sink)
@@ -82,6 +83,7 @@ class EventBus:
                 return False
             self._turns_started.add(message_id)
             self.turn += 1
+            self.answering = message_id
         self.emit(events.transcript("user", text, final=True))
         return True
 
@@ -90,6 +92,7 @@ class EventBus:
             if self.turn in self._turns_done:
                 return
             self._turns_done.add(self.turn)
+            self.answering = None
         self.emit(events.turn_done())
 
     def metric(self, name: str, value_ms: float | None, *, turn: int | None = None) -> None:

@@ -163,6 +163,11 @@ class MemoryFollower:
     def stop(self) -> None:
         memory_changes.unsubscribe(self)
 
+    @property
+    def checking(self) -> bool:
+        """A check runs or is due (a change was heard and not yet compared)."""
+        return self._again or (self._checking is not None and not self._checking.done())
+
     async def first_read(self) -> None:
         """On `loop`, after `start`: wait for the first reading of the user's memories (done or failed). A
         memory deleted before it is done is not among them, so nothing it took away would be forgotten."""
@@ -285,12 +290,12 @@ class Forgetting(MemoryFollower):
         if not says:
             return 0
         blanked = self._blank_events(self.session.bus.events, says)
-        if agent is not None:  # but the message the model may be answering now: it reads that one as said
-            answering = next(
-                (i.id for i in reversed(agent.chat_ctx.items) if i.type == "message" and i.role == "user"), None
-            )
+        # but the message whose turn is in progress: the model reads that one as said (the history holds the
+        # same items as the model's context)
+        answering = self.session.bus.answering
+        if agent is not None:
             blanked += agent.forget_mentions(says, keep=answering)
-        blanked += scrub_chat_items(self.session.session.history.items, says)
+        blanked += scrub_chat_items(self.session.session.history.items, says, keep=answering)
         if gone or blanked or deleted_turns:
             log.info(
                 "%s: %d deleted memories forgotten here (%d strings blanked, %d turns deleted)",

@@ -237,6 +237,8 @@ def test_a_memory_said_again_after_its_deletion_is_not_forgotten_again_by_the_ne
     (color,) = memories.list_memories(user.scope)
     memories.delete_memory(user.scope, color.id)
     assert until(lambda: chat.forgotten_messages == 2, timeout=15.0)
+    # the database's notice of the deletion checks once more (a check in a turn keeps that turn's message)
+    assert until(lambda: not chat.playground_session.forgetting.checking, timeout=15.0)
 
     chat.send("my favorite color is teal").result(timeout=60)  # a memory again
     assert memories.recall(user.scope, "favorite_color").content == "teal"
