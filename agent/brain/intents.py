@@ -31,7 +31,7 @@ from agent.brain.replies import (
     UNFINISHED_REPLY,
     smalltalk_reply,
 )
-from agent.brain.text import clean, content_words, strip_end
+from agent.brain.text import clean, content_words, last_words, strip_end
 from agent.sensitive import secret_reason
 
 INTENTS = ("remember", "recall", "forget", "list_memories", "search_memories", "past_conversations",
@@ -232,7 +232,7 @@ def _statement(said: _Utterance) -> Intent | None:
     unfinished = _UNFINISHED.search(strip_end(said.body))
     if unfinished and re.match(r"^(?:i|i'm|i've|my)\b", said.body, re.I):
         # a spoken sentence cut at a pause ("my favorite drink is…"): storing it kept "is" as the value
-        return Intent("remember", reply=UNFINISHED_REPLY.format(said=strip_end(said.body)))
+        return Intent("remember", reply=UNFINISHED_REPLY.format(said=last_words(strip_end(said.body))))
     facts = parse_facts(said.body)
     name = next((f.content for f in facts if f.memory_type == "name"), None) or called(said.body, capitalised_only=True)
     if name:  # "By the way, my name is Ada", "I'm a nurse, call me Jo": the profile's name too

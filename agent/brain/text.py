@@ -156,3 +156,13 @@ def best_sentences(query: str, content: str, limit: int = 2) -> str:
     if chosen[-1] - chosen[0] + 1 <= limit + 2:
         chosen = list(range(chosen[0], chosen[-1] + 1))
     return " ".join(sentences[index] for index in chosen)
+
+
+def last_words(text: str, length: int = 80) -> str:
+    """The end of `text`, at most `length` characters from a word's start, "…" before it when cut: what a
+    reply quotes of a long message (quoting all of a 2,000-character one filled a phone's screen)."""
+    text = " ".join(text.split())
+    if len(text) <= length:
+        return text
+    end = text[-length:]
+    return "…" + (end.split(" ", 1)[1] if " " in end else end)

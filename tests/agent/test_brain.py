@@ -289,6 +289,16 @@ def test_a_statement_cut_off_before_its_point_is_asked_about_not_stored(text):
     assert intent.reply.startswith("It sounds like you stopped mid-sentence") and text.rstrip(".") in intent.reply
 
 
+def test_a_long_message_cut_off_is_quoted_by_its_end_only():
+    """A walkthrough (2026-12-07): the first 2,000 characters of a longer paste, sent, were quoted back whole
+    ("It sounds like you stopped mid-sentence: “my favorite book is Dune. … my favorite book is …”"), about
+    1,900 characters that filled a phone's screen."""
+    text = "my favorite book is Dune. " * 76 + "my favorite book is"
+    reply = classify(text).reply
+    assert reply.startswith("It sounds like you stopped mid-sentence: “…") and len(reply) < 200, reply
+    assert reply.endswith("Dune. my favorite book is …”. Tell me the rest and I'll remember it.")
+
+
 @pytest.mark.parametrize("text", ["I live in Denver", "I play the guitar", "my favorite drink is an oat flat white"])
 def test_a_finished_statement_is_still_stored(text):
     assert [name for name, _ in classify(text).calls] == ["remember_detail"]
