@@ -12,8 +12,10 @@ STOPWORDS = {
 
 
 def clean(text: str) -> str:
-    """Typographic quotes made plain, British spellings made American, and what speech-to-text mangles."""
-    text = (text or "").replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
+    """Typographic quotes made plain, British spellings made American, what speech-to-text mangles, and
+    what formatting a typed message carries (Markdown, HTML tags, one line a sentence)."""
+    text = _without_markup(text or "")
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
     text = re.sub(r"\bfavourite\b", "favorite", text, flags=re.IGNORECASE)
     text = re.sub(r"\bcolour\b", "color", text, flags=re.IGNORECASE)
     # speech-to-text writes "my favorite color's teal", and Whisper tiny often "my favorite colors teal"
@@ -27,6 +29,20 @@ def clean(text: str) -> str:
     # kept was "Not Priya", or a note of the whole sentence)
     text = _CORRECTION.sub(r"\g<what> is \g<new>", text)
     return re.sub(r"\s+", " ", text).strip()
+
+
+_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+", re.M)
+_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]{0,80})?/?>")
+_EMPHASIS = re.compile(r"(?<![\w*_`])[*_`]{1,3}(?=[^\s*_`])|(?<=[^\s*_`])[*_`]{1,3}(?![\w*_`])")
+_LINE_END = re.compile(r"(?<![.!?;:,])[ \t]*\n+[ \s]*")
+
+
+def _without_markup(text: str) -> str:
+    """ "# heading⏎my cat is called `Miso`" as "heading. my cat is called Miso", "my name is <i>Bob</i>" as
+    "my name is Bob": the formatting hid the fact from every rule, and the reply promised to find it later."""
+    text = _TAG.sub("", _HEADING.sub("", text.replace("\r\n", "\n")))
+    text = _EMPHASIS.sub("", text)
+    return _LINE_END.sub(". ", text.strip())
 
 
 _CORRECTION = re.compile(

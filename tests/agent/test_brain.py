@@ -289,6 +289,20 @@ def test_a_statement_cut_off_before_its_point_is_asked_about_not_stored(text):
     assert intent.reply.startswith("It sounds like you stopped mid-sentence") and text.rstrip(".") in intent.reply
 
 
+@pytest.mark.parametrize(
+    "text,call",
+    [
+        ("# heading\nmy cat is called `Miso`", ("remember_detail", {"memory_type": "cat_name", "content": "Miso"})),
+        ("my name is <i>Bob</i>", ("remember_detail", {"memory_type": "name", "content": "Bob"})),
+        ("**my** dog is called _Pixel_", ("remember_detail", {"memory_type": "dog_name", "content": "Pixel"})),
+    ],
+)
+def test_a_fact_in_markdown_or_html_is_read_without_its_formatting(text, call):
+    """A walkthrough (2026-12-07): these were kept as notes ("I haven't saved that as a memory, but our
+    conversation is kept, so you can ask me about it later"), and "what is my cat's name?" then found nothing."""
+    assert call in classify(text).calls
+
+
 def test_a_long_message_cut_off_is_quoted_by_its_end_only():
     """A walkthrough (2026-12-07): the first 2,000 characters of a longer paste, sent, were quoted back whole
     ("It sounds like you stopped mid-sentence: “my favorite book is Dune. … my favorite book is …”"), about
