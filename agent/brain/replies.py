@@ -171,7 +171,7 @@ def compose_reply(user_text: str, results: list[ToolResult], recalled: list[tupl
 
 def _nothing_found(results: list[ToolResult]) -> str:
     slot = _asked_slot(results)
-    if slot and secret_reason(slot_phrase(slot)):  # "Tell me and I'll remember it" would not be true
+    if slot and secret_reason(f"my {slot_phrase(slot)}"):  # "Tell me and I'll remember it" would not be true
         return SECRET_NOT_KEPT_REPLY.format(what=slot_phrase(slot))
     if slot and slot_words(slot) not in ("note",):
         reply = f"I don't remember your {slot_phrase(slot)} yet. Tell me and I'll remember it."

@@ -303,6 +303,21 @@ def test_a_fact_in_markdown_or_html_is_read_without_its_formatting(text, call):
     assert call in classify(text).calls
 
 
+@pytest.mark.parametrize(
+    "asked,slot", [("Can you tell me my PIN?", "pin"), ("what is my wifi password?", "wifi_password")]
+)
+def test_asked_for_a_secret_it_does_not_have_it_never_asks_to_be_told(asked, slot):
+    """A walkthrough (2026-12-07): "Can you tell me my PIN?" was answered "I don't remember your pin yet. Tell me
+    and I'll remember it.", one turn after "I'd rather not keep passwords, PINs …" (a lowercase "pin" was no
+    secret to the check)."""
+    results = [("recall_detail", {"memory_type": slot}, f"Nothing is remembered under '{slot}'.", True)]
+    reply = compose_reply(asked, results)
+    assert (
+        reply.startswith(f"I don't have your {slot.replace('_', ' ')}: I don't keep passwords")
+        and "Tell me" not in reply
+    )
+
+
 def test_a_long_message_cut_off_is_quoted_by_its_end_only():
     """A walkthrough (2026-12-07): the first 2,000 characters of a longer paste, sent, were quoted back whole
     ("It sounds like you stopped mid-sentence: “my favorite book is Dune. … my favorite book is …”"), about
