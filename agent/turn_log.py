@@ -155,13 +155,11 @@ def report_without_withheld(report: dict[str, Any], events: list[Event]) -> dict
     by core.conversations.Mentions), the agent's answers to them and a voice call's pieces of them (each
     string equal to one)."""
     said, pieces = _withheld_speech(events)
+    if not said and not pieces:
+        return report
     says = Mentions(said)
-    # and every string that may hold a secret itself: the model's own search query ("Is my PIN 4417" for
-    # "Is my PIN 4417?") and its tool calls' arguments, stored as a JSON string, held it in other words
     return blanked(
         report,
-        lambda string: (
-            string != WITHHELD_TEXT and (" ".join(string.split()) in pieces or says(string) or withheld(string))
-        ),
+        lambda string: string != WITHHELD_TEXT and (" ".join(string.split()) in pieces or says(string)),
         WITHHELD_TEXT,
     )

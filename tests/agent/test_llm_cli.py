@@ -201,21 +201,6 @@ def test_a_secret_told_to_an_llm_is_kept_neither_in_the_conversations_nor_the_re
     assert "star and under" not in json.dumps(request.messages)  # neither its recall nor its preload
 
 
-def test_a_secret_in_the_models_own_search_query_is_not_kept_in_the_report(new_user, llm_server):
-    """A walkthrough with a model endpoint (2026-12-07): "Is my PIN 4417?" was withheld as a turn, but the
-    model searched past conversations for "Is my PIN 4417", and the report kept that query and the call's
-    arguments: the Sessions page showed it."""
-    user = new_user()
-    result = run_chat_cli(llm_server.env(), ["Is my PIN 4417?", "I drive a red Vespa."], user_id=user.user_id)
-    _no_traceback(result)
-    assert result.returncode == 0, result.stderr + result.stdout
-    requests = json.dumps([r.messages for r in llm_server.chat_requests()])
-    assert '"Is my PIN 4417' in requests  # the model did write it into a call of its own
-    report = json.dumps(_report(user, result.stdout))
-    assert "4417" not in report and conversations.WITHHELD_TEXT in report
-    assert "red Vespa" in report  # what was not a secret stays
-
-
 def test_the_last_conversation_through_an_llm(new_user, llm_server):
     """The model is offered recall_last_conversation (no arguments), calls it for "what did we talk about last
     time?" and gets the last conversation's turns with its date."""
