@@ -192,11 +192,18 @@ def forget(scope: Scope, memory_type: str) -> Forgotten:
         row = cur.fetchone()
         if row is None:
             raise NotFound(f"Nothing is remembered under {slot!r}, so there was nothing to forget.")
-        forgotten = Memory(**row)
-        mentions = conversations.delete_mentions(cur, scope.user_id, forgotten.every_content)
-        _forget_profile_name(cur, scope.user_id, row["memory_type"])
-        sessions.forget_in_reports(cur, scope, forgotten.every_content)
+        forgotten = _forget_deleted(cur, scope, row)
     memory_changes.notify(scope.user_id)
+    return forgotten
+
+
+def _forget_deleted(cur, scope: Scope, row: dict[str, Any]) -> Forgotten:
+    """In the deletion's transaction: the past turns and report strings that say the deleted memory's text or
+    a text it held before go too, and so does the profile's name when it was the `name` slot."""
+    forgotten = Memory(**row)
+    mentions = conversations.delete_mentions(cur, scope.user_id, forgotten.every_content)
+    _forget_profile_name(cur, scope.user_id, forgotten.memory_type)
+    sessions.forget_in_reports(cur, scope, forgotten.every_content)
     return Forgotten(forgotten, mentions)
 
 
@@ -275,12 +282,9 @@ def delete_memory(scope: Scope, memory_id) -> Forgotten:
         row = cur.fetchone()
         if row is None:
             raise NotFound("That memory no longer exists.")
-        forgotten = Memory(**row)
-        mentions = conversations.delete_mentions(cur, scope.user_id, forgotten.every_content)
-        _forget_profile_name(cur, scope.user_id, row["memory_type"])
-        sessions.forget_in_reports(cur, scope, forgotten.every_content)
+        forgotten = _forget_deleted(cur, scope, row)
     memory_changes.notify(scope.user_id)
-    return Forgotten(forgotten, mentions)
+    return forgotten
 
 
 def _name_to_profile(cur, user_id, slot: str, content: str) -> None:
