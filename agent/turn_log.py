@@ -22,6 +22,7 @@ here (text chat, local voice, the LiveKit worker), whichever model answers.
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Mapping
@@ -29,11 +30,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.events import Event, of_type
-from agent.prompts import NOT_CONVERSATION
+from agent.prompts import NOT_CONVERSATION, WITHHELD_NOTE
 from agent.sensitive import withheld
 from core.conversations import WITHHELD_TEXT, Mentions
 from core.sessions import DELETED_TEXT, blanked
 from core.turn_indexer import TurnIndexer, get_indexer
+
+# what a search or tool call of the model's said, where it may have held a secret (report_without_withheld)
+WITHHELD_WORDS = "[not kept: may have held a password or another secret]"
 
 
 def user_said(event: Mapping[str, Any]) -> bool:
@@ -153,7 +157,8 @@ def report_without_withheld(report: dict[str, Any], events: list[Event]) -> dict
     """The report with what the withheld turns said replaced by WITHHELD_TEXT wherever it is: their transcript
     lines, livekit's events and chat history, the retrieval's query, a reply saying it back ("your PIN is ...",
     by core.conversations.Mentions), the agent's answers to them and a voice call's pieces of them (each
-    string equal to one)."""
+    string equal to one); and what the model wrote from the user's words (`_without_withheld_tool_words`)."""
+    report = _without_withheld_tool_words(report, events)
     said, pieces = _withheld_speech(events)
     if not said and not pieces:
         return report
@@ -163,3 +168,73 @@ def report_without_withheld(report: dict[str, Any], events: list[Event]) -> dict
         lambda string: string != WITHHELD_TEXT and (" ".join(string.split()) in pieces or says(string)),
         WITHHELD_TEXT,
     )
+
+
+def _without_withheld_tool_words(report: dict[str, Any], events: list[Event]) -> dict[str, Any]:
+    """The report with WITHHELD_WORDS for the words a model wrote from the user's: a search's query and a tool
+    call's arguments and output (which says the query back), in the turn of a withheld message or wherever
+    they may hold a secret themselves. A model searches its own rewording ("Is my PIN 4417", no "?"), which
+    the word-for-word rule above misses. Only these: the check on every string took the model's error
+    sentences too ("refused the API key (401)")."""
+    turns = {e["turn"] for e in of_type(events, "transcript") if e["role"] == "user" and withheld(e.get("text") or "")}
+    calls = _withheld_call_ids(report)
+
+    def without(doc: Any) -> Any:
+        if isinstance(doc, list):
+            return [without(value) for value in doc]
+        if not isinstance(doc, dict):
+            return doc
+        doc = {key: without(value) for key, value in doc.items()}
+        kind, in_withheld_turn = doc.get("type"), doc.get("turn") in turns
+        if kind == "retrieval" and isinstance(doc.get("query"), str):
+            if in_withheld_turn or withheld(doc["query"]):
+                doc["query"] = WITHHELD_WORDS
+        elif kind == "tool_call" and (in_withheld_turn or withheld(json.dumps(doc.get("arguments")))):
+            doc["arguments"] = blanked(doc.get("arguments"), lambda _: True, WITHHELD_WORDS)
+            if doc.get("output") is not None:
+                doc["output"] = WITHHELD_WORDS
+        elif kind == "function_call" and doc.get("call_id") in calls:
+            doc["arguments"] = _blanked_arguments(doc.get("arguments"))
+        elif kind == "function_call_output" and doc.get("call_id") in calls:
+            doc["output"] = WITHHELD_WORDS
+        elif kind in ("tool_call_updated", "tool_call_ended") and doc.get("call_id") in calls and doc.get("message"):
+            doc["message"] = WITHHELD_WORDS  # livekit's events: the call's output as the model was sent it
+        return doc
+
+    return without(report)
+
+
+def _withheld_call_ids(report: dict[str, Any]) -> set[str]:
+    """The livekit tool calls (chat history items, and the same calls in its events) made in answer to a
+    withheld user message, or whose arguments may hold a secret."""
+    calls: set[str] = set()
+    answering = False
+    for item in (report.get("chat_history") or {}).get("items") or []:
+        if item.get("type") == "message" and item.get("role") == "user":
+            text = "\n".join(part for part in item.get("content") or [] if isinstance(part, str))
+            answering = text in (WITHHELD_TEXT, WITHHELD_NOTE) or withheld(text)
+        elif item.get("type") == "function_call" and answering:
+            calls.add(item.get("call_id"))
+
+    def find(doc: Any) -> None:
+        if isinstance(doc, list):
+            for value in doc:
+                find(value)
+        elif isinstance(doc, dict):
+            if doc.get("type") == "function_call" and withheld(str(doc.get("arguments") or "")):
+                calls.add(doc.get("call_id"))
+            for value in doc.values():
+                find(value)
+
+    find(report)
+    calls.discard(None)
+    return calls
+
+
+def _blanked_arguments(arguments: Any) -> str:
+    """A livekit call's arguments (a JSON string) with each value WITHHELD_WORDS: the names stay readable."""
+    try:
+        decoded = json.loads(arguments)
+    except (TypeError, ValueError):
+        return WITHHELD_WORDS
+    return json.dumps(blanked(decoded, lambda _: True, WITHHELD_WORDS), ensure_ascii=False)

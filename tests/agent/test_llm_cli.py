@@ -23,9 +23,10 @@ from agent.brain.earlier import CLOSEST_LEAD
 from agent.model_factory import build_llm
 from agent.prompts import EXTRACTION_PROMPT, FORGOTTEN_NOTE, PRELOAD_HEADER, WITHHELD_NOTE, today_line
 from agent.session import PlaygroundSession, TurnFailed
+from agent.turn_log import WITHHELD_WORDS
 from core import conversations, db, memories, sessions
 from core.config import Settings
-from core.conversations import TurnInput
+from core.conversations import WITHHELD_TEXT, TurnInput
 from core.db import Scope
 from core.errors import NotFound
 from core.retrieval import MAX_QUERY_LENGTH
@@ -199,6 +200,38 @@ def test_a_secret_told_to_an_llm_is_kept_neither_in_the_conversations_nor_the_re
     assert "star and under" not in asked.stdout
     request = first_request_for(llm_server.chat_requests(), "what is my password hint?")
     assert "star and under" not in json.dumps(request.messages)  # neither its recall nor its preload
+
+
+def test_a_model_searching_with_the_users_secret_leaves_it_in_no_report(new_user, llm_server):
+    """A model searches with its own words from the user's: "Is my PIN 4417?" was searched for as "Is my PIN
+    4417" (no "?"), which the word-for-word rule kept as the query, the call's arguments and its output, in
+    both the playground section and livekit's chat history, and the Sessions page showed it."""
+    user = new_user()
+    # the secret last: earlier ones leave the model's context at the next message (withhold_answered_secrets)
+    told = run_chat_cli(llm_server.env(), ["I live in Denver.", "Is my PIN 4417?"], user_id=user.user_id)
+    _no_traceback(told)
+    assert told.returncode == 0, told.stderr + told.stdout
+    searched = [
+        json.loads(call["function"]["arguments"])
+        for request in llm_server.chat_requests()
+        for message in request.messages
+        for call in message.get("tool_calls") or []
+    ]
+    assert any("4417" in json.dumps(arguments) for arguments in searched), searched  # the model did search with it
+    report = _report(user, told.stdout)
+    assert "4417" not in json.dumps(report), json.dumps(report)[:3000]
+    section = report["playground"]
+    asked = [call for call in section["tool_calls"] if call["turn"] == 2]
+    assert asked and all(set(call["arguments"].values()) == {WITHHELD_WORDS} for call in asked), asked
+    assert {r["query"] for r in section["retrievals"] if r["turn"] == 2} == {WITHHELD_WORDS}
+    history = report["chat_history"]["items"]
+    secret_at = next(i for i, item in enumerate(history) if item.get("content") == [WITHHELD_TEXT])
+    calls = [item["arguments"] for item in history[secret_at:] if item["type"] == "function_call"]
+    assert calls and all(WITHHELD_WORDS in json.loads(arguments).values() for arguments in calls), calls
+    # what the turn before searched for and did is kept as it was
+    before = [r["query"] for r in section["retrievals"] if r["turn"] == 1]
+    assert before and any("Denver" in query for query in before), before
+    assert any(call["arguments"] and WITHHELD_WORDS not in call["arguments"].values() for call in section["tool_calls"])
 
 
 def test_the_last_conversation_through_an_llm(new_user, llm_server):
