@@ -18,6 +18,7 @@ from ui import auth, chat_state, resend, rrf
 from ui.errors import reported, show_error
 from ui.format import clip, literal, ms, session_ref
 from ui.fragments import timed_fragment
+from ui.session_end import after_session_lines, show_after_session
 from ui.shell import redraw_page, run_page
 from ui.sidebar import model_rows
 from ui.style import page_header
@@ -61,7 +62,8 @@ _WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy), when the page started
 _BLANK = "u_chat_blank"  # the visitor sent a message of only spaces: said once under the box
 _DRAFT_SHOWN = "u_chat_draft_shown"  # the draft just made: scrolled into view once (below the fold on a phone)
 _DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until sent (in parts) or discarded
-_ENDED = "u_chat_ended"  # (session_id, saved: bool or _NOTHING_SAID) of the conversation just ended
+# (session_id, saved: bool or _NOTHING_SAID, ui.session_end lines) of the conversation just ended
+_ENDED = "u_chat_ended"
 _NOTHING_SAID = "nothing said"  # it ended before the visitor said anything: not kept, not on the Sessions page
 # The turn picker's widget key. Streamlit drops a widget's state when a page without it is drawn, so the
 # choice is kept under _PICKED, which outlives a visit to another page, and handed to the picker each run.
@@ -359,7 +361,8 @@ def _end_session(chat) -> None:
     session_id = chat.session_id
     with st.spinner("Saving the session report…"):
         report = chat_state.close_chat_session(reason="end button", wait=True)
-    st.session_state[_ENDED] = (session_id, report is not None if chat.kept else _NOTHING_SAID)
+    saved = report is not None if chat.kept else _NOTHING_SAID
+    st.session_state[_ENDED] = (session_id, saved, after_session_lines(report))
     st.session_state.pop(_PICKED, None)
     st.rerun()
 
@@ -408,8 +411,8 @@ def _inspector(turns: list[Turn], visitor, session_id: str | None) -> None:
     render_turn_details(turn, key=f"u_chat_turn{turn.number}", scope=visitor.scope, params=rrf.current_params())
 
 
-def _ended(session_id: str, saved: bool | str) -> None:
-    """The conversation just ended: where its report went, and a new start."""
+def _ended(session_id: str, saved: bool | str, after: list[str]) -> None:
+    """The conversation just ended: where its report went, what was remembered from it then, and a new start."""
     if saved == _NOTHING_SAID:  # no report and no turns: there is nothing to open on the Sessions page
         st.info(
             f"Session `{session_ref(session_id)}` ended before you said anything, so nothing of it is kept: a "
@@ -431,6 +434,7 @@ def _ended(session_id: str, saved: bool | str) -> None:
             "saved automatically when the database is reachable.",
             icon=":material/save:",
         )
+    show_after_session(after)
     if st.button("Start a new conversation", type="primary", icon=":material/add_comment:"):
         st.session_state.pop(_ENDED, None)
         st.rerun()

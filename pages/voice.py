@@ -30,6 +30,7 @@ from ui import auth, chat_state, components, resend
 from ui.errors import reported, show_error
 from ui.format import clip, literal, session_ref
 from ui.fragments import timed_fragment
+from ui.session_end import after_session_lines, show_after_session
 from ui.shell import run_page, stayed_on_page
 from ui.sidebar import model_rows
 from ui.style import page_header
@@ -48,7 +49,8 @@ from ui.voice import (
 )
 from ui.voice_latency import show_latency_table
 
-_ENDED = "u_voice_ended"  # (session_id, saved or SESSION_DELETED, _NEVER_JOINED, _NOTHING_SAID; pipeline)
+# (session_id, saved or SESSION_DELETED, _NEVER_JOINED, _NOTHING_SAID; pipeline; ui.session_end lines)
+_ENDED = "u_voice_ended"
 _NEVER_JOINED = "never_joined"  # a LiveKit call whose room could not be joined: no worker, no report
 _NOTHING_SAID = "nothing_said"  # the call ended before the visitor said anything: not kept, no report
 _CALL_KEY = "u_voice_call_key"
@@ -283,7 +285,7 @@ def _ended_notice() -> None:
     ended = st.session_state.get(_ENDED)
     if not ended:
         return
-    session_id, saved, pipeline = ended
+    session_id, saved, pipeline, after = ended
     if saved == SESSION_DELETED:
         st.info(
             f"Call `{session_ref(session_id)}` ended: its session was deleted (Delete this session or Delete "
@@ -321,6 +323,7 @@ def _ended_notice() -> None:
             "automatically when the database is reachable.",
             icon=":material/save:",
         )
+    show_after_session(after)  # what the extraction remembered once it ended (empty: nothing)
 
 
 def _webrtc(key: str, ice: list[dict]):
@@ -356,7 +359,7 @@ def _follow_browser(playing: bool, key: str, visitor) -> VoiceCall | None:
         st.session_state.pop(_ENDED, None)
         last = st.session_state.get(_LAST_CALL)
         if last is not None and last.ended_because == SESSION_DELETED:  # deleted on a Sessions page meanwhile
-            st.session_state[_ENDED] = (last.session_id, SESSION_DELETED, last.pipeline)
+            st.session_state[_ENDED] = (last.session_id, SESSION_DELETED, last.pipeline, [])
         with reported():
             call = open_call(key, visitor.verified)
             st.session_state[_LAST_CALL] = call
@@ -374,12 +377,12 @@ def _end(key: str, last: VoiceCall) -> None:
     if last.pipeline == "livekit" and last.error:  # nothing to save: the room was never joined
         if end_call(key) is None:
             last.stop()
-        st.session_state[_ENDED] = (last.session_id, _NEVER_JOINED, last.pipeline)
+        st.session_state[_ENDED] = (last.session_id, _NEVER_JOINED, last.pipeline, [])
         return
     if last.ended_because == SESSION_DELETED:  # nothing to save: its session was deleted meanwhile
         if end_call(key) is None:
             last.stop()
-        st.session_state[_ENDED] = (last.session_id, SESSION_DELETED, last.pipeline)
+        st.session_state[_ENDED] = (last.session_id, SESSION_DELETED, last.pipeline, [])
         return
     with st.spinner("Ending the call and saving its report…"):
         report = None
@@ -388,7 +391,8 @@ def _end(key: str, last: VoiceCall) -> None:
             report = future.result(timeout=chat_state.close_timeout_seconds())
         except Exception as exc:  # shown; a report that failed to save is kept on disk for a retry
             show_error(exc)
-        st.session_state[_ENDED] = (last.session_id, report is not None if last.kept else _NOTHING_SAID, last.pipeline)
+        saved = report is not None if last.kept else _NOTHING_SAID
+        st.session_state[_ENDED] = (last.session_id, saved, last.pipeline, after_session_lines(report))
 
 
 def _before_a_call(settings: Settings, playing: bool, ice: list[dict], *, microphone_blocked: bool) -> None:

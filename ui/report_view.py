@@ -149,3 +149,20 @@ def _voice_latency(report: dict[str, Any], view: ReportView) -> None:
             numbers = {k: float(v) for k, v in stats.items() if k in ("count", "p50", "max") and _is_number(v)}
             if "p50" in numbers:
                 view.voice_latency_summary[str(name)] = numbers
+
+
+def remembered_at_the_end(report: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The memories the fact extraction wrote once the session ended (source "extraction": remembered or
+    updated). Nothing in the conversation said so, so the page that ended it does (a voice call whose every
+    answer failed still saved "favorite_color: teal", unseen)."""
+    section = (report or {}).get("playground") if isinstance(report, dict) else None
+    written = _dicts(section.get("memories_written")) if isinstance(section, dict) else []
+    return [m for m in written if m.get("source") == "extraction" and m.get("action") in ("remembered", "updated")]
+
+
+def extraction_failure(report: dict[str, Any] | None) -> str | None:
+    """Why the fact extraction at the end of the session failed, if it did."""
+    section = (report or {}).get("playground") if isinstance(report, dict) else None
+    extraction = section.get("extraction") if isinstance(section, dict) else None
+    error = extraction.get("error") if isinstance(extraction, dict) else None
+    return str(error) if error else None

@@ -90,6 +90,25 @@ def test_the_sliders_change_the_agents_searches_live(app):
     assert chat.rrf.vector_weight == 1.5 or chat.rrf.text_weight == 0.5
 
 
+def test_what_the_end_of_a_session_remembered_is_said_where_it_ended(app):
+    """The fact extraction runs once the session ends and may remember what no turn did ("By the way I live in
+    Denver", said with an order question): the page that ended it says so, with the way to Memories. A voice
+    call whose every answer failed saved "favorite_color: teal" that way, and nothing said it."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    _say(at, "Where is order 1001? By the way I live in Denver.")
+    assert memories.list_memories(visitor.scope) == []  # the turn looked the order up, nothing more
+    at.button(key="u_chat_end").click()
+    at.run()
+    assert memories.recall(visitor.scope, "home_city").content == "Denver"
+    said = [m.value for m in at.markdown if "Remembered when it ended" in m.value]
+    assert len(said) == 1 and "`home_city` Denver" in said[0], [m.value for m in at.markdown]
+    assert any("Memories" in str(link.proto.label) for link in at.get("page_link"))
+    next(b for b in at.button if b.label == "Start a new conversation").click()  # the notice goes with it
+    at.run()
+    assert not [m.value for m in at.markdown if "Remembered when it ended" in m.value]
+
+
 def test_end_session_saves_the_report_and_the_sessions_page_shows_it(app):
     at = app()
     visitor = at.session_state["mp_visitor"]

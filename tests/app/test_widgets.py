@@ -40,6 +40,7 @@ from ui.retrieval import (
     view_of_event,
     view_of_search,
 )
+from ui.session_end import after_session_lines
 from ui.turns import group_turns
 
 
@@ -445,3 +446,31 @@ def test_a_clipped_text_is_one_line_and_literal_keeps_line_breaks():
     assert clip("line one\nline two\r\n  three", 14) == "line one line…"
     assert clip("line one\nline two") == "line one line two"
     assert literal("line one\nline two\r\n\n- item") == "line one  \nline two  \n  \n\\- item"
+
+
+def test_after_a_session_the_page_lists_what_the_extraction_remembered_and_says_why_it_failed():
+    def report(written, extraction=None):
+        return {"playground": {"memories_written": written, "extraction": extraction}}
+
+    written = [
+        {
+            "action": "remembered",
+            "memory_type": "pet",
+            "content": "a dog named Rex",
+            "source": "tool",
+        },  # said in a turn
+        {"action": "remembered", "memory_type": "home_city", "content": "Denver", "source": "extraction"},
+        {
+            "action": "updated",
+            "memory_type": "favorite_color",
+            "content": "teal",
+            "previous_content": "blue",
+            "source": "extraction",
+        },
+        {"action": "forgot", "memory_type": "job", "content": None, "source": "extraction"},
+    ]
+    assert after_session_lines(report(written)) == ["`home_city` Denver", "`favorite_color` teal (was blue)"]
+    failed = after_session_lines(report([], {"method": None, "facts": [], "error": "The database is unreachable."}))
+    assert failed == [":orange[Nothing more could be picked out of it: The database is unreachable.]"]
+    for nothing in (None, {}, {"playground": None}, {"playground": {"memories_written": "x"}}, report([])):
+        assert after_session_lines(nothing) == []
