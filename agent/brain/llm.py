@@ -25,6 +25,7 @@ from agent.brain.intents import Intent, classify, remember_note
 from agent.brain.patterns import is_question
 from agent.brain.replies import ToolResult, compose_reply, follow_up, greeting_from_context, load_output
 from agent.brain.told_then_asked import told_then_asked
+from agent.brain.two_questions import two_questions
 from agent.chat_format import instruction_of, user_words
 from agent.prompts import CONTEXT_NOTES, PAST_TURNS_LEAD, stated_today
 
@@ -135,6 +136,46 @@ def _tell_then_ask(
     return [], f"{said_told} {compose_reply(asked, asked_results, recalled)}"
 
 
+def _answer_both(
+    questions: tuple[str, Intent, str, Intent],
+    results: list[ToolResult],
+    available: set[str],
+    recalled: list[tuple[str, str]],
+    today: date,
+) -> tuple[list[tuple[str, dict]], str | None] | None:
+    """The plan for two questions in one message ("What is my name and where do I live?"): each step calls the
+    tools for both (each question's follow-ups, as its answers come back), and the reply says both answers. A
+    step for both at once: one after the other took more steps than livekit allows a turn. A result is told
+    to its question by its call, not its place: the calls of one step come back in the order they finish.
+    None when the tools for either are not at hand."""
+    first, first_intent, second, second_intent = questions
+    step = [
+        [(name, args) for name, args in intent.calls if name in available] for intent in (first_intent, second_intent)
+    ]
+    if not all(step):
+        return None
+    left, got = list(results), [[], []]
+    while any(step):
+        answered = [[_take_result(left, call) for call in calls] for calls in step]
+        if not all(result for results_of in answered for result in results_of):  # this step has not run yet
+            return [call for calls in step for call in calls], None
+        for index, results_of in enumerate(answered):
+            got[index] += results_of
+        step = [
+            [(name, args) for name, args in follow_up(asked, got[index], today) if name in available] if calls else []
+            for index, (asked, calls) in enumerate(zip((first, second), step, strict=True))
+        ]
+    return [], f"{compose_reply(first, got[0], recalled)} {compose_reply(second, got[1], recalled)}"
+
+
+def _take_result(results: list[ToolResult], call: tuple[str, dict]) -> ToolResult | None:
+    """The first of `results` that answers `call` (the same tool and arguments), taken out of the list."""
+    for index, result in enumerate(results):
+        if (result[0], result[1]) == call:
+            return results.pop(index)
+    return None
+
+
 class OfflineBrain(llm.LLM):
     """Deterministic rule-based LLM. See the module docstring."""
 
@@ -214,6 +255,9 @@ class BrainStream(llm.LLMStream):
         today = _today(self._chat_ctx)
         told_and_asked = told_then_asked(user_text, today)
         if told_and_asked and (plan := _tell_then_ask(told_and_asked, results, available, recalled, today)):
+            return plan
+        questions = None if told_and_asked else two_questions(user_text, today)
+        if questions and (plan := _answer_both(questions, results, available, recalled, today)):
             return plan
         if results:
             if results[0][0] == "recall_conversations" and classify(user_text, today).name == "today":

@@ -40,7 +40,7 @@ def told_then_asked(text: str, today: date | None = None) -> tuple[str, Intent, 
 
 
 # words of a question that point back at what was said before it ("Do you ship there?", "How do I descale it?")
-_POINTS_BACK = re.compile(r"\b(?:it|its|that|this|these|those|them|they|there|he|him|his|she|her|their|one)\b", re.I)
+POINTS_BACK = re.compile(r"\b(?:it|its|that|this|these|those|them|they|there|he|him|his|she|her|their|one)\b", re.I)
 # an "it" that stands for nothing said before: "What time is it?" after "My time zone is Europe/Paris." (the time
 # zone was kept and the question dropped, until 2026-12-07)
 _NO_ONES_IT = re.compile(r"\b(?:what|which) (?:time|day|date|month|year) is it\b|\bhow (?:late|early) is it\b", re.I)
@@ -57,7 +57,7 @@ def _asks_on_its_own(told: str, asked: str, whole: str) -> bool:
     subject, and the problem would be kept as a memory."""
     return (
         asked.rstrip().endswith("?")
-        and not _POINTS_BACK.search(_NO_ONES_IT.sub("", asked))
+        and not POINTS_BACK.search(_NO_ONES_IT.sub("", asked))
         and not ASKS_FOR_HELP.search(asked)
         and not any(_ABOUT_A_PRODUCT.match(sentence) for sentence in split_sentences(told, TITLE))
         and not reports_a_problem(whole)

@@ -15,6 +15,7 @@ from agent.brain.intents import classify
 from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
 from agent.brain.replies import ASK_ORDER_NUMBER, ASK_WHAT_TO_REMEMBER, compose_reply
 from agent.brain.told_then_asked import told_then_asked
+from agent.brain.two_questions import two_questions
 from agent.playground_agent import load_preload
 from agent.prompts import greeting_instruction
 from core import memories, profiles
@@ -719,3 +720,49 @@ def test_a_question_whose_memory_was_forgotten_is_not_answered_with_another(new_
         user.user_id, ["I live in Porto", "I'm 34 years old", "forget where I live", "where do I live?"]
     )
     assert "34" not in answer and "Porto" not in answer, answer
+
+
+# Found in a walkthrough on 2026-12-07: "What is my name and where do I live?" was answered with the city alone
+# (read whole, the message is one question: the first rule that matches).
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "second"),
+    [
+        ("What is my name and where do I live?", "What is my name?", "where do I live?"),
+        ("what's my name and my email?", "what's my name?", "what's my email?"),
+        ("Where is order 1001 and what is my name", "Where is order 1001?", "what is my name?"),
+    ],
+)
+def test_two_questions_in_one_message_are_read_as_two(text, first, second):
+    read = two_questions(text)
+    assert read is not None and (read[0], read[2]) == (first, second)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What do you know about me and my family?",  # one question
+        "Where is order 1001 and when will it arrive?",  # the second points back at the first
+        "I live in Denver and what is my name?",  # told first: not two questions
+        "what is my name and what is my name?",  # the same question twice
+        "How do I descale and what grind size should I use?",  # the shop's questions: the search takes both
+    ],
+)
+def test_a_message_is_read_as_two_questions_only_when_it_asks_two(text):
+    assert two_questions(text) is None
+
+
+def test_two_questions_in_one_message_get_both_answers(new_user):
+    user = new_user()
+    said = [
+        "My name is Ada",
+        "I live in Denver",
+        "What is my name and where do I live?",
+        "where do I live and what's my favorite color?",  # one it does not know: said so, after the other
+        "where is order 1001 and what's my name",
+    ]
+    replies = _replies(user.user_id, said)
+    assert replies[2] == "You told me your name is Ada. You told me you live in Denver.", replies
+    assert replies[3].startswith("You told me you live in Denver. I don't remember your favorite color yet."), replies
+    assert replies[4].startswith("Order 1001 is delivered") and replies[4].endswith("You told me your name is Ada.")
