@@ -211,6 +211,12 @@ PROCEDURAL = re.compile(r"^(?:how (?:do|can|should|would) i|can i|could i|should
 HOW_ARE_YOU = re.compile(r"\bhow are (?:you|u)\b|\bhow(?:'s| is) it going\b|\bhow(?:'re| are) you doing\b|"
                          r"\bhow(?:'s| is| was| has) (?:your|ur) (?:day|morning|afternoon|evening|night|week|weekend)"
                          r"\b|\bhow(?:'ve| have) you been\b|\bhow(?:'re| are) things\b|\bwhat's up\b|\bsup\b", re.I)
+# what the agent cannot do: said so ("tell me a joke" was a search of the user's memories: "I don't remember you
+# telling me that")
+CANT_DO = re.compile(r"^(?:(?:can|could|would|will) you (?:please )?)?(?:book|buy|call|phone|e-?mail|text|send|"
+                     r"schedule|set (?:an? )?(?:alarm|reminder|timer)|play|sing|translate|draw)\b|"
+                     r"^(?:(?:can|could) you )?(?:tell|give|write) me (?:a|an|another) "
+                     r"(?:joke|story|poem|riddle|song)\b", re.I)
 SMALLTALK = [
     re.compile(r"^(?:hi|hello|hey|yo|hiya|howdy|greetings|good (?:morning|afternoon|evening|day))\b[\w ,!.]*$", re.I),
     re.compile(r"\b(?:thanks|thank you|thx|ty|cheers|much appreciated)\b", re.I),
@@ -219,14 +225,8 @@ SMALLTALK = [
                r"wow|lol|haha|hmm|i see|makes sense|sounds good|good|interesting)[.!? ]*$", re.I),
     HOW_ARE_YOU,
     re.compile(r"\bnice to (?:meet|see) you\b|\byou(?:'re| are) (?:great|awesome|helpful|funny|the best)\b", re.I),
+    CANT_DO,
 ]
-# what the agent cannot do: said so ("tell me a joke" was a search of the user's memories: "I don't remember you
-# telling me that")
-CANT_DO = re.compile(r"^(?:(?:can|could|would|will) you (?:please )?)?(?:book|buy|call|phone|e-?mail|text|send|"
-                     r"schedule|set (?:an? )?(?:alarm|reminder|timer)|play|sing|translate|draw)\b|"
-                     r"^(?:(?:can|could) you )?(?:tell|give|write) me (?:a|an|another) "
-                     r"(?:joke|story|poem|riddle|song)\b", re.I)
-SMALLTALK.append(CANT_DO)
 
 # fmt: on
 
