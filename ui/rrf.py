@@ -102,9 +102,10 @@ def render_formula() -> None:
             "between embeddings, exact for your rows) and a *text* ranking (Postgres full-text match). "
             "**Reciprocal Rank Fusion** adds one contribution per branch in which a memory appears:"
         )
+        # one term a line: on a phone (390 px) a formula on one line ran off the page, with no scrollbar shown
         st.latex(
-            r"\text{score}(m) = \frac{w_{\text{vector}}}{k + \text{rank}_{\text{vector}}(m)}"
-            r" + \frac{w_{\text{text}}}{k + \text{rank}_{\text{text}}(m)}"
+            r"\begin{aligned}\text{score}(m) = {} & \frac{w_{\text{vector}}}{k + \text{rank}_{\text{vector}}(m)} \\"
+            r" & + \frac{w_{\text{text}}}{k + \text{rank}_{\text{text}}(m)}\end{aligned}"
         )
         st.markdown(
             "A branch in which the memory does not appear contributes 0. Only *ranks* count, not raw "
@@ -114,16 +115,20 @@ def render_formula() -> None:
             "the fused score."
         )
         st.markdown(
-            "**Past conversations** add two things in a hybrid search. Each candidate turn is also ranked "
+            "**Past conversations** add three things in a hybrid search. Each candidate turn is also ranked "
             "*in context*, together with the turn that followed it (a statement and its reply are about the "
-            "same thing); that ranking takes half of the vector weight (the light teal part of a bar). And the "
+            "same thing); that ranking takes half of the vector weight (the light teal part of a bar). The "
             "text weight is scaled down when the best text match holds less than half of the question's word "
-            "weight (the words the text branch uses, plus those you never said): the summary above a table "
-            "shows the weight used."
+            "weight (the words the text branch uses, plus those you never said): *c* is that share. And, for "
+            "someone with at least 100 past turns, the vector weight is scaled down when the nearest turn hardly "
+            "stands out from the others: *z* is how many standard deviations nearer the question it is than the "
+            "average turn. The summary above a table shows the weights used."
         )
         st.latex(
-            r"\text{score}(t) = \frac{w_{\text{vector}}/2}{k + \text{rank}_{\text{vector}}(t)}"
-            r" + \frac{w_{\text{vector}}/2}{k + \text{rank}_{\text{in context}}(t)}"
-            r" + \frac{w_{\text{text}} \cdot \min\left(1, \frac{\text{best text score}}{0.5 \cdot "
-            r"\text{query weight}}\right)}{k + \text{rank}_{\text{text}}(t)}"
+            r"\begin{aligned}\text{score}(t) = {} & \frac{w'_{\text{vector}}/2}{k + \text{rank}_{\text{vector}}(t)}"
+            r" \\ & + \frac{w'_{\text{vector}}/2}{k + \text{rank}_{\text{in context}}(t)}"
+            r" \\ & + \frac{w'_{\text{text}}}{k + \text{rank}_{\text{text}}(t)} \\[6pt]"
+            r"w'_{\text{vector}} = {} & w_{\text{vector}} \cdot \min\left(1, \frac{z}{4}\right) \\[4pt]"
+            r"w'_{\text{text}} = {} & w_{\text{text}} \cdot \min(1, 2c) \\[4pt]"
+            r"c = {} & \frac{\text{best text score}}{\text{query weight}}\end{aligned}"
         )

@@ -721,3 +721,15 @@ def test_on_a_phone_the_conversation_shows_first_and_the_identity_is_kept(stream
     if not _sidebar_is_open(page):  # Streamlit may remember that it was opened
         page.locator('[data-testid="stExpandSidebarButton"]').click()
     assert user_id_of(page) == visitor
+
+
+def test_on_a_phone_the_fusion_formulas_fit_the_page(streamlit_server, new_browser_page):
+    """One term a line: on one line each, the formulas were 451 and 746 px wide in a 324 px column, with no
+    scrollbar shown (KaTeX's own box scrolls, silently). The second now also names the vector weight used."""
+    page = _new_visitor(new_browser_page, streamlit_server, PHONE, "/memories")
+    page.get_by_text("How the fused score is computed").click()
+    formulas = page.locator(".katex-display")
+    expect(formulas).to_have_count(2, timeout=30_000)
+    widths = formulas.evaluate_all("all => all.map(e => [e.scrollWidth, e.clientWidth])")
+    # KaTeX's box is 2 px wider than its frame for any formula, the shortest too
+    assert all(scroll <= client + 3 for scroll, client in widths), widths
