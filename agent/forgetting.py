@@ -18,10 +18,12 @@ import json
 import logging
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from livekit.agents import llm
 
+from agent.events import of_type
 from agent.prompts import FORGOTTEN_NOTE
 from core import conversations, memories, memory_changes, turn_indexer
 from core.conversations import Mentions
@@ -30,6 +32,7 @@ from core.sessions import DELETED_TEXT
 from core.sessions import blanked as blanked_report
 
 log = logging.getLogger(__name__)
+AFTER_TURN_POLL_SECONDS = 0.2  # how soon a check a turn spared runs once the turn is over
 
 # Event keys that name things rather than say them (event kinds, roles, tiers, tool names...): never blanked,
 # so that a memory whose text is "assistant" or "conversations" leaves every event readable
@@ -224,10 +227,13 @@ class MemoryFollower:
     async def _changed(self, gone: list[str], edited: list[tuple[str, str]], slots: set[str]) -> int:
         raise NotImplementedError
 
-    def _blank_events(self, events: list[Any], says: Mentions) -> int:
-        """The events in place (the same dicts a page reads from its QueueSink); returns strings blanked."""
+    def _blank_events(self, shown: list[Any], says: Mentions, *, spare_turn: int | None = None) -> int:
+        """The events in place (the same dicts a page reads from its QueueSink), but those of `spare_turn`;
+        returns strings blanked."""
         blanked = 0
-        for event in events:
+        for event in shown:
+            if spare_turn is not None and event.get("turn") == spare_turn:
+                continue
             count = blank_mentions(event, says)
             blanked += count
             self.messages += 1 if count and event["type"] == "transcript" and event.get("final") else 0
@@ -246,6 +252,7 @@ class Forgetting(MemoryFollower):
     def __init__(self, session: Any) -> None:  # an agent.session.PlaygroundSession
         super().__init__(session.user_id, f"session {session.session_id}")
         self.session = session
+        self._after_turn: asyncio.Future | None = None  # a check once the turn a check spared is over
 
     async def settled(self) -> None:
         """Before the report: one more check (a change notice may have been missed while the database feed
@@ -277,22 +284,28 @@ class Forgetting(MemoryFollower):
         gone = [text for text in dict.fromkeys(gone) if text not in self.texts]
         if not (gone or self.texts):
             return 0
+        # the turn in progress is spared, everywhere: the model reads its message as said, and a text it says
+        # may be about to be a memory again ("my favorite color is teal" after teal was deleted); a check
+        # in the middle of it blanked that message on the page and deleted it where it is stored. It is
+        # checked once the turn is over.
+        answering = self.session.bus.answering
+        spared = self._spare_turn(answering)
         # the stored turns first (said just now included), then what the page shows and the model reads: a
         # message said since that mentions a text forgotten before ("do you remember Lisbon?") goes from both
         # at once; it was blanked here and still listed and found on the Sessions page until the session ended
         await asyncio.to_thread(turn_indexer.flush_queued, 2.0)
         self.texts, deleted_turns = await asyncio.to_thread(
-            conversations.forget_mentions, Scope.service(self.user_id), [*self.texts, *gone]
+            conversations.forget_mentions,
+            Scope.service(self.user_id),
+            [*self.texts, *gone],
+            spare=None if spared is None else (self.session.session_id, spared[1]),
         )
         says = Mentions(self.texts)
         if agent is not None:
             agent.forgotten = says or None  # and again when each user turn starts
         if not says:
             return 0
-        blanked = self._blank_events(self.session.bus.events, says)
-        # but the message whose turn is in progress: the model reads that one as said (the history holds the
-        # same items as the model's context)
-        answering = self.session.bus.answering
+        blanked = self._blank_events(self.session.bus.events, says, spare_turn=None if spared is None else spared[0])
         if agent is not None:
             blanked += agent.forget_mentions(says, keep=answering)
         blanked += scrub_chat_items(self.session.session.history.items, says, keep=answering)
@@ -305,6 +318,23 @@ class Forgetting(MemoryFollower):
                 deleted_turns,
             )
         return blanked
+
+    def _spare_turn(self, answering: str | None) -> tuple[int, datetime] | None:
+        """The turn in progress (its number, and when its message was said: its stored turns are those of the
+        session from then on), and a check once it is over; None when no turn is in progress."""
+        bus = self.session.bus
+        said = [e for e in of_type(bus.events, "transcript", turn=bus.turn) if e["role"] == "user"]
+        if answering is None or not said:
+            return None
+        if self._after_turn is None or self._after_turn.done():
+            self._after_turn = asyncio.ensure_future(self._check_after(answering))
+        # a millisecond early: the stored time is this one, rounded to the microsecond
+        return bus.turn, datetime.fromtimestamp(said[0]["ts"], UTC) - timedelta(milliseconds=1)
+
+    async def _check_after(self, answering: str) -> None:
+        while self.session.bus.answering == answering:
+            await asyncio.sleep(AFTER_TURN_POLL_SECONDS)
+        self._check_soon()
 
     def report_without_them(self, report: dict[str, Any]) -> dict[str, Any]:
         """The report with every string that says a forgotten text blanked (as core.sessions blanks the

@@ -505,7 +505,9 @@ def _mentioning(cur, user_id, texts: Sequence[str]) -> tuple[list[str], list[dic
         return kept, []
     # a withheld turn says nothing of what was said: its marker is no mention of anything
     cur.execute(
-        "select id, speaker, content from public.conversation_turns where user_id = %s and not withheld", (user_id,)
+        "select id, session_id, speaker, content, created_at from public.conversation_turns "
+        "where user_id = %s and not withheld",
+        (user_id,),
     )
     rows = cur.fetchall()
     return kept, [rows[position] for position in says.among([row["content"] for row in rows])]
@@ -527,11 +529,14 @@ def mention_count(scope: Scope, texts: Sequence[str]) -> MentionCount:
     return MentionCount(len(rows) - agents, agents, len(rows) - len(in_their_words))
 
 
-def delete_mentions(cur, user_id, texts: Sequence[str]) -> int:
+def delete_mentions(cur, user_id, texts: Sequence[str], *, spare: tuple[str, datetime] | None = None) -> int:
     """Delete the user's conversation turns (theirs and the agent's) that say any of `texts` as whole words,
-    any case, or say it back in the other person (Mentions); returns how many. Runs in the caller's
+    any case, or say it back in the other person (Mentions); returns how many. `spare`: (session id, time),
+    that session's turns from that time on are kept (a turn still in progress). Runs in the caller's
     transaction, as the user (RLS) or the scoped service."""
     _, rows = _mentioning(cur, user_id, texts)
+    if spare is not None:
+        rows = [row for row in rows if row["session_id"] != spare[0] or row["created_at"] < spare[1]]
     if not rows:
         return 0
     cur.execute(
@@ -547,13 +552,16 @@ def forgettable_texts(scope: Scope, texts: Sequence[str]) -> list[str]:
         return forgettable(cur, texts)
 
 
-def forget_mentions(scope: Scope, texts: Sequence[str]) -> tuple[list[str], int]:
+def forget_mentions(
+    scope: Scope, texts: Sequence[str], *, spare: tuple[str, datetime] | None = None
+) -> tuple[list[str], int]:
     """For a conversation still open when the user deleted memories (agent/forgetting.py): which of the
     deleted `texts` a deletion forgets (`forgettable`), and how many of the user's turns that mention them
-    are deleted now (turns stored after the deletion itself, from a turn queue in another process)."""
+    are deleted now (turns stored after the deletion itself, from a turn queue in another process); the
+    turns `spare` names (`delete_mentions`) are not."""
     with transaction(scope) as cur:
         kept = forgettable(cur, texts)
-        return kept, delete_mentions(cur, scope.user_id, kept) if kept else 0
+        return kept, delete_mentions(cur, scope.user_id, kept, spare=spare) if kept else 0
 
 
 def list_turns(scope: Scope, session_id: str) -> list[ConversationTurn]:

@@ -275,3 +275,52 @@ def test_a_message_blanked_in_the_open_chat_is_deleted_where_it_is_stored_at_onc
     so_far = chat.send("what did we talk about so far?").result(timeout=60)
     assert so_far.reply == "So far in this conversation you told me: “forget where I live”.", so_far.reply
     chat.close().result(timeout=60)
+
+
+def test_a_check_in_the_middle_of_a_turn_spares_its_message_and_checks_it_once_the_turn_is_over(
+    runtime, new_user, monkeypatch
+):
+    """Teal deleted, then "my favorite color is teal" said again: a check that ran in the middle of that turn
+    (another deletion heard late), before teal was a memory again, blanked the message on the page and deleted
+    it where it is stored, though teal was a memory again a moment later. The turn in progress is spared and
+    checked once it is over; a mention that is still forgotten then goes as before."""
+    user = new_user()
+    chat = runtime.open_conversation("forget-mid-turn", user.user_id)
+    chat.ready.result(timeout=60)
+    chat.send("my favorite color is teal").result(timeout=60)
+    chat.send(f"my dog is called {DOG}").result(timeout=60)
+    for memory in memories.list_memories(user.scope):
+        memories.delete_memory(user.scope, memory.id)
+    forgetting = chat.playground_session.forgetting
+    assert until(lambda: {"teal", DOG} <= set(forgetting.texts) and not forgetting.checking, timeout=15.0)
+    remember, deleted_mid_turn = memories.remember, []
+
+    def a_check_first(scope, memory_type, content, **kwargs):  # the agent's tool, on a worker thread
+        if memory_type == "favorite_color" and deleted_mid_turn:
+            memories.delete_memory(user.scope, deleted_mid_turn.pop().id)  # heard, and checked on the loop
+            assert until(lambda: not forgetting.checking, timeout=15.0)
+        return remember(scope, memory_type, content, **kwargs)
+
+    def said_with_a_check_in_the_middle(text: str, other: str) -> None:
+        deleted_mid_turn.append(remember(Scope.service(user.user_id), "instrument", other).memory)
+        assert until(lambda: not forgetting.checking, timeout=15.0)
+        assert chat.send(text).result(timeout=60).error is None
+        assert other in forgetting.texts and not deleted_mid_turn  # the check did run in the middle of it
+        assert until(lambda: not forgetting.checking, timeout=15.0)  # and once the turn was over
+
+    monkeypatch.setattr(memories, "remember", a_check_first)
+    said_with_a_check_in_the_middle("my favorite color is teal", "the cello")
+    assert memories.recall(user.scope, "favorite_color").content == "teal" and "teal" not in forgetting.texts
+    assert [h["text"] for h in chat.history][-2:] == [
+        "my favorite color is teal",
+        "Got it, I'll remember that your favorite color is teal.",
+    ]
+    stored = [turn.content for turn in conversations.list_turns(user.scope, chat.session_id)]
+    assert "my favorite color is teal" in stored, stored
+
+    # a message that also says what is still forgotten goes once the turn is over, as it would have before
+    said_with_a_check_in_the_middle(f"My favorite color is teal. Is {DOG} a good dog?", "the viola")
+    assert until(lambda: [h["text"] for h in chat.history][-2] == DELETED_TEXT, timeout=15.0)
+    stored = [turn.content for turn in conversations.list_turns(user.scope, chat.session_id)]
+    assert not any(DOG in text for text in stored) and "my favorite color is teal" in stored
+    chat.close().result(timeout=60)
