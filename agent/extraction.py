@@ -3,7 +3,10 @@
 0-5 facts, each with a confidence. Volatile things ("I'm tired today") and
 sensitive ones (health details, card numbers, passwords, government ids) are
 dropped whatever produced them. Slots the tools already wrote or forgot in
-this session are left alone: the conversation decided those explicitly.
+this session are left alone: the conversation decided those explicitly, unless
+the user said the fact after that ("I live in Boston." answered with a tool,
+then "Where is order 1002? By the way I live in Denver.", which no tool wrote:
+Denver was dropped until 2026-12-07, and Boston stayed).
 
 With a real LLM the model proposes facts (JSON) and these same rules filter
 them; with the offline brain the brain's own fact parser proposes them.
@@ -13,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -65,14 +68,32 @@ def propose_with_rules(user_turns: Iterable[str]) -> list[tuple[Fact, str]]:
     return list(proposals.values())
 
 
+def _decided_by_a_tool(slot: str, evidence: str, touched_slots: set[str] | Mapping[str, int], user_turns) -> bool:
+    """Whether a tool wrote or forgot `slot` in or after the message `evidence` comes from (the last that
+    holds it; one not found counts as earlier)."""
+    if slot not in touched_slots:
+        return False
+    if not isinstance(touched_slots, Mapping):
+        return True
+    words = " ".join(evidence.split()).lower()
+    said = [i for i, text in enumerate(user_turns) if words and words in " ".join(text.split()).lower()]
+    return not said or said[-1] <= touched_slots[slot]
+
+
 def filter_facts(
-    proposals: Iterable[tuple[Fact, str]], *, touched_slots: set[str], existing: dict[str, str]
+    proposals: Iterable[tuple[Fact, str]],
+    *,
+    touched_slots: set[str] | Mapping[str, int],
+    existing: dict[str, str],
+    user_turns: list[str] | None = None,
 ) -> tuple[list[ExtractedFact], list[dict[str, Any]]]:
+    """`touched_slots`: the slots the tools wrote or forgot, each with the index in `user_turns` of the last
+    message whose turn did (a set: every message's); a fact said in a later message is kept."""
     kept: list[ExtractedFact] = []
     dropped: list[dict[str, Any]] = []
     for fact, evidence in proposals:
         reason = None
-        if fact.memory_type in touched_slots:
+        if _decided_by_a_tool(fact.memory_type, evidence, touched_slots, user_turns or []):
             reason = "handled by a tool during the session"
         elif existing.get(fact.memory_type, "").strip().lower() == fact.content.strip().lower():
             reason = "already remembered"
@@ -107,8 +128,9 @@ async def propose_with_llm(llm_model, user_turns: list[str]) -> list[tuple[Fact,
 
 
 async def extract_facts(
-    user_turns: list[str], *, touched_slots: set[str], existing: dict[str, str], llm_model=None
+    user_turns: list[str], *, touched_slots: set[str] | Mapping[str, int], existing: dict[str, str], llm_model=None
 ) -> Extraction:
+    """`touched_slots`: as `filter_facts` takes them, the indexes into `user_turns`."""
     turns = [t for t in (t.strip() for t in user_turns) if t]
     method = "rules"
     proposals: list[tuple[Fact, str]] | None = None
@@ -121,5 +143,8 @@ async def extract_facts(
             method = "llm+rules"
     if proposals is None:
         proposals = propose_with_rules(turns)
-    facts, dropped = filter_facts(proposals, touched_slots=touched_slots, existing=existing)
+    if isinstance(touched_slots, Mapping):  # indexes into what is left of user_turns once the blank ones go
+        kept = [i for i, t in enumerate(user_turns) if t.strip()]
+        touched_slots = {slot: sum(1 for i in kept if i <= at) - 1 for slot, at in touched_slots.items()}
+    facts, dropped = filter_facts(proposals, touched_slots=touched_slots, existing=existing, user_turns=turns)
     return Extraction(facts=facts, dropped=dropped, method=method)

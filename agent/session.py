@@ -296,16 +296,22 @@ class PlaygroundSession:
             return {}
 
     async def _extract(self, agent: PlaygroundAgent) -> dict[str, Any] | None:
-        user_turns = [
-            e["text"]
+        said = [
+            e
             for e in events.of_type(self.bus.events, "transcript")
             if e["role"] == "user" and e.get("final") and e["text"] != DELETED_TEXT and not withheld(e["text"])
         ]
+        user_turns = [e["text"] for e in said]
         if not user_turns:
             return None
         try:
             existing = {m.memory_type: m.content for m in await asyncio.to_thread(memories.list_memories, agent.scope)}
-            touched = {w["memory_type"] for w in agent.memories_written}
+            # each slot a tool wrote or forgot, with the last of those messages whose turn did: what the user
+            # said of it later is theirs to keep
+            touched = {
+                w["memory_type"]: max((i for i, e in enumerate(said) if e["turn"] <= w["turn"]), default=-1)
+                for w in agent.memories_written
+            }
             model = None if isinstance(self.llm, OfflineBrain) else self.llm
             extraction = await extract_facts(user_turns, touched_slots=touched, existing=existing, llm_model=model)
             for fact in extraction.facts:

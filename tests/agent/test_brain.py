@@ -198,6 +198,21 @@ async def test_extraction_keeps_durable_facts_and_drops_the_rest():
     }
 
 
+async def test_extraction_keeps_what_was_said_of_a_slot_after_the_tool_wrote_it():
+    """A helper's walkthrough (2026-12-07): "I live in Boston." remembered by the tool, then "Where is order 1002?
+    By the way I live in Denver.", which no tool wrote, ended the session with Boston: the slot was the tools'."""
+    turns = ["I live in Boston.", "Where is order 1002? By the way I live in Denver.", "my favorite color is teal"]
+    later = await extract_facts(turns, touched_slots={"home_city": 0, "favorite_color": 2}, existing={})
+    assert [(f.memory_type, f.content) for f in later.facts] == [("home_city", "Denver")]
+    assert {d["memory_type"]: d["reason"] for d in later.dropped} == {
+        "favorite_color": "handled by a tool during the session"
+    }
+    # the tool wrote it in that same message, or later: the tool's word stands
+    for written in (1, 2):
+        same = await extract_facts(turns, touched_slots={"home_city": written}, existing={})
+        assert "home_city" not in [f.memory_type for f in same.facts]
+
+
 async def test_extraction_caps_at_five_facts():
     turns = [
         "I live in Boulder",

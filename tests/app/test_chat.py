@@ -96,13 +96,15 @@ def test_what_the_end_of_a_session_remembered_is_said_where_it_ended(app):
     call whose every answer failed saved "favorite_color: teal" that way, and nothing said it."""
     at = app()
     visitor = at.session_state["mp_visitor"]
+    _say(at, "I live in Boston.")  # the tool writes it
     _say(at, "Where is order 1001? By the way I live in Denver.")
-    assert memories.list_memories(visitor.scope) == []  # the turn looked the order up, nothing more
+    assert memories.recall(visitor.scope, "home_city").content == "Boston"  # the turn looked the order up
     at.button(key="u_chat_end").click()
     at.run()
+    # said after the tool wrote Boston: the user's latest word (it was dropped as the tools' slot)
     assert memories.recall(visitor.scope, "home_city").content == "Denver"
     said = [m.value for m in at.markdown if "Remembered when it ended" in m.value]
-    assert len(said) == 1 and "`home_city` Denver" in said[0], [m.value for m in at.markdown]
+    assert len(said) == 1 and "`home_city` Denver (was Boston)" in said[0], [m.value for m in at.markdown]
     assert any("Memories" in str(link.proto.label) for link in at.get("page_link"))
     next(b for b in at.button if b.label == "Start a new conversation").click()  # the notice goes with it
     at.run()
