@@ -10,12 +10,13 @@ import logging
 
 import pytest
 
-from agent.brain.facts import describe_fact, slot_phrase
+from agent.brain.facts import describe_fact, parse_facts, slot_phrase
 from agent.brain.intents import classify
 from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
 from agent.brain.replies import ASK_ORDER_NUMBER, ASK_WHAT_TO_REMEMBER, compose_reply
 from agent.brain.told_then_asked import told_then_asked
 from agent.brain.two_questions import two_questions
+from agent.extraction import propose_with_rules
 from agent.playground_agent import load_preload
 from agent.prompts import greeting_instruction
 from core import memories, profiles
@@ -766,3 +767,24 @@ def test_two_questions_in_one_message_get_both_answers(new_user):
     assert replies[2] == "You told me your name is Ada. You told me you live in Denver.", replies
     assert replies[3].startswith("You told me you live in Denver. I don't remember your favorite color yet."), replies
     assert replies[4].startswith("Order 1001 is delivered") and replies[4].endswith("You told me your name is Ada.")
+
+
+# Found by a helper's walkthrough on 2026-12-07: the end of the session remembered "home_city: Denver, what is my
+# name" and, from a voice call (speech-to-text writes a pause as a comma), "favorite_color: green, where is order
+# 1002".
+
+
+@pytest.mark.parametrize(
+    ("text", "slot", "content"),
+    [
+        ("I live in Denver, what is my name?", "home_city", "Denver"),
+        ("My favorite color is green, where is order 1002?", "favorite_color", "green"),
+        ("my favorite color is green, where is order 1002", "favorite_color", "green"),
+        ("I live in Denver and what is my name?", "home_city", "Denver"),
+        ("my favorite books are Dune, Who Fears Death", "favorite_books", "Dune, Who Fears Death"),  # a title
+        ("my favorite band is Hootie and the Blowfish", "favorite_band", "Hootie and the Blowfish"),
+    ],
+)
+def test_a_question_after_a_comma_is_no_part_of_the_fact(text, slot, content):
+    assert [(f.memory_type, f.content) for f in parse_facts(text)] == [(slot, content)]
+    assert [(fact.memory_type, fact.content) for fact, _ in propose_with_rules([text])] == [(slot, content)]
