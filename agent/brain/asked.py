@@ -66,6 +66,19 @@ def _owner(slot: str) -> str | None:
     return first if rest and _PET_WORD.fullmatch(first) else None
 
 
+# what a text says of someone else's detail ("my dog's name is", "your sister's birthday"), and of the user's own
+_SOMEONE_ELSES = re.compile(r"\b(?:my|your)\s+[a-z]+(?:\s+[a-z]+)?(?:'s|\u2019s|(?<=s)'|(?<=s)\u2019)\s+(\w+)", re.I)
+_OWN = re.compile(r"\b(?:my|your)\s+(\w+)\b(?!['\u2019])", re.I)
+
+
+def _someone_elses(content: str) -> set[str]:
+    return {word.lower() for word in _SOMEONE_ELSES.findall(content)}
+
+
+def _own(content: str) -> set[str]:
+    return {word.lower() for word in _OWN.findall(content)}
+
+
 def about_what_was_asked(user_text: str, slot: str, content: str) -> bool:
     """False for a memory that does not name whose detail was asked for (or its topic's slots): the word "name"
     in "what is my dog's name?" also matches the user's own `name`, which is not the answer."""
@@ -80,6 +93,8 @@ def about_what_was_asked(user_text: str, slot: str, content: str) -> bool:
     asked_animals, kept_animals = _animals(user_text or ""), _animals(f"{slot_words(slot)} {content}")
     if asked_animals and kept_animals and not asked_animals & kept_animals:
         return False  # "what is my dog called?" or "did I mention a cat?", and "a corgi called Rex"
+    if mine & _someone_elses(content) and not mine & _own(content):
+        return False  # "what is my name?", and "My dog's name is Biscuit" said in an earlier conversation
     owner = _owner(slot)
     if not mine or owner is None or any(_same(word, owner.split()[0]) or _one_of(word, owner) for word in mine):
         return True

@@ -10,6 +10,7 @@ import logging
 
 import pytest
 
+from agent.brain.asked import about_what_was_asked
 from agent.brain.facts import describe_fact, parse_facts, slot_phrase
 from agent.brain.intents import classify
 from agent.brain.knowledge import KEPT_IN_THE_CONVERSATION_REPLY
@@ -788,3 +789,20 @@ def test_two_questions_in_one_message_get_both_answers(new_user):
 def test_a_question_after_a_comma_is_no_part_of_the_fact(text, slot, content):
     assert [(f.memory_type, f.content) for f in parse_facts(text)] == [(slot, content)]
     assert [(fact.memory_type, fact.content) for fact, _ in propose_with_rules([text])] == [(slot, content)]
+
+
+@pytest.mark.parametrize(
+    ("asked", "said", "answers"),
+    [
+        ("What is my name?", "My dog's name is Biscuit", False),
+        ("What is my name?", "Got it, I'll remember that your dog's name is Biscuit.", False),
+        ("When is my birthday?", "my sister's birthday is in May", False),
+        ("What is my name?", "my name is Ada and my dog's name is Rex", True),
+        ("What is my dog's name?", "My dog's name is Biscuit", True),
+        ("What is my name?", "Call me Ada", True),
+    ],
+)
+def test_the_users_own_detail_is_not_answered_with_someone_elses(asked, said, answers):
+    """A helper's walkthrough (2026-12-07): the name deleted on Memories, "What is my name?" was answered from an
+    earlier conversation with "you said: “My dog's name is Biscuit”" (it shares "name")."""
+    assert about_what_was_asked(asked, "", said) is answers
