@@ -172,7 +172,7 @@ def report_without_withheld(report: dict[str, Any], events: list[Event]) -> dict
 
 def _without_withheld_tool_words(report: dict[str, Any], events: list[Event]) -> dict[str, Any]:
     """The report with WITHHELD_WORDS for the words a model wrote from the user's: a search's query and a tool
-    call's arguments and output (which says the query back), in the turn of a withheld message or wherever
+    call's arguments and output or error (which say them back), in the turn of a withheld message or wherever
     they may hold a secret themselves. A model searches its own rewording ("Is my PIN 4417", no "?"), which
     the word-for-word rule above misses. Only these: the check on every string took the model's error
     sentences too ("refused the API key (401)")."""
@@ -191,8 +191,9 @@ def _without_withheld_tool_words(report: dict[str, Any], events: list[Event]) ->
                 doc["query"] = WITHHELD_WORDS
         elif kind == "tool_call" and (in_withheld_turn or withheld(json.dumps(doc.get("arguments")))):
             doc["arguments"] = blanked(doc.get("arguments"), lambda _: True, WITHHELD_WORDS)
-            if doc.get("output") is not None:
-                doc["output"] = WITHHELD_WORDS
+            for key in ("output", "error"):  # each says the call back: "Nothing is remembered under 'wifi_password'."
+                if doc.get(key) is not None:
+                    doc[key] = WITHHELD_WORDS
         elif kind == "function_call" and doc.get("call_id") in calls:
             doc["arguments"] = _blanked_arguments(doc.get("arguments"))
         elif kind == "function_call_output" and doc.get("call_id") in calls:

@@ -62,6 +62,16 @@ def test_what_the_model_searched_and_called_with_in_a_withheld_turn_is_left_out_
     asked_again = event(
         2, events.tool_call("search_memories", {"query": "my pin number"}, output="[]", error=None, duration_ms=1)
     )
+    missed = event(  # a recall that failed in the withheld turn: its error names the slot the model asked for
+        1,
+        events.tool_call(
+            "recall_detail",
+            {"memory_type": "pin"},
+            output=None,
+            error="Nothing is remembered under 'pin'.",
+            duration_ms=1,
+        ),
+    )
     kept = event(
         2,
         events.tool_call(
@@ -69,7 +79,7 @@ def test_what_the_model_searched_and_called_with_in_a_withheld_turn_is_left_out_
         ),
     )
     playground = {
-        "tool_calls": [searched, asked_again, kept],
+        "tool_calls": [searched, asked_again, kept, missed],
         "retrievals": [
             event(
                 1,
@@ -116,15 +126,17 @@ def test_what_the_model_searched_and_called_with_in_a_withheld_turn_is_left_out_
     )
     assert "4417" not in json.dumps(report)
     section = report["playground"]
-    assert [call["arguments"]["query"] for call in section["tool_calls"]] == [
-        WITHHELD_WORDS,
-        WITHHELD_WORDS,
-        "home city",
+    assert [list(call["arguments"].values()) for call in section["tool_calls"]] == [
+        [WITHHELD_WORDS],
+        [WITHHELD_WORDS],
+        ["home city"],
+        [WITHHELD_WORDS],
     ]
-    assert [call["output"] for call in section["tool_calls"]] == [
-        WITHHELD_WORDS,
-        WITHHELD_WORDS,
-        '{"query": "home city"}',
+    assert [(call["output"], call["error"]) for call in section["tool_calls"]] == [
+        (WITHHELD_WORDS, None),
+        (WITHHELD_WORDS, None),
+        ('{"query": "home city"}', None),
+        (None, WITHHELD_WORDS),  # "Nothing is remembered under 'pin'." said what was asked for
     ]
     assert [r["query"] for r in section["retrievals"]] == [WITHHELD_WORDS, "home city"]
     assert section["errors"][0]["message"] == error
