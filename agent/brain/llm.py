@@ -124,6 +124,11 @@ def _tell_then_ask(
         return told_calls, None
     told_results, asked_results = results[: len(told_calls)], results[len(told_calls) :]
     said_told = compose_reply(told, told_results)
+    # "I'm a teacher. What is my name and where do I live?": both questions, after what was told
+    both = two_questions(asked, today)
+    if both and (plan := _answer_both(both, asked_results, available, recalled, today)):
+        calls, answers = plan
+        return (calls, None) if calls else ([], f"{said_told} {answers}")
     if not asked_results:
         asked_calls = [(name, args) for name, args in asked_intent.calls if name in available]
         if asked_calls:

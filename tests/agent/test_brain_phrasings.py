@@ -763,11 +763,15 @@ def test_two_questions_in_one_message_get_both_answers(new_user):
         "What is my name and where do I live?",
         "where do I live and what's my favorite color?",  # one it does not know: said so, after the other
         "where is order 1001 and what's my name",
+        "I'm a teacher. What is my name and where do I live?",  # told first, then both asked
     ]
     replies = _replies(user.user_id, said)
     assert replies[2] == "You told me your name is Ada. You told me you live in Denver.", replies
     assert replies[3].startswith("You told me you live in Denver. I don't remember your favorite color yet."), replies
     assert replies[4].startswith("Order 1001 is delivered") and replies[4].endswith("You told me your name is Ada.")
+    assert replies[5] == (
+        "Got it, I'll remember that you work as a teacher. You told me your name is Ada. You told me you live in Denver."
+    ), replies[5]
 
 
 # Found by a helper's walkthrough on 2026-12-07: the end of the session remembered "home_city: Denver, what is my
