@@ -7,6 +7,7 @@ Every call runs as the user (RLS decides)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, tzinfo
 
 import pandas as pd
@@ -636,7 +637,13 @@ def _search_panel(scope) -> None:
         found = search_conversations(scope, query, limit=8, window=window, fold_repeats=False)
         if found.degraded_reason:
             st.warning(found.degraded_reason, icon=":material/warning:")
-        matches = [hit for hit in found.hits if match_kind(hit.as_dict()) != "nearest only"]
+        # a number has no meaning to match by: "4417" listed three unrelated turns as matches by meaning alone
+        by_words_only = not re.search(r"[^\W\d_]", query)
+        matches = [
+            hit
+            for hit in found.hits
+            if (hit.text_rank is not None if by_words_only else match_kind(hit.as_dict()) != "nearest only")
+        ]
         loose = [hit for hit in found.hits if hit not in matches]
         if window is not None:
             st.caption(f"Only what was said {window.describe()} ({zone_name(_zone)}).")

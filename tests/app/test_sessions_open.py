@@ -440,6 +440,28 @@ def test_a_deletion_that_fails_says_so_and_not_that_it_was_deleted(app, monkeypa
     delete_everything(visitor.scope)
 
 
+def test_a_number_searched_for_matches_by_its_digits_alone(app):
+    """A walkthrough (2026-12-07): "4417" listed "hi" and "What is my name?" as matches, close in meaning to a
+    number to the embedding model (cosine distance 0.70 and 0.69); a number means nothing else."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    lines = [("user", "hi"), ("agent", "Hello!"), ("user", "What is my name?"), ("user", "Where is order 4417?")]
+    session_id = f"text-{uuid.uuid4().hex[:16]}"
+    turns = [TurnInput(session_id, index, speaker, text) for index, (speaker, text) in enumerate(lines)]
+    conversations.store_turns(Scope.service(visitor.user_id), turns)
+    at.switch_page("pages/sessions.py")
+    at.run()
+    _search_transcripts(at, "4417")
+    apart = [e for e in at.expander if "loosely related" in e.label]
+    assert len(apart) == 1 and apart[0].label.startswith("3 loosely related turns"), [e.label for e in apart]
+    loose = {m.value for m in apart[0].markdown}
+    listed = [m.value for m in at.markdown if " · message " in m.value and m.value not in loose]
+    assert len(listed) == 1 and "Where is order 4417?" in listed[0], listed
+    _search_transcripts(at, "1234")
+    assert any(c.value == "No turn of your transcripts matches that." for c in at.caption)
+    delete_everything(visitor.scope)
+
+
 def test_the_transcript_search_keeps_to_the_days_picked(app):
     """Two sessions a month apart mention a trail: picking the days of the older one finds only it, days with
     nothing said say so, and clearing the days searches every day again."""
