@@ -770,7 +770,8 @@ def test_two_questions_in_one_message_get_both_answers(new_user):
     assert replies[3].startswith("You told me you live in Denver. I don't remember your favorite color yet."), replies
     assert replies[4].startswith("Order 1001 is delivered") and replies[4].endswith("You told me your name is Ada.")
     assert replies[5] == (
-        "Got it, I'll remember that you work as a teacher. You told me your name is Ada. You told me you live in Denver."
+        "Got it, I'll remember that you work as a teacher. "
+        "You told me your name is Ada. You told me you live in Denver."
     ), replies[5]
 
 
