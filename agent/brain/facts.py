@@ -283,12 +283,10 @@ _DECLARATIVES: list[tuple[re.Pattern, str | None, float]] = [
 # fmt: on
 
 
-# lowercase: "my favorite books are Dune, Who Fears Death" names a title
+# a question after a comma is not part of the fact ("I live in Denver, what is my name?"); "Dune, Who..." a title
 _QUESTION_AFTER = r"(?-i:what|what's|where|where's|when|who|who's|which|how|why|do|does|did|can|could|is|are|will)\b"
 _STATEMENT_SPLIT = re.compile(
     r";\s+|,?\s+(?:and|but|also|plus)\s+(?=(?:i|i'm|my|i've)\b)|,\s*(?=(?:i|i'm|my|i've)\b)|"
-    # a question after a comma is no part of the fact: "I live in Denver, what is my name?" kept
-    # "Denver, what is my name" (and speech-to-text writes a comma for a pause: "green, where is order 1002")
     r",\s*(?:and\s+)?(?=" + _QUESTION_AFTER + r")|\s+and\s+(?=" + _QUESTION_AFTER + r"[^.!]*\?$)",
     re.I,
 )
