@@ -243,16 +243,19 @@ def _parse_memory_id(memory_id) -> uuid.UUID:
 
 
 def update_memory(scope: Scope, memory_id, content: str, *, embed=embeddings.embed_one) -> Memory:
-    """Edit a memory's text (the slot stays); re-embeds it."""
+    """Edit a memory's text (the slot stays); re-embeds it. The same text as it holds changes nothing (its
+    `updated_at` stays): a Save with nothing edited marked the memory "updated just now" and moved it first."""
     memory_id = _parse_memory_id(memory_id)
     content = clean_text(content, what="memory", max_length=MAX_CONTENT_LENGTH)
     with transaction(scope) as cur:
         cur.execute(
-            "select memory_type from public.memories where id = %s and user_id = %s", (memory_id, scope.user_id)
+            f"select {_COLUMNS} from public.memories where id = %s and user_id = %s", (memory_id, scope.user_id)
         )
         row = cur.fetchone()
     if row is None:
         raise NotFound("That memory no longer exists.")
+    if row["content"] == content:
+        return Memory(**row)
     vector = vector_literal(embed(embeddings.memory_text(row["memory_type"], content)))
     with transaction(scope) as cur:
         cur.execute(

@@ -67,7 +67,7 @@ def _memory_list(scope, items, deleted_sessions: set[str]) -> None:
             words = wanted.casefold().split()
             shown = [m for m in items if all(w in f"{m.memory_type} {m.content}".casefold() for w in words)]
             if not shown:
-                st.caption(f"No memory's slot or text contains “{clip(wanted, 60)}”.")
+                st.caption(f"No memory's slot or text contains {_quoted(wanted)}.")
     limit = max(PAGE, int(st.session_state.get(_SHOWN, PAGE)))
     _edit_of_deleted(scope, items)
     names: dict[str, str] = {}
@@ -206,16 +206,19 @@ def _edit_form(scope, memory, *, gone: bool = False) -> None:
             elif saved.unchanged:
                 _flash(f"`{slot}` already says that: the agent wrote the same since.")
             else:
-                _flash(f"Saved `{slot}`; it replaced “{clip(saved.previous_content or '', 60)}”, written since.")
+                _flash(f"Saved `{slot}`; it replaced {_quoted(saved.previous_content or '')}, written since.")
             st.rerun()
     elif save:
         with reported():
             try:
-                memories.update_memory(scope, memory.id, new_content)
+                saved = memories.update_memory(scope, memory.id, new_content)
             except NotFound:
                 st.rerun()  # deleted since this run listed it: the next run draws this form as gone, text kept
             _stop_editing(mid)
-            _flash(f"Saved `{memory.memory_type}`.")
+            if saved.updated_at == memory.updated_at:
+                _flash(f"Nothing to save: `{memory.memory_type}` already says that.")
+            else:
+                _flash(f"Saved `{memory.memory_type}`.")
             st.rerun()
 
 
@@ -240,10 +243,14 @@ def _mentions_notice(count: conversations.MentionCount, what: str, said_back: st
     )
     if not count.repeated:
         return said + "."
-    how = f"it as {_quoted(said_back)}" if said_back else "one back in the other person (“you” for “I”)"
-    if not many:
-        return f"{said}, which says {how}."
-    return f"{said}; {count.repeated:,} of them say{'s' if count.repeated == 1 else ''} {how}."
+    # one memory: how it is said back; several ("delete everything"): that some are
+    one = count.repeated == 1 or not many
+    how = (
+        f"say{'s' if one else ''} it as {_quoted(said_back)}"
+        if said_back
+        else (f"repeat{'s' if one else ''} a memory back to you (“you” for “I”)")
+    )
+    return f"{said}, which {how}." if not many else f"{said}; {count.repeated:,} of them {how}."
 
 
 def _confirm_delete(scope, memory) -> None:

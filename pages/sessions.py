@@ -591,10 +591,17 @@ def _search_hit(hit, index: int) -> None:
         where = f"**{_when(hit.created_at)}** · {hit.speaker} · {_message_number(hit.turn_index)}"
         said = clip(hit.content, 220)
         text_col.markdown(f"{where}  \n{literal(said) if hit.speaker == 'user' else said}")
-        # a branch that did not rank the turn says "—", not "#—"
+        # a branch that did not rank the turn says "—", not "#—"; each rank with its share of the RRF score, the
+        # turn in context's too, so the parts add up to it ("vector #2 · text #1 · RRF 0.2708" did not: the
+        # weights are scaled per search and the third part was not shown)
         ranks = " · ".join(
-            f"{name} {f'#{rank}' if rank else '—'}"
-            for name, rank in (("vector", hit.vector_rank), ("text", hit.text_rank))
+            f"{name} #{rank} ({share:.4f})" if rank else f"{name} —"
+            for name, rank, share in (
+                ("vector", hit.vector_rank, hit.vector_rrf),
+                ("text", hit.text_rank, hit.text_rrf),
+                ("in context", hit.context_rank, hit.context_rrf),
+            )
+            if rank or name != "in context"
         )
         text_col.caption(f"{ranks} · RRF {hit.rrf_score:.4f} · session {hit.session_id}")
         # the hit goes with the press: by the next run the results can be others (a turn said meanwhile),

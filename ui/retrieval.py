@@ -389,8 +389,8 @@ def loose_hits_note(view: RetrievalView, searched_in: str | None = None) -> str 
     if len(loose) == len(view.hits):
         where, there = (f" in {searched_in}", " there") if searched_in else ("", "")
         return (
-            f"Nothing{where} matches “{clip(view.query, 60)}”: no {what}{there} shares a word with it, and none "
-            f"is close in meaning (all above cosine distance {limit}). These are only the nearest there are."
+            f"Nothing{where} matches “{literal(clip(view.query, 60))}”: no {what}{there} shares a word with it, and "
+            f"none is close in meaning (all above cosine distance {limit}). These are only the nearest there are."
         )
     verb = "is" if len(loose) == 1 else "are"
     return (

@@ -343,6 +343,29 @@ def test_delete_all_writes_large_counts_with_thousands_separators(app):
     assert any("Deleted 3 memories and 1,001 past conversation messages" in s.value for s in at.success)
 
 
+def test_saving_an_edit_that_changes_nothing_says_so_and_leaves_the_memory_as_it_was(app):
+    """A Save with nothing edited said "Saved", marked the memory "updated just now" and moved it first."""
+    at, visitor = _seeded(app)
+    car = memories.recall(visitor.scope, "car")
+    at.button(key=f"u_mem_edit_{car.id}").click()
+    at.run()
+    at.text_area(key=f"u_mem_text_{car.id}").set_value(f"  {car.content} ")  # spaces around it are not kept
+    next(b for b in at.button if b.label == "Save" and "u_mem_edit_form" in (b.form_id or "")).click()
+    at.run()
+    assert not at.exception
+    assert [s.value for s in at.success] == ["Nothing to save: `car` already says that."]
+    after = memories.recall(visitor.scope, "car")
+    assert (after.content, after.updated_at, after.earlier_contents) == (car.content, car.updated_at, ())
+
+
+def test_a_search_that_finds_nothing_quotes_it_as_typed_not_as_markdown(app):
+    """The "Nothing matches" notice drew the search as Markdown: "[x](http://e.com)" became a live link."""
+    at, _ = _seeded(app)
+    _search(at, "**bold** [x](http://e.com) `code` $y$")
+    notice = next(i.value for i in at.info if i.value.startswith("Nothing matches"))
+    assert notice.startswith(r"Nothing matches “\*\*bold\*\* \[x\](http\://e.com) \`code\` \$y\$”"), notice
+
+
 def test_an_empty_edit_is_refused_with_a_message_and_loses_nothing(app):
     at, visitor = _seeded(app)
     car = memories.recall(visitor.scope, "car")

@@ -122,6 +122,27 @@ def _search_transcripts(at, query: str) -> None:
     assert not at.exception, at.exception
 
 
+def test_each_transcript_hit_shows_its_branches_shares_and_they_add_up_to_its_score(app):
+    """A hit line "vector #2 · text #1 · RRF 0.2708" did not add up by the formula the page shows (0.125 + 0.1667): the
+    weights are scaled per search and the turn in context's part was not shown (a fresh-clone walkthrough)."""
+    at = app()
+    visitor = at.session_state["mp_visitor"]
+    conversations.store_turns(Scope.service(visitor.user_id), _said(f"text-{uuid.uuid4().hex[:16]}"))
+    at.switch_page("pages/sessions.py")
+    at.run()
+
+    _search_transcripts(at, "teal color")
+    lines = [c.value for c in at.caption if c.value.startswith("vector ")]
+    assert len(lines) >= 2, lines
+    part = re.compile(r"(vector|text|in context) #\d+ \((\d\.\d{4})\)")
+    for line in lines:
+        shares = [float(share) for _, share in part.findall(line)]
+        score = float(re.search(r"RRF (\d\.\d{4})", line)[1])
+        assert shares and abs(sum(shares) - score) <= 0.0002, line
+    assert any(" · text #1 (" in line and " · in context #" in line for line in lines), lines
+    delete_everything(visitor.scope)
+
+
 def test_the_transcript_search_lists_matches_and_puts_the_merely_nearest_turns_apart(app):
     """The vector branch returns the nearest turns however far: "pizza dough recipe" listed every turn of a
     conversation about colors and hiking as hits. Only a shared word or a close meaning makes a match now;
@@ -137,7 +158,7 @@ def test_the_transcript_search_lists_matches_and_puts_the_merely_nearest_turns_a
     apart = [e for e in at.expander if "loosely related" in e.label]
     assert len(apart) == 1 and apart[0].label.startswith("4 loosely related turns")
     ranks = [c.value for c in apart[0].caption if c.value.startswith("vector ")]
-    assert ranks and all(" · text — · RRF " in value for value in ranks), ranks  # "text #—" until 2026-12-07
+    assert ranks and all(" · text — · " in value for value in ranks), ranks  # "text #—" until 2026-12-07
     assert len(apart[0].button) == 4  # each still opens its session
     assert any(i.value.startswith("Nothing matches “pizza dough recipe”") for i in at.info)
 
