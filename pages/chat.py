@@ -58,7 +58,7 @@ STOP_TIMEOUT_SECONDS = 10  # how long the Stop button waits for the turn to stop
 # instead of two); otherwise its bubble is drawn after this long and the answer when it comes.
 QUICK_ANSWER_SECONDS = 0.8
 _OUTBOX = "u_chat_outbox"  # messages typed or clicked and not yet handed to the agent (see _queue)
-_WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy), when the page started waiting in that state)
+_WAITING_SINCE = "u_chat_waiting_since"  # ((ready, busy, turns answered), when the page began waiting so)
 _BLANK = "u_chat_blank"  # the visitor sent a message of only spaces: said once under the box
 _DRAFT_SHOWN = "u_chat_draft_shown"  # the draft just made: scrolled into view once (below the fold on a phone)
 _DRAFT = "u_chat_draft"  # a message over the limit: kept here, whole, until sent (in parts) or discarded
@@ -323,6 +323,10 @@ def _live_status(chat: Conversation, shown: _Drawn, since: float) -> None:
     if not chat.ready.done():
         st.status(f"Starting the agent{_warming_up()}… {waited:.0f} s", state="running")
         return
+    turns = group_turns(chat.events_since(0)[0])
+    live = turns[-1] if turns and turns[-1].number > 0 and not turns[-1].done else None
+    if live is not None and live.started_ts is not None:  # from its message: a reload started again at 0 s
+        waited = max(0.0, time.time() - live.started_ts)
     if waited > max(TURN_TIMEOUT_SECONDS, llm_wait_seconds()):
         st.warning(
             "The agent has not answered yet. Its answer will appear here when it "
@@ -339,8 +343,6 @@ def _live_status(chat: Conversation, shown: _Drawn, since: float) -> None:
             args=(chat,),
             help="Stop the answer being prepared. Messages you sent after it are still answered.",
         )
-    turns = group_turns(chat.events_since(0)[0])
-    live = turns[-1] if turns and turns[-1].number > 0 and not turns[-1].done else None
     for call in live.tool_calls if live else []:
         status.write(f":material/build: `{call['name']}` · {ms(call.get('duration_ms'))}")
     for search in live.retrievals if live else []:
@@ -537,12 +539,15 @@ def _conversation(box, chat: Conversation, shown: _Drawn, turns: list[Turn], wai
         unsafe_allow_javascript=True,
     )
     if shown.settled:
+        st.session_state.pop(_WAITING_SINCE, None)  # the next wait is timed from its own start
         return
     with box:
         if shown.ready and chat.ready.exception() is not None:
             st.caption(":material/schedule_send: Kept until the agent starts; nothing you typed is lost.")
             return
-        state = (shown.ready, shown.busy)
+        # a wait per state and per turn answered: the second turn's "Thinking…" counted from the first's start
+        # ("Thinking… 35 s" two seconds in, and past 272 s the warning that the agent has not answered)
+        state = (shown.ready, shown.busy, shown.done_turns)
         since = st.session_state.get(_WAITING_SINCE)
         if since is None or since[0] != state:
             since = st.session_state[_WAITING_SINCE] = (state, time.monotonic())

@@ -24,6 +24,7 @@ class Turn:
     errors: list[str] = field(default_factory=list)
     stopped: bool = False  # the visitor stopped the answer (Conversation.stop): not a failure
     done: bool = False
+    started_ts: float | None = None  # when the user's message was said (None for the greeting)
     ended_ts: float | None = None  # the turn's latest event
 
     @property
@@ -69,6 +70,7 @@ def group_turns(events: list[Event]) -> list[Turn]:
         if kind == "transcript" and event["final"]:
             if event["role"] == "user":
                 turn.user_text = event["text"]
+                turn.started_ts = ts if turn.started_ts is None else turn.started_ts
             else:
                 turn.assistant_texts.append(event["text"])
         elif kind == "tool_call":

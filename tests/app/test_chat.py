@@ -4,6 +4,7 @@ retrieval panel and RRF sliders, ending a session, and the Sessions page."""
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 
@@ -736,6 +737,36 @@ def test_while_the_agent_thinks_its_status_spins_and_is_never_marked_done(app, m
     assert {(status.proto.icon, status.proto.state) for status in seen} == {("spinner", seen[0].proto.RUNNING)}
     settle(at)
     assert "1001" in _assistant_texts(at)[-1]
+
+
+def test_the_thinking_time_of_each_turn_counts_from_its_own_message(app, monkeypatch):
+    """The second turn's "Thinking… N s" counted from the first turn's start (a walkthrough saw "Thinking… 35 s"
+    two seconds in, and past 272 s the warning that the agent has not answered, 10 s into a turn)."""
+    from agent.brain import llm as brain_llm
+
+    compose = brain_llm.compose_reply
+
+    def slowly(user_text, *args, **kwargs):
+        if "slowly" in user_text:
+            time.sleep(2)
+        return compose(user_text, *args, **kwargs)
+
+    monkeypatch.setattr(brain_llm, "compose_reply", slowly)
+    at = app()
+    settle(at)
+    for order in ("1001", "1002"):
+        at.chat_input(key="u_chat_input").set_value(f"where is order {order}, slowly")
+        at.run()
+        seconds = []
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not (seconds and not _thinking(at)):
+            time.sleep(0.3)
+            at.run()
+            seconds += [int(re.search(r"(\d+) s", s.label)[1]) for s in _thinking(at)]
+        assert seconds and max(seconds) <= 4, (order, seconds)
+        settle(at)
+        assert order in _assistant_texts(at)[-1]
+        time.sleep(4)  # the second turn starts well after the first one's start
 
 
 def _thinking(at):
