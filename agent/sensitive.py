@@ -30,7 +30,15 @@ _SECRET = re.compile(
     r"pins? (?:is|was|for)\b|pins? \d)|"
     # a token that opens something, not an arcade's: "access token", "my token is", "token: ..."
     r"\b(?:(?:api|access|auth|bearer|refresh|session|security|github|slack|my|your) tokens?|"
-    r"tokens? (?:is|was|for)\b|tokens?[:=])",
+    r"tokens? (?:is|was|for)\b|tokens?[:=])|"
+    # a code or a combination that opens a door, a lock or an account, not a zip, area, promo or dress code
+    # ("the alarm code at my house is 4417" was kept, and recalled in a later session)
+    r"\b(?:(?:alarm|door|gate|garage|keypad|lock|unlock|entry|access|safe|locker|lockbox|key ?box|"
+    r"verification|one[- ]time|2fa|otp|backup|recovery) codes?|codes? (?:to|for) (?:the|my|our) (?:\w+ )?"
+    r"(?:door|gate|garage|alarm|safe|house|building|lock|locker|phone|account)|"
+    r"(?:safe|lock|locker|padlock) combination|combination (?:to|for|of) (?:the|my|our) (?:safe|lock|locker|"
+    r"padlock)|combination (?:is|was|:)\s*\d+|security (?:question|answer)s?|(?:recovery|seed) phrase|"
+    r"private key)\b",
     re.I,
 )
 _PIN_ACRONYM = re.compile(r"\bPINS?\b")  # written in capitals, it is the number

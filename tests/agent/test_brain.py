@@ -166,6 +166,44 @@ def test_a_pin_or_a_token_that_opens_nothing_is_kept(text):
     assert secret_reason(text) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the alarm code at my house is 4417",  # kept, and recalled in a later session, until 2026-12-07
+        "my door code is 4417",
+        "the gate code is 1234",
+        "my garage keypad code is 9911",
+        "my phone unlock code is 5555",
+        "the code to my front door is 2580",
+        "my safe combination is 12-34-56",
+        "the combination is 12-34-56",
+        "my security answer is Fluffy",
+        "my verification code is 339911",
+        "here is my recovery phrase: apple banana cherry",
+        "What was the alarm code I mentioned?",
+    ],
+)
+def test_a_code_or_a_combination_that_opens_something_is_a_secret(text):
+    assert secret_reason(text) is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my zip code is 80203",
+        "the area code is 303",
+        "use promo code SAVE10",
+        "the dress code is casual",
+        "error code E03 on my machine",
+        "the building code needs a railing",
+        "a nice combination of flavours",
+        "I work in building security",
+    ],
+)
+def test_a_code_that_opens_nothing_is_kept(text):
+    assert secret_reason(text) is None
+
+
 def test_ordinary_facts_pass_and_card_lookalikes_are_not_cards():
     assert rejection_reason("home_city", "Denver, Colorado") is None
     assert rejection_reason("phone_model", "Pixel 1234 5678 9012 3456") is None  # fails the Luhn check
