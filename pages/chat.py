@@ -20,7 +20,7 @@ from ui.format import clip, literal, ms, session_ref
 from ui.fragments import timed_fragment
 from ui.session_end import after_session_lines, show_after_session
 from ui.shell import redraw_page, run_page
-from ui.sidebar import model_rows
+from ui.sidebar import model_rows, recheck_if_a_turn_disagrees
 from ui.style import page_header
 from ui.turn_panel import render_tool_calls, render_turn_details
 from ui.turns import FORGOTTEN_MESSAGE, Turn, group_turns
@@ -571,6 +571,8 @@ def main() -> None:
     chat = _conversation_of(visitor)
     if chat.ready.done() and chat.ready.exception() is None:
         _hand_over(chat)
+        if recheck_if_a_turn_disagrees():
+            redraw_page()  # so the sidebar, drawn before the answer came, follows the check
     shown = _snapshot(chat)  # before what it draws: a change after this draws the page again
     if st.session_state.get(_ANSWERED) != shown.done_turns:
         st.session_state[_ANSWERED] = shown.done_turns

@@ -199,9 +199,9 @@ def _status() -> None:
     )
     checks = configuration_checks()
     report = checks.report
-    if not checks.running and report is not None and _llm_contradicts(report):
-        checks.start(doctor.QUICK)  # a turn just showed the LLM otherwise than the last check: check again
-    elif not checks.running and (report is None or time.time() - report.started_at > CHECKS_STALE_SECONDS):
+    # a turn that showed the LLM otherwise than the last check starts one; else a check too old does
+    stale = report is None or time.time() - report.started_at > CHECKS_STALE_SECONDS
+    if not recheck_if_a_turn_disagrees() and not checks.running and stale:
         # quick: no tokens spent, no hosted user created, no voice model loaded on a page load
         checks.start(doctor.QUICK)
     # Poll only while a run is in progress; the page itself never waits for a check.
@@ -222,6 +222,19 @@ def _status() -> None:
                 "OPENAI_BASE_URL=http://localhost:11434/v1   # e.g. Ollama\nOPENAI_API_KEY=ollama\nLLM_MODEL=llama3.1",
                 language="bash",
             )
+
+
+def recheck_if_a_turn_disagrees() -> bool:
+    """Start a quick check when this visitor's latest finished turn says otherwise of the LLM than the last
+    check (`_llm_contradicts`); True when one started. The Chat page asks again after its own run answered a
+    turn: the sidebar was drawn before it, and an answer that came within that run drew no page after it, so
+    the row said "all configured parts healthy" beside a turn that could not reach the LLM."""
+    checks = configuration_checks()
+    report = checks.report
+    if checks.running or report is None or not _llm_contradicts(report):
+        return False
+    checks.start(doctor.QUICK)
+    return True
 
 
 def _llm_contradicts(report: doctor.DoctorReport) -> bool:

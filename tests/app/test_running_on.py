@@ -13,7 +13,7 @@ import pytest
 from core import ctranslate2_cpu, doctor
 from core.config import get_settings
 from tests.support.app import start_streamlit, stop_streamlit
-from tests.support.browser import wait_for_app
+from tests.support.browser import send, wait_for_app
 from tests.support.openai_standin import OpenAIStandIn
 from ui import sidebar
 
@@ -128,3 +128,33 @@ def test_a_turn_that_contradicts_the_last_check_starts_a_new_one_once(app, monke
     assert again is not None and again.started_at > first.started_at  # the failed turn asked for a check
     at.run()
     assert not runner.running and runner.report is again  # once: the new check is newer than the turn
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_llm_row_follows_the_turns_a_failed_one_and_an_answered_one_after_it(database_uri, new_browser_page):
+    """A walkthrough (2026-12-07): with the LLM gone, the chat said "could not be reached" while the sidebar
+    still said "all configured parts healthy"; back up, turns were answered while the row stayed red."""
+    server = OpenAIStandIn().start()
+    process, url = start_streamlit(server.env())
+    try:
+        page = new_browser_page()
+        page.goto(url)
+        wait_for_app(page)
+        side = page.locator('[data-testid="stSidebar"]')
+        healthy = re.compile(r"Quick check \d+ s ago: all configured parts healthy")
+        side.get_by_text(healthy).wait_for(timeout=120_000)
+        assert "tool" not in send(page, "hello").lower()
+
+        server.stop()
+        assert "could not be reached" in send(page, "where is order 1001?")
+        side.get_by_text("Fix: check OPENAI_BASE_URL").wait_for(timeout=60_000)
+        assert re.search(r"Quick check \d+ s ago: 1 failed", side.inner_text()), side.inner_text()
+
+        server.start()
+        assert "1001" in send(page, "where is order 1001?")
+        side.get_by_text(healthy).wait_for(timeout=60_000)
+        assert "Fix: check OPENAI_BASE_URL" not in side.inner_text()
+    finally:
+        stop_streamlit(process)
+        server.stop()
