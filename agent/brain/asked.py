@@ -108,6 +108,7 @@ _ASKING = {"did", "does", "have", "has", "had", "ever", "tell", "told", "mention
            "before", "earlier", "ask", "asked"}  # fmt: skip
 # slot words that every slot of a kind holds (favorite_color, favorite_drink; dog_name, name)
 _EVERY_KIND = {"favorite", "name"}
+_MODALS = stems("should shall will might must may")  # "what should you call me?" says what is asked no more
 
 
 def said_stems(user_text: str) -> set[str]:
@@ -125,7 +126,12 @@ def on_the_topic(user_text: str, slot: str, content: str) -> bool:
         return True
     topic_words = set(" ".join(topics).split())
     own = stems(" ".join(topic_words - _EVERY_KIND)) or stems(" ".join(topic_words))
-    return bool(stems(f"{slot_words(slot)} {content}") & (own | said_stems(user_text)))
+    said, every = said_stems(user_text), stems(" ".join(_EVERY_KIND))
+    shared = stems(f"{slot_words(slot)} {content}") & (own | said)
+    # "name" alone, while the question says what it is the name of: "what was the name of the trail I hiked?"
+    # was answered "You told me your name is Dana" (the words that named the topic, "call", say nothing more)
+    named = stems(" ".join(m[0] for pattern, _ in TOPIC_SLOTS for m in pattern.finditer(user_text or "")))
+    return bool(shared) and not (shared <= every and said - every - named - _MODALS)
 
 
 def _another_of_its_kind(asked_slot: str | None, slot: str) -> bool:

@@ -298,6 +298,8 @@ def _personal_question(said: _Utterance) -> Intent | None:
         lower,
     )
     counts_mine = re.match(r"^how (?:many|much|often|long)\b.*\b(?:do|did|have|am) i\b", lower)
+    # "what was that ramen restaurant called?": "that" points back to something said (went to the shop's articles)
+    personal = personal or re.match(r"^(?:\w+,? )?what (?:was|were) (?:that|those)\b", lower)
     about_the_shop = re.search(
         r"\b(?:your|kestrel|shipping|ship|warranty|return|refund|club|subscription|delivery|order \d|"
         r"you (?:sell|have|offer|ship|stock|recommend))\b",

@@ -204,6 +204,14 @@ def test_a_code_that_opens_nothing_is_kept(text):
     assert secret_reason(text) is None
 
 
+@pytest.mark.parametrize("text", ["What was that ramen restaurant called?", "So, what was that book called?"])
+def test_what_was_that_called_asks_about_something_said_not_the_knowledge_base(text):
+    """A walkthrough (2026-12-07): "What was that ramen restaurant called?" searched the shop's articles and said
+    nothing there was about it; "that" points back to something the user said (memories, then earlier
+    conversations: `follow_up`)."""
+    assert classify(text).calls == [("search_memories", {"query": text})]
+
+
 def test_ordinary_facts_pass_and_card_lookalikes_are_not_cards():
     assert rejection_reason("home_city", "Denver, Colorado") is None
     assert rejection_reason("phone_model", "Pixel 1234 5678 9012 3456") is None  # fails the Luhn check

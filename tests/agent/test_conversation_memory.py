@@ -113,6 +113,23 @@ async def test_the_trail_mentioned_last_week_is_found_through_the_tool_with_its_
     assert PAST_TURNS_LEAD in text and f"- {LAST_WEEK.date().isoformat()}, user: {TRAIL}" in text
 
 
+async def test_the_name_of_a_trail_is_not_answered_by_the_users_own_name(new_user):
+    """A walkthrough (2026-12-07): "What was the name of the trail I hiked?" was answered "You told me your name
+    is Dana": the user's `name` shares the word "name" with the question, and the question says what it is
+    the name of. The offline brain now goes on to the earlier conversations."""
+    user = new_user()
+    memories.remember(Scope.service(user.user_id), "name", "Dana")
+    _store_past(user, f"past-{user.user_id}")
+    async with agent_session(user.user_id) as run:
+        result = await run.session.run(user_input="What was the name of the trail I hiked?")
+        calls = [e.item.name for e in result.events if e.type == "function_call"]
+        reply = reply_text(result)
+        asked = reply_text(await run.session.run(user_input="what is my name?"))
+    assert calls[-1] == "search_past_conversations", calls
+    assert "Cedar Creek Loop" in reply and "Dana" not in reply, reply
+    assert "Dana" in asked  # the user's own name is still the answer to their name
+
+
 async def test_recall_leaves_out_the_current_session_and_puts_slots_before_past_turns(new_user):
     user = new_user()
     memories.remember(Scope.service(user.user_id), "favorite_hike", "Cedar Creek Loop")
