@@ -47,6 +47,13 @@ div[data-testid="stHorizontalBlock"]:has(> div[data-testid="stColumn"] .st-key-u
   overflow-wrap: anywhere !important;
 }
 div[class*="_slots_tier"], div[class*="_conversations_tier"] { min-width: 0 !important; width: 100%; }
+/* ...but on a phone not to a few letters a line: at 390 px the past conversations' first column was 51 px wide
+   ("rame n plac e I men tione d?") beside four columns of numbers, which now sit closer together instead.
+   Only there: a wider screen's narrow panels (1024 px, the sidebar open) have no room for it. */
+@media (max-width: 640px) {
+  [data-testid="stTable"] td:first-child { min-width: min(6.5rem, 28vw); }
+  [data-testid="stTable"] :is(th, td) { padding-left: 0.3rem !important; padding-right: 0.3rem !important; }
+}
 /* On a phone the chat's columns stack (Streamlit's 640 px breakpoint): the panel under the conversation
    then grows with the page instead of being a second scroll box inside the scrolling page. */
 @media (max-width: 640px) {
