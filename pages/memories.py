@@ -294,7 +294,13 @@ def _toolbar(scope, visitor, items) -> None:
     # Expanders, not popovers: a popover draws its body at the end of the document, so Tab from its button
     # went through every card before reaching the confirmation; an expander's box is next in the order.
     if items:
-        with st.expander("Delete all memories…", icon=":material/delete_sweep:", key="u_mem_delete_all_box"):
+        with st.expander(
+            "Delete all memories…",
+            icon=":material/delete_sweep:",
+            key="u_mem_delete_all_box",
+            on_change=erase.forget_typed_when_closed,
+            args=("u_mem_delete_all_box", "u_mem_delete_all_phrase"),
+        ):
             with reported():
                 mentions = conversations.mention_count(scope, [text for m in items for text in m.every_content])
                 one = items[0] if len(items) == 1 and not items[0].earlier_contents else None
@@ -330,7 +336,11 @@ def _toolbar(scope, visitor, items) -> None:
                     )
                     st.rerun()
     with st.expander(
-        "Delete everything about me…", icon=":material/delete_forever:", key=erase.widget_key("u_mem_erase_box")
+        "Delete everything about me…",
+        icon=":material/delete_forever:",
+        key=erase.widget_key("u_mem_erase_box"),
+        on_change=erase.forget_typed_when_closed,
+        args=(erase.widget_key("u_mem_erase_box"), erase.widget_key("u_mem_erase_phrase")),
     ):
         erase.render_delete_everything(visitor, key="u_mem_erase")
 

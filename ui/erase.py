@@ -33,6 +33,13 @@ def widget_key(base: str) -> str:
     return f"{base}_{times}" if times else base
 
 
+def forget_typed_when_closed(box_key: str, phrase_key: str) -> None:
+    """An expander's or popover's on_change: closing it is cancelling, so the confirmation typed in it goes. It
+    stayed, and reopening the box showed DELETE typed and the button live, one click from deleting."""
+    if not st.session_state.get(box_key):
+        st.session_state[phrase_key] = ""  # set, not dropped: the browser would go on showing what it holds
+
+
 def render_delete_everything(visitor, *, key: str) -> None:
     """The typed confirmation and the button, in the current container (a popover or an expander)."""
     st.markdown(

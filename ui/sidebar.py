@@ -52,9 +52,15 @@ def _close_popovers() -> None:
     st.session_state[_POPOVER_GENERATION] = st.session_state.get(_POPOVER_GENERATION, 0) + 1
 
 
-def _popover(label: str, key: str, icon: str):
+def _popover(label: str, key: str, icon: str, *, typed_key: str | None = None):
+    """`typed_key`: a confirmation typed in it, which closing it forgets (closing is cancelling)."""
     generation = st.session_state.get(_POPOVER_GENERATION, 0)
-    return st.popover(label, icon=icon, width="stretch", key=f"{key}_{generation}", on_change="rerun")
+    key = f"{key}_{generation}"
+    if typed_key is None:
+        return st.popover(label, icon=icon, width="stretch", key=key, on_change="rerun")
+    return st.popover(
+        label, icon=icon, width="stretch", key=key, on_change=erase.forget_typed_when_closed, args=(key, typed_key)
+    )
 
 
 @st.cache_resource(show_spinner=False)
@@ -130,7 +136,12 @@ def _identity_card(visitor: auth.Visitor, *, redraw: bool = False) -> None:
             sign_in_form(leaving_anonymous=visitor.is_anonymous)
         with _popover("New identity", "pop_new_identity", ":material/person_add:"):
             _new_identity_form(visitor)
-        with _popover("Delete everything about me", "pop_delete_everything", ":material/delete_forever:"):
+        with _popover(
+            "Delete everything about me",
+            "pop_delete_everything",
+            ":material/delete_forever:",
+            typed_key=erase.widget_key("sidebar_erase_phrase"),
+        ):
             erase.render_delete_everything(visitor, key="sidebar_erase")
 
 
