@@ -23,7 +23,18 @@ from ui import auth, erase
 from ui.button_names import name_buttons
 from ui.charts import alt
 from ui.errors import reported
-from ui.format import ago, arguments_text, clip, duration, in_ms, literal, nothing_to_search, session_ref, when
+from ui.format import (
+    ago,
+    arguments_text,
+    clip,
+    code_span,
+    duration,
+    in_ms,
+    literal,
+    nothing_to_search,
+    session_ref,
+    when,
+)
 from ui.report_view import ReportView, read_report
 from ui.retrieval import render_retrieval
 from ui.shell import run_page, stayed_on_page
@@ -416,7 +427,7 @@ def _delete_the_pressed_session(visitor) -> None:
             erase.delete_session(visitor, session_id)
         except NotFound:
             st.info(
-                f"Session `{session_ref(session_id)}` had already been deleted (in another tab or window): "
+                f"Session {code_span(session_ref(session_id))} had already been deleted (in another tab or window): "
                 "nothing else was deleted.",
                 icon=":material/info:",
             )
@@ -684,13 +695,13 @@ def _not_there(scope, session_id: str) -> None:
         st.session_state.pop(JUMP, None)
     if sessions.deleted_ids(scope, [session_id]):
         _say_not_there(
-            f"Session `{session_ref(session_id)}` was deleted, so it cannot be opened: nothing of it is kept.",
+            f"Session {code_span(session_ref(session_id))} was deleted, so it cannot be opened: nothing of it is kept.",
             ":material/delete:",
         )
     else:
         _say_not_there(
-            f"Session `{session_ref(session_id)}` is not among your sessions: it has not been saved yet, or it "
-            "was deleted.",
+            f"Session {code_span(session_ref(session_id))} is not among your sessions: it has not been saved yet, "
+            "or it was deleted.",
             ":material/search_off:",
         )
 
@@ -777,7 +788,7 @@ def main() -> None:
                     _not_there(visitor.scope, wanted)
                 else:  # the one shown on the run before: another is shown now, and the page says why
                     st.info(
-                        f"Session `{session_ref(older)}`, shown before, has been deleted (in another tab or "
+                        f"Session {code_span(session_ref(older))}, shown before, has been deleted (in another tab or "
                         "window), so it is no longer shown.",
                         icon=":material/info:",
                     )

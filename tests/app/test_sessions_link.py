@@ -86,6 +86,15 @@ def test_an_address_naming_no_session_id_is_said_and_the_page_works(app):
     assert not any("session id" in w.value for w in at.warning)
 
 
+def test_an_address_with_backticks_is_quoted_whole(app):
+    """`?session=`x`**b**` showed "Session ``x**b**…": one backtick each side ended the code span at the
+    address's own first backtick, and the rest was drawn as Markdown (a walkthrough, 2026-12-07)."""
+    at = _open_sessions_page(app(), "text-`x`**b**")
+    assert any(w.value.startswith("Session ``text-`x`**b**`` is not among your sessions") for w in at.warning), [
+        w.value for w in at.warning
+    ]
+
+
 def test_a_later_run_naming_another_session_does_not_pull_the_page_there(app):
     """Seen in a fresh-clone run: Delete this session replaced the address, but a rerun the browser had asked
     for before the new address reached it still named the deleted session, and the page said "Session … was
