@@ -733,3 +733,61 @@ def test_on_a_phone_the_fusion_formulas_fit_the_page(streamlit_server, new_brows
     widths = formulas.evaluate_all("all => all.map(e => [e.scrollWidth, e.clientWidth])")
     # KaTeX's box is 2 px wider than its frame for any formula, the shortest too
     assert all(scroll <= client + 3 for scroll, client in widths), widths
+
+
+# Each table's first column (what was said) and the narrowest of its cells, in px.
+_TABLE_WIDTHS = """() => [...document.querySelectorAll('.st-key-u_chat_panel [data-testid="stTable"] table')].map(t => {
+  const first = t.querySelector('tbody td');
+  return [first ? first.getBoundingClientRect().width : 0, t.getBoundingClientRect().width,
+          t.closest('[data-testid="stTable"]').getBoundingClientRect().width];
+})"""
+
+
+def test_on_a_phone_what_was_said_in_a_past_conversation_reads_in_whole_words(streamlit_server, new_browser_page):
+    """A walkthrough (2026-12-07) at 390 px: the past conversations' table gave what was said about 40 px, a few
+    letters a line ("rame n plac e I men tione d?"), each row about 300 px tall."""
+    page = _new_visitor(new_browser_page, streamlit_server, PHONE)
+    answered_turns(page).first.wait_for(timeout=TURN_TIMEOUT_MS)
+    page.locator('[data-testid="stExpandSidebarButton"]').click()
+    user = uuid.UUID(user_id_of(page))
+    page.locator('[data-testid="stSidebarCollapseButton"] button').click()
+    earlier = f"text-{uuid.uuid4().hex[:16]}"
+    said = ["Last weekend I hiked the Wildwood Trail and after that we had ramen at Marufuku.", "Sounds lovely!"]
+    conversations.store_turns(
+        Scope.service(user),
+        [
+            TurnInput(earlier, i, ("user", "agent")[i % 2], text, datetime.now(UTC) - timedelta(days=2))
+            for i, text in enumerate(said)
+        ],
+    )
+    send(page, "What was the ramen place I mentioned?")
+    page.wait_for_function(f"() => ({_TABLE_WIDTHS})().length >= 2", timeout=30_000)  # the slots' and the turns'
+    widths = page.evaluate(_TABLE_WIDTHS)
+    assert widths and all(first >= 100 for first, *_ in widths), widths
+    assert all(table <= frame + 1 for _, table, frame in widths), widths  # and no table wider than its frame
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= PHONE[0]
+
+
+def test_closing_a_delete_box_cancels_the_confirmation_typed_in_it(streamlit_server, new_browser_page):
+    """A walkthrough (2026-12-07): DELETE typed, the box closed, then opened again: DELETE was still typed and
+    the button live, one click from deleting everything. Closing is cancelling."""
+    page = _new_visitor(new_browser_page, streamlit_server, SIZES[0], "/memories")
+    memories.remember(Scope.service(user_id_of(page)), "favorite_color", "teal")
+    page.reload()
+    wait_for_app(page)
+    for box, phrase, button in [
+        (".st-key-u_mem_erase_box", "Type DELETE to confirm", "Delete everything about me"),
+        (".st-key-u_mem_delete_all_box", "Type DELETE to confirm", "Delete all memories"),
+    ]:
+        summary = page.locator(f"{box} summary")
+        summary.click()
+        typed = page.locator(box).get_by_label(phrase)
+        typed.fill("DELETE")
+        typed.press("Enter")
+        expect(page.locator(box).get_by_role("button", name=button, exact=True)).to_be_enabled(timeout=30_000)
+        summary.click()  # closed
+        wait_for_app(page)
+        summary.click()  # and opened again
+        expect(typed).to_have_value("", timeout=30_000)
+        expect(page.locator(box).get_by_role("button", name=button, exact=True)).to_be_disabled()
+    assert memories.list_memories(Scope.service(user_id_of(page)))  # nothing was deleted
