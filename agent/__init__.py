@@ -35,6 +35,7 @@ _EXPORTS = {
     "TurnResult": "agent.conversation",
     "MAX_MESSAGE_LENGTH": "agent.conversation",
     "SESSION_DELETED": "agent.conversation",
+    "APP_STOPPED": "agent.conversation",
     "STOPPED_MESSAGE": "agent.session",
     # the agent itself, for benchmarks that drive it directly
     "PlaygroundAgent": "agent.playground_agent",
@@ -94,6 +95,7 @@ _RENAMED = {
 }
 
 __all__ = [
+    "APP_STOPPED",
     "MAX_MESSAGE_LENGTH",
     "REDECODE_BEAM_SIZE",
     "SESSION_DELETED",
@@ -163,7 +165,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from agent import events, plugins, warmup
     from agent.chat_format import recall_block
-    from agent.conversation import MAX_MESSAGE_LENGTH, SESSION_DELETED, Conversation, TurnResult
+    from agent.conversation import APP_STOPPED, MAX_MESSAGE_LENGTH, SESSION_DELETED, Conversation, TurnResult
     from agent.event_bus import EventBus, QueueSink
     from agent.events import (
         ErrorEvent,

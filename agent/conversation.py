@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 MAX_MESSAGE_LENGTH = 2000
 SESSION_DELETED = "its session was deleted"  # Conversation.close_reason when its owner deleted the session
+APP_STOPPED = "the app stopped"  # ... when the process ended (agent.runtime.shutdown_runtime): the report says so
 SessionFactory = Callable[[QueueSink], Awaitable[PlaygroundSession]]
 
 
@@ -330,7 +331,7 @@ class Conversation:
             await self._stop_answers()
         async with self._turn_lock:  # let a turn in flight finish first
             # no facts are extracted from a conversation its owner is deleting (they would outlive it)
-            return await self._ps.finish(extract=not deleted)
+            return await self._ps.finish(extract=not deleted, ended_by=self.close_reason)
 
     async def _stop_answers(self) -> None:
         """Interrupt the answer in flight until its turn ends (before the model is asked there is no answer

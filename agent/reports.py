@@ -9,7 +9,7 @@ The report is livekit's ``SessionReport.to_dict()`` (from
       "playground": {
         "version": 1, "session_id", "user_id", "mode": "text" | "voice" | "worker",
         "models": {...describe_models()...},
-        "started_at", "ended_at" (epoch seconds), "duration_s", "turns",
+        "started_at", "ended_at" (epoch seconds), "duration_s", "ended_by" (e.g. "the app stopped"), "turns",
         "transcript": [{"turn", "role", "text", "ts"}],
         "tool_calls": [tool_call events], "retrievals": [retrieval events],
         "errors": [error events: a failed model call, a tool call the model got wrong, ...],
@@ -88,6 +88,7 @@ def playground_section(
     profile_updates: list[dict[str, Any]] | None = None,
     extraction: dict[str, Any] | None = None,
     models: dict[str, Any] | None = None,
+    ended_by: str | None = None,
 ) -> dict:
     transcript = [
         {"turn": e["turn"], "role": e["role"], "text": e["text"], "ts": e["ts"]}
@@ -103,6 +104,7 @@ def playground_section(
         "started_at": started_at,
         "ended_at": ended_at,
         "duration_s": round(max(0.0, ended_at - started_at), 3),
+        "ended_by": ended_by,  # why it was closed (Conversation.close_reason: "ended", "the app stopped", …)
         "turns": max((e["turn"] for e in events), default=0),
         "transcript": transcript,
         "tool_calls": of_type(events, "tool_call"),

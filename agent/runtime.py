@@ -50,7 +50,7 @@ from collections.abc import Awaitable
 from typing import Any
 
 from agent import reports
-from agent.conversation import SESSION_DELETED, Conversation, SessionFactory
+from agent.conversation import APP_STOPPED, SESSION_DELETED, Conversation, SessionFactory
 from core import db, embeddings, memory_changes, session_deletions, sessions
 from core.db import Scope, parse_user_id
 from core.errors import PlaygroundError
@@ -188,7 +188,7 @@ class AgentRuntime:
             self._stopped = True
             conversations = list(self._conversations.values())
         session_deletions.unsubscribe(self)
-        futures = [conversation.close() for conversation in conversations]
+        futures = [conversation.close(reason=APP_STOPPED) for conversation in conversations]
         concurrent.futures.wait(futures, timeout=timeout)
         self._reaper.cancel()
         self.following.cancel()

@@ -224,18 +224,20 @@ class PlaygroundSession:
         base_report: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
         extract: bool = True,
         close_session: bool = True,
+        ended_by: str | None = None,
     ) -> dict[str, Any]:
         """Close the session, extract facts, build and save the report (once; later calls return it).
 
         `base_report` is the livekit part of the report, or a function making it once the
         session is closed (the worker passes ``lambda: ctx.make_session_report(session).to_dict()``);
-        by default it is built from the session the same way.
+        by default it is built from the session the same way. `ended_by`: why it was closed
+        (Conversation.close_reason, such as agent.conversation.APP_STOPPED), for the report.
         """
         if self._finish_task is None:
-            self._finish_task = asyncio.ensure_future(self._finish(base_report, extract, close_session))
+            self._finish_task = asyncio.ensure_future(self._finish(base_report, extract, close_session, ended_by))
         return await asyncio.shield(self._finish_task)
 
-    async def _finish(self, base_report, extract: bool, close_session: bool) -> dict[str, Any]:
+    async def _finish(self, base_report, extract: bool, close_session: bool, ended_by: str | None) -> dict[str, Any]:
         if close_session:
             try:
                 await self.session.aclose()
@@ -258,6 +260,7 @@ class PlaygroundSession:
             profile_updates=agent.profile_updates if agent else [],
             extraction=extraction,
             models=describe_models().as_dict(),
+            ended_by=ended_by,
         )
         # what a withheld turn said (a secret the agent does not keep) is left out of it, like a deleted memory
         report = report_without_withheld({**self._livekit_part(base_report), "playground": section}, self.bus.events)

@@ -292,6 +292,21 @@ def list_sessions(scope: Scope, *, limit: int = 100, brief: bool = False) -> lis
         return [SessionRecord(**row) for row in cur.fetchall()]
 
 
+def newest_ended_by(scope: Scope, reason: str, *, within_seconds: float) -> SessionRecord | None:
+    """The user's newest session when it ended for `reason` (its report's `playground.ended_by`) within the last
+    `within_seconds`, after the user said something in it; None otherwise. Its report is left out (not read)."""
+    with transaction(scope) as cur:
+        cur.execute(
+            "select session_id, user_id, room_name, '{}'::jsonb as report, started_at, ended_at, created_at "
+            "from (select * from public.sessions where user_id = %s order by created_at desc limit 1) newest "
+            "where report #>> '{playground,ended_by}' = %s and ended_at > now() - make_interval(secs => %s) "
+            "and coalesce((report #>> '{playground,turns}')::int, 0) > 0",
+            (scope.user_id, reason, float(within_seconds)),
+        )
+        row = cur.fetchone()
+    return SessionRecord(**row) if row else None
+
+
 def count_sessions(scope: Scope) -> int:
     with transaction(scope) as cur:
         cur.execute("select count(*) as n from public.sessions where user_id = %s", (scope.user_id,))

@@ -585,6 +585,9 @@ def main() -> None:
     if moved is not None and (waiting or any(t.user_text for t in turns)):
         st.session_state.pop(chat_state.MOVED_KEY, None)  # shown until this tab's new conversation starts
         moved = None
+    restarted = st.session_state.get(chat_state.RESTARTED_KEY)
+    if restarted and (waiting or any(t.user_text for t in turns)):
+        st.session_state[chat_state.RESTARTED_KEY] = restarted = None  # said until the new one is under way
     deleted = st.session_state.get(chat_state.DELETED_KEY)
     if deleted is not None:
         # said until the new conversation answers a message sent after the notice was first drawn: a tab left
@@ -605,6 +608,13 @@ def main() -> None:
                 f"{which} went on in another tab of this browser while this tab was disconnected, and "
                 "continues there. This tab starts a new conversation.",
                 icon=":material/tab:",
+            )
+        if restarted:
+            st.info(
+                f"Your conversation `{session_ref(restarted)}` ended when the app restarted; its report and "
+                "transcript are on the Sessions page, and what you told the agent is remembered. This is a new "
+                "conversation.",
+                icon=":material/restart_alt:",
             )
         if deleted is not None:
             which = f"Your conversation `{session_ref(deleted)}`" if deleted else "Your conversation"

@@ -21,13 +21,16 @@ import streamlit as st
 from streamlit.runtime import Runtime
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from agent import SESSION_DELETED, Conversation, get_runtime, llm_wait_seconds
+from agent import APP_STOPPED, SESSION_DELETED, Conversation, get_runtime, llm_wait_seconds
+from core import sessions
 
 log = logging.getLogger("memory_playground.ui.chat")
 
 CHAT_KEY = "u_chat_session"  # "u_" prefix: dropped when the identity changes (after closing it)
 MOVED_KEY = "u_chat_moved"  # the session id of this tab's conversation that another tab took over
 DELETED_KEY = "u_chat_deleted"  # the session id of this tab's conversation whose session was deleted elsewhere
+RESTARTED_KEY = "u_chat_restarted"  # the visitor's conversation the app's restart ended, just before this one
+RESTART_NOTICE_SECONDS = 30 * 60  # a conversation a restart ended longer ago than this goes unmentioned
 START_TIMEOUT_SECONDS = 90  # first use loads the embedding model
 CLOSE_TIMEOUT_SECONDS = 60
 GONE_GRACE_SECONDS = 120  # a reload reconnects within this; after it the browser session is gone
@@ -66,6 +69,7 @@ def get_chat_session(visitor, rrf=None) -> Conversation:
         st.session_state[DELETED_KEY] = chat.session_id or ""
     chat = take_over_left_conversation(visitor.user_id, browser_session_id(), _session_is_connected)
     if chat is None:
+        _note_a_restart(visitor)
         key = base = session_key(visitor.user_id)
         for generation in range(1, 1000):  # a key another tab took over stays its: this tab takes the next
             if owned_by(key, browser_session_id()):
@@ -75,6 +79,19 @@ def get_chat_session(visitor, rrf=None) -> Conversation:
         _track(key, browser_session_id())
     st.session_state[CHAT_KEY] = chat
     return chat
+
+
+def _note_a_restart(visitor) -> None:
+    """Before a new conversation: when the app's restart ended the visitor's last one a moment ago, the page
+    says so (the chat quietly showed a new conversation, the one before it gone from view)."""
+    if st.session_state.get(CHAT_KEY) is not None or RESTARTED_KEY in st.session_state:
+        return  # this browser session had a conversation, or has been told: no restart in between
+    try:
+        ended = sessions.newest_ended_by(visitor.scope, APP_STOPPED, within_seconds=RESTART_NOTICE_SECONDS)
+    except Exception as exc:  # a notice, never a reason for the chat not to start
+        log.warning("could not read the visitor's last session: %s", exc)
+        return
+    st.session_state[RESTARTED_KEY] = ended.session_id if ended is not None else None
 
 
 def owned_by(key: str, streamlit_session_id: str) -> bool:

@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from agent import MAX_MESSAGE_LENGTH, reports
-from agent.conversation import SESSION_DELETED, TurnResult
+from agent.conversation import APP_STOPPED, SESSION_DELETED, TurnResult
 from agent.events import decode_event, encode_event
 from agent.session import PlaygroundSession
 from core import db, memories, memory_changes, sessions, turn_indexer
@@ -213,6 +213,33 @@ def test_idle_sessions_are_closed_and_reported(runtime, new_user):
     assert runtime.close_idle(max_idle=0) == ["idle"]
     chat.close().result(timeout=60)
     assert sessions.get_session(user.scope, chat.session_id).report["playground"]["turns"] == 1
+
+
+def test_the_apps_stop_ends_each_conversation_and_its_report_says_so(database_uri, new_user):
+    """The chat page tells a visitor whose conversation the app's restart ended (ui/chat_state.py): the report
+    says why it ended, and core.sessions finds it."""
+    from agent.runtime import AgentRuntime
+
+    user = new_user()
+    own = AgentRuntime(idle_timeout=3600)
+    chat = own.open_conversation("restart", user.user_id)
+    assert chat.send("my favorite color is teal").result(timeout=60).error is None
+    own.shutdown(timeout=60)
+    assert chat.close_reason == APP_STOPPED
+    record = sessions.get_session(user.scope, chat.session_id)
+    assert record.report["playground"]["ended_by"] == APP_STOPPED
+    found = sessions.newest_ended_by(user.scope, APP_STOPPED, within_seconds=600)
+    assert found is not None and found.session_id == chat.session_id and found.report == {}
+    assert sessions.newest_ended_by(user.scope, "ended", within_seconds=600) is None  # not why this one ended
+
+
+def test_a_conversation_the_user_ends_says_so_in_its_report(runtime, new_user):
+    user = new_user()
+    chat = runtime.open_conversation("ended", user.user_id)
+    assert chat.send("hello").result(timeout=60).error is None
+    chat.close().result(timeout=60)
+    assert sessions.get_session(user.scope, chat.session_id).report["playground"]["ended_by"] == "ended"
+    assert sessions.newest_ended_by(user.scope, APP_STOPPED, within_seconds=600) is None
 
 
 def test_switching_identity_on_the_same_key_starts_a_new_session(runtime, new_user):

@@ -7,6 +7,7 @@ import json
 import re
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -767,6 +768,44 @@ def test_the_thinking_time_of_each_turn_counts_from_its_own_message(app, monkeyp
         settle(at)
         assert order in _assistant_texts(at)[-1]
         time.sleep(4)  # the second turn starts well after the first one's start
+
+
+def test_a_conversation_the_apps_restart_ended_is_said_until_the_new_one_is_under_way(app):
+    """A walkthrough (2026-12-07): after the app restarted, the Chat page quietly showed a new conversation,
+    the one before it gone from view with no word of where it went."""
+    from agent import APP_STOPPED
+
+    at = app("pages/memories.py")
+    visitor = at.session_state["mp_visitor"]
+    service = db.Scope.service(visitor.user_id)
+    ended = datetime.now(UTC) - timedelta(minutes=2)
+
+    def saved(session_id: str, ended_by: str, when: datetime) -> None:
+        report = {"playground": {"turns": 2, "mode": "text", "duration_s": 60.0, "ended_by": ended_by}}
+        sessions.save_report(service, session_id, report, started_at=when - timedelta(minutes=1), ended_at=when)
+
+    saved("text-restart000000001", APP_STOPPED, ended - timedelta(hours=3))  # too long ago to say
+    saved("text-restart000000002", APP_STOPPED, ended)
+    at.switch_page("pages/chat.py")
+    at.run()
+    settle(at)
+    notices = [i.value for i in at.info if "ended when the app restarted" in i.value]
+    assert notices == [
+        "Your conversation `text-restart000000002` ended when the app restarted; its report and transcript are on "
+        "the Sessions page, and what you told the agent is remembered. This is a new conversation."
+    ]
+    _say(at, "hello")
+    assert not any("ended when the app restarted" in i.value for i in at.info)
+
+    # a conversation that ended otherwise, or a visit that had a conversation here before: nothing to say
+    other = app("pages/memories.py")
+    mine = db.Scope.service(other.session_state["mp_visitor"].user_id)
+    report = {"playground": {"turns": 2, "mode": "text", "duration_s": 60.0, "ended_by": "ended"}}
+    sessions.save_report(mine, "text-restart000000003", report, started_at=ended, ended_at=ended)
+    other.switch_page("pages/chat.py")
+    other.run()
+    settle(other)
+    assert not any("ended when the app restarted" in i.value for i in other.info)
 
 
 def _thinking(at):
