@@ -252,7 +252,8 @@ def _said(text: str, *, markdown: bool = False) -> None:
         st.markdown(text if markdown else literal(text))
 
 
-def _render_message(turn: Turn) -> None:
+def _render_message(turn: Turn, *, last: bool = False) -> None:
+    """`last`: the newest turn, which offers Try again when it failed (the message had to be typed again)."""
     if turn.user_text:
         with st.chat_message("user"):
             _said(turn.user_text)
@@ -267,6 +268,15 @@ def _render_message(turn: Turn) -> None:
                     st.markdown(turn.assistant_text or "…")
             for message in dict.fromkeys(turn.errors):
                 st.error(message, icon=":material/error:")
+            if last and turn.failed and turn.user_text not in (None, "", FORGOTTEN_MESSAGE, DELETED_TEXT):
+                st.button(
+                    "Try again",
+                    key=f"u_chat_retry_{turn.number}",
+                    icon=":material/refresh:",
+                    on_click=_queue,
+                    args=(turn.user_text,),
+                    help="Send this message again.",
+                )
             if turn.stopped:
                 st.caption(f":material/stop_circle: {STOPPED_MESSAGE}")
             if turn.number > 0:
@@ -517,7 +527,7 @@ def _conversation(box, chat: Conversation, shown: _Drawn, turns: list[Turn], wai
                 with st.chat_message("user"):  # the turn in progress: its steps are in the status below
                     _said(turn.user_text or "")
             else:
-                _render_message(turn)
+                _render_message(turn, last=turn is turns[-1] and not waiting)
         for text in waiting:
             with st.chat_message("user"):
                 st.markdown(literal(text))

@@ -808,6 +808,32 @@ def test_a_conversation_the_apps_restart_ended_is_said_until_the_new_one_is_unde
     assert not any("ended when the app restarted" in i.value for i in other.info)
 
 
+def test_a_failed_turn_can_be_tried_again_without_typing_it_again(app, monkeypatch):
+    """A walkthrough (2026-12-07): a turn the model failed had no way to send it again but to retype it."""
+    from agent.brain import llm as brain_llm
+
+    compose, failing = brain_llm.compose_reply, [True]
+
+    def breaks(user_text, *args, **kwargs):
+        if "1001" in user_text and failing:
+            raise RuntimeError("the model fell over")
+        return compose(user_text, *args, **kwargs)
+
+    monkeypatch.setattr(brain_llm, "compose_reply", breaks)
+    at = app()
+    _say(at, "where is order 1001?")
+    assert at.error, "the turn did not fail"
+    retry = [b for b in at.button if b.label == "Try again"]
+    assert len(retry) == 1
+    failing.clear()  # the model is back
+    retry[0].click().run()
+    settle(at)
+    assert "1001" in _assistant_texts(at)[-1]
+    assert [b for b in at.button if b.label == "Try again"] == []  # the newest turn was answered
+    users = [m.value for message in at.chat_message if message.name == "user" for m in message.markdown]
+    assert [text for text in users if "1001" in text] == ["where is order 1001?"] * 2  # sent again, as typed
+
+
 def _thinking(at):
     return [status for status in at.get("status") if status.label.startswith("Thinking")]
 
