@@ -421,7 +421,14 @@ def main() -> None:
         metrics = st.container(horizontal=True)
         metrics.metric("Memories", len(items), border=True, width="content")
         metrics.metric("Last updated", ago(items[0].updated_at) if items else "—", border=True, width="content")
-        metrics.metric("From sessions", len(written_in - deleted_sessions), border=True, width="content")
+        # how many sessions wrote them ("From sessions 2" beside "Memories 7" read as two of the seven)
+        metrics.metric(
+            "Sessions that wrote them",
+            len(written_in - deleted_sessions),
+            border=True,
+            width="content",
+            help="How many of your sessions (still kept) the agent wrote these memories in.",
+        )
         _toolbar(scope, visitor, items)
         _learned_profile(scope)
         if not items:

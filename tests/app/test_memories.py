@@ -259,7 +259,7 @@ def test_a_card_lists_the_three_latest_earlier_texts_and_counts_the_rest(app):
 
 def test_a_memory_whose_session_was_deleted_says_so_and_links_nowhere(app):
     """A memory outlives the session that wrote it. Once that session is deleted its card says so, with no
-    Open button, "From sessions" does not count it, and a stale link to it says it was deleted instead of
+    Open button, "Sessions that wrote them" does not count it, and a stale link to it says it was deleted instead of
     quietly showing another session."""
     at = app("pages/memories.py")
     visitor = at.session_state["mp_visitor"]
@@ -279,7 +279,7 @@ def test_a_memory_whose_session_was_deleted_says_so_and_links_nowhere(app):
     assert not any(gone in c for c in captions)
     assert {b.key for b in at.button} >= {f"u_mem_open_{car.id}"}
     assert f"u_mem_open_{color.id}" not in {b.key for b in at.button}
-    assert {m.label: m.value for m in at.metric}["From sessions"] == "1"
+    assert {m.label: m.value for m in at.metric}["Sessions that wrote them"] == "1"
 
     # a link made before the deletion (another tab, the Back button): the Sessions page says it is gone
     at.session_state["u_sessions_request"] = gone
