@@ -154,7 +154,7 @@ def _with_article(noun: str) -> str:
 def describe_fact(slot: str, content: str) -> str:
     """A fact as a grammatical clause about the user, their words turned to the second person:
     'you live in Denver', 'your dog's name is Pixel', 'you like hiking near your home'."""
-    content = second_person(content.strip().rstrip("."))
+    content = second_person(" ".join(content.split()).rstrip("."))  # one line: "- x" or "# y" on a line are Markdown
     # a note or a negation kept in the user's own words ("you don't eat fish"); a slot's value that only begins
     # with "your" is still said with its slot ("you drive your dad's truck", not "your dad's truck")
     if re.match(r"^you\b", content, re.I) or (slot.startswith(NOTE_PREFIX) and re.match(r"^your\b", content, re.I)):

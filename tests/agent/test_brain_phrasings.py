@@ -811,3 +811,10 @@ def test_the_users_own_detail_is_not_answered_with_someone_elses(asked, said, an
     """A helper's walkthrough (2026-12-07): the name deleted on Memories, "What is my name?" was answered from an
     earlier conversation with "you said: “My dog's name is Biscuit”" (it shares "name")."""
     assert about_what_was_asked(asked, "", said) is answers
+
+
+def test_a_memory_written_on_several_lines_is_said_on_one():
+    """A walkthrough (2026-12-07): a memory edited to "Biscuit⏎- third line⏎# heading?" came back in the reply as
+    a list item and a heading, the "-" and "#" the user typed gone (the chat draws the agent's Markdown)."""
+    said = describe_fact("dog_name", "Biscuit\nsecond line\n\n- third line\n# heading?")
+    assert said == "your dog's name is Biscuit second line - third line # heading?"
