@@ -15,7 +15,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Protocol
 
 from agent import events
@@ -44,7 +44,6 @@ class EventBus:
         self._turns_started: set[str] = set()
         self._turns_done: set[int] = set()
         self.answering: str | None = None  # the id of the user message whose turn is in progress
-        self._when_over: list[Callable[[], None]] = []  # called once the turn in progress is over
 
     def add_sink(self, sink: EventSink) -> None:
         self._sinks.append(sink)
@@ -85,8 +84,6 @@ class EventBus:
             self._turns_started.add(message_id)
             self.turn += 1
             self.answering = message_id
-            over, self._when_over = self._when_over, []  # a turn unfinished is over when the next one starts
-        self._call(over)
         self.emit(events.transcript("user", text, final=True))
         return True
 
@@ -96,25 +93,7 @@ class EventBus:
                 return
             self._turns_done.add(self.turn)
             self.answering = None
-            over, self._when_over = self._when_over, []
         self.emit(events.turn_done())
-        self._call(over)
-
-    def when_turn_over(self, callback: Callable[[], None]) -> None:
-        """Call `callback` once the turn in progress is over (on the thread that ends it), or now when none is."""
-        with self._lock:
-            if self.answering is not None:
-                self._when_over.append(callback)
-                return
-        callback()
-
-    @staticmethod
-    def _call(callbacks: list[Callable[[], None]]) -> None:
-        for callback in callbacks:
-            try:
-                callback()
-            except Exception:  # like a broken sink, it must never break the conversation
-                log.exception("turn-over callback %r failed", callback)
 
     def metric(self, name: str, value_ms: float | None, *, turn: int | None = None) -> None:
         if value_ms is None or not math.isfinite(value_ms) or value_ms < 0:

@@ -32,6 +32,7 @@ from core.sessions import DELETED_TEXT
 from core.sessions import blanked as blanked_report
 
 log = logging.getLogger(__name__)
+AFTER_TURN_POLL_SECONDS = 0.2  # how soon a check a turn spared runs once the turn is over
 
 # Event keys that name things rather than say them (event kinds, roles, tiers, tool names...): never blanked,
 # so that a memory whose text is "assistant" or "conversations" leaves every event readable
@@ -251,7 +252,7 @@ class Forgetting(MemoryFollower):
     def __init__(self, session: Any) -> None:  # an agent.session.PlaygroundSession
         super().__init__(session.user_id, f"session {session.session_id}")
         self.session = session
-        self._after_turn = False  # a check is due once the turn a check spared is over
+        self._after_turn: asyncio.Future | None = None  # a check once the turn a check spared is over
 
     async def settled(self) -> None:
         """Before the report: one more check (a change notice may have been missed while the database feed
@@ -325,20 +326,14 @@ class Forgetting(MemoryFollower):
         said = [e for e in of_type(bus.events, "transcript", turn=bus.turn) if e["role"] == "user"]
         if answering is None or not said:
             return None
-        if not self._after_turn:
-            self._after_turn = True
-            loop = asyncio.get_running_loop()
-
-            def over() -> None:  # on the thread that ends the turn
-                if not loop.is_closed():
-                    loop.call_soon_threadsafe(self._turn_over)
-
-            bus.when_turn_over(over)
+        if self._after_turn is None or self._after_turn.done():
+            self._after_turn = asyncio.ensure_future(self._check_after(answering))
         # a millisecond early: the stored time is this one, rounded to the microsecond
         return bus.turn, datetime.fromtimestamp(said[0]["ts"], UTC) - timedelta(milliseconds=1)
 
-    def _turn_over(self) -> None:
-        self._after_turn = False
+    async def _check_after(self, answering: str) -> None:
+        while self.session.bus.answering == answering:
+            await asyncio.sleep(AFTER_TURN_POLL_SECONDS)
         self._check_soon()
 
     def report_without_them(self, report: dict[str, Any]) -> dict[str, Any]:

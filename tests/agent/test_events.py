@@ -39,33 +39,6 @@ def test_every_kind_has_a_builder_and_its_events_are_complete():
     assert published[1]["duration_ms"] == 3.21 and published[4]["value"] == 12.35  # rounded as documented
 
 
-def test_when_turn_over_calls_back_once_the_turn_in_progress_ends_or_the_next_one_starts():
-    """Forgetting checks a turn it spared once the turn is over (agent/forgetting.py), on this call."""
-    sink = QueueSink()
-    bus = EventBus("session-1", [sink])
-    over: list[str] = []
-    bus.when_turn_over(lambda: over.append("no turn"))  # none in progress: at once
-    assert over == ["no turn"]
-
-    bus.begin_user_turn("m1", "my favorite color is teal")
-    bus.when_turn_over(lambda: over.append("first"))
-    bus.when_turn_over(lambda: 1 / 0)  # a broken callback is logged, and the others still run
-    bus.when_turn_over(lambda: over.append("first, again"))
-    assert over == ["no turn"]
-    bus.finish_turn()
-    assert over == ["no turn", "first", "first, again"]
-    assert sink.since(0)[0][-1]["type"] == "turn_done"
-    bus.finish_turn()  # called back once
-    assert len(over) == 3
-
-    bus.begin_user_turn("m2", "what is my favorite color?")
-    bus.when_turn_over(lambda: over.append("second"))
-    bus.begin_user_turn("m2", "what is my favorite color?")  # the same message: the same turn
-    assert len(over) == 3
-    bus.begin_user_turn("m3", "hello?")  # a turn never finished is over when the next one starts
-    assert over[-1] == "second" and bus.answering == "m3"
-
-
 def test_values_are_made_json_safe():
     fields = events.tool_call(
         "recall_detail",
