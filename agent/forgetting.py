@@ -32,7 +32,10 @@ from core.sessions import DELETED_TEXT
 from core.sessions import blanked as blanked_report
 
 log = logging.getLogger(__name__)
-AFTER_TURN_POLL_SECONDS = 0.2  # how soon a check a turn spared runs once the turn is over
+# how soon a check a turn spared runs once the turn is over. Polled, not a hook on EventBus.finish_turn: the
+# answer's chat-history item can land after turn_done, and a check run at turn_done left the deleted text in
+# the model's context (tried 2026-12-07; tests/agent/test_forgetting.py failed under load)
+AFTER_TURN_POLL_SECONDS = 0.2
 
 # Event keys that name things rather than say them (event kinds, roles, tiers, tool names...): never blanked,
 # so that a memory whose text is "assistant" or "conversations" leaves every event readable
