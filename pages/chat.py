@@ -224,8 +224,8 @@ def _outbox() -> list[str]:
     return st.session_state.setdefault(_OUTBOX, [])
 
 
-def _hand_over(chat: Conversation) -> None:
-    """Give the agent every kept message, in order (it answers them one after another)."""
+def _hand_over(chat: Conversation) -> bool:
+    """Give the agent every kept message, in order (it answers them one after another); True when it gave any."""
     outbox = _outbox()
     futures = []
     while outbox:
@@ -234,6 +234,7 @@ def _hand_over(chat: Conversation) -> None:
     for future in futures:
         if future.done() and isinstance(future.exception(), InvalidInput):
             st.warning(str(future.exception()), icon=":material/warning:")
+    return bool(futures)
 
 
 def _llm_label() -> tuple[str, bool]:
@@ -579,10 +580,10 @@ def main() -> None:
         return
     st.session_state.pop(_ENDED, None)
     chat = _conversation_of(visitor)
-    if chat.ready.done() and chat.ready.exception() is None:
-        _hand_over(chat)
-        if recheck_if_a_turn_disagrees():
-            redraw_page()  # so the sidebar, drawn before the answer came, follows the check
+    # an answer that came within this run: the sidebar was drawn before it (other runs' sidebars see it)
+    handed = chat.ready.done() and chat.ready.exception() is None and _hand_over(chat)
+    if handed and recheck_if_a_turn_disagrees():
+        redraw_page()  # so the sidebar follows the check
     shown = _snapshot(chat)  # before what it draws: a change after this draws the page again
     if st.session_state.get(_ANSWERED) != shown.done_turns:
         st.session_state[_ANSWERED] = shown.done_turns
