@@ -711,19 +711,24 @@ def test_what_the_visitor_typed_is_shown_as_typed_not_read_as_markdown(app):
     assert typed in [t.content for t in stored]  # stored exactly as typed: only the display escapes it
 
 
-def test_while_the_agent_thinks_its_status_spins_and_is_never_marked_done(app, monkeypatch):
-    """The status drawn while a slow model answers showed ✓ (`with st.status(...)` marks it complete on
-    leaving the block), as if the answer had come."""
+def _slow_brain(monkeypatch, *, seconds: float) -> None:
+    """A slow model: a message that says "slowly" is answered `seconds` after its tools ran."""
     from agent.brain import llm as brain_llm
 
     compose = brain_llm.compose_reply
 
-    def slowly(user_text, *args, **kwargs):  # a slow model: the answer takes 3 s after the tools ran
+    def slowly(user_text, *args, **kwargs):
         if "slowly" in user_text:
-            time.sleep(3)
+            time.sleep(seconds)
         return compose(user_text, *args, **kwargs)
 
     monkeypatch.setattr(brain_llm, "compose_reply", slowly)
+
+
+def test_while_the_agent_thinks_its_status_spins_and_is_never_marked_done(app, monkeypatch):
+    """The status drawn while a slow model answers showed ✓ (`with st.status(...)` marks it complete on
+    leaving the block), as if the answer had come."""
+    _slow_brain(monkeypatch, seconds=3)
     at = app()
     settle(at)
     at.chat_input(key="u_chat_input").set_value("where is order 1001, slowly")
@@ -743,16 +748,7 @@ def test_while_the_agent_thinks_its_status_spins_and_is_never_marked_done(app, m
 def test_the_thinking_time_of_each_turn_counts_from_its_own_message(app, monkeypatch):
     """The second turn's "Thinking… N s" counted from the first turn's start (a walkthrough saw "Thinking… 35 s"
     two seconds in, and past 272 s the warning that the agent has not answered, 10 s into a turn)."""
-    from agent.brain import llm as brain_llm
-
-    compose = brain_llm.compose_reply
-
-    def slowly(user_text, *args, **kwargs):
-        if "slowly" in user_text:
-            time.sleep(2)
-        return compose(user_text, *args, **kwargs)
-
-    monkeypatch.setattr(brain_llm, "compose_reply", slowly)
+    _slow_brain(monkeypatch, seconds=2)
     at = app()
     settle(at)
     for order in ("1001", "1002"):

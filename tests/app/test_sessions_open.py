@@ -122,14 +122,20 @@ def _search_transcripts(at, query: str) -> None:
     assert not at.exception, at.exception
 
 
-def test_each_transcript_hit_shows_its_branches_shares_and_they_add_up_to_its_score(app):
-    """A hit line "vector #2 · text #1 · RRF 0.2708" did not add up by the formula the page shows (0.125 + 0.1667): the
-    weights are scaled per search and the turn in context's part was not shown (a fresh-clone walkthrough)."""
+def _sessions_page_after_a_conversation(app):
+    """A new visitor's Sessions page, after one conversation (`_said`); with the visitor."""
     at = app()
     visitor = at.session_state["mp_visitor"]
     conversations.store_turns(Scope.service(visitor.user_id), _said(f"text-{uuid.uuid4().hex[:16]}"))
     at.switch_page("pages/sessions.py")
     at.run()
+    return at, visitor
+
+
+def test_each_transcript_hit_shows_its_branches_shares_and_they_add_up_to_its_score(app):
+    """A hit line "vector #2 · text #1 · RRF 0.2708" did not add up by the formula the page shows (0.125 + 0.1667): the
+    weights are scaled per search and the turn in context's part was not shown (a fresh-clone walkthrough)."""
+    at, visitor = _sessions_page_after_a_conversation(app)
 
     _search_transcripts(at, "teal color")
     lines = [c.value for c in at.caption if c.value.startswith("vector ")]
@@ -147,11 +153,7 @@ def test_the_transcript_search_lists_matches_and_puts_the_merely_nearest_turns_a
     """The vector branch returns the nearest turns however far: "pizza dough recipe" listed every turn of a
     conversation about colors and hiking as hits. Only a shared word or a close meaning makes a match now;
     the rest stay reachable, apart."""
-    at = app()
-    visitor = at.session_state["mp_visitor"]
-    conversations.store_turns(Scope.service(visitor.user_id), _said(f"text-{uuid.uuid4().hex[:16]}"))
-    at.switch_page("pages/sessions.py")
-    at.run()
+    at, visitor = _sessions_page_after_a_conversation(app)
 
     _search_transcripts(at, "pizza dough recipe")
     assert any(c.value == "No turn of your transcripts matches that." for c in at.caption)
